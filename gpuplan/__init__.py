@@ -1,0 +1,37 @@
+"""gpuplan: plan deep-learning jobs onto GPU fleets with optimization, and verify every plan.
+
+The data flows one way: an instance file is read into an immutable, index-based
+:class:`~gpuplan.instance.Instance`; a solver from :data:`gpuplan.solvers.SOLVERS` turns it
+into a raw :class:`~gpuplan.solvers.base.Result`; :func:`~gpuplan.planning.plan` converts that
+into a :class:`~gpuplan.schedule.Schedule` and passes it through the independent
+:func:`~gpuplan.verify.verify_schedule` before anyone sees it.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("gpuplan")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0+unknown"
+
+from gpuplan.errors import InputError, VerificationError
+from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.planning import plan
+from gpuplan.readers import read_instance
+from gpuplan.schedule import Placement, Schedule, Status, Unplaced
+from gpuplan.verify import verify_schedule
+
+__all__ = [
+    "InputError",
+    "Instance",
+    "ObjectiveKind",
+    "Placement",
+    "Schedule",
+    "Status",
+    "Unplaced",
+    "VerificationError",
+    "__version__",
+    "plan",
+    "read_instance",
+    "verify_schedule",
+]

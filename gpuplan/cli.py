@@ -1,0 +1,267 @@
+"""The ``gpuplan`` command line. The library logs; only this module prints.
+
+Exit codes: 0 success; 1 no feasible schedule, or a schedule failed verification; 2 invalid
+input (instance, schedule or command line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from gpuplan import __version__
+from gpuplan.errors import ExitCode, InputError, VerificationError
+from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.planning import plan
+from gpuplan.readers import read_instance
+from gpuplan.readers.instance_file import InstanceDocument
+from gpuplan.schedule import Schedule, Verification, ViolationKind
+from gpuplan.solvers import SOLVERS, SolveOptions
+from gpuplan.verify import verify_schedule
+
+#: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.
+console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _objective(value: str) -> ObjectiveKind:
+    try:
+        return ObjectiveKind(value)
+    except ValueError:
+        known = ", ".join(k.value for k in ObjectiveKind)
+        raise argparse.ArgumentTypeError(
+            f"unknown objective {value!r}; choose from {known}"
+        ) from None
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return number
+
+
+def _summary_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def _print_unplaced(schedule: Schedule) -> None:
+    """List why jobs are unplaced, each distinct reason once."""
+    by_reason: dict[str, list[str]] = {}
+    for item in schedule.unplaced:
+        by_reason.setdefault(item.reason, []).append(item.job)
+    for reason, jobs in list(by_reason.items())[:10]:
+        more = f" and {len(jobs) - 1} more" if len(jobs) > 1 else ""
+        console.print(f"  unplaced {jobs[0]}{more}: {reason}", markup=False)
+    if len(by_reason) > 10:
+        console.print(f"  ... and {len(by_reason) - 10} more reasons")
+
+
+def _print_verification(verification: Verification, has_plan: bool = True) -> None:
+    if verification.ok:
+        console.print("[green]verified[/green]: every constraint holds")
+        return
+    shown = verification.violations
+    if not has_plan:
+        # Missing jobs are what "no plan" means; the unplaced list already says why.
+        shown = [v for v in shown if v.kind is not ViolationKind.UNPLACED]
+        console.print("[yellow]no plan[/yellow]: the placements made are valid; jobs are missing")
+    if shown:
+        console.print(f"[red]{len(shown)} violation(s):[/red]")
+    for violation in shown:
+        console.print(f"  {violation}", markup=False)
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    instance = read_instance(args.instance, objective=args.objective)
+    options = SolveOptions(time_limit_s=args.time_limit, seed=args.seed, threads=args.threads)
+    schedule = plan(instance, args.method, options)
+    if args.output == "-":
+        sys.stdout.write(schedule.to_json())
+    elif args.output is not None:
+        try:
+            schedule.write(args.output)
+        except OSError as exc:
+            raise InputError(args.output, "", f"cannot write the schedule: {exc}") from None
+    placed = len(schedule.placements)
+    console.print(
+        _summary_table(
+            f"{instance.name}: {instance.n_jobs} jobs on {instance.n_gpus} GPUs, "
+            f"objective {instance.objective.value}",
+            [
+                ("method", f"{schedule.method} ({schedule.solver})"),
+                ("status", schedule.status.value),
+                ("objective", _fmt(schedule.objective)),
+                ("bound", _fmt(schedule.bound)),
+                ("gap", "-" if schedule.gap is None else f"{schedule.gap:.2%}"),
+                ("placed", f"{placed} of {instance.n_jobs}"),
+                ("wall time", f"{schedule.wall_time_s:.3f} s"),
+                ("written to", args.output or "- (use -o FILE to save)"),
+            ],
+        )
+    )
+    _print_unplaced(schedule)
+    assert schedule.verification is not None  # plan() always verifies
+    _print_verification(schedule.verification, schedule.status.has_plan)
+    return ExitCode.OK if schedule.status.has_plan else ExitCode.FAILED
+
+
+def _describe(instance: Instance) -> str:
+    gangs = int((instance.gang > 1).sum())
+    deps = sum(1 for p in instance.predecessors if p)
+    return (
+        f"{instance.n_jobs} jobs ({gangs} gangs, {deps} with dependencies), "
+        f"{instance.n_gpus} GPUs of {instance.n_types} types on {instance.n_nodes} nodes, "
+        f"resources {', '.join(instance.resources)}, objective {instance.objective.value}"
+    )
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    for path in args.instances:
+        instance = read_instance(path)
+        console.print(f"[green]ok[/green] {path}: {_describe(instance)}", markup=True)
+    return ExitCode.OK
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    schedule = Schedule.read(args.schedule)
+    try:
+        objective = ObjectiveKind(schedule.objective_kind)
+    except ValueError:
+        raise InputError(
+            str(args.schedule), "objective_kind", f"unknown objective {schedule.objective_kind!r}"
+        ) from None
+    instance = read_instance(args.instance, objective=objective)
+    verification = verify_schedule(instance, schedule)
+    console.print(
+        f"{args.schedule}: status {schedule.status.value}, objective "
+        f"{_fmt(schedule.objective)} (recomputed {_fmt(verification.objective)})",
+        markup=False,
+    )
+    _print_verification(verification)
+    return ExitCode.OK if verification.ok else ExitCode.FAILED
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    model = InstanceDocument if args.which == "instance" else Schedule
+    sys.stdout.write(json.dumps(model.model_json_schema(), indent=2) + "\n")
+    return ExitCode.OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, with one sub-command per task."""
+    parser = argparse.ArgumentParser(
+        prog="gpuplan",
+        description="Plan deep-learning jobs onto GPU fleets; every schedule is verified. "
+        "Exit codes: 0 ok, 1 no feasible schedule or verification failed, 2 invalid input.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpuplan {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    solve = commands.add_parser(
+        "solve", help="plan an instance and verify the schedule",
+        description="Plan an instance file, verify the schedule, print a summary and "
+        "write the schedule JSON.",
+    )
+    solve.add_argument("instance", type=Path, help="instance file (.json, .yaml)")
+    solve.add_argument(
+        "--method", choices=sorted(SOLVERS), default="greedy",
+        help="planning method (default: greedy); "
+        + "; ".join(f"{name}: {s.description}" for name, s in SOLVERS.items()),
+    )
+    solve.add_argument(
+        "--objective", type=_objective, metavar="NAME",
+        help="override the file's objective: " + ", ".join(k.value for k in ObjectiveKind),
+    )
+    solve.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
+    solve.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    solve.add_argument("--threads", type=int, default=2, help="solver threads (default: 2)")
+    solve.add_argument(
+        "-o", "--output", metavar="OUT.json", help="write the schedule here ('-' for stdout)"
+    )
+    solve.set_defaults(run=_cmd_solve)
+
+    validate = commands.add_parser(
+        "validate", help="check instance files and describe them",
+        description="Validate instance files; exit 2 at the first invalid one.",
+    )
+    validate.add_argument("instances", type=Path, nargs="+", metavar="INSTANCE")
+    validate.set_defaults(run=_cmd_validate)
+
+    check = commands.add_parser(
+        "check", help="verify a schedule file against its instance",
+        description="Recompute every constraint and the objective of SCHEDULE from INSTANCE "
+        "alone (for the objective the schedule was planned for); exit 1 on any violation.",
+    )
+    check.add_argument("instance", type=Path)
+    check.add_argument("schedule", type=Path)
+    check.set_defaults(run=_cmd_check)
+
+    schema = commands.add_parser(
+        "schema", help="print the JSON Schema of a file format",
+        description="Print the JSON Schema of the instance or the schedule format.",
+    )
+    schema.add_argument("which", choices=["instance", "schedule"])
+    schema.set_defaults(run=_cmd_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code.
+
+    Parameters
+    ----------
+    argv
+        Arguments without the program name; ``sys.argv[1:]`` by default.
+    """
+    args = build_parser().parse_args(argv)
+    level = logging.DEBUG if args.debug else logging.INFO if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        code: int = args.run(args)
+    except InputError as exc:
+        if args.debug:
+            raise
+        console.print(f"error: {exc}", markup=False)
+        return ExitCode.BAD_INPUT
+    except VerificationError as exc:
+        if args.debug:
+            raise
+        console.print(str(exc), markup=False)
+        return ExitCode.FAILED
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        return 130
+    except Exception as exc:  # a bug: say so plainly, without a traceback unless asked
+        if args.debug:
+            raise
+        console.print(
+            f"internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",
+            markup=False,
+        )
+        return ExitCode.FAILED
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

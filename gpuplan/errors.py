@@ -1,0 +1,79 @@
+"""Exceptions and the process exit codes the CLI maps them to."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import IntEnum
+
+#: Key under which a single number given for "every GPU type" is held after parsing; it is
+#: left out of JSON paths because the user never wrote it.
+ALL_TYPES = "*"
+
+
+def json_path(loc: tuple[str | int, ...]) -> str:
+    """Format a pydantic error location as a JSON path such as ``jobs[3].duration_s.A100``."""
+    path = ""
+    for part in loc:
+        if part == ALL_TYPES:
+            continue
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else part
+    return path
+
+
+class ExitCode(IntEnum):
+    """Exit codes of the ``gpuplan`` command, documented in README."""
+
+    OK = 0
+    #: No feasible schedule was found, or a schedule failed verification.
+    FAILED = 1
+    #: The input (instance, schedule or command line) is invalid.
+    BAD_INPUT = 2
+
+
+class InputError(Exception):
+    """Invalid user input, located by file and JSON path.
+
+    Parameters
+    ----------
+    source
+        The file (or other origin, such as ``--objective``) the input came from.
+    path
+        Where in the document the problem is, as a JSON path such as ``jobs[3].gpus``;
+        empty for the document as a whole.
+    message
+        What is wrong, in words a user can act on.
+    """
+
+    def __init__(self, source: str, path: str, message: str) -> None:
+        self.source = source
+        self.path = path
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.source}: {self.path}" if self.path else self.source
+        return f"{where}: {self.message}"
+
+
+class VerificationError(Exception):
+    """A solver returned a schedule that the verifier rejected: always a bug in gpuplan.
+
+    Parameters
+    ----------
+    method
+        The method whose schedule was rejected.
+    violations
+        One readable line per violated constraint.
+    """
+
+    def __init__(self, method: str, violations: Sequence[str]) -> None:
+        self.method = method
+        self.violations = list(violations)
+        lines = "\n  ".join(self.violations)
+        super().__init__(
+            f"BUG: method {method!r} returned a schedule that fails verification "
+            f"({len(self.violations)} violation(s)); it was not written:\n  {lines}"
+        )

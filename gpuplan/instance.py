@@ -1,0 +1,324 @@
+"""The immutable, index-based problem every formulation and solver reads.
+
+An :class:`Instance` is built once from an instance file by :mod:`gpuplan.readers`, which has
+already validated it. Jobs, GPU types, nodes and named resources are addressed by integer
+index; the string ids are kept only to translate results back for people. All arrays are
+read-only, so no solver can change the problem another solver or the verifier sees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from gpuplan.errors import InputError
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+
+class ObjectiveKind(StrEnum):
+    """What a plan optimises.
+
+    Static objectives place the whole batch at once: every placed job holds its GPUs at the
+    same time, so capacity is checked over all of them together and time fields (release,
+    deadline, due date, dependencies) play no part. Time-based objectives build a timeline in
+    which jobs start and end and GPUs are reused.
+    """
+
+    ASSIGN_COST = "assign-cost"
+    MAX_WEIGHT = "max-weight"
+    MIN_GPUS = "min-gpus"
+    MIN_GPU_COST = "min-gpu-cost"
+    MIN_MAX_LOAD = "min-max-load"
+    MAKESPAN = "makespan"
+    WEIGHTED_COMPLETION = "weighted-completion"
+    TARDINESS = "tardiness"
+    COST = "cost"
+
+    @property
+    def is_static(self) -> bool:
+        """Whether the objective places the batch at once rather than over time."""
+        return self in _STATIC
+
+    @property
+    def sense(self) -> Literal["min", "max"]:
+        """Whether larger or smaller objective values are better."""
+        return "max" if self is ObjectiveKind.MAX_WEIGHT else "min"
+
+    @property
+    def allows_unplaced(self) -> bool:
+        """Whether a feasible plan may leave jobs out (only when placed weight is maximised)."""
+        return self is ObjectiveKind.MAX_WEIGHT
+
+    @property
+    def needs_job_cost(self) -> bool:
+        """Whether every eligible (job, GPU type) pair needs a cost."""
+        return self in (ObjectiveKind.ASSIGN_COST, ObjectiveKind.COST)
+
+    @property
+    def needs_gpu_price(self) -> bool:
+        """Whether every GPU type needs ``cost_per_hour``."""
+        return self is ObjectiveKind.MIN_GPU_COST
+
+
+_STATIC = frozenset(
+    {
+        ObjectiveKind.ASSIGN_COST,
+        ObjectiveKind.MAX_WEIGHT,
+        ObjectiveKind.MIN_GPUS,
+        ObjectiveKind.MIN_GPU_COST,
+        ObjectiveKind.MIN_MAX_LOAD,
+    }
+)
+
+
+_Array = TypeVar("_Array", bound=NDArray[Any])
+
+
+def _readonly(array: _Array) -> _Array:
+    array.flags.writeable = False
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """A GPU fleet, a batch of jobs and an objective, by index.
+
+    Shapes use ``T`` GPU types, ``R`` named resources, ``N`` nodes and ``J`` jobs.
+
+    Attributes
+    ----------
+    name
+        A short name for reports (the file stem unless the file gives one).
+    source
+        Where the instance came from, used in messages.
+    resources
+        Names of the per-GPU resources, e.g. ``("memory_gib", "compute")``.
+    type_ids
+        GPU type ids, length ``T``.
+    capacity
+        ``(T, R)`` capacity of one GPU of each type.
+    price_per_hour
+        ``(T,)`` price of one GPU-hour per type; NaN where the file gives none.
+    node_ids
+        Node ids, length ``N``.
+    node_gpus
+        ``(N, T)`` number of GPUs of each type on each node.
+    job_ids
+        Job ids, length ``J``.
+    gang
+        ``(J,)`` GPUs each job needs at once, all on one node and of one type.
+    demand
+        ``(J, T, R)`` per-GPU demand of each job on each type.
+    duration
+        ``(J, T)`` run time in seconds; NaN where the job has no duration for the type.
+    eligible
+        ``(J, T)`` whether the job may run on the type: allowed, has a duration, fits one GPU
+        and some node has enough GPUs of the type for its gang.
+    cost
+        ``(J, T)`` cost of running the job on the type; NaN where unknown.
+    weight
+        ``(J,)`` job weight (priority).
+    release
+        ``(J,)`` earliest start in seconds.
+    deadline
+        ``(J,)`` latest end in seconds (hard); ``inf`` where none.
+    due
+        ``(J,)`` due date in seconds (soft, for tardiness); ``inf`` where none.
+    predecessors
+        For each job, the indices of the jobs that must end before it starts.
+    objective
+        What plans for this instance optimise.
+    """
+
+    name: str
+    source: str
+    resources: tuple[str, ...]
+    type_ids: tuple[str, ...]
+    capacity: FloatArray
+    price_per_hour: FloatArray
+    node_ids: tuple[str, ...]
+    node_gpus: IntArray
+    job_ids: tuple[str, ...]
+    gang: IntArray
+    demand: FloatArray
+    duration: FloatArray
+    eligible: BoolArray
+    cost: FloatArray
+    weight: FloatArray
+    release: FloatArray
+    deadline: FloatArray
+    due: FloatArray
+    predecessors: tuple[tuple[int, ...], ...]
+    objective: ObjectiveKind
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, np.ndarray):
+                _readonly(value)
+
+    @property
+    def n_jobs(self) -> int:
+        """Number of jobs ``J``."""
+        return len(self.job_ids)
+
+    @property
+    def n_types(self) -> int:
+        """Number of GPU types ``T``."""
+        return len(self.type_ids)
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes ``N``."""
+        return len(self.node_ids)
+
+    @property
+    def n_gpus(self) -> int:
+        """Total number of GPUs ``G`` in the fleet."""
+        return int(self.node_gpus.sum())
+
+    @cached_property
+    def job_index(self) -> dict[str, int]:
+        """Map from job id to job index."""
+        return {job: j for j, job in enumerate(self.job_ids)}
+
+    @cached_property
+    def type_index(self) -> dict[str, int]:
+        """Map from GPU type id to type index."""
+        return {gpu_type: t for t, gpu_type in enumerate(self.type_ids)}
+
+    @cached_property
+    def node_index(self) -> dict[str, int]:
+        """Map from node id to node index."""
+        return {node: n for n, node in enumerate(self.node_ids)}
+
+    @cached_property
+    def gpu_node(self) -> IntArray:
+        """``(G,)`` node index of every GPU.
+
+        GPUs are numbered node by node and, within a node, type by type; GPU ``g`` is called
+        ``"<node id>/<k>"`` where ``k`` is its position on its node.
+        """
+        return _readonly(np.repeat(np.arange(self.n_nodes), self.node_gpus.sum(axis=1)))
+
+    @cached_property
+    def gpu_type(self) -> IntArray:
+        """``(G,)`` type index of every GPU."""
+        types = np.tile(np.arange(self.n_types), self.n_nodes)
+        return _readonly(np.repeat(types, self.node_gpus.ravel()))
+
+    @cached_property
+    def gpu_ids(self) -> tuple[str, ...]:
+        """Ids of all GPUs, ``"<node id>/<k>"`` with ``k`` counted from 0 on each node."""
+        return tuple(
+            f"{node}/{k}"
+            for node, count in zip(self.node_ids, self.node_gpus.sum(axis=1), strict=True)
+            for k in range(int(count))
+        )
+
+    @cached_property
+    def gpu_index(self) -> dict[str, int]:
+        """Map from GPU id to GPU index."""
+        return {gpu: g for g, gpu in enumerate(self.gpu_ids)}
+
+    @cached_property
+    def min_duration(self) -> FloatArray:
+        """``(J,)`` shortest duration of each job over its eligible types."""
+        return _readonly(np.where(self.eligible, self.duration, np.inf).min(axis=1))
+
+    @cached_property
+    def successors(self) -> tuple[tuple[int, ...], ...]:
+        """For each job, the indices of the jobs that wait for it."""
+        successors: list[list[int]] = [[] for _ in range(self.n_jobs)]
+        for j, preds in enumerate(self.predecessors):
+            for p in preds:
+                successors[p].append(j)
+        return tuple(tuple(s) for s in successors)
+
+    @cached_property
+    def topological_order(self) -> IntArray:
+        """Job indices ordered so that every job comes after its predecessors.
+
+        The reader rejects cycles, so this always exists. Among ready jobs the lowest index
+        comes first, which keeps every consumer deterministic.
+        """
+        indegree = np.array([len(p) for p in self.predecessors], dtype=np.int64)
+        ready = [j for j in range(self.n_jobs) if indegree[j] == 0]
+        heapq.heapify(ready)
+        order: list[int] = []
+        while ready:
+            j = heapq.heappop(ready)
+            order.append(j)
+            for s in self.successors[j]:
+                indegree[s] -= 1
+                if indegree[s] == 0:
+                    heapq.heappush(ready, s)
+        return _readonly(np.array(order, dtype=np.int64))
+
+    def with_objective(self, objective: ObjectiveKind, source: str = "--objective") -> Instance:
+        """Return the same instance with another objective.
+
+        Parameters
+        ----------
+        objective
+            The objective to plan for.
+        source
+            Where the override came from, named in the error if the data cannot support it.
+
+        Raises
+        ------
+        InputError
+            If the objective needs costs or prices the instance does not give.
+        """
+        instance = dataclasses.replace(self, objective=objective)
+        check_objective_data(instance, source)
+        return instance
+
+
+def check_objective_data(instance: Instance, source: str) -> None:
+    """Check that the instance carries the data its objective needs.
+
+    Parameters
+    ----------
+    instance
+        The instance to check.
+    source
+        Named in the error message.
+
+    Raises
+    ------
+    InputError
+        Naming the first job or GPU type that lacks a cost or price.
+    """
+    objective = instance.objective
+    if objective.needs_job_cost:
+        missing = instance.eligible & np.isnan(instance.cost)
+        if missing.any():
+            j, t = (int(i) for i in np.argwhere(missing)[0])
+            raise InputError(
+                source,
+                f"jobs[{j}].cost",
+                f"objective {objective.value!r} needs the cost of job {instance.job_ids[j]!r} "
+                f"on GPU type {instance.type_ids[t]!r}: give jobs[{j}].cost, or "
+                f"cost_per_hour for GPU type {instance.type_ids[t]!r}",
+            )
+    if objective.needs_gpu_price:
+        missing_price = np.isnan(instance.price_per_hour)
+        if missing_price.any():
+            t = int(np.argmax(missing_price))
+            raise InputError(
+                source,
+                f"gpu_types[{t}].cost_per_hour",
+                f"objective {objective.value!r} needs a price for GPU type "
+                f"{instance.type_ids[t]!r}",
+            )

@@ -1,0 +1,138 @@
+"""The one path from an instance to a verified schedule, shared by every method.
+
+:func:`plan` runs a solver, translates its raw :class:`~gpuplan.solvers.base.Result` into a
+:class:`~gpuplan.schedule.Schedule` and verifies it. A schedule the verifier rejects is a bug
+in gpuplan: it raises :class:`~gpuplan.errors.VerificationError` instead of being returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from gpuplan import __version__
+from gpuplan.errors import VerificationError
+from gpuplan.instance import Instance
+from gpuplan.models.bounds import infeasibility_reasons
+from gpuplan.schedule import (
+    Placement,
+    Schedule,
+    Status,
+    Unplaced,
+    ViolationKind,
+    relative_gap,
+)
+from gpuplan.solvers import Result, SolveOptions, get_solver
+from gpuplan.verify import verify_schedule
+
+logger = logging.getLogger(__name__)
+
+
+def _infeasible(instance: Instance, reasons: dict[int, str]) -> Result:
+    """A result that places nothing and says, per job, why the instance is infeasible."""
+    unplaced = {
+        j: reasons.get(j, "not planned: the instance is infeasible (see the jobs named)")
+        for j in range(instance.n_jobs)
+    }
+    return Result(
+        status=Status.INFEASIBLE, objective=None, bound=None, solver="gpuplan-presolve",
+        unplaced=unplaced,
+    )
+
+
+def to_schedule(
+    instance: Instance, result: Result, method: str, wall_time_s: float, seed: int
+) -> Schedule:
+    """Translate a raw result to an (unverified) schedule in ids, ordered by start time.
+
+    Parameters
+    ----------
+    instance
+        The instance the result is for.
+    result
+        The solver's raw result.
+    method
+        The registry name of the method.
+    wall_time_s
+        Seconds the solve took.
+    seed
+        The seed the method was given.
+    """
+    order = np.lexsort((result.job, result.start))
+    placements = [
+        Placement(
+            job=instance.job_ids[result.job[i]],
+            node=instance.node_ids[instance.gpu_node[result.gpus[i][0]]],
+            gpu_type=instance.type_ids[result.gpu_type[i]],
+            gpu_ids=[instance.gpu_ids[g] for g in result.gpus[i]],
+            start_s=float(result.start[i]),
+            end_s=float(result.end[i]),
+        )
+        for i in order
+    ]
+    unplaced = [
+        Unplaced(job=instance.job_ids[j], reason=reason)
+        for j, reason in sorted(result.unplaced.items())
+    ]
+    return Schedule(
+        instance=instance.name,
+        objective_kind=instance.objective.value,
+        status=result.status,
+        objective=result.objective,
+        bound=result.bound,
+        gap=relative_gap(result.objective, result.bound),
+        method=method,
+        solver=result.solver,
+        wall_time_s=round(wall_time_s, 6),
+        seed=seed,
+        gpuplan_version=__version__,
+        placements=placements,
+        unplaced=unplaced,
+    )
+
+
+def plan(
+    instance: Instance, method: str = "greedy", options: SolveOptions | None = None
+) -> Schedule:
+    """Plan an instance with a registered method and return the verified schedule.
+
+    Instances that are infeasible for a reason gpuplan can name (a deadline no dependency
+    chain can meet, more demand than the fleet holds) come back with status ``infeasible``
+    and the reason per job, without running the method.
+
+    Parameters
+    ----------
+    instance
+        The validated problem.
+    method
+        A name from :data:`gpuplan.solvers.SOLVERS`.
+    options
+        Time limit, seed, threads and tolerance.
+
+    Raises
+    ------
+    KeyError
+        If the method is unknown.
+    VerificationError
+        If the method's schedule breaks a constraint: always a bug, never repaired.
+    """
+    options = options or SolveOptions()
+    solver = get_solver(method)
+    started = time.perf_counter()
+    reasons = infeasibility_reasons(instance)
+    result = _infeasible(instance, reasons) if reasons else solver.solve(instance, options)
+    wall = time.perf_counter() - started
+    schedule = to_schedule(instance, result, method, wall, options.seed)
+    verification = verify_schedule(instance, schedule)
+    # Without a plan, jobs are expected to be missing; anything else is still a bug.
+    allowed = set() if result.status.has_plan else {ViolationKind.UNPLACED}
+    bugs = [str(v) for v in verification.violations if v.kind not in allowed]
+    if bugs:
+        raise VerificationError(method, bugs)
+    logger.info(
+        "%s on %s: %s, objective %s, bound %s, %.3f s",
+        method, instance.name, result.status.value, result.objective, result.bound, wall,
+    )
+    return schedule.model_copy(update={"verification": verification})

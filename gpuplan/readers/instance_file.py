@@ -1,0 +1,442 @@
+"""Instance format v1 (JSON or YAML): the document model, and its checks and translation.
+
+The pydantic models below are the single definition of the format: they validate files,
+and ``gpuplan schema instance`` publishes them as JSON Schema. :func:`build_instance` then
+checks what a schema cannot (references, duplicates, cycles, fit) and produces the
+index-based :class:`~gpuplan.instance.Instance`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    StrictStr,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
+
+from gpuplan.errors import ALL_TYPES, InputError, json_path
+from gpuplan.instance import BoolArray, Instance, ObjectiveKind, check_objective_data
+
+FORMAT_VERSION = 1
+
+
+def _spread_scalar(value: Any) -> Any:
+    """Hold a bare number as ``{ALL_TYPES: number}`` so both spellings validate alike."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return {ALL_TYPES: value}
+    return value
+
+
+_POSITIVE = {"type": "number", "exclusiveMinimum": 0}
+_NON_NEGATIVE = {"type": "number", "minimum": 0}
+
+
+def _per_type_schema(value_schema: dict[str, Any]) -> WithJsonSchema:
+    """Publish a per-type field as what users write: a number, or type id to number."""
+    return WithJsonSchema(
+        {
+            "anyOf": [value_schema, {"type": "object", "additionalProperties": value_schema}],
+            "description": "One value for every GPU type, or a value per GPU type id.",
+        }
+    )
+
+
+PositivePerType = Annotated[
+    dict[str, PositiveFloat], BeforeValidator(_spread_scalar), _per_type_schema(_POSITIVE)
+]
+NonNegativePerType = Annotated[
+    dict[str, NonNegativeFloat], BeforeValidator(_spread_scalar), _per_type_schema(_NON_NEGATIVE)
+]
+Id = Annotated[StrictStr, Field(min_length=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(
+        strict=True, extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=False
+    )
+
+
+class GpuTypeSpec(_Strict):
+    """A GPU type and the capacity of one GPU of it."""
+
+    id: Id
+    capacity: dict[str, PositiveFloat] = Field(
+        min_length=1,
+        description="Capacity of one GPU per named resource, e.g. memory_gib and compute. "
+        "Every GPU type names the same resources.",
+    )
+    cost_per_hour: NonNegativeFloat | None = Field(
+        default=None, description="Price of one GPU-hour."
+    )
+
+
+class NodeSpec(_Strict):
+    """A machine holding GPUs; a gang job's GPUs are all on one node and of one type."""
+
+    id: Id
+    gpus: dict[str, PositiveInt] = Field(
+        min_length=1, description="Number of GPUs per GPU type id."
+    )
+
+
+class JobSpec(_Strict):
+    """A deep-learning job: a gang of GPUs for a time, with per-GPU demands."""
+
+    id: Id
+    gpus: PositiveInt = Field(default=1, description="Gang size: GPUs needed at once.")
+    duration_s: PositivePerType = Field(
+        description="Run time in seconds: one value, or a value per GPU type. "
+        "A type with no duration is not allowed for the job."
+    )
+    demand: dict[str, NonNegativePerType] = Field(
+        default_factory=dict,
+        description="Per-GPU demand per named resource (one value, or a value per GPU "
+        "type). A resource not named is not used.",
+    )
+    cost: NonNegativePerType | None = Field(
+        default=None,
+        description="Cost of running the job on each type. Default: duration_s / 3600 x "
+        "gpus x the type's cost_per_hour.",
+    )
+    weight: NonNegativeFloat = Field(default=1.0, description="Priority weight.")
+    release_s: NonNegativeFloat = Field(default=0.0, description="Earliest start.")
+    deadline_s: PositiveFloat | None = Field(default=None, description="Latest end (hard).")
+    due_s: NonNegativeFloat | None = Field(
+        default=None, description="Due date (soft): lateness past it is tardiness."
+    )
+    depends_on: list[Id] = Field(
+        default_factory=list, description="Ids of jobs that must end before this one starts."
+    )
+    allowed_types: list[Id] | None = Field(
+        default=None, min_length=1, description="GPU type ids the job may run on."
+    )
+
+
+class ObjectiveSpec(_Strict):
+    """What plans optimise."""
+
+    kind: StrictStr = Field(
+        description="One of: " + ", ".join(kind.value for kind in ObjectiveKind),
+        json_schema_extra={"enum": [kind.value for kind in ObjectiveKind]},
+    )
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind not in ObjectiveKind._value2member_map_:
+            known = ", ".join(k.value for k in ObjectiveKind)
+            raise ValueError(f"unknown objective {kind!r}; choose one of: {known}")
+        return kind
+
+
+def _objective_shorthand(value: Any) -> Any:
+    return {"kind": value} if isinstance(value, str) else value
+
+
+class InstanceDocument(_Strict):
+    """A gpuplan instance file, format version 1."""
+
+    format_version: int = Field(default=FORMAT_VERSION, ge=FORMAT_VERSION, le=FORMAT_VERSION)
+    name: StrictStr | None = None
+    description: StrictStr | None = None
+    gpu_types: list[GpuTypeSpec] = Field(min_length=1)
+    nodes: list[NodeSpec] = Field(min_length=1)
+    jobs: list[JobSpec] = Field(min_length=1)
+    objective: Annotated[
+        ObjectiveSpec,
+        BeforeValidator(_objective_shorthand),
+        Field(description='An objective kind, or {"kind": ...}.'),
+    ]
+
+
+def parse_document(data: Any, source: str) -> InstanceDocument:
+    """Validate parsed JSON or YAML data against the format.
+
+    Parameters
+    ----------
+    data
+        The parsed file.
+    source
+        The file name, for messages.
+
+    Raises
+    ------
+    InputError
+        For the first problem pydantic finds, with its JSON path.
+    """
+    try:
+        return InstanceDocument.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        message = error["msg"]
+        if error["type"] == "missing":
+            message = "required field is missing"
+        elif error["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif error["type"] == "value_error":
+            message = message.removeprefix("Value error, ")
+        raise InputError(source, json_path(error["loc"]), message) from None
+
+
+def _duplicates(ids: list[str], section: str, source: str) -> None:
+    first: dict[str, int] = {}
+    for i, item in enumerate(ids):
+        if item in first:
+            raise InputError(
+                source,
+                f"{section}[{i}].id",
+                f"duplicate id {item!r} (also {section}[{first[item]}])",
+            )
+        first[item] = i
+
+
+def _spread(
+    values: dict[str, float],
+    type_index: dict[str, int],
+    path: str,
+    source: str,
+    fill: float,
+) -> np.ndarray:
+    """Turn a per-type mapping (or ``{ALL_TYPES: v}``) into a ``(T,)`` array."""
+    out = np.full(len(type_index), fill)
+    for key, value in values.items():
+        if key == ALL_TYPES:
+            out[:] = value
+        elif key in type_index:
+            out[type_index[key]] = value
+        else:
+            raise InputError(source, f"{path}.{key}", f"unknown GPU type {key!r}")
+    return out
+
+
+def _find_cycle(predecessors: list[list[int]]) -> list[int] | None:
+    """Return one dependency cycle as a list of job indices, or None."""
+    white, grey, black = 0, 1, 2
+    colour = [white] * len(predecessors)
+    for root in range(len(predecessors)):
+        if colour[root] != white:
+            continue
+        stack: list[tuple[int, int]] = [(root, 0)]
+        path = [root]
+        colour[root] = grey
+        while stack:
+            node, i = stack[-1]
+            if i < len(predecessors[node]):
+                stack[-1] = (node, i + 1)
+                nxt = predecessors[node][i]
+                if colour[nxt] == grey:
+                    return [*path[path.index(nxt) :], nxt]
+                if colour[nxt] == white:
+                    colour[nxt] = grey
+                    stack.append((nxt, 0))
+                    path.append(nxt)
+            else:
+                colour[node] = black
+                stack.pop()
+                path.pop()
+    return None
+
+
+def build_instance(
+    document: InstanceDocument, source: str, default_name: str = "instance"
+) -> Instance:
+    """Check cross-references and feasibility of single jobs, and index the document.
+
+    Parameters
+    ----------
+    document
+        A document that passed :func:`parse_document`.
+    source
+        The file name, for messages.
+    default_name
+        The instance name when the document gives none.
+
+    Raises
+    ------
+    InputError
+        For duplicate ids, unknown references, dependency cycles, a job that fits no GPU
+        type, a gang larger than every node, or data the objective needs but lacks.
+    """
+    gpu_types, nodes, jobs = document.gpu_types, document.nodes, document.jobs
+    _duplicates([g.id for g in gpu_types], "gpu_types", source)
+    _duplicates([n.id for n in nodes], "nodes", source)
+    _duplicates([j.id for j in jobs], "jobs", source)
+
+    resources = tuple(gpu_types[0].capacity)
+    for t, gpu_type in enumerate(gpu_types[1:], start=1):
+        if set(gpu_type.capacity) != set(resources):
+            raise InputError(
+                source,
+                f"gpu_types[{t}].capacity",
+                f"names resources {sorted(gpu_type.capacity)} but gpu_types[0] "
+                f"({gpu_types[0].id!r}) names {sorted(resources)}: every GPU type names the same",
+            )
+    type_index = {g.id: t for t, g in enumerate(gpu_types)}
+    resource_index = {r: k for k, r in enumerate(resources)}
+    job_index = {job.id: j for j, job in enumerate(jobs)}
+    n_types, n_res, n_jobs = len(gpu_types), len(resources), len(jobs)
+
+    capacity = np.array([[g.capacity[r] for r in resources] for g in gpu_types], dtype=float)
+    price = np.array(
+        [np.nan if g.cost_per_hour is None else g.cost_per_hour for g in gpu_types]
+    )
+
+    node_gpus = np.zeros((len(nodes), n_types), dtype=np.int64)
+    for n, node in enumerate(nodes):
+        for type_id, count in node.gpus.items():
+            if type_id not in type_index:
+                raise InputError(
+                    source, f"nodes[{n}].gpus.{type_id}", f"unknown GPU type {type_id!r}"
+                )
+            node_gpus[n, type_index[type_id]] = count
+    largest_gang = node_gpus.max(axis=0)
+
+    gang = np.array([job.gpus for job in jobs], dtype=np.int64)
+    demand = np.zeros((n_jobs, n_types, n_res))
+    duration = np.full((n_jobs, n_types), np.nan)
+    cost = np.full((n_jobs, n_types), np.nan)
+    allowed = np.ones((n_jobs, n_types), dtype=bool)
+    predecessors: list[list[int]] = []
+    for j, job in enumerate(jobs):
+        where = f"jobs[{j}]"
+        duration[j] = _spread(job.duration_s, type_index, f"{where}.duration_s", source, np.nan)
+        for resource, values in job.demand.items():
+            if resource not in resource_index:
+                raise InputError(
+                    source,
+                    f"{where}.demand.{resource}",
+                    f"unknown resource {resource!r} (GPU types name: {', '.join(resources)})",
+                )
+            demand[j, :, resource_index[resource]] = _spread(
+                values, type_index, f"{where}.demand.{resource}", source, 0.0
+            )
+        if job.cost is not None:
+            cost[j] = _spread(job.cost, type_index, f"{where}.cost", source, np.nan)
+        else:
+            cost[j] = duration[j] / 3600.0 * job.gpus * price
+        if job.allowed_types is not None:
+            allowed[j] = False
+            for k, type_id in enumerate(job.allowed_types):
+                if type_id not in type_index:
+                    raise InputError(
+                        source, f"{where}.allowed_types[{k}]", f"unknown GPU type {type_id!r}"
+                    )
+                allowed[j, type_index[type_id]] = True
+        preds = []
+        for k, dep in enumerate(job.depends_on):
+            if dep not in job_index:
+                raise InputError(source, f"{where}.depends_on[{k}]", f"unknown job {dep!r}")
+            preds.append(job_index[dep])
+        predecessors.append(preds)
+        if job.deadline_s is not None and job.deadline_s <= job.release_s:
+            raise InputError(
+                source,
+                f"{where}.deadline_s",
+                f"deadline {job.deadline_s:g} s is not after release {job.release_s:g} s",
+            )
+
+    cycle = _find_cycle(predecessors)
+    if cycle is not None:
+        names = " -> ".join(repr(jobs[j].id) for j in reversed(cycle))
+        raise InputError(source, "jobs", f"dependency cycle: {names}")
+
+    candidate: BoolArray = allowed & ~np.isnan(duration)
+    fits: BoolArray = np.all(demand <= capacity[None, :, :], axis=2)
+    gang_fits = gang[:, None] <= largest_gang[None, :]
+    eligible = candidate & fits & gang_fits
+    for bad in np.flatnonzero(~eligible.any(axis=1)):
+        _explain_ineligible(
+            int(bad), jobs[bad], candidate[bad], fits[bad], demand[bad], capacity,
+            resources, gpu_types, largest_gang, source,
+        )
+
+    instance = Instance(
+        name=document.name or default_name,
+        source=source,
+        resources=resources,
+        type_ids=tuple(g.id for g in gpu_types),
+        capacity=capacity,
+        price_per_hour=price,
+        node_ids=tuple(n.id for n in nodes),
+        node_gpus=node_gpus,
+        job_ids=tuple(job.id for job in jobs),
+        gang=gang,
+        demand=demand,
+        duration=duration,
+        eligible=eligible,
+        cost=cost,
+        weight=np.array([job.weight for job in jobs]),
+        release=np.array([job.release_s for job in jobs]),
+        deadline=np.array([np.inf if job.deadline_s is None else job.deadline_s for job in jobs]),
+        due=np.array([np.inf if job.due_s is None else job.due_s for job in jobs]),
+        predecessors=tuple(tuple(p) for p in predecessors),
+        objective=ObjectiveKind(document.objective.kind),
+    )
+    check_objective_data(instance, source)
+    return instance
+
+
+def _explain_ineligible(
+    j: int,
+    job: JobSpec,
+    candidate: np.ndarray,
+    fits: np.ndarray,
+    demand: np.ndarray,
+    capacity: np.ndarray,
+    resources: tuple[str, ...],
+    gpu_types: list[GpuTypeSpec],
+    largest_gang: np.ndarray,
+    source: str,
+) -> None:
+    """Raise the error that says why job ``j`` can run on no GPU type."""
+    where = f"jobs[{j}]"
+    types = np.flatnonzero(candidate)
+    if types.size == 0:
+        raise InputError(
+            source,
+            f"{where}.duration_s",
+            f"job {job.id!r} has a duration for none of its allowed GPU types",
+        )
+    fitting = types[fits[types]]
+    if fitting.size == 0:
+        over = demand[types] / capacity[types]
+        best_case = over.min(axis=0)
+        r = int(np.argmax(best_case))
+        if best_case[r] > 1:
+            # One resource blocks every type: name it with the closest type's numbers.
+            t = types[int(np.argmin(over[:, r]))]
+            raise InputError(
+                source,
+                f"{where}.demand.{resources[r]}",
+                f"job {job.id!r} fits no GPU type: it needs {resources[r]} "
+                f"{demand[t, r]:g} per GPU, the largest capacity among its types is "
+                f"{capacity[t, r]:g} ({gpu_types[t].id})",
+            )
+        lacks = []
+        for i, t in enumerate(types):
+            k = int(np.argmax(over[i]))
+            lacks.append(
+                f"{gpu_types[t].id} lacks {resources[k]} ({demand[t, k]:g} > {capacity[t, k]:g})"
+            )
+        raise InputError(
+            source, f"{where}.demand", f"job {job.id!r} fits no GPU type: " + ", ".join(lacks)
+        )
+    t_best = fitting[int(np.argmax(largest_gang[fitting]))]
+    raise InputError(
+        source,
+        f"{where}.gpus",
+        f"job {job.id!r} needs a gang of {job.gpus} GPUs on one node, but no node has more "
+        f"than {int(largest_gang[t_best])} GPUs of a type the job fits "
+        f"({gpu_types[t_best].id})",
+    )

@@ -1,0 +1,88 @@
+"""What every solver backend and heuristic shares: options, raw result and the protocol."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.schedule import Status
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Settings every method accepts; a method ignores what it has no use for.
+
+    Attributes
+    ----------
+    time_limit_s
+        Wall-clock budget; the method returns the best plan found when it is spent.
+    seed
+        Random seed, for reproducible runs.
+    threads
+        Threads a solver may use.
+    gap_tolerance
+        Relative gap at which a solver may stop and call its plan optimal.
+    """
+
+    time_limit_s: float | None = None
+    seed: int = 0
+    threads: int = 2
+    gap_tolerance: float = 1e-4
+
+
+@dataclass(frozen=True)
+class Result:
+    """A raw solution by index, before it becomes a :class:`~gpuplan.schedule.Schedule`.
+
+    Attributes
+    ----------
+    status
+        The solver's outcome, translated to gpuplan's statuses.
+    objective
+        The objective of the plan as the method computed it; None without a plan.
+    bound
+        A proven bound on the optimum (lower when minimising); None if the method has none.
+    solver
+        Name (and version) of what produced the plan.
+    job, gpu_type, start, end
+        One entry per placed job: its index, the type index and its times.
+    gpus
+        For each placed job, the indices of its GPUs.
+    unplaced
+        Job index to the reason it is not placed.
+    """
+
+    status: Status
+    objective: float | None
+    bound: float | None
+    solver: str
+    job: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    gpu_type: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    start: FloatArray = field(default_factory=lambda: np.zeros(0))
+    end: FloatArray = field(default_factory=lambda: np.zeros(0))
+    gpus: tuple[IntArray, ...] = ()
+    unplaced: dict[int, str] = field(default_factory=dict)
+
+
+class Solver(Protocol):
+    """A planning method: turns an instance into a :class:`Result`."""
+
+    #: Registry name, as given to ``gpuplan solve --method``.
+    name: str
+    #: One line for ``--help``.
+    description: str
+
+    def solve(self, instance: Instance, options: SolveOptions) -> Result:
+        """Plan the instance within the options' limits.
+
+        Parameters
+        ----------
+        instance
+            The validated problem.
+        options
+            Time limit, seed, threads and tolerance.
+        """
+        ...

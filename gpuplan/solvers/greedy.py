@@ -1,0 +1,301 @@
+"""Greedy planning: best-fit decreasing for static objectives, list scheduling over time.
+
+These are the field's simplest real planners and the baseline every other method must
+beat. Both are deterministic (ties go to the lower index), never change the instance, and
+work on numpy arrays over all GPUs at once, so one job costs a handful of vector operations.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.models.bounds import objective_bound
+from gpuplan.schedule import Status, relative_gap
+from gpuplan.solvers.base import Result, SolveOptions
+
+#: Capacity slack (relative) within which a demand counts as fitting; far below the
+#: verifier's tolerance, so a plan the greedy accepts is never rejected for rounding.
+_FIT_EPS = 1e-9
+
+
+def _blocking_resource(instance: Instance, j: int, residual: FloatArray) -> str:
+    """Name the resource that rules out most of the job's eligible GPUs."""
+    gpu_type = instance.gpu_type
+    eligible = instance.eligible[j][gpu_type]
+    short = residual[eligible] < instance.demand[j][gpu_type][eligible]
+    r = int(np.argmax(short.sum(axis=0)))
+    return instance.resources[r]
+
+
+def _group_ranks(groups: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """For a sorted array of group ids: each entry's group position, rank in it, group sizes."""
+    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    counts = np.diff(np.r_[starts, groups.size])
+    position = np.repeat(np.arange(starts.size), counts)
+    rank = np.arange(groups.size) - starts[position]
+    return position, rank, counts
+
+
+def _finish(
+    instance: Instance,
+    objective: float | None,
+    placed: list[tuple[int, int, IntArray, float, float]],
+    unplaced: dict[int, str],
+) -> Result:
+    bound = objective_bound(instance)
+    if objective is None:
+        status = Status.NO_SOLUTION
+    elif relative_gap(objective, bound) == 0.0:
+        status = Status.OPTIMAL
+    else:
+        status = Status.FEASIBLE
+    return Result(
+        status=status,
+        objective=objective,
+        bound=bound,
+        solver="gpuplan-greedy",
+        job=np.array([p[0] for p in placed], dtype=np.int64),
+        gpu_type=np.array([p[1] for p in placed], dtype=np.int64),
+        gpus=tuple(p[2] for p in placed),
+        start=np.array([p[3] for p in placed]),
+        end=np.array([p[4] for p in placed]),
+        unplaced=unplaced,
+    )
+
+
+def best_fit_decreasing(instance: Instance) -> Result:
+    """Place the batch at once, largest jobs first, each where it fits best.
+
+    Jobs are taken by decreasing total normalised demand over all named resources (by
+    decreasing weight per unit of demand when weight is maximised). Each goes to the
+    (node, type) group that is best for the objective: cheapest type for assignment cost,
+    fewest newly opened GPUs (or their price) for GPU counts; ties, and all other
+    objectives, go to the tightest fit (least normalised capacity left), except
+    ``min-max-load``, which takes the loosest.
+
+    Parameters
+    ----------
+    instance
+        A static-objective instance.
+    """
+    objective = instance.objective
+    gpu_type, n_types = instance.gpu_type, instance.n_types
+    capacity = instance.capacity[gpu_type]
+    residual = capacity.copy()
+    used = np.zeros(instance.n_gpus, dtype=bool)
+    group_of = instance.gpu_node * n_types + gpu_type
+
+    relative = np.where(
+        instance.eligible[:, :, None], instance.demand / instance.capacity[None], np.inf
+    )
+    size = relative.min(axis=1).sum(axis=1) * instance.gang
+    index = np.arange(instance.n_jobs)
+    if objective is ObjectiveKind.MAX_WEIGHT:
+        density = instance.weight / np.maximum(size, 1e-12)
+        order = np.lexsort((index, -size, -density))
+    else:
+        order = np.lexsort((index, -size))
+
+    placed: list[tuple[int, int, IntArray, float, float]] = []
+    unplaced: dict[int, str] = {}
+    for j in order:
+        k = int(instance.gang[j])
+        demand = instance.demand[j][gpu_type]
+        fits = instance.eligible[j][gpu_type] & (
+            residual - demand >= -_FIT_EPS * capacity
+        ).all(axis=1)
+        candidates = np.flatnonzero(fits)
+        if candidates.size >= k:
+            after = residual[candidates] - demand[candidates]
+            if objective is ObjectiveKind.MIN_MAX_LOAD:
+                fit = ((capacity[candidates] - after) / capacity[candidates]).max(axis=1)
+            else:
+                fit = (after / capacity[candidates]).sum(axis=1)
+            new = ~used[candidates]
+            sort = np.lexsort((candidates, fit, new, group_of[candidates]))
+            candidates, fit, new = candidates[sort], fit[sort], new[sort]
+            position, rank, counts = _group_ranks(group_of[candidates])
+            take = (rank < k) & (counts[position] >= k)
+            if take.any():
+                n_groups = counts.size
+                fit_sum = np.bincount(position[take], weights=fit[take], minlength=n_groups)
+                opened = np.bincount(position[take], weights=new[take], minlength=n_groups)
+                group_type = gpu_type[candidates[rank == 0]]
+                if objective is ObjectiveKind.ASSIGN_COST:
+                    primary = instance.cost[j, group_type]
+                elif objective is ObjectiveKind.MIN_GPUS:
+                    primary = opened
+                elif objective is ObjectiveKind.MIN_GPU_COST:
+                    primary = opened * instance.price_per_hour[group_type]
+                else:
+                    primary = np.zeros(n_groups)
+                primary = np.where(counts >= k, primary, np.inf)
+                best = int(np.lexsort((fit_sum, primary))[0])
+                chosen = candidates[take & (position == best)]
+                residual[chosen] -= demand[chosen]
+                used[chosen] = True
+                t = int(group_type[best])
+                placed.append((int(j), t, chosen, 0.0, float(instance.duration[j, t])))
+                continue
+        unplaced[int(j)] = (
+            f"no node has {k} GPU(s) of an eligible type with enough free "
+            f"{_blocking_resource(instance, int(j), residual)} left"
+        )
+
+    value: float | None = None
+    if objective.allows_unplaced or not unplaced:
+        jobs = np.array([p[0] for p in placed], dtype=np.int64)
+        types = np.array([p[1] for p in placed], dtype=np.int64)
+        match objective:
+            case ObjectiveKind.ASSIGN_COST:
+                value = float(instance.cost[jobs, types].sum())
+            case ObjectiveKind.MAX_WEIGHT:
+                value = float(instance.weight[jobs].sum())
+            case ObjectiveKind.MIN_GPUS:
+                value = float(used.sum())
+            case ObjectiveKind.MIN_GPU_COST:
+                value = float(instance.price_per_hour[gpu_type[used]].sum())
+            case ObjectiveKind.MIN_MAX_LOAD:
+                value = float(((capacity - residual) / capacity).max())
+    return _finish(instance, value, placed, unplaced)
+
+
+def _priority(instance: Instance) -> list[tuple[float, float, int]]:
+    """Per job, the key that orders ready jobs: earliest deadline, then the objective's rule.
+
+    Makespan and cost take the longest remaining dependency chain first (critical path),
+    weighted completion the largest weight per second (Smith's rule), tardiness the
+    earliest due date.
+    """
+    objective = instance.objective
+    if objective is ObjectiveKind.WEIGHTED_COMPLETION:
+        rule = -instance.weight / instance.min_duration
+    elif objective is ObjectiveKind.TARDINESS:
+        rule = instance.due.copy()
+    else:
+        tail = instance.min_duration.copy()
+        for j in instance.topological_order[::-1]:
+            if instance.successors[j]:
+                tail[j] += max(tail[s] for s in instance.successors[j])
+        rule = -tail
+    return [(float(instance.deadline[j]), float(rule[j]), j) for j in range(instance.n_jobs)]
+
+
+def _list_order(instance: Instance) -> list[int]:
+    """A topological order that takes ready jobs by :func:`_priority`."""
+    key = _priority(instance)
+    waiting = [len(p) for p in instance.predecessors]
+    ready = [key[j] for j in range(instance.n_jobs) if waiting[j] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        j = heapq.heappop(ready)[2]
+        order.append(j)
+        for s in instance.successors[j]:
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                heapq.heappush(ready, key[s])
+    return order
+
+
+def list_schedule(instance: Instance) -> Result:
+    """Schedule jobs one by one, each at its earliest finish on whole GPUs.
+
+    Jobs are taken in a dependency-respecting priority order (:func:`_priority`). Each
+    starts no earlier than its release and its predecessors' ends, on the (node, type)
+    group where it finishes first (where it is cheapest, for the cost objective, among
+    those meeting its deadline), on the GPUs of that group that became free last before
+    its start so that earlier gaps stay open. GPUs are not shared over time here.
+
+    Parameters
+    ----------
+    instance
+        A time-based-objective instance.
+    """
+    objective = instance.objective
+    n_types = instance.n_types
+    counts = instance.node_gpus.ravel()
+    groups = np.flatnonzero(counts)
+    group_type = groups % n_types
+    group_size = counts[groups]
+    width = int(group_size.max())
+    # Free times of each group's GPUs, kept sorted per row; +inf pads short rows.
+    free = np.full((groups.size, width), np.inf)
+    members = np.full((groups.size, width), -1, dtype=np.int64)
+    first_gpu = np.r_[0, np.cumsum(counts)][groups]
+    for q, (first, size) in enumerate(zip(first_gpu, group_size, strict=True)):
+        free[q, :size] = 0.0
+        members[q, :size] = np.arange(first, first + size)
+
+    end = np.full(instance.n_jobs, np.nan)
+    placed: list[tuple[int, int, IntArray, float, float]] = []
+    unplaced: dict[int, str] = {}
+    for j in _list_order(instance):
+        missing = [p for p in instance.predecessors[j] if np.isnan(end[p])]
+        if missing:
+            unplaced[j] = f"its predecessor {instance.job_ids[missing[0]]!r} is not placed"
+            continue
+        k = int(instance.gang[j])
+        ready = max([float(instance.release[j]), *(end[p] for p in instance.predecessors[j])])
+        options = np.flatnonzero(instance.eligible[j, group_type] & (group_size >= k))
+        start = np.maximum(ready, free[options, k - 1])
+        finish = start + instance.duration[j, group_type[options]]
+        on_time = finish <= instance.deadline[j]
+        if not on_time.any():
+            unplaced[j] = (
+                f"its earliest finish {finish.min():g} s is after its deadline "
+                f"{instance.deadline[j]:g} s"
+            )
+            continue
+        cost = np.nan_to_num(instance.cost[j, group_type[options]], nan=0.0)
+        if objective is ObjectiveKind.COST:
+            pick = np.lexsort((options, finish, cost, ~on_time))[0]
+        else:
+            pick = np.lexsort((options, cost, finish))[0]
+        q, begin = options[pick], float(start[pick])
+        last = int(np.searchsorted(free[q], begin, side="right"))
+        chosen = members[q, last - k : last].copy()
+        free[q, last - k : last] = finish[pick]
+        resort = np.argsort(free[q], kind="stable")
+        free[q], members[q] = free[q, resort], members[q, resort]
+        end[j] = finish[pick]
+        placed.append((j, int(group_type[q]), np.sort(chosen), begin, float(finish[pick])))
+
+    value: float | None = None
+    if not unplaced:
+        jobs = np.array([p[0] for p in placed], dtype=np.int64)
+        types = np.array([p[1] for p in placed], dtype=np.int64)
+        match objective:
+            case ObjectiveKind.MAKESPAN:
+                value = float(end.max())
+            case ObjectiveKind.WEIGHTED_COMPLETION:
+                value = float((instance.weight * end).sum())
+            case ObjectiveKind.TARDINESS:
+                value = float((instance.weight * np.maximum(0.0, end - instance.due)).sum())
+            case ObjectiveKind.COST:
+                value = float(instance.cost[jobs, types].sum())
+    return _finish(instance, value, placed, unplaced)
+
+
+class GreedySolver:
+    """Best-fit decreasing for static objectives, list scheduling for time-based ones."""
+
+    name = "greedy"
+    description = "best-fit decreasing (static) / list scheduling (time-based); no bound search"
+
+    def solve(self, instance: Instance, options: SolveOptions) -> Result:
+        """Plan the instance greedily; runs in well under any sensible time limit.
+
+        Parameters
+        ----------
+        instance
+            The validated problem.
+        options
+            Unused: the greedy is deterministic and has no search to limit.
+        """
+        if instance.objective.is_static:
+            return best_fit_decreasing(instance)
+        return list_schedule(instance)
