@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import IntEnum
+from typing import Any
 
 #: Key under which a single number given for "every GPU type" is held after parsing; it is
 #: left out of JSON paths because the user never wrote it.
@@ -21,6 +22,17 @@ def json_path(loc: tuple[str | int, ...]) -> str:
         else:
             path += f".{part}" if path else part
     return path
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """Say a pydantic error in plain words ("required field is missing", "unknown field")."""
+    kind = error["type"]
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown field"
+    message: str = error["msg"]
+    return message.removeprefix("Value error, ")
 
 
 class ExitCode(IntEnum):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gpuplan.errors import InputError, json_path
+from gpuplan.errors import InputError, json_path, validation_message
 from gpuplan.io import write_text_atomic
 
 FORMAT_VERSION = 1
@@ -136,7 +136,7 @@ class Schedule(_Model):
             return cls.model_validate_json(text)
         except ValidationError as exc:
             error = exc.errors(include_url=False)[0]
-            raise InputError(source, json_path(error["loc"]), error["msg"]) from None
+            raise InputError(source, json_path(error["loc"]), validation_message(error)) from None
 
     @classmethod
     def read(cls, path: str | Path) -> Schedule:

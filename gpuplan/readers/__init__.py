@@ -34,7 +34,10 @@ def load_data(path: Path) -> Any:
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise InputError(source, "", f"malformed YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise InputError(source, "", f"malformed YAML{where}: {problem}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

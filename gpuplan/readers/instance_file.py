@@ -25,7 +25,7 @@ from pydantic import (
     field_validator,
 )
 
-from gpuplan.errors import ALL_TYPES, InputError, json_path
+from gpuplan.errors import ALL_TYPES, InputError, json_path, validation_message
 from gpuplan.instance import BoolArray, Instance, ObjectiveKind, check_objective_data
 
 FORMAT_VERSION = 1
@@ -140,6 +140,17 @@ class ObjectiveSpec(_Strict):
         return kind
 
 
+def _supported_version(version: int) -> int:
+    if version != FORMAT_VERSION:
+        raise ValueError(
+            f"unsupported format version {version}; this gpuplan reads version {FORMAT_VERSION}"
+        )
+    return version
+
+
+_OBJECTIVE_KIND_SCHEMA = {"type": "string", "enum": [kind.value for kind in ObjectiveKind]}
+
+
 def _objective_shorthand(value: Any) -> Any:
     return {"kind": value} if isinstance(value, str) else value
 
@@ -147,7 +158,7 @@ def _objective_shorthand(value: Any) -> Any:
 class InstanceDocument(_Strict):
     """A gpuplan instance file, format version 1."""
 
-    format_version: int = Field(default=FORMAT_VERSION, ge=FORMAT_VERSION, le=FORMAT_VERSION)
+    format_version: int = Field(default=FORMAT_VERSION)
     name: StrictStr | None = None
     description: StrictStr | None = None
     gpu_types: list[GpuTypeSpec] = Field(min_length=1)
@@ -156,8 +167,23 @@ class InstanceDocument(_Strict):
     objective: Annotated[
         ObjectiveSpec,
         BeforeValidator(_objective_shorthand),
-        Field(description='An objective kind, or {"kind": ...}.'),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    _OBJECTIVE_KIND_SCHEMA,
+                    {
+                        "type": "object",
+                        "properties": {"kind": _OBJECTIVE_KIND_SCHEMA},
+                        "required": ["kind"],
+                        "additionalProperties": False,
+                    },
+                ],
+                "description": 'What plans optimise: a kind, or {"kind": ...}.',
+            }
+        ),
     ]
+
+    _version = field_validator("format_version")(_supported_version)
 
 
 def parse_document(data: Any, source: str) -> InstanceDocument:
@@ -179,14 +205,24 @@ def parse_document(data: Any, source: str) -> InstanceDocument:
         return InstanceDocument.model_validate(data)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        message = error["msg"]
-        if error["type"] == "missing":
-            message = "required field is missing"
-        elif error["type"] == "extra_forbidden":
-            message = "unknown field"
-        elif error["type"] == "value_error":
-            message = message.removeprefix("Value error, ")
-        raise InputError(source, json_path(error["loc"]), message) from None
+        loc = error["loc"]
+        raise InputError(
+            source, json_path(loc) + _named(data, loc), validation_message(error)
+        ) from None
+
+
+def _named(data: Any, loc: tuple[str | int, ...]) -> str:
+    """Say which item a path points into by its id, e.g. `` (job 'train')``."""
+    if len(loc) < 2 or loc[0] not in _SECTIONS or not isinstance(loc[1], int):
+        return ""
+    try:
+        item_id = data[loc[0]][loc[1]]["id"]
+    except (KeyError, IndexError, TypeError):
+        return ""
+    return f" ({_SECTIONS[str(loc[0])]} {item_id!r})" if isinstance(item_id, str) else ""
+
+
+_SECTIONS = {"jobs": "job", "nodes": "node", "gpu_types": "GPU type"}
 
 
 def _duplicates(ids: list[str], section: str, source: str) -> None:

@@ -70,7 +70,8 @@ def best_fit_decreasing(instance: Instance) -> Result:
     """Place the batch at once, largest jobs first, each where it fits best.
 
     Jobs are taken by decreasing total normalised demand over all named resources (by
-    decreasing weight per unit of demand when weight is maximised). Each goes to the
+    decreasing weight per unit of demand when weight is maximised, by decreasing regret
+    when assignment cost is minimised). Each goes to the
     (node, type) group that is best for the objective: cheapest type for assignment cost,
     fewest newly opened GPUs (or their price) for GPU counts; ties, and all other
     objectives, go to the tightest fit (least normalised capacity left), except
@@ -96,6 +97,13 @@ def best_fit_decreasing(instance: Instance) -> Result:
     if objective is ObjectiveKind.MAX_WEIGHT:
         density = instance.weight / np.maximum(size, 1e-12)
         order = np.lexsort((index, -size, -density))
+    elif objective is ObjectiveKind.ASSIGN_COST:
+        # Regret first (Martello & Toth): a job that loses most by missing its cheapest
+        # type, or has only one type, is placed before others take that type's room.
+        costs = np.sort(np.where(instance.eligible, instance.cost, np.inf), axis=1)
+        regret = costs[:, 1] - costs[:, 0] if instance.n_types > 1 else np.zeros(instance.n_jobs)
+        regret = np.where(np.isnan(regret), np.inf, regret)
+        order = np.lexsort((index, -size, -regret))
     else:
         order = np.lexsort((index, -size))
 

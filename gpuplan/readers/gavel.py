@@ -1,0 +1,239 @@
+"""Gavel's measured throughputs and job traces, turned into gpuplan instance documents.
+
+Gavel (Narayanan et al., OSDI 2020) ships per-GPU-type throughputs in steps per second,
+``tput[worker_type][str((job_type, scale_factor))]["null"]`` for a job running alone, and job
+traces in two tab-separated layouts: the current 10-column one (physical cluster traces)
+and an older 7-column one (the Philly-derived ``msr`` traces). A job's duration on a type
+is its total steps over its throughput there; a type with zero throughput is not allowed.
+
+Gavel has no memory figures; :data:`MEMORY_GIB` gives per-GPU estimates by model family
+and batch size so that memory fit matters (a K80 die has 12 GiB). They are estimates, and
+are labelled so in the instances built from them.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuplan.errors import InputError
+
+#: Per-GPU memory estimate (GiB) as base + per-sample * batch size, by model family.
+MEMORY_GIB: dict[str, tuple[float, float]] = {
+    "ResNet-18": (1.0, 0.018),
+    "ResNet-50": (2.0, 0.1),
+    "Transformer": (2.0, 0.045),
+    "LM": (1.5, 0.1),
+    "Recommendation": (0.5, 0.0005),
+    "A3C": (1.5, 0.0),
+    "CycleGAN": (6.0, 0.0),
+}
+
+#: Memory of one GPU of each Gavel worker type (a K80 board holds two 12 GiB dies).
+GPU_MEMORY_GIB = {"k80": 12.0, "p100": 16.0, "v100": 16.0}
+
+_BATCH = re.compile(r"^(?P<family>.+?) \(batch size (?P<batch>\d+)\)$")
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """One job of a Gavel trace."""
+
+    job_type: str
+    total_steps: int
+    scale_factor: int
+    priority_weight: float
+    arrival_time: float
+
+
+def memory_estimate(job_type: str) -> float:
+    """Estimated per-GPU memory in GiB of a Gavel job type such as ``LM (batch size 20)``.
+
+    Raises
+    ------
+    KeyError
+        If the model family is not in :data:`MEMORY_GIB`.
+    """
+    match = _BATCH.match(job_type)
+    family, batch = (match["family"], int(match["batch"])) if match else (job_type, 0)
+    base, per_sample = MEMORY_GIB[family]
+    return round(base + per_sample * batch, 2)
+
+
+def read_throughputs(path: Path) -> dict[str, dict[tuple[str, int], float]]:
+    """Read isolated throughputs: worker type -> (job type, scale factor) -> steps/s.
+
+    Raises
+    ------
+    InputError
+        If the file is not Gavel's throughput JSON.
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            worker: {_job_key(key): float(entry["null"]) for key, entry in table.items()}
+            for worker, table in raw.items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, SyntaxError) as exc:
+        raise InputError(str(path), "", f"not a Gavel throughput file: {exc}") from None
+
+
+def _job_key(key: str) -> tuple[str, int]:
+    job_type, scale = ast.literal_eval(key)
+    return str(job_type), int(scale)
+
+
+def read_trace(path: Path) -> list[TraceJob]:
+    """Read a Gavel job trace in either column layout (10 columns, or the older 7).
+
+    Raises
+    ------
+    InputError
+        Naming the line and column that cannot be read.
+    """
+    jobs = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(str(path), "", f"cannot read file: {exc}") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        try:
+            if len(cols) == 10:
+                jobs.append(TraceJob(cols[0], int(cols[5]), int(cols[6]), float(cols[7]),
+                                     float(cols[9])))
+            elif len(cols) == 7:
+                jobs.append(TraceJob(cols[0], int(cols[4]), int(cols[6]), 1.0, float(cols[5])))
+            else:
+                raise ValueError(f"expected 10 or 7 tab-separated columns, found {len(cols)}")
+        except ValueError as exc:
+            raise InputError(str(path), f"line {number}", str(exc)) from None
+    return jobs
+
+
+def synthetic_trace(
+    throughputs: dict[str, dict[tuple[str, int], float]],
+    n_jobs: int,
+    seed: int,
+    reference: str = "v100",
+) -> list[TraceJob]:
+    """Sample jobs the way Gavel's generator does (``scheduler/utils.py``, ``generate_job``).
+
+    Scale factor 1, 2, 4, 8 with probability 0.7, 0.1, 0.15, 0.05 (Gavel's Philly-derived
+    distribution); run time on the reference type ``60 * 10**U(1.5, 3)`` seconds with
+    probability 0.8, else ``60 * 10**U(3, 4)``; job type uniform among those measured at the
+    scale factor; total steps = run time x reference throughput. All arrive at time 0.
+
+    Parameters
+    ----------
+    throughputs
+        From :func:`read_throughputs`.
+    n_jobs
+        How many jobs.
+    seed
+        Seed of the numpy random generator.
+    reference
+        The worker type whose throughput converts run time to steps.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    measured = throughputs[reference]
+    jobs = []
+    for _ in range(n_jobs):
+        scale = int(rng.choice([1, 2, 4, 8], p=[0.7, 0.1, 0.15, 0.05]))
+        types = sorted(t for (t, s), tput in measured.items() if s == scale and tput > 0)
+        job_type = types[int(rng.integers(len(types)))]
+        low, high = (1.5, 3.0) if rng.random() < 0.8 else (3.0, 4.0)
+        run_time = 60.0 * 10 ** rng.uniform(low, high)
+        steps = max(1, round(run_time * measured[(job_type, scale)]))
+        jobs.append(TraceJob(job_type, steps, scale, 1.0, 0.0))
+    return jobs
+
+
+def trace_document(
+    trace: list[TraceJob],
+    throughputs: dict[str, dict[tuple[str, int], float]],
+    gpus_per_type: dict[str, int],
+    gpus_per_node: int,
+    price_per_hour: dict[str, float],
+    name: str,
+    objective: str = "makespan",
+) -> dict[str, Any]:
+    """Build an instance document for a trace on a fleet of Gavel worker types.
+
+    Parameters
+    ----------
+    trace
+        The jobs, from :func:`read_trace`.
+    throughputs
+        From :func:`read_throughputs`.
+    gpus_per_type
+        Fleet size per worker type, e.g. ``{"v100": 8, "p100": 16, "k80": 24}``.
+    gpus_per_node
+        GPUs per server; a gang runs within one server.
+    price_per_hour
+        Price of a GPU-hour per worker type.
+    name
+        The instance name.
+    objective
+        The objective kind.
+
+    Jobs whose (job type, scale factor) has no measured throughput on any of the types are
+    left out, and the description says how many.
+    """
+    types = list(gpus_per_type)
+    nodes = []
+    for gpu_type, count in gpus_per_type.items():
+        for k in range(0, count, gpus_per_node):
+            nodes.append(
+                {"id": f"{gpu_type}-{k // gpus_per_node}",
+                 "gpus": {gpu_type: min(gpus_per_node, count - k)}}
+            )
+    jobs = []
+    skipped = 0
+    for j, job in enumerate(trace):
+        duration = {
+            t: round(job.total_steps / throughputs[t][(job.job_type, job.scale_factor)], 3)
+            for t in types
+            if throughputs[t].get((job.job_type, job.scale_factor), 0.0) > 0
+        }
+        if not duration:
+            # Gavel measured no throughput for this scale factor: the job cannot be timed.
+            skipped += 1
+            continue
+        jobs.append(
+            {
+                "id": f"job{j:04d}",
+                "gpus": job.scale_factor,
+                "demand": {"memory_gib": memory_estimate(job.job_type), "compute": 1.0},
+                "duration_s": duration,
+                "weight": job.priority_weight,
+                "release_s": job.arrival_time,
+            }
+        )
+    return {
+        "name": name,
+        "description": (
+            "Derived from Gavel's measured throughputs (stanford-futuredata/gavel, "
+            "simulation_throughputs.json): duration = total steps / isolated throughput per "
+            "worker type. Memory demands are per-family estimates, not measurements. Each "
+            "job takes whole GPUs (compute 1.0), as in Gavel without space sharing. "
+            f"{skipped} trace job(s) without a measured throughput at their scale factor "
+            "were left out."
+        ),
+        "gpu_types": [
+            {"id": t, "capacity": {"memory_gib": GPU_MEMORY_GIB[t], "compute": 1.0},
+             "cost_per_hour": price_per_hour[t]}
+            for t in types
+        ],
+        "nodes": nodes,
+        "jobs": jobs,
+        "objective": objective,
+    }

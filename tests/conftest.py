@@ -1,0 +1,33 @@
+"""Shared fixtures: test data paths, a small instance, and the installed CLI."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuplan import Instance, read_instance
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+INSTANCES = ROOT / "instances"
+
+
+@pytest.fixture
+def small() -> Instance:
+    """The small valid instance every unit test starts from (makespan objective)."""
+    return read_instance(DATA / "valid_small.json")
+
+
+def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``gpuplan`` entry point, as a user would."""
+    # Prefer the script beside this interpreter, so an unactivated venv works too.
+    beside = Path(sys.executable).parent / "gpuplan"
+    exe = str(beside) if beside.exists() else shutil.which("gpuplan")
+    assert exe is not None, "the gpuplan entry point is not installed (pip install -e .)"
+    return subprocess.run(
+        [exe, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120
+    )

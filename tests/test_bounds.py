@@ -1,0 +1,92 @@
+"""Bounds are valid and tight on hand-computed cases; infeasibility names job and constraint."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import DATA
+from test_greedy import instance_from
+
+from gpuplan import Instance, ObjectiveKind, Status, plan
+from gpuplan.models.bounds import earliest_completion, infeasibility_reasons, objective_bound
+
+
+def test_earliest_completion_follows_the_chain(small: Instance) -> None:
+    """Prep (100) -> train (1000) -> eval (200): eval cannot end before 1300 s."""
+    ect = earliest_completion(small)
+    assert ect.time[small.job_index["eval"]] == 1300.0
+    assert [small.job_ids[j] for j in ect.chain(small.job_index["eval"])] == [
+        "prep", "train", "eval"
+    ]
+    assert ect.time[small.job_index["sweep-a"]] == 450.0  # release 50 + 400
+
+
+@pytest.mark.parametrize(
+    ("objective", "expected"),
+    [
+        (ObjectiveKind.MAKESPAN, 1300.0),
+        (ObjectiveKind.WEIGHTED_COMPLETION, 100 + 3 * 1100 + 1300 + 450 + 300),
+        (ObjectiveKind.TARDINESS, 100.0),  # eval due 1200, earliest end 1300
+        (ObjectiveKind.MAX_WEIGHT, 7.0),
+    ],
+)
+def test_hand_computed_bounds(small: Instance, objective: ObjectiveKind, expected: float) -> None:
+    """The combinatorial bounds match hand calculation on the small instance."""
+    assert objective_bound(small.with_objective(objective)) == pytest.approx(expected)
+
+
+def test_packing_bounds() -> None:
+    """Volume bounds: 2.6 units of compute need 3 unit GPUs; load at least 2.6 / 4."""
+    jobs = [{"id": f"j{i}", "demand": {"compute": 0.65}, "duration_s": 1} for i in range(4)]
+    document = {
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}, "cost_per_hour": 2.0}],
+        "nodes": [{"id": "n", "gpus": {"G": 4}}],
+        "jobs": jobs,
+        "objective": "min-gpus",
+    }
+    instance = instance_from(document)
+    assert objective_bound(instance) == 3
+    assert objective_bound(instance.with_objective(ObjectiveKind.MIN_GPU_COST)) == pytest.approx(
+        2.6 * 2.0
+    )
+    assert objective_bound(instance.with_objective(ObjectiveKind.MIN_MAX_LOAD)) == pytest.approx(
+        0.65
+    )
+    # Greedy needs 4 GPUs (no two 0.65 jobs share); the bound proves at least 3.
+    assert plan(instance).objective == 4
+
+
+def test_deadline_chain_is_explained() -> None:
+    """A deadline the dependency chain cannot meet: infeasible, naming job and chain."""
+    raw = json.loads((DATA / "valid_small.json").read_text())
+    raw["jobs"][2]["deadline_s"] = 1250
+    instance = instance_from(raw)
+    reasons = infeasibility_reasons(instance)
+    assert list(reasons) == [instance.job_index["eval"]]
+    assert reasons[instance.job_index["eval"]] == (
+        "job 'eval' cannot meet its deadline 1250 s: with release 0 s through dependency "
+        "chain 'prep' -> 'train' -> 'eval' at the shortest durations it ends no earlier "
+        "than 1300 s"
+    )
+    schedule = plan(instance)
+    assert schedule.status is Status.INFEASIBLE
+    assert schedule.solver == "gpuplan-presolve"
+    assert any("cannot meet its deadline" in u.reason for u in schedule.unplaced)
+
+
+def test_fleet_too_small_is_explained() -> None:
+    """Static objectives that need every job: total demand over the fleet's capacity."""
+    jobs = [{"id": f"j{i}", "demand": {"compute": 0.6}, "duration_s": 1} for i in range(4)]
+    instance = instance_from(
+        {
+            "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}}],
+            "nodes": [{"id": "n", "gpus": {"G": 2}}],
+            "jobs": jobs,
+            "objective": "min-gpus",
+        }
+    )
+    reasons = infeasibility_reasons(instance)
+    assert reasons
+    assert all("need 2.4 compute in all, the fleet has 2" in r for r in reasons.values())
+    assert infeasibility_reasons(instance.with_objective(ObjectiveKind.MAX_WEIGHT)) == {}
