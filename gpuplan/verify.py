@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.schedule import Schedule, Verification, Violation, ViolationKind
+from gpuplan.schedule import Schedule, Verification, Violation, ViolationKind, relative_gap
 
 #: Relative tolerance for times, capacities and objective values.
 TOLERANCE = 1e-6
@@ -89,10 +89,10 @@ def _check_placements(instance: Instance, schedule: Schedule, out: _Collector) -
         t = instance.type_index.get(p.gpu_type)
         n = instance.node_index.get(p.node)
         gpus = [instance.gpu_index.get(g) for g in p.gpu_ids]
-        if t is None or n is None or None in gpus:
-            unknown = [p.gpu_type] if t is None else [p.node] if n is None else [
-                g for g, k in zip(p.gpu_ids, gpus, strict=True) if k is None
-            ]
+        unknown = [name for name, k in ((p.gpu_type, t), (p.node, n)) if k is None] + [
+            g for g, k in zip(p.gpu_ids, gpus, strict=True) if k is None
+        ]
+        if unknown or t is None or n is None:
             out.add(ViolationKind.REFERENCE, f"job {p.job!r}: unknown {', '.join(unknown)}")
             continue
         indices = [int(g) for g in gpus if g is not None]
@@ -302,6 +302,15 @@ def _check_certificate(
         out.add(
             ViolationKind.OBJECTIVE,
             f"reported objective {schedule.objective:g} but the placements give {value:g}",
+        )
+    gap = relative_gap(schedule.objective, schedule.bound)
+    if (gap is None) != (schedule.gap is None) or (
+        gap is not None and schedule.gap is not None and not _close(gap, schedule.gap)
+    ):
+        out.add(
+            ViolationKind.BOUND,
+            f"reported gap {schedule.gap} does not follow from objective {schedule.objective} "
+            f"and bound {schedule.bound}",
         )
     if schedule.bound is None or not schedule.status.has_plan:
         return

@@ -168,3 +168,11 @@ def test_many_violations_are_summarised(small: Instance) -> None:
     messages = [v.message for v in verify_schedule(many, schedule).violations]
     assert len(messages) == 21
     assert messages[-1] == "... and 10 more like these"
+
+
+def test_gap_must_follow_from_objective_and_bound(small: Instance) -> None:
+    """A gap that does not match |objective - bound| / |objective| is reported."""
+    good = schedule_of(VALID, small, objective=1300.0, bound=1040.0, gap=0.2)
+    assert verify_schedule(small, good).ok
+    bad = schedule_of(VALID, small, objective=1300.0, bound=1040.0, gap=0.01)
+    assert ViolationKind.BOUND in kinds(small, bad)

@@ -62,9 +62,7 @@ Id = Annotated[StrictStr, Field(min_length=1)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(
-        strict=True, extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=False
-    )
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
 
 
 class GpuTypeSpec(_Strict):

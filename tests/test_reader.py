@@ -1,0 +1,54 @@
+"""Reading instances: YAML and JSON agree, shorthands expand, defaults are derived."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import DATA
+
+from gpuplan import Instance, ObjectiveKind, read_instance
+
+
+def test_yaml_equals_json(small: Instance, tmp_path: Path) -> None:
+    """The same document as YAML gives the same instance."""
+    path = tmp_path / "small.yaml"
+    document = json.loads((DATA / "valid_small.json").read_text())
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    other = read_instance(path)
+    for field in ("capacity", "node_gpus", "gang", "demand", "duration", "eligible", "cost"):
+        np.testing.assert_array_equal(getattr(other, field), getattr(small, field))
+    assert other.predecessors == small.predecessors
+
+
+def test_indexing_and_defaults(small: Instance) -> None:
+    """Ids map to indices; scalars spread to every type; cost defaults from the price."""
+    assert small.type_ids == ("A100", "L4") and small.resources == ("memory_gib", "compute")
+    assert small.gpu_ids == ("n1/0", "n1/1", "n1/2", "n1/3", "n2/0", "n2/1", "n2/2", "n2/3")
+    assert small.type_ids[small.gpu_type[small.gpu_index["n2/2"]]] == "L4"
+    b = small.job_index["sweep-b"]
+    # duration_s 300 for every type, but only L4 is allowed.
+    assert small.duration[b].tolist() == [300.0, 300.0]
+    assert small.eligible[b].tolist() == [False, True]
+    train = small.job_index["train"]
+    assert np.isnan(small.duration[train, 1]) and not small.eligible[train, 1]
+    assert small.cost[train, 0] == pytest.approx(1000 / 3600 * 4 * 3.0)
+    assert small.deadline[train] == 2000 and np.isinf(small.deadline[b])
+    assert small.predecessors[small.job_index["eval"]] == (train,)
+    order = small.topological_order.tolist()
+    assert order.index(small.job_index["prep"]) < order.index(train) < order.index(
+        small.job_index["eval"]
+    )
+
+
+def test_objective_object_form(tmp_path: Path) -> None:
+    """``{"kind": ...}`` and the plain string mean the same objective."""
+    raw = json.loads((DATA / "valid_small.json").read_text())
+    raw["objective"] = {"kind": "tardiness"}
+    path = tmp_path / "o.json"
+    path.write_text(json.dumps(raw))
+    assert read_instance(path).objective is ObjectiveKind.TARDINESS
+    assert read_instance(path, objective=ObjectiveKind.COST).objective is ObjectiveKind.COST
