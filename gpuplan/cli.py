@@ -17,13 +17,19 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuplan import __version__
-from gpuplan.errors import ExitCode, InputError, VerificationError
+from gpuplan.errors import BackendUnavailableError, ExitCode, InputError, VerificationError
 from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.io import write_text_atomic
+from gpuplan.models.assignment import AssignmentModel
 from gpuplan.planning import plan
-from gpuplan.readers import read_instance
-from gpuplan.readers.instance_file import InstanceDocument
+from gpuplan.readers import FORMATS, read_instance
+from gpuplan.readers.instance_file import InstanceDocument, build_instance, parse_document
+from gpuplan.readers.orlib_gap import gap_documents
 from gpuplan.schedule import Schedule, Verification, ViolationKind
 from gpuplan.solvers import SOLVERS, SolveOptions
+from gpuplan.solvers.backends import BACKENDS
+from gpuplan.solvers.pyomo import write_model
+from gpuplan.solvers.rounding import ROUNDINGS
 from gpuplan.verify import verify_schedule
 
 #: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.
@@ -90,9 +96,16 @@ def _print_verification(verification: Verification, has_plan: bool = True) -> No
         console.print(f"  {violation}", markup=False)
 
 
+def _read(args: argparse.Namespace, path: str, objective: ObjectiveKind | None = None) -> Instance:
+    return read_instance(path, objective=objective, file_format=args.format, sense=args.sense)
+
+
 def _cmd_solve(args: argparse.Namespace) -> int:
-    instance = read_instance(args.instance, objective=args.objective)
-    options = SolveOptions(time_limit_s=args.time_limit, seed=args.seed, threads=args.threads)
+    instance = _read(args, args.instance, args.objective)
+    options = SolveOptions(
+        time_limit_s=args.time_limit, seed=args.seed, threads=args.threads,
+        backend=args.solver, rounding=args.rounding,
+    )
     schedule = plan(instance, args.method, options)
     if args.output == "-":
         sys.stdout.write(schedule.to_json())
@@ -136,7 +149,7 @@ def _describe(instance: Instance) -> str:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     for path in args.instances:
-        instance = read_instance(path)
+        instance = _read(args, path)
         console.print(f"[green]ok[/green] {path}: {_describe(instance)}", markup=True)
     return ExitCode.OK
 
@@ -149,7 +162,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         raise InputError(
             str(args.schedule), "objective_kind", f"unknown objective {schedule.objective_kind!r}"
         ) from None
-    instance = read_instance(args.instance, objective=objective)
+    instance = _read(args, args.instance, objective)
     verification = verify_schedule(instance, schedule)
     console.print(
         f"{args.schedule}: status {schedule.status.value}, objective "
@@ -158,6 +171,42 @@ def _cmd_check(args: argparse.Namespace) -> int:
     )
     _print_verification(verification)
     return ExitCode.OK if verification.ok else ExitCode.FAILED
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    documents = gap_documents(args.file, args.sense)
+    out = Path(args.output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(str(out), "", f"cannot create the folder: {exc}") from None
+    for document in documents:
+        # Validate before writing: a converted file must load as it is.
+        target = out / f"{document['name']}.json"
+        build_instance(parse_document(document, args.file), args.file)
+        write_text_atomic(target, json.dumps(document, indent=1) + "\n")
+        console.print(f"wrote {target}", markup=False)
+    return ExitCode.OK
+
+
+def _cmd_export_model(args: argparse.Namespace) -> int:
+    instance = read_instance(args.instance, objective=args.objective,
+                             file_format=args.input_format, sense=args.sense)
+    if not AssignmentModel.supports(instance.objective):
+        raise InputError(
+            "--objective", "", f"export-model writes the assignment MILP, which has no "
+            f"{instance.objective.value!r} objective; choose a static objective"
+        )
+    program = AssignmentModel.build(instance).program
+    try:
+        write_model(program, args.output, args.format)
+    except OSError as exc:
+        raise InputError(args.output, "", f"cannot write the model: {exc}") from None
+    console.print(
+        f"wrote {args.output}: {program.n_cols} columns, {program.n_rows} rows "
+        f"({args.format.upper()})", markup=False,
+    )
+    return ExitCode.OK
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -177,13 +226,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    reading = argparse.ArgumentParser(add_help=False)
+    reading.add_argument(
+        "--format", choices=FORMATS, default="gpuplan",
+        help="instance file format (default: gpuplan); orlib-gap takes FILE#k for problem k",
+    )
+    reading.add_argument(
+        "--sense", choices=["min", "max"], default="min",
+        help="orlib-gap only: minimise cost (default) or maximise profit",
+    )
 
     solve = commands.add_parser(
-        "solve", help="plan an instance and verify the schedule",
+        "solve", help="plan an instance and verify the schedule", parents=[reading],
         description="Plan an instance file, verify the schedule, print a summary and "
         "write the schedule JSON.",
     )
-    solve.add_argument("instance", type=Path, help="instance file (.json, .yaml)")
+    solve.add_argument("instance", help="instance file (.json, .yaml; FILE#k for orlib-gap)")
     solve.add_argument(
         "--method", choices=sorted(SOLVERS), default="greedy",
         help="planning method (default: greedy); "
@@ -192,6 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument(
         "--objective", type=_objective, metavar="NAME",
         help="override the file's objective: " + ", ".join(k.value for k in ObjectiveKind),
+    )
+    solve.add_argument(
+        "--solver", choices=sorted(BACKENDS), default="highs",
+        help="backend for milp and lp (default: highs)",
+    )
+    solve.add_argument(
+        "--rounding", choices=sorted(ROUNDINGS), default="largest-share",
+        help="how --method lp rounds its relaxation (default: largest-share)",
     )
     solve.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
     solve.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -202,20 +268,44 @@ def build_parser() -> argparse.ArgumentParser:
     solve.set_defaults(run=_cmd_solve)
 
     validate = commands.add_parser(
-        "validate", help="check instance files and describe them",
+        "validate", help="check instance files and describe them", parents=[reading],
         description="Validate instance files; exit 2 at the first invalid one.",
     )
-    validate.add_argument("instances", type=Path, nargs="+", metavar="INSTANCE")
+    validate.add_argument("instances", nargs="+", metavar="INSTANCE")
     validate.set_defaults(run=_cmd_validate)
 
     check = commands.add_parser(
-        "check", help="verify a schedule file against its instance",
+        "check", help="verify a schedule file against its instance", parents=[reading],
         description="Recompute every constraint and the objective of SCHEDULE from INSTANCE "
         "alone (for the objective the schedule was planned for); exit 1 on any violation.",
     )
-    check.add_argument("instance", type=Path)
+    check.add_argument("instance")
     check.add_argument("schedule", type=Path)
     check.set_defaults(run=_cmd_check)
+
+    convert = commands.add_parser(
+        "convert", help="convert OR-Library GAP files to gpuplan instance files",
+        description="Write each problem of an OR-Library GAP file (or FILE#k) as a gpuplan "
+        "instance JSON file in OUTDIR.",
+    )
+    convert.add_argument("source_format", choices=["orlib-gap"])
+    convert.add_argument("file", help="GAP file, or FILE#k for one problem")
+    convert.add_argument("-o", "--output", required=True, metavar="OUTDIR")
+    convert.add_argument("--sense", choices=["min", "max"], default="min")
+    convert.set_defaults(run=_cmd_convert)
+
+    export = commands.add_parser(
+        "export-model", help="write the assignment MILP as an LP or MPS file",
+        description="Build the assignment MILP of a static-objective instance and write it "
+        "through Pyomo's LP or MPS writer, for any solver.",
+    )
+    export.add_argument("instance")
+    export.add_argument("--format", choices=["lp", "mps"], default="lp")
+    export.add_argument("--input-format", choices=FORMATS, default="gpuplan")
+    export.add_argument("--sense", choices=["min", "max"], default="min")
+    export.add_argument("--objective", type=_objective, metavar="NAME")
+    export.add_argument("-o", "--output", required=True, metavar="FILE")
+    export.set_defaults(run=_cmd_export_model)
 
     schema = commands.add_parser(
         "schema", help="print the JSON Schema of a file format",
@@ -240,6 +330,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
     except InputError as exc:
+        if args.debug:
+            raise
+        console.print(f"error: {exc}", markup=False)
+        return ExitCode.BAD_INPUT
+    except BackendUnavailableError as exc:
         if args.debug:
             raise
         console.print(f"error: {exc}", markup=False)

@@ -70,6 +70,27 @@ class InputError(Exception):
         return f"{where}: {self.message}"
 
 
+class BackendUnavailableError(Exception):
+    """A solver backend cannot be imported; says what to install.
+
+    Parameters
+    ----------
+    backend
+        The backend asked for.
+    package
+        The package that provides it.
+    cause
+        The import error.
+    """
+
+    def __init__(self, backend: str, package: str, cause: Exception) -> None:
+        self.backend = backend
+        super().__init__(
+            f"backend {backend!r} is not available ({cause}); install it with: "
+            f"pip install {package}"
+        )
+
+
 class VerificationError(Exception):
     """A solver returned a schedule that the verifier rejected: always a bug in gpuplan.
 

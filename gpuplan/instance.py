@@ -35,6 +35,7 @@ class ObjectiveKind(StrEnum):
     """
 
     ASSIGN_COST = "assign-cost"
+    ASSIGN_PROFIT = "assign-profit"
     MAX_WEIGHT = "max-weight"
     MIN_GPUS = "min-gpus"
     MIN_GPU_COST = "min-gpu-cost"
@@ -52,7 +53,7 @@ class ObjectiveKind(StrEnum):
     @property
     def sense(self) -> Literal["min", "max"]:
         """Whether larger or smaller objective values are better."""
-        return "max" if self is ObjectiveKind.MAX_WEIGHT else "min"
+        return "max" if self in (ObjectiveKind.MAX_WEIGHT, ObjectiveKind.ASSIGN_PROFIT) else "min"
 
     @property
     def allows_unplaced(self) -> bool:
@@ -65,6 +66,11 @@ class ObjectiveKind(StrEnum):
         return self in (ObjectiveKind.ASSIGN_COST, ObjectiveKind.COST)
 
     @property
+    def needs_job_profit(self) -> bool:
+        """Whether every eligible (job, GPU type) pair needs a profit."""
+        return self is ObjectiveKind.ASSIGN_PROFIT
+
+    @property
     def needs_gpu_price(self) -> bool:
         """Whether every GPU type needs ``cost_per_hour``."""
         return self is ObjectiveKind.MIN_GPU_COST
@@ -73,6 +79,7 @@ class ObjectiveKind(StrEnum):
 _STATIC = frozenset(
     {
         ObjectiveKind.ASSIGN_COST,
+        ObjectiveKind.ASSIGN_PROFIT,
         ObjectiveKind.MAX_WEIGHT,
         ObjectiveKind.MIN_GPUS,
         ObjectiveKind.MIN_GPU_COST,
@@ -126,6 +133,8 @@ class Instance:
         and some node has enough GPUs of the type for its gang.
     cost
         ``(J, T)`` cost of running the job on the type; NaN where unknown.
+    profit
+        ``(J, T)`` profit of running the job on the type; NaN where unknown.
     weight
         ``(J,)`` job weight (priority).
     release
@@ -154,6 +163,7 @@ class Instance:
     duration: FloatArray
     eligible: BoolArray
     cost: FloatArray
+    profit: FloatArray
     weight: FloatArray
     release: FloatArray
     deadline: FloatArray
@@ -265,6 +275,11 @@ class Instance:
                     heapq.heappush(ready, s)
         return _readonly(np.array(order, dtype=np.int64))
 
+    @property
+    def assignment_value(self) -> FloatArray:
+        """``(J, T)`` the per-assignment objective term: profit for ``assign-profit``, else cost."""
+        return self.profit if self.objective is ObjectiveKind.ASSIGN_PROFIT else self.cost
+
     def with_objective(self, objective: ObjectiveKind, source: str = "--objective") -> Instance:
         """Return the same instance with another objective.
 
@@ -301,16 +316,21 @@ def check_objective_data(instance: Instance, source: str) -> None:
         Naming the first job or GPU type that lacks a cost or price.
     """
     objective = instance.objective
-    if objective.needs_job_cost:
-        missing = instance.eligible & np.isnan(instance.cost)
-        if missing.any():
+    for needed, field, values in (
+        (objective.needs_job_cost, "cost", instance.cost),
+        (objective.needs_job_profit, "profit", instance.profit),
+    ):
+        missing = instance.eligible & np.isnan(values)
+        if needed and missing.any():
             j, t = (int(i) for i in np.argwhere(missing)[0])
+            gpu_type = instance.type_ids[t]
+            price = f", or cost_per_hour for GPU type {gpu_type!r}" if field == "cost" else ""
             raise InputError(
                 source,
-                f"jobs[{j}].cost",
-                f"objective {objective.value!r} needs the cost of job {instance.job_ids[j]!r} "
-                f"on GPU type {instance.type_ids[t]!r}: give jobs[{j}].cost, or "
-                f"cost_per_hour for GPU type {instance.type_ids[t]!r}",
+                f"jobs[{j}].{field}",
+                f"objective {objective.value!r} needs the {field} of job "
+                f"{instance.job_ids[j]!r} on GPU type {gpu_type!r}: give jobs[{j}].{field}"
+                + price,
             )
     if objective.needs_gpu_price:
         missing_price = np.isnan(instance.price_per_hour)

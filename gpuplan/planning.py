@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from gpuplan import __version__
-from gpuplan.errors import VerificationError
+from gpuplan.errors import InputError, VerificationError
 from gpuplan.instance import Instance
 from gpuplan.models.bounds import infeasibility_reasons
 from gpuplan.schedule import (
@@ -24,7 +24,7 @@ from gpuplan.schedule import (
     ViolationKind,
     relative_gap,
 )
-from gpuplan.solvers import Result, SolveOptions, get_solver
+from gpuplan.solvers import SOLVERS, Result, SolveOptions, get_solver
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)
@@ -120,6 +120,12 @@ def plan(
     """
     options = options or SolveOptions()
     solver = get_solver(method)
+    if not solver.supports(instance):
+        able = [name for name, s in SOLVERS.items() if s.supports(instance)]
+        raise InputError(
+            "--method", "", f"method {method!r} cannot plan objective "
+            f"{instance.objective.value!r}; methods that can: {', '.join(able)}"
+        )
     started = time.perf_counter()
     reasons = infeasibility_reasons(instance)
     result = _infeasible(instance, reasons) if reasons else solver.solve(instance, options)

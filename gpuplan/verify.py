@@ -275,6 +275,8 @@ def _objective_value(instance: Instance, placed: _Placed, peak: FloatArray) -> f
     match instance.objective:
         case ObjectiveKind.ASSIGN_COST | ObjectiveKind.COST:
             return float(instance.cost[jobs, types].sum())
+        case ObjectiveKind.ASSIGN_PROFIT:
+            return float(instance.profit[jobs, types].sum())
         case ObjectiveKind.MAX_WEIGHT:
             return float(instance.weight[jobs].sum())
         case ObjectiveKind.MIN_GPUS:

@@ -36,6 +36,7 @@ def instance_documents(draw: st.DrawFn, max_jobs: int = 12) -> dict[str, Any]:
             },
             "duration_s": {t: draw(st.floats(1.0, 1000.0)) for t in [home, *others]},
             "weight": draw(st.floats(0.0, 10.0)),
+            "profit": draw(st.floats(0.0, 50.0)),
             "release_s": draw(st.sampled_from([0.0, 0.0, 50.0, 500.0])),
         }
         if j and draw(st.booleans()):

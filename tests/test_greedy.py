@@ -98,6 +98,8 @@ def test_assign_cost_takes_the_cheapest_type_without_pressure(small: Instance) -
 def test_greedy_is_deterministic_and_leaves_the_instance_alone(small: Instance) -> None:
     """Two runs give the same plan, and the instance's arrays cannot be written."""
     for objective in ObjectiveKind:
+        if objective.needs_job_profit:
+            continue  # the small instance has no profits
         instance = small.with_objective(objective)
         first, second = plan(instance), plan(instance)
         assert first.placements == second.placements

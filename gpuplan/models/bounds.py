@@ -125,6 +125,8 @@ def objective_bound(instance: Instance) -> float:
     match objective:
         case ObjectiveKind.ASSIGN_COST | ObjectiveKind.COST:
             return float(np.where(eligible, instance.cost, np.inf).min(axis=1).sum())
+        case ObjectiveKind.ASSIGN_PROFIT:
+            return float(np.where(eligible, instance.profit, -np.inf).max(axis=1).sum())
         case ObjectiveKind.MAX_WEIGHT:
             return float(instance.weight.sum())
         case ObjectiveKind.MIN_GPUS:

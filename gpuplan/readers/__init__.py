@@ -11,8 +11,12 @@ import yaml
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.readers.orlib_gap import Sense, gap_documents
 
-__all__ = ["load_data", "read_instance"]
+#: File formats ``gpuplan solve --format`` reads.
+FORMATS = ("gpuplan", "orlib-gap")
+
+__all__ = ["FORMATS", "load_data", "read_instance"]
 
 
 def load_data(path: Path) -> Any:
@@ -46,22 +50,44 @@ def load_data(path: Path) -> Any:
         ) from None
 
 
-def read_instance(path: str | Path, objective: ObjectiveKind | None = None) -> Instance:
-    """Read and validate a gpuplan instance file (``.json``, ``.yaml`` or ``.yml``).
+def read_instance(
+    path: str | Path,
+    objective: ObjectiveKind | None = None,
+    file_format: str = "gpuplan",
+    sense: Sense = "min",
+) -> Instance:
+    """Read and validate an instance file.
 
     Parameters
     ----------
     path
-        The instance file.
+        The instance file: a gpuplan instance (``.json``, ``.yaml``, ``.yml``), or for
+        ``orlib-gap`` an OR-Library GAP file, with ``#k`` to pick problem k of several.
     objective
         Plan for this objective instead of the file's.
+    file_format
+        One of :data:`FORMATS`.
+    sense
+        For ``orlib-gap``: minimise cost or maximise profit.
 
     Raises
     ------
     InputError
         Naming the file, the JSON path and the problem.
     """
-    path = Path(path)
-    document = parse_document(load_data(path), str(path))
-    instance = build_instance(document, str(path), default_name=path.stem)
+    source = str(path)
+    if file_format == "orlib-gap":
+        documents = gap_documents(source, sense)
+        if len(documents) > 1:
+            raise InputError(
+                source, "", f"the file holds {len(documents)} problems: pick one as {source}#k"
+            )
+        data: Any = documents[0]
+        default_name = str(data["name"])
+    elif file_format == "gpuplan":
+        data = load_data(Path(path))
+        default_name = Path(path).stem
+    else:
+        raise InputError(source, "", f"unknown format {file_format!r}; choose from {FORMATS}")
+    instance = build_instance(parse_document(data, source), source, default_name=default_name)
     return instance if objective is None else instance.with_objective(objective)

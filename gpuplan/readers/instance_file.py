@@ -107,6 +107,9 @@ class JobSpec(_Strict):
         description="Cost of running the job on each type. Default: duration_s / 3600 x "
         "gpus x the type's cost_per_hour.",
     )
+    profit: NonNegativePerType | None = Field(
+        default=None, description="Profit of running the job on each type (assign-profit)."
+    )
     weight: NonNegativeFloat = Field(default=1.0, description="Priority weight.")
     release_s: NonNegativeFloat = Field(default=0.0, description="Earliest start.")
     deadline_s: PositiveFloat | None = Field(default=None, description="Latest end (hard).")
@@ -340,6 +343,7 @@ def build_instance(
     demand = np.zeros((n_jobs, n_types, n_res))
     duration = np.full((n_jobs, n_types), np.nan)
     cost = np.full((n_jobs, n_types), np.nan)
+    profit = np.full((n_jobs, n_types), np.nan)
     allowed = np.ones((n_jobs, n_types), dtype=bool)
     predecessors: list[list[int]] = []
     for j, job in enumerate(jobs):
@@ -359,6 +363,8 @@ def build_instance(
             cost[j] = _spread(job.cost, type_index, f"{where}.cost", source, np.nan)
         else:
             cost[j] = duration[j] / 3600.0 * job.gpus * price
+        if job.profit is not None:
+            profit[j] = _spread(job.profit, type_index, f"{where}.profit", source, np.nan)
         if job.allowed_types is not None:
             allowed[j] = False
             for k, type_id in enumerate(job.allowed_types):
@@ -410,6 +416,7 @@ def build_instance(
         duration=duration,
         eligible=eligible,
         cost=cost,
+        profit=profit,
         weight=np.array([job.weight for job in jobs]),
         release=np.array([job.release_s for job in jobs]),
         deadline=np.array([np.inf if job.deadline_s is None else job.deadline_s for job in jobs]),

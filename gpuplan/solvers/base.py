@@ -8,6 +8,7 @@ from typing import Protocol
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.models.linear import LinearProgram
 from gpuplan.schedule import Status
 
 
@@ -25,12 +26,19 @@ class SolveOptions:
         Threads a solver may use.
     gap_tolerance
         Relative gap at which a solver may stop and call its plan optimal.
+    backend
+        Which backend an optimization method hands its model to (``highs``, ``cpsat``,
+        ``pyomo``); heuristics ignore it.
+    rounding
+        How ``--method lp`` rounds its relaxation (a name from the rounding registry).
     """
 
     time_limit_s: float | None = None
     seed: int = 0
     threads: int = 2
     gap_tolerance: float = 1e-4
+    backend: str = "highs"
+    rounding: str = "largest-share"
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,54 @@ class Result:
     unplaced: dict[int, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ProgramSolution:
+    """What a backend returns for a :class:`~gpuplan.models.linear.LinearProgram`.
+
+    Attributes
+    ----------
+    status
+        Translated through the backend's status table.
+    values
+        Column values of the best solution found, or None.
+    objective
+        Its objective value, or None.
+    bound
+        The proven bound on the optimum (the optimum itself for a solved LP), or None.
+    solver
+        Backend name and version.
+    """
+
+    status: Status
+    values: FloatArray | None
+    objective: float | None
+    bound: float | None
+    solver: str
+
+
+class Backend(Protocol):
+    """A solver for canonical linear programs."""
+
+    #: Registry name, as given to ``gpuplan solve --solver``.
+    name: str
+
+    def solve_program(
+        self, program: LinearProgram, options: SolveOptions, start: FloatArray | None = None
+    ) -> ProgramSolution:
+        """Solve within the options' limits, from an optional starting solution.
+
+        Parameters
+        ----------
+        program
+            The model in canonical form.
+        options
+            Time limit, threads, seed and gap tolerance.
+        start
+            Column values of a known (possibly partial) solution: a warm start or hint.
+        """
+        ...
+
+
 class Solver(Protocol):
     """A planning method: turns an instance into a :class:`Result`."""
 
@@ -74,6 +130,10 @@ class Solver(Protocol):
     name: str
     #: One line for ``--help``.
     description: str
+
+    def supports(self, instance: Instance) -> bool:
+        """Whether the method can plan this instance's objective."""
+        ...
 
     def solve(self, instance: Instance, options: SolveOptions) -> Result:
         """Plan the instance within the options' limits.

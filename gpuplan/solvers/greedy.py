@@ -30,6 +30,12 @@ def _blocking_resource(instance: Instance, j: int, residual: FloatArray) -> str:
     return instance.resources[r]
 
 
+def _assignment_cost(instance: Instance) -> FloatArray:
+    """``(J, T)`` what an assignment costs, negated profit when profit is maximised."""
+    sign = -1.0 if instance.objective.sense == "max" else 1.0
+    return sign * instance.assignment_value
+
+
 def _group_ranks(groups: IntArray) -> tuple[IntArray, IntArray, IntArray]:
     """For a sorted array of group ids: each entry's group position, rank in it, group sizes."""
     starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
@@ -66,7 +72,36 @@ def _finish(
     )
 
 
-def best_fit_decreasing(instance: Instance) -> Result:
+def job_size(instance: Instance) -> FloatArray:
+    """``(J,)`` total normalised demand over all resources, gang included, at its least."""
+    relative = np.where(
+        instance.eligible[:, :, None], instance.demand / instance.capacity[None], np.inf
+    )
+    size: FloatArray = relative.min(axis=1).sum(axis=1) * instance.gang
+    return size
+
+
+def _static_order(instance: Instance) -> IntArray:
+    """Largest first; densest first for weight; highest regret first for assignment value."""
+    size = job_size(instance)
+    index = np.arange(instance.n_jobs)
+    objective = instance.objective
+    if objective is ObjectiveKind.MAX_WEIGHT:
+        density = instance.weight / np.maximum(size, 1e-12)
+        return np.lexsort((index, -size, -density))
+    if objective in (ObjectiveKind.ASSIGN_COST, ObjectiveKind.ASSIGN_PROFIT):
+        # Regret first (Martello & Toth): a job that loses most by missing its best type,
+        # or has only one type, is placed before others take that type's room.
+        costs = np.sort(np.where(instance.eligible, _assignment_cost(instance), np.inf), axis=1)
+        regret = costs[:, 1] - costs[:, 0] if instance.n_types > 1 else np.zeros(instance.n_jobs)
+        regret = np.where(np.isnan(regret), np.inf, regret)
+        return np.lexsort((index, -size, -regret))
+    return np.lexsort((index, -size))
+
+
+def best_fit_decreasing(
+    instance: Instance, order: IntArray | None = None, type_rank: FloatArray | None = None
+) -> Result:
     """Place the batch at once, largest jobs first, each where it fits best.
 
     Jobs are taken by decreasing total normalised demand over all named resources (by
@@ -81,6 +116,11 @@ def best_fit_decreasing(instance: Instance) -> Result:
     ----------
     instance
         A static-objective instance.
+    order
+        Take jobs in this order instead (rounding uses the LP's confidence).
+    type_rank
+        ``(J, T)`` preference per type, lower first, instead of the objective's rule; used
+        to follow a fractional solution, falling back to other types when full.
     """
     objective = instance.objective
     gpu_type, n_types = instance.gpu_type, instance.n_types
@@ -89,23 +129,8 @@ def best_fit_decreasing(instance: Instance) -> Result:
     used = np.zeros(instance.n_gpus, dtype=bool)
     group_of = instance.gpu_node * n_types + gpu_type
 
-    relative = np.where(
-        instance.eligible[:, :, None], instance.demand / instance.capacity[None], np.inf
-    )
-    size = relative.min(axis=1).sum(axis=1) * instance.gang
-    index = np.arange(instance.n_jobs)
-    if objective is ObjectiveKind.MAX_WEIGHT:
-        density = instance.weight / np.maximum(size, 1e-12)
-        order = np.lexsort((index, -size, -density))
-    elif objective is ObjectiveKind.ASSIGN_COST:
-        # Regret first (Martello & Toth): a job that loses most by missing its cheapest
-        # type, or has only one type, is placed before others take that type's room.
-        costs = np.sort(np.where(instance.eligible, instance.cost, np.inf), axis=1)
-        regret = costs[:, 1] - costs[:, 0] if instance.n_types > 1 else np.zeros(instance.n_jobs)
-        regret = np.where(np.isnan(regret), np.inf, regret)
-        order = np.lexsort((index, -size, -regret))
-    else:
-        order = np.lexsort((index, -size))
+    if order is None:
+        order = _static_order(instance)
 
     placed: list[tuple[int, int, IntArray, float, float]] = []
     unplaced: dict[int, str] = {}
@@ -132,8 +157,10 @@ def best_fit_decreasing(instance: Instance) -> Result:
                 fit_sum = np.bincount(position[take], weights=fit[take], minlength=n_groups)
                 opened = np.bincount(position[take], weights=new[take], minlength=n_groups)
                 group_type = gpu_type[candidates[rank == 0]]
-                if objective is ObjectiveKind.ASSIGN_COST:
-                    primary = instance.cost[j, group_type]
+                if type_rank is not None:
+                    primary = type_rank[j, group_type]
+                elif objective in (ObjectiveKind.ASSIGN_COST, ObjectiveKind.ASSIGN_PROFIT):
+                    primary = _assignment_cost(instance)[j, group_type]
                 elif objective is ObjectiveKind.MIN_GPUS:
                     primary = opened
                 elif objective is ObjectiveKind.MIN_GPU_COST:
@@ -158,8 +185,8 @@ def best_fit_decreasing(instance: Instance) -> Result:
         jobs = np.array([p[0] for p in placed], dtype=np.int64)
         types = np.array([p[1] for p in placed], dtype=np.int64)
         match objective:
-            case ObjectiveKind.ASSIGN_COST:
-                value = float(instance.cost[jobs, types].sum())
+            case ObjectiveKind.ASSIGN_COST | ObjectiveKind.ASSIGN_PROFIT:
+                value = float(instance.assignment_value[jobs, types].sum())
             case ObjectiveKind.MAX_WEIGHT:
                 value = float(instance.weight[jobs].sum())
             case ObjectiveKind.MIN_GPUS:
@@ -293,6 +320,10 @@ class GreedySolver:
 
     name = "greedy"
     description = "best-fit decreasing (static) / list scheduling (time-based); no bound search"
+
+    def supports(self, instance: Instance) -> bool:
+        """Greedy plans every objective."""
+        return True
 
     def solve(self, instance: Instance, options: SolveOptions) -> Result:
         """Plan the instance greedily; runs in well under any sensible time limit.

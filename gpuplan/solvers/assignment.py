@@ -1,0 +1,282 @@
+"""Exact and relaxed static assignment: ``--method milp`` and ``--method lp``.
+
+``milp`` hands :class:`~gpuplan.models.assignment.AssignmentModel` to the chosen backend,
+warm-started from best-fit decreasing. With HiGHS and a time limit, half the budget goes to
+branch-and-cut (which proves the bound) and the rest to large-neighbourhood search around
+the incumbent (:mod:`gpuplan.solvers.lns`).
+
+``lp`` solves the pooled-type LP relaxation (:class:`~gpuplan.models.assignment.PooledModel`),
+whose optimum is the reported bound, rounds it with a rounding from
+:data:`~gpuplan.solvers.rounding.ROUNDINGS`, and improves the plan by moving jobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+
+import numpy as np
+
+from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.models.assignment import POOLED_OBJECTIVES, AssignmentModel, PooledModel, job_value
+from gpuplan.models.bounds import infeasibility_reasons, objective_bound
+from gpuplan.schedule import Status, relative_gap
+from gpuplan.solvers.backends import get_backend
+from gpuplan.solvers.base import ProgramSolution, Result, SolveOptions
+from gpuplan.solvers.greedy import best_fit_decreasing
+from gpuplan.solvers.highs import HighsBackend, explain_infeasible, solve_relaxation
+from gpuplan.solvers.lns import improve, subprogram
+from gpuplan.solvers.rounding import ROUNDINGS, improve_by_moves, repair_by_ejection
+
+logger = logging.getLogger(__name__)
+
+#: Share of the time left after the LP that the core MIP gets before LNS takes over.
+BRANCH_AND_CUT_SHARE = 0.5
+#: Assignment columns per job in the core problem, by smallest reduced cost.
+CORE_COLUMNS_PER_JOB = 3
+
+
+def placements(result: Result) -> dict[int, IntArray]:
+    """Job index to GPU indices of a result."""
+    return {int(j): g for j, g in zip(result.job, result.gpus, strict=True)}
+
+
+def _tighter(instance: Instance, *bounds: float | None) -> float | None:
+    """The tightest of several valid bounds."""
+    known = [b for b in bounds if b is not None]
+    if not known:
+        return None
+    return max(known) if instance.objective.sense == "min" else min(known)
+
+
+def static_result(
+    instance: Instance,
+    placed: dict[int, IntArray],
+    status: Status,
+    objective: float | None,
+    bound: float | None,
+    solver: str,
+    missing_reason: str,
+) -> Result:
+    """A result for a static plan: every placed job starts at 0 and runs its duration."""
+    jobs = np.array(sorted(placed), dtype=np.int64)
+    types = np.array([instance.gpu_type[placed[j][0]] for j in jobs], dtype=np.int64)
+    if objective is not None and relative_gap(objective, bound) == 0.0:
+        status = Status.OPTIMAL
+    return Result(
+        status=status,
+        objective=objective,
+        bound=bound,
+        solver=solver,
+        job=jobs,
+        gpu_type=types,
+        gpus=tuple(placed[j] for j in jobs),
+        start=np.zeros(jobs.size),
+        end=instance.duration[jobs, types] if jobs.size else np.zeros(0),
+        unplaced={j: missing_reason for j in range(instance.n_jobs) if j not in placed},
+    )
+
+
+def _remaining(options: SolveOptions, started: float, share: float = 1.0) -> SolveOptions:
+    if options.time_limit_s is None:
+        return options
+    left = max(0.01, options.time_limit_s - (time.perf_counter() - started))
+    return dataclasses.replace(options, time_limit_s=left * share)
+
+
+def _infeasible(instance: Instance, model: AssignmentModel, solver: str) -> Result:
+    reasons = infeasibility_reasons(instance) or dict.fromkeys(
+        range(instance.n_jobs), explain_infeasible(model.program)
+    )
+    return Result(
+        status=Status.INFEASIBLE, objective=None, bound=None, solver=solver,
+        unplaced={j: reasons.get(j, "not planned: the instance is infeasible (see the jobs "
+                                 "named)") for j in range(instance.n_jobs)},
+    )
+
+
+def reduced_cost_core(
+    model: AssignmentModel, reduced_cost: FloatArray, relaxed: FloatArray, per_job: int
+) -> BoolArray:
+    """Columns of the core problem, by LP reduced cost.
+
+    Each job keeps its ``per_job`` assignment columns of smallest reduced cost; every
+    column the LP uses and all non-assignment columns are kept too.
+    """
+    nx = model.x_job.size
+    sign = -1.0 if model.program.sense == "max" else 1.0
+    order = np.lexsort((sign * reduced_cost[:nx], model.x_job))
+    jobs = model.x_job[order]
+    starts = np.flatnonzero(np.r_[True, jobs[1:] != jobs[:-1]])
+    rank = np.arange(nx) - np.repeat(starts, np.diff(np.r_[starts, nx]))
+    core = np.ones(model.program.n_cols, dtype=bool)
+    core[:nx] = False
+    core[order[rank < per_job]] = True
+    core[:nx] |= relaxed[:nx] > 1e-6
+    return core
+
+
+class MilpSolver:
+    """The exact assignment MILP on HiGHS (default), CP-SAT or Pyomo."""
+
+    name = "milp"
+    description = "assignment MILP (static objectives) on --solver; HiGHS adds core + LNS"
+
+    def supports(self, instance: Instance) -> bool:
+        """The static objectives."""
+        return AssignmentModel.supports(instance.objective)
+
+    def solve(self, instance: Instance, options: SolveOptions) -> Result:
+        """Build the model, warm-start it from greedy, and solve it.
+
+        Without a time limit, or on CP-SAT or Pyomo, the backend solves the whole model.
+        With HiGHS and a time limit the search is: LP relaxation (the bound, and reduced
+        costs); the core MIP over each job's few best columns by reduced cost, for half of
+        the time; LNS over the whole model from that plan for the rest. The core's own
+        bound counts only when reduced-cost fixing proves the core holds every optimum.
+
+        Parameters
+        ----------
+        instance
+            A static-objective instance.
+        options
+            Time limit, threads, seed, gap tolerance and backend.
+        """
+        started = time.perf_counter()
+        model = AssignmentModel.build(instance)
+        backend = get_backend(options.backend)
+        warm = best_fit_decreasing(instance)
+        start = model.encode(placements(warm)) if warm.status.has_plan else None
+        if not isinstance(backend, HighsBackend) or options.time_limit_s is None:
+            solution = backend.solve_program(model.program, _remaining(options, started), start)
+            return self._result(instance, model, solution.status, solution.values,
+                                solution.bound, solution.solver)
+        return self._core_and_lns(instance, model, options, started, start)
+
+    def _core_and_lns(
+        self,
+        instance: Instance,
+        model: AssignmentModel,
+        options: SolveOptions,
+        started: float,
+        start: FloatArray | None,
+    ) -> Result:
+        assert options.time_limit_s is not None
+        program = model.program
+        deadline = started + options.time_limit_s
+        lp_status, lp_value, relaxed, reduced = solve_relaxation(
+            program, _remaining(options, started, 0.3)
+        )
+        if lp_status is Status.INFEASIBLE:
+            return _infeasible(instance, model, "highs")
+        bound = lp_value
+        core = np.ones(program.n_cols, dtype=bool)
+        if relaxed is not None and reduced is not None:
+            core = reduced_cost_core(model, reduced, relaxed, CORE_COLUMNS_PER_JOB)
+            if start is not None:
+                core |= start > 0.5
+        sub, columns = subprogram(program, core, np.zeros(program.n_cols))
+        first = _remaining(options, started, BRANCH_AND_CUT_SHARE)
+        solution = HighsBackend().solve_program(
+            sub, first, None if start is None else start[columns]
+        )
+        solver = f"{solution.solver} (core {sub.n_cols} of {program.n_cols} columns)"
+        values: FloatArray | None = None
+        if solution.values is not None:
+            values = np.zeros(program.n_cols)
+            values[columns] = np.where(sub.integer, np.round(solution.values), solution.values)
+            if reduced is not None and lp_value is not None and solution.bound is not None:
+                # Reduced-cost fixing: a column outside the core would cost more than the
+                # gap, so the core's bound holds for the whole model.
+                sign = -1.0 if program.sense == "max" else 1.0
+                gap = sign * (float(program.cost @ values) - lp_value)
+                if np.all(sign * reduced[~core] > gap + 1e-9):
+                    bound = solution.bound
+        elif start is not None:
+            values = start
+        if solution.status is Status.INFEASIBLE and bound is not None and core.all():
+            return _infeasible(instance, model, solver)
+        if values is not None and time.perf_counter() < deadline:
+            values, steps, better = improve(model, values, options, deadline)
+            solver += f" + LNS ({steps} steps, {better} improvements)"
+        status = Status.FEASIBLE if values is not None else Status.NO_SOLUTION
+        return self._result(instance, model, status, values, bound, solver)
+
+    @staticmethod
+    def _result(
+        instance: Instance,
+        model: AssignmentModel,
+        status: Status,
+        values: FloatArray | None,
+        bound: float | None,
+        solver: str,
+    ) -> Result:
+        if status is Status.INFEASIBLE:
+            return _infeasible(instance, model, solver)
+        bound = _tighter(instance, bound, objective_bound(instance))
+        if values is None:
+            return static_result(instance, {}, Status.NO_SOLUTION, None, bound, solver,
+                                 "no plan found within the time limit")
+        value = float(model.program.cost @ values)
+        if status is not Status.OPTIMAL:
+            status = Status.FEASIBLE
+        return static_result(instance, model.decode(values), status, value, bound, solver,
+                             "left out: placing it does not improve the plan within capacity")
+
+
+class LpSolver:
+    """LP relaxation over pooled GPU types, rounded and improved."""
+
+    name = "lp"
+    description = "pooled LP relaxation + --rounding + job moves (assign-cost/-profit, max-weight)"
+
+    def supports(self, instance: Instance) -> bool:
+        """Objectives that sum a value per (job, type)."""
+        return instance.objective in POOLED_OBJECTIVES
+
+    def solve(self, instance: Instance, options: SolveOptions) -> Result:
+        """Solve the relaxation, round it, improve the rounded plan until the time limit.
+
+        Parameters
+        ----------
+        instance
+            An instance whose objective is in :data:`POOLED_OBJECTIVES`.
+        options
+            Time limit, seed, backend (HiGHS or Pyomo) and rounding.
+        """
+        started = time.perf_counter()
+        pooled = PooledModel.build(instance)
+        backend = get_backend(options.backend)
+        relaxation: ProgramSolution = backend.solve_program(
+            pooled.program, _remaining(options, started, 0.5)
+        )
+        if relaxation.status is Status.INFEASIBLE:
+            reasons = infeasibility_reasons(instance) or dict.fromkeys(
+                range(instance.n_jobs), explain_infeasible(pooled.program)
+            )
+            return Result(status=Status.INFEASIBLE, objective=None, bound=None,
+                          solver=relaxation.solver, unplaced=reasons)
+        if relaxation.values is None:
+            shares: FloatArray = np.where(instance.eligible, 1.0, 0.0)
+        else:
+            shares = pooled.shares(relaxation.values)
+        rounded = ROUNDINGS[options.rounding](instance, shares, options.seed)
+        bound = _tighter(instance, relaxation.objective if relaxation.status is Status.OPTIMAL
+                         else None, objective_bound(instance))
+        solver = f"{relaxation.solver} + {options.rounding} rounding"
+        limit = options.time_limit_s if options.time_limit_s is not None else 60.0
+        placed = placements(rounded)
+        if not instance.objective.allows_unplaced and len(placed) < instance.n_jobs:
+            placed = repair_by_ejection(instance, placed, started + limit)
+            if len(placed) < instance.n_jobs:
+                return static_result(
+                    instance, placed, Status.NO_SOLUTION, None, bound, solver + " + repair",
+                    "rounding and repair found no GPU with room for it",
+                )
+        placed, moves = improve_by_moves(instance, placed, started + limit)
+        values = job_value(instance)
+        value = float(sum(values[j, instance.gpu_type[g[0]]] for j, g in placed.items()))
+        return static_result(instance, placed, Status.FEASIBLE, value, bound,
+                             f"{solver} + {moves} moves",
+                             "left out: no GPU had room after rounding")

@@ -1,0 +1,151 @@
+"""OR-Tools CP-SAT as a backend for canonical linear programs.
+
+CP-SAT works on integers, so each row is scaled by the smallest power of ten that makes its
+coefficients and bounds integral. Where none up to 10**6 does, the row is rounded
+conservatively (it can only get tighter), every plan found is still feasible, and the bound
+and any optimality claim are dropped because they refer to the tightened problem.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from importlib.metadata import version
+from typing import Any
+
+import numpy as np
+
+from gpuplan.errors import BackendUnavailableError
+from gpuplan.instance import FloatArray
+from gpuplan.models.linear import LinearProgram
+from gpuplan.schedule import Status
+from gpuplan.solvers.base import ProgramSolution, SolveOptions
+
+logger = logging.getLogger(__name__)
+
+#: Largest power of ten tried when making a row integral.
+MAX_DIGITS = 6
+
+
+def _cp_model() -> Any:
+    try:
+        from ortools.sat.python import cp_model
+    except ImportError as exc:  # pragma: no cover - ortools is a declared dependency
+        raise BackendUnavailableError("cpsat", "ortools", exc) from None
+    return cp_model
+
+
+def status_table(cp_model: Any) -> dict[int, Status]:
+    """CP-SAT status -> gpuplan status."""
+    return {
+        cp_model.OPTIMAL: Status.OPTIMAL,
+        cp_model.FEASIBLE: Status.FEASIBLE,
+        cp_model.INFEASIBLE: Status.INFEASIBLE,
+        cp_model.UNKNOWN: Status.NO_SOLUTION,
+        cp_model.MODEL_INVALID: Status.NO_SOLUTION,
+    }
+
+
+def integral_scale(numbers: FloatArray) -> int | None:
+    """The smallest power of ten that makes all numbers integral, or None."""
+    finite = numbers[np.isfinite(numbers)]
+    for digits in range(MAX_DIGITS + 1):
+        scaled = finite * 10**digits
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
+            return int(10**digits)
+    return None
+
+
+class CpSatBackend:
+    """CP-SAT with solution hints, for programs whose columns are all integer."""
+
+    name = "cpsat"
+
+    def solve_program(
+        self, program: LinearProgram, options: SolveOptions, start: FloatArray | None = None
+    ) -> ProgramSolution:
+        """Solve with CP-SAT; a start vector becomes a solution hint.
+
+        Parameters
+        ----------
+        program
+            The model in canonical form; every column must be integer.
+        options
+            Time limit, threads (CP-SAT workers), seed and gap tolerance.
+        start
+            Column values of a known solution, given as a hint.
+
+        Raises
+        ------
+        ValueError
+            If the program has continuous columns.
+        """
+        cp_model = _cp_model()
+        if not program.integer.all():
+            raise ValueError("CP-SAT needs integer columns; this model has continuous ones")
+        model = cp_model.CpModel()
+        columns = [
+            model.new_bool_var(name) if lo == 0 and hi == 1
+            else model.new_int_var(int(lo), int(hi), name)
+            for lo, hi, name in zip(
+                program.col_lower, program.col_upper, program.col_names, strict=True
+            )
+        ]
+        exact = True
+        for i in range(program.n_rows):
+            index, coefficient = program.row(i)
+            lower, upper = program.row_lower[i], program.row_upper[i]
+            scale = integral_scale(np.concatenate([coefficient, [lower, upper]]))
+            if scale is None:
+                exact = False
+                scale = 10**MAX_DIGITS
+                if np.isfinite(lower) and np.isfinite(upper):
+                    raise ValueError(f"row {program.row_names[i]} cannot be made integral")
+                # Tighten: x >= 0, so rounding coefficients up (down) and the bound down (up)
+                # only removes solutions.
+                up = np.isfinite(upper)
+                coefficient = np.ceil(coefficient * scale) if up else np.floor(coefficient * scale)
+                lower, upper = (-math.inf, math.floor(upper * scale)) if up else (
+                    math.ceil(lower * scale), math.inf)
+            else:
+                coefficient, lower, upper = coefficient * scale, lower * scale, upper * scale
+            expression = cp_model.LinearExpr.weighted_sum(
+                [columns[k] for k in index], [round(c) for c in coefficient]
+            )
+            if np.isfinite(lower):
+                model.add(expression >= round(lower))
+            if np.isfinite(upper):
+                model.add(expression <= round(upper))
+        objective_scale = integral_scale(program.cost)
+        if objective_scale is None:
+            exact = False
+            objective_scale = 10**MAX_DIGITS
+        weights = [round(c * objective_scale) for c in program.cost]
+        objective = cp_model.LinearExpr.weighted_sum(columns, weights)
+        if program.sense == "max":
+            model.maximize(objective)
+        else:
+            model.minimize(objective)
+        if start is not None:
+            for column, hint in zip(columns, start, strict=True):
+                model.add_hint(column, round(hint))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = max(1, int(options.threads))
+        solver.parameters.random_seed = int(options.seed)
+        solver.parameters.relative_gap_limit = float(options.gap_tolerance)
+        if options.time_limit_s is not None:
+            solver.parameters.max_time_in_seconds = float(options.time_limit_s)
+        code = solver.solve(model)
+        status = status_table(cp_model).get(code, Status.NO_SOLUTION)
+        values: FloatArray | None = None
+        value: float | None = None
+        bound: float | None = None
+        if status in (Status.OPTIMAL, Status.FEASIBLE):
+            values = np.array([solver.value(column) for column in columns], dtype=float)
+            value = float(program.cost @ values)
+            if exact:
+                bound = float(solver.best_objective_bound) / objective_scale
+            elif status is Status.OPTIMAL:
+                status = Status.FEASIBLE  # optimal for the tightened problem only
+        logger.debug("CP-SAT %s: objective %s, bound %s", solver.status_name(code), value, bound)
+        return ProgramSolution(status, values, value, bound, f"cpsat {version('ortools')}")

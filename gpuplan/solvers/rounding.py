@@ -1,0 +1,229 @@
+"""Rounding fractional type shares to placements, and the improvement step after it.
+
+A rounding turns an LP's ``(J, T)`` shares into an integral placement that respects
+per-GPU capacity: it fixes an order and a type preference per job, and best-fit packing
+(:func:`~gpuplan.solvers.greedy.best_fit_decreasing`) does the rest, falling back to the
+next preferred type when one is full (capacity-aware repair). :data:`ROUNDINGS` is the
+registry behind ``gpuplan solve --method lp --rounding NAME``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.models.assignment import job_value
+from gpuplan.solvers.base import Result
+from gpuplan.solvers.greedy import best_fit_decreasing, job_size
+
+#: A rounding: (instance, shares, seed) -> placement result.
+Rounding = Callable[[Instance, FloatArray, int], Result]
+
+
+def _tie_break(instance: Instance) -> FloatArray:
+    """A small preference for better objective value among types of equal share."""
+    value = job_value(instance)
+    sign = -1.0 if instance.objective.sense == "max" else 1.0
+    spread = np.abs(value).max() or 1.0
+    return 1e-6 * sign * value / spread
+
+
+def _base_rank(instance: Instance, shares: FloatArray) -> FloatArray:
+    """Types by decreasing share, ties to the better objective value; ineligible last."""
+    return np.where(instance.eligible, -shares + _tie_break(instance), np.inf)
+
+
+def _pack(instance: Instance, shares: FloatArray, rank: FloatArray) -> Result:
+    """Best-fit packing with the surest jobs first and the given type preference.
+
+    Jobs the LP puts wholly on one type come first (largest share, then size), so that
+    fractional jobs, the ones the LP itself was unsure of, adapt to what is left; jobs the
+    LP leaves out entirely (when dropping is allowed) come last.
+    """
+    confidence = shares.max(axis=1)
+    order = np.lexsort((np.arange(instance.n_jobs), -job_size(instance), -confidence))
+    return best_fit_decreasing(instance, order=order, type_rank=rank)
+
+
+def _better(candidate: Result, best: Result | None, sense: str) -> bool:
+    if best is None or best.objective is None:
+        return True
+    if candidate.objective is None:
+        return False
+    sign = -1.0 if sense == "max" else 1.0
+    return sign * candidate.objective < sign * best.objective
+
+
+def largest_share(instance: Instance, shares: FloatArray, seed: int) -> Result:
+    """Each job prefers its types by decreasing LP share; the surest jobs are placed first."""
+    return _pack(instance, shares, _base_rank(instance, shares))
+
+
+def randomized(instance: Instance, shares: FloatArray, seed: int) -> Result:
+    """Raghavan-Thompson style: draw each job's first type with probability = its share.
+
+    Eight seeded draws are packed and the best plan is kept; within a draw a job falls back
+    to its other types, by share, when the drawn one is full.
+    """
+    rng = np.random.default_rng(seed)
+    total = shares.sum(axis=1, keepdims=True)
+    cumulative = np.cumsum(shares / np.where(total > 0, total, 1.0), axis=1)
+    base = _base_rank(instance, shares)
+    best: Result | None = None
+    for _ in range(8):
+        draw = rng.random(instance.n_jobs)[:, None] < cumulative
+        jobs = np.flatnonzero(draw.any(axis=1))
+        rank = base.copy()
+        rank[jobs, draw[jobs].argmax(axis=1)] = -2.0
+        result = _pack(instance, shares, rank)
+        if _better(result, best, instance.objective.sense):
+            best = result
+    assert best is not None
+    return best
+
+
+ROUNDINGS: dict[str, Rounding] = {"largest-share": largest_share, "randomized": randomized}
+
+
+def improve_by_moves(
+    instance: Instance, placed: dict[int, IntArray], deadline: float
+) -> tuple[dict[int, IntArray], int]:
+    """Shift single-GPU jobs to better GPUs with room (and insert dropped ones) until stuck.
+
+    Applies to the objectives that sum a value per (job, type): each pass moves every
+    single-GPU job to the GPU with the largest improvement that still fits, and, when jobs
+    may be dropped, inserts unplaced ones wherever they fit. Gang jobs stay where they are.
+
+    Parameters
+    ----------
+    instance
+        The instance (assignment-value objective).
+    placed
+        Job to GPUs; not modified.
+    deadline
+        ``time.perf_counter()`` time to stop at.
+
+    Returns
+    -------
+    tuple
+        The improved placement and the number of moves made.
+    """
+    gpu_type = instance.gpu_type
+    capacity = instance.capacity[gpu_type]
+    residual = capacity.copy()
+    placed = {j: g.copy() for j, g in placed.items()}
+    for j, gpus in placed.items():
+        residual[gpus] -= instance.demand[j, gpu_type[gpus]]
+    sign = -1.0 if instance.objective.sense == "max" else 1.0
+    cost = sign * job_value(instance)  # lower is better
+    moves = 0
+    improved = True
+    while improved and time.perf_counter() < deadline:
+        improved = False
+        for j in range(instance.n_jobs):
+            if instance.gang[j] != 1:
+                continue
+            demand = instance.demand[j][gpu_type]
+            current = placed.get(j)
+            free = residual + (demand * (np.arange(instance.n_gpus) == current[0])[:, None]
+                               if current is not None else 0.0)
+            fits = instance.eligible[j][gpu_type] & (
+                free - demand >= -1e-9 * capacity
+            ).all(axis=1)
+            if current is None:
+                # Only max-weight plans leave jobs out; inserting one with weight helps.
+                if not fits.any() or instance.weight[j] <= 0:
+                    continue
+                gain = np.where(fits, -cost[j, gpu_type], -np.inf)
+            else:
+                gain = np.where(fits, cost[j, gpu_type[current[0]]] - cost[j, gpu_type], -np.inf)
+            target = int(np.argmax(gain))
+            if current is None or gain[target] > 1e-9:
+                if current is not None:
+                    residual[current] += demand[current]
+                residual[target] -= demand[target]
+                placed[j] = np.array([target])
+                moves += 1
+                improved = True
+    return placed, moves
+
+
+def repair_by_ejection(
+    instance: Instance, placed: dict[int, IntArray], deadline: float
+) -> dict[int, IntArray]:
+    """Place left-out single-GPU jobs by moving one blocking job elsewhere.
+
+    These are ejection chains of depth one; each left-out job takes the cheapest such pair
+    of moves.
+
+    Parameters
+    ----------
+    instance
+        The instance (static objective).
+    placed
+        Job to GPUs; not modified.
+    deadline
+        ``time.perf_counter()`` time to stop at.
+
+    Returns
+    -------
+    dict
+        The placement with as many left-out jobs placed as the moves allow.
+    """
+    gpu_type = instance.gpu_type
+    capacity = instance.capacity[gpu_type]
+    placed = {j: g.copy() for j, g in placed.items()}
+    residual = capacity.copy()
+    on_gpu: list[list[int]] = [[] for _ in range(instance.n_gpus)]
+    for j, gpus in placed.items():
+        residual[gpus] -= instance.demand[j, gpu_type[gpus]]
+        if instance.gang[j] == 1:
+            on_gpu[int(gpus[0])].append(j)
+    sign = -1.0 if instance.objective.sense == "max" else 1.0
+    cost = sign * job_value(instance)
+    slack = 1e-9 * capacity
+    missing = [j for j in np.argsort(-job_size(instance)) if j not in placed
+               and instance.gang[j] == 1]
+    for j in missing:
+        if time.perf_counter() > deadline:
+            break
+        need = instance.demand[j][gpu_type]
+        eligible = instance.eligible[j][gpu_type]
+        fits = eligible & (residual - need >= -slack).all(axis=1)
+        if fits.any():
+            target = int(np.argmin(np.where(fits, cost[j, gpu_type], np.inf)))
+            best: tuple[float, int, int, int] | None = (0.0, target, -1, -1)
+        else:
+            best = None
+            for g in map(int, np.flatnonzero(eligible)):
+                for k in on_gpu[g]:
+                    freed = residual[g] + instance.demand[k, gpu_type[g]]
+                    if (freed - need[g] < -slack[g]).any():
+                        continue
+                    other = instance.demand[k][gpu_type]
+                    room = instance.eligible[k][gpu_type] & (
+                        residual - other >= -slack
+                    ).all(axis=1)
+                    room[g] = False
+                    if not room.any():
+                        continue
+                    h = int(np.argmin(np.where(room, cost[k, gpu_type], np.inf)))
+                    delta = cost[j, gpu_type[g]] + cost[k, gpu_type[h]] - cost[k, gpu_type[g]]
+                    if best is None or delta < best[0]:
+                        best = (float(delta), g, k, h)
+        if best is None:
+            continue
+        _, to, ejected, moved_to = best
+        if ejected >= 0:
+            residual[to] += instance.demand[ejected, gpu_type[to]]
+            residual[moved_to] -= instance.demand[ejected, gpu_type[moved_to]]
+            on_gpu[to].remove(ejected)
+            on_gpu[moved_to].append(ejected)
+            placed[ejected] = np.array([moved_to])
+        residual[to] -= need[to]
+        on_gpu[to].append(int(j))
+        placed[int(j)] = np.array([to])
+    return placed
