@@ -88,5 +88,28 @@ def test_fleet_too_small_is_explained() -> None:
     )
     reasons = infeasibility_reasons(instance)
     assert reasons
-    assert all("need 2.4 compute in all, the fleet has 2" in r for r in reasons.values())
+    assert all("the jobs (4) need 2.4 compute in all; the fleet has 2" in r
+               for r in reasons.values())
     assert infeasibility_reasons(instance.with_objective(ObjectiveKind.MAX_WEIGHT)) == {}
+
+
+def test_jobs_limited_to_some_types_are_explained() -> None:
+    """Hall-type check: jobs that only fit on L4 overflow the L4s while the fleet has room."""
+    jobs = [
+        {"id": f"small{i}", "demand": {"compute": 0.7}, "duration_s": 1, "allowed_types": ["L4"]}
+        for i in range(3)
+    ] + [{"id": "big", "demand": {"compute": 0.5}, "duration_s": 1}]
+    instance = instance_from(
+        {
+            "gpu_types": [{"id": t, "capacity": {"compute": 1.0}} for t in ("A100", "L4")],
+            "nodes": [{"id": "n", "gpus": {"A100": 4, "L4": 2}}],
+            "jobs": jobs,
+            "objective": "min-gpus",
+        }
+    )
+    reasons = infeasibility_reasons(instance)
+    assert set(reasons) == {0, 1, 2}
+    assert reasons[0] == (
+        "the jobs that can run only on L4 (3) need 2.1 compute in all; those GPUs hold 2 "
+        "(largest: 'small0', 'small1', 'small2')"
+    )

@@ -61,9 +61,10 @@ def infeasibility_reasons(instance: Instance) -> dict[int, str]:
     """Jobs that no plan can serve, each with the reason, for objectives that need them all.
 
     Time-based objectives: a job whose release and dependency chain, at the shortest
-    durations, end after its deadline. Static objectives that place every job: a resource
-    whose total demand exceeds the whole fleet's capacity. Empty when neither applies, which
-    does not prove feasibility.
+    durations, end after its deadline. Static objectives that place every job: a set of GPU
+    types whose GPUs cannot hold, in some resource, the jobs that can run only on them (a
+    Hall-type condition, checked for every set of types some job is limited to, and for the
+    whole fleet). Empty when none applies, which does not prove feasibility.
 
     Parameters
     ----------
@@ -92,16 +93,28 @@ def infeasibility_reasons(instance: Instance) -> dict[int, str]:
             )
         return reasons
     need = _least_demand(instance)
-    supply = instance.capacity[instance.gpu_type].sum(axis=0)
-    for r in np.flatnonzero(need.sum(axis=0) > supply * (1 + 1e-9)):
-        # Name the largest consumers so the user knows where to cut.
-        top = np.argsort(-need[:, r], kind="stable")[:3]
-        names = ", ".join(repr(instance.job_ids[k]) for k in top)
-        for j in top:
-            reasons[int(j)] = (
-                f"the jobs need {need[:, r].sum():g} {instance.resources[r]} in all, the "
-                f"fleet has {supply[r]:g} (largest: {names})"
-            )
+    supply = instance.capacity * instance.node_gpus.sum(axis=0)[:, None]
+    type_sets = np.unique(instance.eligible, axis=0)
+    # Smallest sets first, so the most specific explanation wins.
+    for allowed in sorted(type_sets, key=lambda s: int(s.sum())):
+        limited = ~(instance.eligible & ~allowed).any(axis=1)
+        total, room = need[limited].sum(axis=0), supply[allowed].sum(axis=0)
+        for r in np.flatnonzero(total > room * (1 + 1e-9)):
+            # Name the largest consumers so the user knows where to cut.
+            jobs = np.flatnonzero(limited)
+            top = jobs[np.argsort(-need[jobs, r], kind="stable")[:3]]
+            names = ", ".join(repr(instance.job_ids[k]) for k in top)
+            who = ("the jobs" if allowed.all() else "the jobs that can run only on "
+                   + ", ".join(t for t, a in zip(instance.type_ids, allowed, strict=True) if a))
+            where = "the fleet has" if allowed.all() else "those GPUs hold"
+            for j in top:
+                reasons.setdefault(
+                    int(j),
+                    f"{who} ({int(limited.sum())}) need {total[r]:g} {instance.resources[r]} "
+                    f"in all; {where} {room[r]:g} (largest: {names})",
+                )
+        if reasons:
+            return reasons
     return reasons
 
 

@@ -31,8 +31,10 @@ from gpuplan.solvers.rounding import ROUNDINGS, improve_by_moves, repair_by_ejec
 
 logger = logging.getLogger(__name__)
 
-#: Share of the time left after the LP that the core MIP gets before LNS takes over.
-BRANCH_AND_CUT_SHARE = 0.5
+#: Share of the time limit for branch-and-cut on the whole model (the proof, when it ends).
+FULL_SOLVE_SHARE = 0.25
+#: Share of the time then left that the core MIP gets before LNS takes over.
+CORE_SHARE = 0.5
 #: Assignment columns per job in the core problem, by smallest reduced cost.
 CORE_COLUMNS_PER_JOB = 3
 
@@ -131,10 +133,12 @@ class MilpSolver:
         """Build the model, warm-start it from greedy, and solve it.
 
         Without a time limit, or on CP-SAT or Pyomo, the backend solves the whole model.
-        With HiGHS and a time limit the search is: LP relaxation (the bound, and reduced
-        costs); the core MIP over each job's few best columns by reduced cost, for half of
-        the time; LNS over the whole model from that plan for the rest. The core's own
-        bound counts only when reduced-cost fixing proves the core holds every optimum.
+        With HiGHS and a time limit: branch-and-cut on the whole model for a quarter of the
+        time (small instances end there, proven); then the LP relaxation (a bound, and
+        reduced costs); the core MIP over each job's few best columns by reduced cost for
+        half of what is left; and LNS over the whole model from the best plan until the
+        time is up or the gap is closed. The core's own bound counts only when reduced-cost
+        fixing proves that the core holds every optimum.
 
         Parameters
         ----------
@@ -165,43 +169,54 @@ class MilpSolver:
         assert options.time_limit_s is not None
         program = model.program
         deadline = started + options.time_limit_s
-        lp_status, lp_value, relaxed, reduced = solve_relaxation(
-            program, _remaining(options, started, 0.3)
+        sense = -1.0 if program.sense == "max" else 1.0
+
+        def better(a: FloatArray | None, b: FloatArray | None) -> FloatArray | None:
+            if a is None or b is None:
+                return a if b is None else b
+            return a if sense * (program.cost @ a) <= sense * (program.cost @ b) else b
+
+        # 1. Branch-and-cut on the whole model: small instances end here, proven optimal.
+        full = HighsBackend().solve_program(
+            program, _remaining(options, started, FULL_SOLVE_SHARE), start
         )
-        if lp_status is Status.INFEASIBLE:
-            return _infeasible(instance, model, "highs")
-        bound = lp_value
-        core = np.ones(program.n_cols, dtype=bool)
-        if relaxed is not None and reduced is not None:
+        if full.status in (Status.OPTIMAL, Status.INFEASIBLE):
+            return self._result(instance, model, full.status, full.values, full.bound,
+                                full.solver)
+        solver = full.solver
+        incumbent = better(None if full.values is None else np.round(full.values), start)
+        bound = full.bound
+        # 2. The LP relaxation: a bound, and reduced costs to pick the core.
+        _, lp_value, relaxed, reduced = solve_relaxation(program, _remaining(options, started))
+        bound = _tighter(instance, bound, lp_value)
+        # 3. The core MIP, over each job's few best columns by reduced cost.
+        if relaxed is not None and reduced is not None and time.perf_counter() < deadline:
             core = reduced_cost_core(model, reduced, relaxed, CORE_COLUMNS_PER_JOB)
-            if start is not None:
-                core |= start > 0.5
-        sub, columns = subprogram(program, core, np.zeros(program.n_cols))
-        first = _remaining(options, started, BRANCH_AND_CUT_SHARE)
-        solution = HighsBackend().solve_program(
-            sub, first, None if start is None else start[columns]
-        )
-        solver = f"{solution.solver} (core {sub.n_cols} of {program.n_cols} columns)"
-        values: FloatArray | None = None
-        if solution.values is not None:
-            values = np.zeros(program.n_cols)
-            values[columns] = np.where(sub.integer, np.round(solution.values), solution.values)
-            if reduced is not None and lp_value is not None and solution.bound is not None:
+            if incumbent is not None:
+                core |= incumbent > 0.5
+            sub, columns = subprogram(program, core, np.zeros(program.n_cols))
+            solution = HighsBackend().solve_program(
+                sub, _remaining(options, started, CORE_SHARE),
+                None if incumbent is None else incumbent[columns],
+            )
+            solver += f" + core MIP ({sub.n_cols} of {program.n_cols} columns)"
+            if solution.values is not None:
+                values = np.zeros(program.n_cols)
+                values[columns] = np.where(sub.integer, np.round(solution.values),
+                                           solution.values)
+                incumbent = better(values, incumbent)
+                assert incumbent is not None and lp_value is not None
                 # Reduced-cost fixing: a column outside the core would cost more than the
-                # gap, so the core's bound holds for the whole model.
-                sign = -1.0 if program.sense == "max" else 1.0
-                gap = sign * (float(program.cost @ values) - lp_value)
-                if np.all(sign * reduced[~core] > gap + 1e-9):
-                    bound = solution.bound
-        elif start is not None:
-            values = start
-        if solution.status is Status.INFEASIBLE and bound is not None and core.all():
-            return _infeasible(instance, model, solver)
-        if values is not None and time.perf_counter() < deadline:
-            values, steps, better = improve(model, values, options, deadline)
-            solver += f" + LNS ({steps} steps, {better} improvements)"
-        status = Status.FEASIBLE if values is not None else Status.NO_SOLUTION
-        return self._result(instance, model, status, values, bound, solver)
+                # gap, so the core's bound then holds for the whole model.
+                gap = sense * (float(program.cost @ incumbent) - lp_value)
+                if solution.bound is not None and np.all(sense * reduced[~core] > gap + 1e-9):
+                    bound = _tighter(instance, bound, solution.bound)
+        # 4. LNS on the whole model until the time is up or the gap is closed.
+        if incumbent is not None and time.perf_counter() < deadline:
+            incumbent, steps, improved = improve(model, incumbent, options, deadline, bound)
+            solver += f" + LNS ({steps} steps, {improved} improvements)"
+        status = Status.FEASIBLE if incumbent is not None else Status.NO_SOLUTION
+        return self._result(instance, model, status, incumbent, bound, solver)
 
     @staticmethod
     def _result(

@@ -3,7 +3,9 @@
 CP-SAT works on integers, so each row is scaled by the smallest power of ten that makes its
 coefficients and bounds integral. Where none up to 10**6 does, the row is rounded
 conservatively (it can only get tighter), every plan found is still feasible, and the bound
-and any optimality claim are dropped because they refer to the tightened problem.
+and any optimality claim are dropped because they refer to the tightened problem. A
+non-integral objective is scaled to about six significant digits and rounded; its bound is
+widened by the largest error that rounding can cause, so it stays valid.
 """
 
 from __future__ import annotations
@@ -117,9 +119,13 @@ class CpSatBackend:
             if np.isfinite(upper):
                 model.add(expression <= round(upper))
         objective_scale = integral_scale(program.cost)
+        # Rounding the objective moves each column's term by at most half a unit, so the
+        # bound stays valid once widened by that much times the columns' upper bounds.
+        slack = 0.0
         if objective_scale is None:
-            exact = False
-            objective_scale = 10**MAX_DIGITS
+            objective_scale = int(10**MAX_DIGITS / max(np.abs(program.cost).max(), 1e-12))
+            objective_scale = max(objective_scale, 1)
+            slack = 0.5 * float(program.col_upper[program.cost != 0].sum()) / objective_scale
         weights = [round(c * objective_scale) for c in program.cost]
         objective = cp_model.LinearExpr.weighted_sum(columns, weights)
         if program.sense == "max":
@@ -144,7 +150,12 @@ class CpSatBackend:
             values = np.array([solver.value(column) for column in columns], dtype=float)
             value = float(program.cost @ values)
             if exact:
-                bound = float(solver.best_objective_bound) / objective_scale
+                sign = 1.0 if program.sense == "max" else -1.0
+                bound = float(solver.best_objective_bound) / objective_scale + sign * slack
+                if status is Status.OPTIMAL and abs(value - bound) > options.gap_tolerance * max(
+                    abs(value), 1e-9
+                ):
+                    status = Status.FEASIBLE  # optimal for the rounded objective only
             elif status is Status.OPTIMAL:
                 status = Status.FEASIBLE  # optimal for the tightened problem only
         logger.debug("CP-SAT %s: objective %s, bound %s", solver.status_name(code), value, bound)

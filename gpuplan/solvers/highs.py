@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 
 import highspy
 import numpy as np
@@ -65,6 +67,37 @@ def highs_lp(program: LinearProgram) -> highspy.HighsLp:
 _pool_threads: list[int] = []
 
 
+#: Whether this process has made its first Highs object (and so printed the banner).
+_banner_shown: list[bool] = []
+
+
+def divert_banner() -> None:
+    """Make the first Highs object of the process with standard output sent to stderr.
+
+    HiGHS prints a banner to standard output when the first Highs object of a process is
+    made, whoever makes it (Pyomo too); that would corrupt ``gpuplan solve -o -``.
+    """
+    if _banner_shown:
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    _banner_shown.append(True)
+
+
+def new_highs(options: SolveOptions) -> highspy.Highs:
+    """A configured, silent Highs object."""
+    divert_banner()
+    highs = highspy.Highs()
+    configure(highs, options)
+    return highs
+
+
 def configure(highs: highspy.Highs, options: SolveOptions) -> None:
     """Apply time limit, threads, seed and gap tolerance, with logging off."""
     threads = max(1, int(options.threads))
@@ -105,8 +138,7 @@ def solve_relaxation(
     program: LinearProgram, options: SolveOptions
 ) -> tuple[Status, float | None, FloatArray | None, FloatArray | None]:
     """Solve the continuous relaxation; return status, value, solution and reduced costs."""
-    highs = highspy.Highs()
-    configure(highs, options)
+    highs = new_highs(options)
     highs.setOptionValue("solver", "ipm")
     highs.passModel(highs_lp(program.relaxed()))
     highs.run()
@@ -124,8 +156,7 @@ def solve_relaxation(
 
 def explain_infeasible(program: LinearProgram) -> str:
     """Name the constraints of an irreducible infeasible subsystem of the LP relaxation."""
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
+    highs = new_highs(SolveOptions())
     highs.passModel(highs_lp(program.relaxed()))
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
@@ -157,8 +188,7 @@ class HighsBackend:
         start
             Column values of a known solution, tried as the first incumbent.
         """
-        highs = highspy.Highs()
-        configure(highs, options)
+        highs = new_highs(options)
         if not program.integer.any():
             # Interior point (with crossover, for a vertex to round) is several times faster
             # than simplex on the large, degenerate assignment LPs measured here.

@@ -112,7 +112,11 @@ def _neighbourhood(
 
 
 def improve(
-    model: AssignmentModel, incumbent: FloatArray, options: SolveOptions, deadline: float
+    model: AssignmentModel,
+    incumbent: FloatArray,
+    options: SolveOptions,
+    deadline: float,
+    bound: float | None = None,
 ) -> tuple[FloatArray, int, int]:
     """Improve a feasible column vector by LNS until ``deadline`` (a ``perf_counter`` time).
 
@@ -130,6 +134,9 @@ def improve(
         Threads and seed (the time limit is the deadline).
     deadline
         When to stop.
+    bound
+        A proven bound: the search also stops once the incumbent is within the gap
+        tolerance of it.
 
     Returns
     -------
@@ -145,6 +152,10 @@ def improve(
     steps = improvements = 0
     backend = HighsBackend()
     while n_gpus > 1 and time.perf_counter() < deadline - 0.02:
+        if bound is not None and abs(best_value - bound) <= options.gap_tolerance * max(
+            abs(best_value), 1e-9
+        ):
+            break
         freed = np.zeros(n_gpus, dtype=bool)
         freed[rng.choice(n_gpus, size=size, replace=False)] = True
         sub, columns = subprogram(program, _neighbourhood(model, best, freed), best)

@@ -16,6 +16,7 @@ from gpuplan.instance import FloatArray
 from gpuplan.models.linear import LinearProgram
 from gpuplan.schedule import Status
 from gpuplan.solvers.base import ProgramSolution, SolveOptions
+from gpuplan.solvers.highs import divert_banner
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,10 @@ def pyomo_model(program: LinearProgram) -> Any:
     model.x = pyo.Var(model.columns, domain=domain, bounds=bounds)
     variables = [model.x[name] for name in names]
 
-    def row(_: Any, i: int) -> Any:
+    row_index = {name: i for i, name in enumerate(program.row_names)}
+
+    def row(_: Any, name: str) -> Any:
+        i = row_index[name]
         cols, coefficients = program.row(i)
         expression = pyo.quicksum(
             float(c) * variables[k] for k, c in zip(cols, coefficients, strict=True)
@@ -55,7 +59,8 @@ def pyomo_model(program: LinearProgram) -> Any:
         lo, hi = program.row_lower[i], program.row_upper[i]
         return (lo if np.isfinite(lo) else None, expression, hi if np.isfinite(hi) else None)
 
-    model.rows = pyo.Constraint(range(program.n_rows), rule=row)
+    model.row_names = pyo.Set(initialize=program.row_names, ordered=True)
+    model.rows = pyo.Constraint(model.row_names, rule=row)
     model.objective = pyo.Objective(
         expr=pyo.quicksum(float(c) * v for c, v in zip(program.cost, variables, strict=True) if c),
         sense=pyo.maximize if program.sense == "max" else pyo.minimize,
@@ -101,6 +106,7 @@ class PyomoBackend:
             TerminationCondition.infeasibleOrUnbounded: Status.INFEASIBLE,
         }
         model = pyomo_model(program)
+        divert_banner()
         solver = Highs()
         if not solver.available():
             raise BackendUnavailableError("pyomo", "highspy", RuntimeError("HiGHS not found"))
