@@ -8,15 +8,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, run_cli
-from gpuplan import Instance, InputError, ObjectiveKind, Status, plan, read_instance
+from test_greedy import instance_from
+
+from gpuplan import InputError, Instance, ObjectiveKind, Status, plan, read_instance
 from gpuplan.models.assignment import AssignmentModel, PooledModel
 from gpuplan.solvers import SolveOptions
 from gpuplan.solvers.highs import HighsBackend
 from gpuplan.solvers.lns import subprogram
 from gpuplan.solvers.rounding import ROUNDINGS
-from test_greedy import instance_from
 
 GAP = ROOT.parent / "shared" / "benchmarks" / "gap" / "orlib"
 BACKENDS = ["highs", "cpsat", "pyomo"]
@@ -164,7 +164,7 @@ def test_lp_relaxation_bounds_and_rounds() -> None:
 
 
 def test_methods_refuse_objectives_they_cannot_plan() -> None:
-    """milp has no timeline; lp only pools per-(job, type) objectives."""
+    """Milp has no timeline; lp only pools per-(job, type) objectives."""
     instance = instance_from(TINY)
     with pytest.raises(InputError, match="methods that can: greedy"):
         plan(instance.with_objective(ObjectiveKind.MAKESPAN), "milp")
