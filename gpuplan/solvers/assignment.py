@@ -233,6 +233,8 @@ class MilpSolver:
         if values is None:
             return static_result(instance, {}, Status.NO_SOLUTION, None, bound, solver,
                                  "no plan found within the time limit")
+        # Solvers return integers up to their feasibility tolerance; snap them.
+        values = np.where(model.program.integer, np.round(values), values)
         value = float(model.program.cost @ values)
         if status is not Status.OPTIMAL:
             status = Status.FEASIBLE
