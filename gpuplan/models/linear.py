@@ -8,6 +8,7 @@ takes directly and what the other backends walk row by row.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -61,6 +62,17 @@ class LinearProgram:
     def n_rows(self) -> int:
         """Number of rows."""
         return int(self.row_lower.size)
+
+    def round_bound(self, bound: float) -> float:
+        """Tighten a bound to the next attainable value when the objective is integral.
+
+        If every column with a non-zero cost is integer and every cost is an integer, any
+        solution has an integral objective, so a lower bound rounds up (an upper bound down).
+        """
+        costly = self.cost != 0
+        if not (self.integer[costly].all() and np.all(self.cost == np.round(self.cost))):
+            return bound
+        return math.floor(bound + 1e-6) if self.sense == "max" else math.ceil(bound - 1e-6)
 
     def relaxed(self) -> LinearProgram:
         """The continuous relaxation: the same program with no integer columns."""

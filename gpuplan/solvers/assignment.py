@@ -212,6 +212,7 @@ class MilpSolver:
                 if solution.bound is not None and np.all(sense * reduced[~core] > gap + 1e-9):
                     bound = _tighter(instance, bound, solution.bound)
         # 4. LNS on the whole model until the time is up or the gap is closed.
+        bound = None if bound is None else program.round_bound(bound)
         if incumbent is not None and time.perf_counter() < deadline:
             incumbent, steps, improved = improve(model, incumbent, options, deadline, bound)
             solver += f" + LNS ({steps} steps, {improved} improvements)"
@@ -230,6 +231,7 @@ class MilpSolver:
         if status is Status.INFEASIBLE:
             return _infeasible(instance, model, solver)
         bound = _tighter(instance, bound, objective_bound(instance))
+        bound = None if bound is None else model.program.round_bound(bound)
         if values is None:
             return static_result(instance, {}, Status.NO_SOLUTION, None, bound, solver,
                                  "no plan found within the time limit")
