@@ -21,7 +21,7 @@ from gpuplan.errors import BackendUnavailableError, ExitCode, InputError, Verifi
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import write_text_atomic
 from gpuplan.models.assignment import AssignmentModel
-from gpuplan.planning import plan
+from gpuplan.planning import plan, warm_start_from
 from gpuplan.readers import FORMATS, read_instance
 from gpuplan.readers.instance_file import InstanceDocument, build_instance, parse_document
 from gpuplan.readers.orlib_gap import gap_documents
@@ -102,9 +102,12 @@ def _read(args: argparse.Namespace, path: str, objective: ObjectiveKind | None =
 
 def _cmd_solve(args: argparse.Namespace) -> int:
     instance = _read(args, args.instance, args.objective)
+    start = None
+    if args.warm_start is not None:
+        start = warm_start_from(instance, Schedule.read(args.warm_start), args.warm_start)
     options = SolveOptions(
         time_limit_s=args.time_limit, seed=args.seed, threads=args.threads,
-        backend=args.solver, rounding=args.rounding,
+        backend=args.solver, rounding=args.rounding, warm_start=start,
     )
     schedule = plan(instance, args.method, options)
     if args.output == "-":
@@ -258,6 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument(
         "--rounding", choices=sorted(ROUNDINGS), default="largest-share",
         help="how --method lp rounds its relaxation (default: largest-share)",
+    )
+    solve.add_argument(
+        "--warm-start", metavar="SCHEDULE.json",
+        help="start milp from this schedule's placements instead of greedy",
     )
     solve.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
     solve.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")

@@ -14,7 +14,7 @@ import numpy as np
 
 from gpuplan import __version__
 from gpuplan.errors import InputError, VerificationError
-from gpuplan.instance import Instance
+from gpuplan.instance import Instance, IntArray
 from gpuplan.models.bounds import infeasibility_reasons
 from gpuplan.schedule import (
     Placement,
@@ -91,6 +91,27 @@ def to_schedule(
         placements=placements,
         unplaced=unplaced,
     )
+
+
+def warm_start_from(instance: Instance, schedule: Schedule, source: str) -> dict[int, IntArray]:
+    """Job index to GPU indices of a schedule's placements, for ``SolveOptions.warm_start``.
+
+    Raises
+    ------
+    InputError
+        If the schedule names a job or GPU the instance does not have.
+    """
+    placed: dict[int, IntArray] = {}
+    for k, placement in enumerate(schedule.placements):
+        if placement.job not in instance.job_index:
+            raise InputError(source, f"placements[{k}].job", f"unknown job {placement.job!r}")
+        unknown = [g for g in placement.gpu_ids if g not in instance.gpu_index]
+        if unknown:
+            raise InputError(source, f"placements[{k}].gpu_ids", f"unknown GPU {unknown[0]!r}")
+        placed[instance.job_index[placement.job]] = np.array(
+            [instance.gpu_index[g] for g in placement.gpu_ids], dtype=np.int64
+        )
+    return placed
 
 
 def plan(

@@ -1,9 +1,9 @@
 """Exact and relaxed static assignment: ``--method milp`` and ``--method lp``.
 
 ``milp`` hands :class:`~gpuplan.models.assignment.AssignmentModel` to the chosen backend,
-warm-started from best-fit decreasing. With HiGHS and a time limit, half the budget goes to
-branch-and-cut (which proves the bound) and the rest to large-neighbourhood search around
-the incumbent (:mod:`gpuplan.solvers.lns`).
+warm-started from best-fit decreasing. With HiGHS and a time limit it runs branch-and-cut on
+the whole model, then a reduced-cost core MIP, then large-neighbourhood search around the
+incumbent (:mod:`gpuplan.solvers.lns`); see :meth:`MilpSolver.solve`.
 
 ``lp`` solves the pooled-type LP relaxation (:class:`~gpuplan.models.assignment.PooledModel`),
 whose optimum is the reported bound, rounds it with a rounding from
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 
 import numpy as np
@@ -25,15 +26,18 @@ from gpuplan.schedule import Status, relative_gap
 from gpuplan.solvers.backends import get_backend
 from gpuplan.solvers.base import ProgramSolution, Result, SolveOptions
 from gpuplan.solvers.greedy import best_fit_decreasing
-from gpuplan.solvers.highs import HighsBackend, explain_infeasible, solve_relaxation
+from gpuplan.solvers.highs import (
+    HighsBackend,
+    explain_infeasible,
+    new_highs,
+    solve_relaxation,
+)
 from gpuplan.solvers.lns import improve, subprogram
 from gpuplan.solvers.rounding import ROUNDINGS, improve_by_moves, repair_by_ejection
 
 logger = logging.getLogger(__name__)
 
-#: Share of the time limit for branch-and-cut on the whole model (the proof, when it ends).
-FULL_SOLVE_SHARE = 0.25
-#: Share of the time then left that the core MIP gets before LNS takes over.
+#: Share of the time left after the LP that the core MIP gets before LNS takes over.
 CORE_SHARE = 0.5
 #: Assignment columns per job in the core problem, by smallest reduced cost.
 CORE_COLUMNS_PER_JOB = 3
@@ -133,11 +137,13 @@ class MilpSolver:
         """Build the model, warm-start it from greedy, and solve it.
 
         Without a time limit, or on CP-SAT or Pyomo, the backend solves the whole model.
-        With HiGHS and a time limit: branch-and-cut on the whole model for a quarter of the
-        time (small instances end there, proven); then the LP relaxation (a bound, and
-        reduced costs); the core MIP over each job's few best columns by reduced cost for
-        half of what is left; and LNS over the whole model from the best plan until the
-        time is up or the gap is closed. The core's own bound counts only when reduced-cost
+        With HiGHS and a time limit, two lanes run at once, one per core. One is
+        branch-and-cut on the whole model for the whole time; it alone proves optimality,
+        and when it does, the other lane stops. The other lane solves the LP relaxation
+        (a bound, and reduced costs), then the core MIP over each job's few best columns by
+        reduced cost for half of the time left, then LNS over the whole model from the best
+        plan until the time is up, the gap closes or the first lane ends. The better plan
+        and the best bound are kept; the core's own bound counts only when reduced-cost
         fixing proves that the core holds every optimum.
 
         Parameters
@@ -150,15 +156,18 @@ class MilpSolver:
         started = time.perf_counter()
         model = AssignmentModel.build(instance)
         backend = get_backend(options.backend)
-        warm = best_fit_decreasing(instance)
-        start = model.encode(placements(warm)) if warm.status.has_plan else None
+        if options.warm_start is not None:
+            start: FloatArray | None = model.encode(dict(options.warm_start))
+        else:
+            warm = best_fit_decreasing(instance)
+            start = model.encode(placements(warm)) if warm.status.has_plan else None
         if not isinstance(backend, HighsBackend) or options.time_limit_s is None:
             solution = backend.solve_program(model.program, _remaining(options, started), start)
             return self._result(instance, model, solution.status, solution.values,
                                 solution.bound, solution.solver)
-        return self._core_and_lns(instance, model, options, started, start)
+        return self._portfolio(instance, model, options, started, start)
 
-    def _core_and_lns(
+    def _portfolio(
         self,
         instance: Instance,
         model: AssignmentModel,
@@ -176,21 +185,27 @@ class MilpSolver:
                 return a if b is None else b
             return a if sense * (program.cost @ a) <= sense * (program.cost @ b) else b
 
-        # 1. Branch-and-cut on the whole model: small instances end here, proven optimal.
-        full = HighsBackend().solve_program(
-            program, _remaining(options, started, FULL_SOLVE_SHARE), start
-        )
-        if full.status in (Status.OPTIMAL, Status.INFEASIBLE):
-            return self._result(instance, model, full.status, full.values, full.bound,
-                                full.solver)
-        solver = full.solver
-        incumbent = better(None if full.values is None else np.round(full.values), start)
-        bound = full.bound
-        # 2. The LP relaxation: a bound, and reduced costs to pick the core.
+        # Lane 1, on its own thread (HiGHS releases the GIL): branch-and-cut on the whole
+        # model for the whole time. It alone can prove optimality and tighten the bound.
+        full: dict[str, ProgramSolution | BaseException] = {}
+
+        def branch_and_cut() -> None:
+            try:
+                full["solution"] = HighsBackend().solve_program(
+                    program, _remaining(options, started), start
+                )
+            except BaseException as exc:  # re-raised on the caller's thread
+                full["solution"] = exc
+
+        new_highs(options)  # start HiGHS's thread pool before two threads use it
+        lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut")
+        lane.start()
+        # Lane 2, here: LP relaxation, reduced-cost core MIP, then LNS.
         _, lp_value, relaxed, reduced = solve_relaxation(program, _remaining(options, started))
-        bound = _tighter(instance, bound, lp_value)
-        # 3. The core MIP, over each job's few best columns by reduced cost.
-        if relaxed is not None and reduced is not None and time.perf_counter() < deadline:
+        bound = lp_value
+        incumbent = start
+        solver = "highs"
+        if relaxed is not None and reduced is not None and lane.is_alive():
             core = reduced_cost_core(model, reduced, relaxed, CORE_COLUMNS_PER_JOB)
             if incumbent is not None:
                 core |= incumbent > 0.5
@@ -211,11 +226,24 @@ class MilpSolver:
                 gap = sense * (float(program.cost @ incumbent) - lp_value)
                 if solution.bound is not None and np.all(sense * reduced[~core] > gap + 1e-9):
                     bound = _tighter(instance, bound, solution.bound)
-        # 4. LNS on the whole model until the time is up or the gap is closed.
         bound = None if bound is None else program.round_bound(bound)
-        if incumbent is not None and time.perf_counter() < deadline:
-            incumbent, steps, improved = improve(model, incumbent, options, deadline, bound)
+        if incumbent is not None and lane.is_alive():
+            incumbent, steps, improved = improve(
+                model, incumbent, options, deadline, bound, stop=lambda: not lane.is_alive()
+            )
             solver += f" + LNS ({steps} steps, {improved} improvements)"
+        lane.join()
+        outcome = full["solution"]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        solver = f"{outcome.solver} (branch-and-cut || {solver})"
+        if outcome.status in (Status.OPTIMAL, Status.INFEASIBLE):
+            return self._result(instance, model, outcome.status, outcome.values,
+                                outcome.bound, solver)
+        bound = _tighter(instance, bound, outcome.bound)
+        if outcome.values is not None:
+            incumbent = better(np.where(program.integer, np.round(outcome.values),
+                                        outcome.values), incumbent)
         status = Status.FEASIBLE if incumbent is not None else Status.NO_SOLUTION
         return self._result(instance, model, status, incumbent, bound, solver)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -31,6 +32,9 @@ class SolveOptions:
         ``pyomo``); heuristics ignore it.
     rounding
         How ``--method lp`` rounds its relaxation (a name from the rounding registry).
+    warm_start
+        A known plan (job index to GPU indices) to start from; optimization methods use it
+        instead of their own greedy start.
     """
 
     time_limit_s: float | None = None
@@ -39,6 +43,7 @@ class SolveOptions:
     gap_tolerance: float = 1e-4
     backend: str = "highs"
     rounding: str = "largest-share"
+    warm_start: Mapping[int, IntArray] | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -117,6 +118,7 @@ def improve(
     options: SolveOptions,
     deadline: float,
     bound: float | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> tuple[FloatArray, int, int]:
     """Improve a feasible column vector by LNS until ``deadline`` (a ``perf_counter`` time).
 
@@ -137,6 +139,8 @@ def improve(
     bound
         A proven bound: the search also stops once the incumbent is within the gap
         tolerance of it.
+    stop
+        Checked before each step; the search ends when it returns True.
 
     Returns
     -------
@@ -151,7 +155,7 @@ def improve(
     size = min(n_gpus, 3)
     steps = improvements = 0
     backend = HighsBackend()
-    while n_gpus > 1 and time.perf_counter() < deadline - 0.02:
+    while n_gpus > 1 and time.perf_counter() < deadline - 0.02 and not stop():
         if bound is not None and abs(best_value - bound) <= options.gap_tolerance * max(
             abs(best_value), 1e-9
         ):
