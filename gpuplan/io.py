@@ -1,4 +1,7 @@
-"""Atomic file output: a reader sees the old file or the whole new one, never a part."""
+"""File input with clear errors, and atomic output.
+
+A reader of a file gpuplan writes sees the old file or the whole new one, never a part.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,24 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+
+from gpuplan.errors import InputError
+
+
+def read_text(path: Path) -> str:
+    """Read a whole text file (UTF-8).
+
+    Raises
+    ------
+    InputError
+        If the file is missing or unreadable, naming it.
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(path), "", "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), "", f"cannot read file: {exc}") from None
 
 
 def write_text_atomic(path: Path, text: str) -> None:

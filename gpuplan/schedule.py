@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import InputError, json_path, validation_message
-from gpuplan.io import write_text_atomic
+from gpuplan.io import read_text, write_text_atomic
 
 FORMAT_VERSION = 1
 
@@ -148,11 +148,7 @@ class Schedule(_Model):
             If the file is missing, unreadable or not a valid schedule.
         """
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(str(path), "", f"cannot read file: {exc}") from None
-        return cls.from_json(text, str(path))
+        return cls.from_json(read_text(path), str(path))
 
     def write(self, path: str | Path) -> None:
         """Write the schedule atomically: a failure never leaves a partial file.

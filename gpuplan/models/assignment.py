@@ -29,17 +29,6 @@ import numpy as np
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.linear import LinearProgram, RowBuilder
 
-_STATIC_OBJECTIVES = frozenset(
-    {
-        ObjectiveKind.ASSIGN_COST,
-        ObjectiveKind.ASSIGN_PROFIT,
-        ObjectiveKind.MAX_WEIGHT,
-        ObjectiveKind.MIN_GPUS,
-        ObjectiveKind.MIN_GPU_COST,
-        ObjectiveKind.MIN_MAX_LOAD,
-    }
-)
-
 
 def job_value(instance: Instance) -> FloatArray:
     """``(J, T)`` objective contribution of placing a whole job on a type (0 where unused)."""
@@ -86,7 +75,7 @@ class AssignmentModel:
     @staticmethod
     def supports(objective: ObjectiveKind) -> bool:
         """Whether the model can express the objective (the static ones)."""
-        return objective in _STATIC_OBJECTIVES
+        return objective.is_static
 
     @classmethod
     def build(cls, instance: Instance) -> AssignmentModel:

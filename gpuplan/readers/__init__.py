@@ -10,6 +10,7 @@ import yaml
 
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.io import read_text
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.readers.orlib_gap import Sense, gap_documents
 
@@ -28,12 +29,7 @@ def load_data(path: Path) -> Any:
         If the file cannot be read or parsed, with line and column where known.
     """
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(source, "", "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(source, "", f"cannot read file: {exc}") from None
+    text = read_text(path)
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             return yaml.safe_load(text)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from gpuplan.errors import InputError
+from gpuplan.io import read_text
 
 Sense = Literal["min", "max"]
 RESOURCE = "units"
@@ -64,12 +65,7 @@ def read_orlib_gap(path: Path) -> list[tuple[int, int, np.ndarray, np.ndarray, n
         If the file cannot be read or its numbers do not form GAP problems.
     """
     source = str(path)
-    try:
-        text = path.read_text(encoding="ascii")
-    except FileNotFoundError:
-        raise InputError(source, "", "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(source, "", f"cannot read file: {exc}") from None
+    text = read_text(path)
     try:
         tokens = np.array([int(token) for token in text.split()], dtype=np.int64)
     except ValueError as exc:
