@@ -169,6 +169,28 @@ def run(problem: dict[str, str], method: str, limit: float) -> dict[str, object]
     }
 
 
+def read_rows(path: Path) -> list[dict[str, object]]:
+    """Rows of a results file written by this script, with the fields the summary needs."""
+    rows: list[dict[str, object]] = []
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) != 10 or not line.startswith("| ") or cells[0] == "instance":
+            continue
+        name, sense, method, status, objective, best, gap, bound, seconds, verified = cells
+        family = ("gap1-12" if "-" in name else
+                  "chu-beasley" if len(name) <= 6 and name[1:3] in ("05", "10", "20")
+                  and name[3:] in ("100", "200") and name[0] in "abcd" else "yagiura")
+        rows.append({
+            "family": family, "name": name, "sense": sense, "type": name[0],
+            "best": None if best == "-" else best, "method": method, "status": status,
+            "objective": None if objective == "-" else float(objective),
+            "bound": None if bound == "-" else float(bound),
+            "gap_pct": None if gap == "-" else float(gap), "seconds": float(seconds),
+            "verified": verified == "yes",
+        })
+    return rows
+
+
 def _fmt(value: object, digits: int = 6) -> str:
     if value is None:
         return "-"
@@ -184,13 +206,20 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--only", default="", help="comma-separated instance names")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "gap.md")
+    parser.add_argument(
+        "--keep", type=Path,
+        help="a previous results file: its rows for methods not run now are kept",
+    )
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
-    rows = []
+    methods = args.methods.split(",")
+    rows = [] if args.keep is None else [
+        r for r in read_rows(args.keep) if r["method"] not in methods
+    ]
     for problem in problems(args.sets.split(",")):
         if only and problem["name"] not in only:
             continue
-        for method in args.methods.split(","):
+        for method in methods:
             row = run(problem, method, args.time_limit)
             rows.append(row)
             print(f"{row['name']:>10} {row['sense']} {method:>11} {row['status']:>11} "

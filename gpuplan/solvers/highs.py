@@ -170,9 +170,23 @@ def explain_infeasible(program: LinearProgram) -> str:
 
 
 class HighsBackend:
-    """HiGHS (simplex for LPs, branch-and-cut for MILPs) with warm starts."""
+    """HiGHS (simplex for LPs, branch-and-cut for MILPs) with warm starts.
+
+    :meth:`cancel` may be called from another thread to end the running solve early; it
+    then returns the best solution found so far.
+    """
 
     name = "highs"
+
+    def __init__(self) -> None:
+        self._running: highspy.Highs | None = None
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        """Stop the solve in progress (and any started after), keeping its best solution."""
+        self._cancelled = True
+        if self._running is not None:
+            self._running.cancelSolve()
 
     def solve_program(
         self, program: LinearProgram, options: SolveOptions, start: FloatArray | None = None
@@ -199,5 +213,8 @@ class HighsBackend:
             solution.col_value = np.asarray(start, dtype=float)
             solution.value_valid = True
             highs.setSolution(solution)
-        highs.run()
+        self._running = highs
+        if not self._cancelled:
+            highs.run()
+        self._running = None
         return read_solution(highs, program)
