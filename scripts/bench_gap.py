@@ -1,4 +1,4 @@
-"""Benchmark gpuplan's assignment methods, and the two peers a user would write instead, on GAP sets.
+"""Benchmark gpuplan's assignment methods, and the peers a user would write instead, on GAP sets.
 
 Usage:
     python scripts/bench_gap.py [--sets gap1-12,chu-beasley,yagiura] [--time-limit 10]
@@ -253,6 +253,36 @@ def main() -> None:
               f"{_fmt(max(gaps), 3) if gaps else '-'} | "
               f"{sum(i['status'] == 'optimal' for i in items)} | "
               f"{statistics.mean(seconds):.2f} | {max(seconds):.2f} |")
+
+    print_versus_peers(rows)
+
+
+def print_versus_peers(rows: list[dict[str, object]]) -> None:
+    """Per method: on how many problems it ends worse (or better) than each peer."""
+    by_problem: dict[tuple[str, str], dict[str, dict[str, object]]] = defaultdict(dict)
+    for r in rows:
+        by_problem[(str(r["name"]), str(r["sense"]))][str(r["method"])] = r
+    print("\n| method | versus | problems | worse | better | equal |")
+    print("|---|---|---:|---:|---:|---:|")
+    methods = sorted({str(r["method"]) for r in rows if not str(r["method"]).startswith("peer")})
+    for method in methods:
+        for peer in ("peer-highs", "peer-cpsat"):
+            worse = better = equal = 0
+            for (_, sense), results in by_problem.items():
+                if method not in results or peer not in results:
+                    continue
+                mine, theirs = results[method]["objective"], results[peer]["objective"]
+                sign = -1.0 if sense == "max" else 1.0
+                if mine is None or (
+                    theirs is not None and sign * float(mine) > sign * float(theirs) + 1e-6
+                ):
+                    worse += 1
+                elif theirs is None or sign * float(mine) < sign * float(theirs) - 1e-6:
+                    better += 1
+                else:
+                    equal += 1
+            total = worse + better + equal
+            print(f"| {method} | {peer} | {total} | {worse} | {better} | {equal} |")
 
 
 if __name__ == "__main__":
