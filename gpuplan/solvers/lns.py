@@ -185,11 +185,3 @@ def improve(
             size = max(2, size - 1)
     logger.debug("LNS: %d steps, %d improvements, final size %d", steps, improvements, size)
     return best, steps, improvements
-
-
-def lns_status(bound: float | None, value: float, sense: str, tolerance: float) -> Status:
-    """Optimal when the incumbent meets the bound within the tolerance, else feasible."""
-    if bound is None:
-        return Status.FEASIBLE
-    gap = abs(value - bound) / max(abs(value), 1e-9)
-    return Status.OPTIMAL if gap <= tolerance else Status.FEASIBLE
