@@ -105,6 +105,31 @@ def _infeasible(instance: Instance, model: AssignmentModel, solver: str) -> Resu
     )
 
 
+class SharedIncumbent:
+    """The best plan of one lane, offered to branch-and-cut in the other (thread-safe)."""
+
+    def __init__(self, sense: str) -> None:
+        self._lock = threading.Lock()
+        self._sign = -1.0 if sense == "max" else 1.0
+        self._values: FloatArray | None = None
+        self._value = np.inf
+        self._given = True
+
+    def update(self, values: FloatArray, value: float) -> None:
+        """Record a new plan if it is better than the one held."""
+        with self._lock:
+            if self._sign * value < self._value - 1e-9:
+                self._values, self._value, self._given = values.copy(), self._sign * value, False
+
+    def offer(self, current: float) -> FloatArray | None:
+        """The held plan, once, if it beats ``current`` (branch-and-cut's incumbent)."""
+        with self._lock:
+            if self._given or self._values is None or self._value >= self._sign * current:
+                return None
+            self._given = True
+            return self._values
+
+
 def reduced_cost_core(
     model: AssignmentModel, reduced_cost: FloatArray, relaxed: FloatArray, per_job: int
 ) -> BoolArray:
@@ -194,10 +219,13 @@ class MilpSolver:
         # model for the whole time. It alone can prove optimality and tighten the bound.
         full: dict[str, ProgramSolution | BaseException] = {}
         core_solver = HighsBackend()
+        shared = SharedIncumbent(program.sense)
+        branch_and_cut_solver = HighsBackend()
+        branch_and_cut_solver.offer = shared.offer
 
         def branch_and_cut() -> None:
             try:
-                full["solution"] = HighsBackend().solve_program(
+                full["solution"] = branch_and_cut_solver.solve_program(
                     program, _remaining(options, started), start
                 )
             except BaseException as exc:  # re-raised on the caller's thread
@@ -236,6 +264,7 @@ class MilpSolver:
                                            solution.values)
                 incumbent = better(values, incumbent)
                 assert incumbent is not None and lp_value is not None
+                shared.update(incumbent, float(program.cost @ incumbent))
                 # Reduced-cost fixing: a column outside the core would cost more than the
                 # gap, so the core's bound then holds for the whole model.
                 gap = sense * (float(program.cost @ incumbent) - lp_value)
@@ -244,7 +273,8 @@ class MilpSolver:
         bound = None if bound is None else program.round_bound(bound)
         if incumbent is not None and lane.is_alive():
             incumbent, steps, improved = improve(
-                model, incumbent, options, deadline, bound, stop=lambda: not lane.is_alive()
+                model, incumbent, options, deadline, bound, stop=lambda: not lane.is_alive(),
+                on_improvement=shared.update,
             )
             solver += f" + LNS ({steps} steps, {improved} improvements)"
         lane.join()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import highspy
 import numpy as np
@@ -181,6 +183,9 @@ class HighsBackend:
     def __init__(self) -> None:
         self._running: highspy.Highs | None = None
         self._cancelled = False
+        #: Called during branch-and-cut with the incumbent's objective; may return a better
+        #: solution found elsewhere (another lane), which HiGHS then adopts.
+        self.offer: Callable[[float], FloatArray | None] | None = None
 
     def cancel(self) -> None:
         """Stop the solve in progress (and any started after), keeping its best solution."""
@@ -213,6 +218,16 @@ class HighsBackend:
             solution.col_value = np.asarray(start, dtype=float)
             solution.value_valid = True
             highs.setSolution(solution)
+        offer = self.offer
+        if offer is not None and program.integer.any():
+
+            def adopt(event: Any) -> None:
+                values = offer(float(event.data_out.objective_function_value))
+                if values is not None:
+                    event.data_in.user_has_solution = True
+                    event.data_in.user_solution[:] = values
+
+            highs.cbMipUserSolution.subscribe(adopt)
         self._running = highs
         if not self._cancelled:
             highs.run()

@@ -119,6 +119,7 @@ def improve(
     deadline: float,
     bound: float | None = None,
     stop: Callable[[], bool] = lambda: False,
+    on_improvement: Callable[[FloatArray, float], None] | None = None,
 ) -> tuple[FloatArray, int, int]:
     """Improve a feasible column vector by LNS until ``deadline`` (a ``perf_counter`` time).
 
@@ -141,6 +142,8 @@ def improve(
         tolerance of it.
     stop
         Checked before each step; the search ends when it returns True.
+    on_improvement
+        Called with each better vector and its objective value.
 
     Returns
     -------
@@ -179,6 +182,8 @@ def improve(
             if sign * value < sign * best_value - 1e-9:
                 best, best_value = candidate, value
                 improvements += 1
+                if on_improvement is not None:
+                    on_improvement(best, best_value)
         if solution.status is Status.OPTIMAL and quick:
             size = min(n_gpus, size + 1)
         elif solution.status is not Status.OPTIMAL:
