@@ -22,9 +22,9 @@ import numpy as np
 from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.models.assignment import POOLED_OBJECTIVES, AssignmentModel, PooledModel, job_value
 from gpuplan.models.bounds import infeasibility_reasons, objective_bound
-from gpuplan.schedule import Status, relative_gap
+from gpuplan.schedule import Status
 from gpuplan.solvers.backends import get_backend
-from gpuplan.solvers.base import ProgramSolution, Result, SolveOptions
+from gpuplan.solvers.base import ProgramSolution, Result, SolveOptions, plan_status
 from gpuplan.solvers.greedy import best_fit_decreasing
 from gpuplan.solvers.highs import (
     HighsBackend,
@@ -71,7 +71,7 @@ def static_result(
     """A result for a static plan: every placed job starts at 0 and runs its duration."""
     jobs = np.array(sorted(placed), dtype=np.int64)
     types = np.array([instance.gpu_type[placed[j][0]] for j in jobs], dtype=np.int64)
-    if objective is not None and relative_gap(objective, bound) == 0.0:
+    if plan_status(objective, bound) is Status.OPTIMAL:
         status = Status.OPTIMAL
     return Result(
         status=status,

@@ -10,7 +10,7 @@ import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.models.linear import LinearProgram
-from gpuplan.schedule import Status
+from gpuplan.schedule import Status, relative_gap
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,13 @@ class ProgramSolution:
     objective: float | None
     bound: float | None
     solver: str
+
+
+def plan_status(objective: float | None, bound: float | None) -> Status:
+    """The status of a heuristic plan: none, feasible, or optimal when it meets the bound."""
+    if objective is None:
+        return Status.NO_SOLUTION
+    return Status.OPTIMAL if relative_gap(objective, bound) == 0.0 else Status.FEASIBLE
 
 
 class Backend(Protocol):

@@ -13,8 +13,7 @@ import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.bounds import objective_bound
-from gpuplan.schedule import Status, relative_gap
-from gpuplan.solvers.base import Result, SolveOptions
+from gpuplan.solvers.base import Result, SolveOptions, plan_status
 
 #: Capacity slack (relative) within which a demand counts as fitting; far below the
 #: verifier's tolerance, so a plan the greedy accepts is never rejected for rounding.
@@ -52,14 +51,8 @@ def _finish(
     unplaced: dict[int, str],
 ) -> Result:
     bound = objective_bound(instance)
-    if objective is None:
-        status = Status.NO_SOLUTION
-    elif relative_gap(objective, bound) == 0.0:
-        status = Status.OPTIMAL
-    else:
-        status = Status.FEASIBLE
     return Result(
-        status=status,
+        status=plan_status(objective, bound),
         objective=objective,
         bound=bound,
         solver="gpuplan-greedy",

@@ -88,6 +88,17 @@ def randomized(instance: Instance, shares: FloatArray, seed: int) -> Result:
 ROUNDINGS: dict[str, Rounding] = {"largest-share": largest_share, "randomized": randomized}
 
 
+def _copy_with_residual(
+    instance: Instance, placed: dict[int, IntArray]
+) -> tuple[dict[int, IntArray], FloatArray]:
+    """A copy of a placement, and the ``(G, R)`` capacity each GPU has left under it."""
+    gpu_type = instance.gpu_type
+    residual = instance.capacity[gpu_type].copy()
+    for j, gpus in placed.items():
+        residual[gpus] -= instance.demand[j, gpu_type[gpus]]
+    return {j: g.copy() for j, g in placed.items()}, residual
+
+
 def improve_by_moves(
     instance: Instance, placed: dict[int, IntArray], deadline: float
 ) -> tuple[dict[int, IntArray], int]:
@@ -113,10 +124,7 @@ def improve_by_moves(
     """
     gpu_type = instance.gpu_type
     capacity = instance.capacity[gpu_type]
-    residual = capacity.copy()
-    placed = {j: g.copy() for j, g in placed.items()}
-    for j, gpus in placed.items():
-        residual[gpus] -= instance.demand[j, gpu_type[gpus]]
+    placed, residual = _copy_with_residual(instance, placed)
     sign = -1.0 if instance.objective.sense == "max" else 1.0
     cost = sign * job_value(instance)  # lower is better
     moves = 0
@@ -175,11 +183,9 @@ def repair_by_ejection(
     """
     gpu_type = instance.gpu_type
     capacity = instance.capacity[gpu_type]
-    placed = {j: g.copy() for j, g in placed.items()}
-    residual = capacity.copy()
+    placed, residual = _copy_with_residual(instance, placed)
     on_gpu: list[list[int]] = [[] for _ in range(instance.n_gpus)]
     for j, gpus in placed.items():
-        residual[gpus] -= instance.demand[j, gpu_type[gpus]]
         if instance.gang[j] == 1:
             on_gpu[int(gpus[0])].append(j)
     sign = -1.0 if instance.objective.sense == "max" else 1.0
