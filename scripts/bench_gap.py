@@ -208,17 +208,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "gap.md")
     parser.add_argument(
         "--keep", type=Path,
-        help="a previous results file: its rows for methods not run now are kept",
+        help="a previous results file: its rows for (problem, method) pairs not run now are kept",
     )
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
     methods = args.methods.split(",")
+    chosen = [p for p in problems(args.sets.split(",")) if not only or p["name"] in only]
+    now = {(p["name"], p["sense"], m) for p in chosen for m in methods}
     rows = [] if args.keep is None else [
-        r for r in read_rows(args.keep) if r["method"] not in methods
+        r for r in read_rows(args.keep) if (r["name"], r["sense"], r["method"]) not in now
     ]
-    for problem in problems(args.sets.split(",")):
-        if only and problem["name"] not in only:
-            continue
+    for problem in chosen:
         for method in methods:
             row = run(problem, method, args.time_limit)
             rows.append(row)
