@@ -107,7 +107,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         start = warm_start_from(instance, Schedule.read(args.warm_start), args.warm_start)
     options = SolveOptions(
         time_limit_s=args.time_limit, seed=args.seed, threads=args.threads,
-        backend=args.solver, rounding=args.rounding, warm_start=start,
+        backend=args.solver, rounding=args.rounding, warm_start=start, tick_s=args.tick,
+        then=args.then,
     )
     schedule = plan(instance, args.method, options)
     if args.output == "-":
@@ -265,6 +266,16 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument(
         "--warm-start", metavar="SCHEDULE.json",
         help="start milp from this schedule's placements instead of greedy",
+    )
+    solve.add_argument(
+        "--tick", type=_positive_float, metavar="S",
+        help="seconds per time step of --method cp (default: the coarsest exact power of "
+        "ten, else about 0.1%% of the shortest duration)",
+    )
+    solve.add_argument(
+        "--then", type=_objective, metavar="NAME",
+        help="--method cp: a second time-based objective, optimised with the first held at "
+        "its best (e.g. --objective makespan --then cost)",
     )
     solve.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
     solve.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")

@@ -147,6 +147,12 @@ def plan(
             "--method", "", f"method {method!r} cannot plan objective "
             f"{instance.objective.value!r}; methods that can: {', '.join(able)}"
         )
+    if options.then is not None and (method != "cp" or options.then.is_static
+                                     or instance.objective.is_static):
+        raise InputError(
+            "--then", "", "a secondary objective needs --method cp and two time-based "
+            "objectives (makespan, weighted-completion, tardiness, cost)"
+        )
     started = time.perf_counter()
     reasons = infeasibility_reasons(instance)
     result = _infeasible(instance, reasons) if reasons else solver.solve(instance, options)

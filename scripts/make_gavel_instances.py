@@ -7,7 +7,9 @@ Writes
   layout) on Gavel's physical cluster, 8 V100 + 16 P100 + 24 K80 in 4-GPU servers;
 - instances/gavel_cluster_500.json: 500 jobs sampled as Gavel's job generator does (gang
   sizes 1/2/4/8), on 16 servers of 8 GPUs (5 V100, 5 P100, 6 K80 servers); 10% of the jobs
-  depend on an earlier job, and 5% carry a deadline of 4x their V100 run time plus an hour.
+  depend on an earlier job, and 5% carry a deadline of 4x their V100 run time plus an hour;
+- instances/gavel_cluster_500_long.json: the same shape, every job from the generator's long
+  run-time mode, so that packing the fleet matters (the benchmark of ``--method cp``).
 
 Prices are approximate on-demand cloud prices per GPU-hour (K80 0.90, P100 1.46, V100 3.06
 USD). Re-running the script reproduces the committed files byte for byte.
@@ -69,6 +71,19 @@ def main() -> None:
         "5% have a deadline of 4x their V100 run time plus an hour."
     )
     write(document, "gavel_cluster_500")
+
+    document = trace_document(
+        synthetic_trace(throughputs, 500, seed=2021, long_share=1.0), throughputs,
+        {"v100": 40, "p100": 40, "k80": 48}, 8, PRICES, name="gavel_cluster_500_long",
+    )
+    add_dependencies_and_deadlines(document, seed=2021)
+    document["description"] += (
+        " Jobs sampled as Gavel's generator does (seed 2021) but all from its long run-time "
+        "mode (1,000 to 10,000 minutes on a V100), so that the fleet, not the longest job, "
+        "sets the makespan; 10% depend on an earlier job, 5% have a deadline of 4x their "
+        "V100 run time plus an hour."
+    )
+    write(document, "gavel_cluster_500_long")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,12 @@ def _least_demand(instance: Instance) -> FloatArray:
     return least
 
 
+def resource_share(instance: Instance) -> FloatArray:
+    """``(J, T, R)`` the share of one GPU's capacity each job uses, per type and resource."""
+    share: FloatArray = instance.demand / instance.capacity[None]
+    return share
+
+
 def objective_bound(instance: Instance) -> float:
     """A valid bound on the optimal objective: lower when minimising, upper when maximising.
 
@@ -160,7 +166,11 @@ def objective_bound(instance: Instance) -> float:
             return float(max(average, alone.max()))
         case ObjectiveKind.MAKESPAN:
             chains = earliest_completion(instance).time.max()
-            area = (instance.gang * instance.min_duration).sum() / instance.n_gpus
+            # Jobs may share a GPU, so work counts per resource: at any time the shares of
+            # one resource on a GPU sum to at most 1.
+            work = np.where(eligible[:, :, None], instance.duration[:, :, None]
+                            * resource_share(instance), np.inf).min(axis=1)
+            area = (instance.gang[:, None] * work).sum(axis=0).max() / instance.n_gpus
             return float(max(chains, area))
         case ObjectiveKind.WEIGHTED_COMPLETION:
             return float((instance.weight * earliest_completion(instance).time).sum())

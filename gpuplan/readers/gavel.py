@@ -122,13 +122,15 @@ def synthetic_trace(
     n_jobs: int,
     seed: int,
     reference: str = "v100",
+    long_share: float = 0.2,
 ) -> list[TraceJob]:
     """Sample jobs the way Gavel's generator does (``scheduler/utils.py``, ``generate_job``).
 
     Scale factor 1, 2, 4, 8 with probability 0.7, 0.1, 0.15, 0.05 (Gavel's Philly-derived
     distribution); run time on the reference type ``60 * 10**U(1.5, 3)`` seconds with
-    probability 0.8, else ``60 * 10**U(3, 4)``; job type uniform among those measured at the
-    scale factor; total steps = run time x reference throughput. All arrive at time 0.
+    probability ``1 - long_share`` (0.8 in Gavel), else ``60 * 10**U(3, 4)``; job type
+    uniform among those measured at the scale factor; total steps = run time x reference
+    throughput. All arrive at time 0.
 
     Parameters
     ----------
@@ -140,6 +142,8 @@ def synthetic_trace(
         Seed of the numpy random generator.
     reference
         The worker type whose throughput converts run time to steps.
+    long_share
+        Probability of the long run-time mode.
     """
     import numpy as np
 
@@ -150,7 +154,7 @@ def synthetic_trace(
         scale = int(rng.choice([1, 2, 4, 8], p=[0.7, 0.1, 0.15, 0.05]))
         types = sorted(t for (t, s), tput in measured.items() if s == scale and tput > 0)
         job_type = types[int(rng.integers(len(types)))]
-        low, high = (1.5, 3.0) if rng.random() < 0.8 else (3.0, 4.0)
+        low, high = (1.5, 3.0) if rng.random() < 1.0 - long_share else (3.0, 4.0)
         run_time = 60.0 * 10 ** rng.uniform(low, high)
         steps = max(1, round(run_time * measured[(job_type, scale)]))
         jobs.append(TraceJob(job_type, steps, scale, 1.0, 0.0))

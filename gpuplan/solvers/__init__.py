@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from gpuplan.solvers.assignment import LpSolver, MilpSolver
 from gpuplan.solvers.base import Result, SolveOptions, Solver
+from gpuplan.solvers.cp import CpSolver
 from gpuplan.solvers.greedy import GreedySolver
 
 SOLVERS: dict[str, Solver] = {
-    solver.name: solver for solver in (GreedySolver(), MilpSolver(), LpSolver())
+    solver.name: solver for solver in (GreedySolver(), MilpSolver(), LpSolver(), CpSolver())
 }
 
 __all__ = ["SOLVERS", "Result", "SolveOptions", "Solver", "get_solver"]

@@ -3,7 +3,8 @@
 ``milp`` hands :class:`~gpuplan.models.assignment.AssignmentModel` to the chosen backend,
 warm-started from best-fit decreasing. With HiGHS and a time limit it runs branch-and-cut on
 the whole model beside an LP-guided lane: the MIP over the LP's split jobs, a reduced-cost
-core MIP, then large-neighbourhood search around the incumbent (:mod:`gpuplan.solvers.lns`); see :meth:`MilpSolver.solve`.
+core MIP, then large-neighbourhood search around the incumbent
+(:mod:`gpuplan.solvers.lns`); see :meth:`MilpSolver.solve`.
 
 ``lp`` solves the pooled-type LP relaxation (:class:`~gpuplan.models.assignment.PooledModel`),
 whose optimum is the reported bound, rounds it with a rounding from

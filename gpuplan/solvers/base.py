@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.linear import LinearProgram
 from gpuplan.schedule import Status, relative_gap
 
@@ -35,6 +35,11 @@ class SolveOptions:
     warm_start
         A known plan (job index to GPU indices) to start from; optimization methods use it
         instead of their own greedy start.
+    tick_s
+        Seconds per integer time step of ``--method cp``; None picks one
+        (:meth:`~gpuplan.models.scheduling.TickScale.choose`).
+    then
+        A secondary time-based objective, optimised with the primary held at its best.
     """
 
     time_limit_s: float | None = None
@@ -44,6 +49,8 @@ class SolveOptions:
     backend: str = "highs"
     rounding: str = "largest-share"
     warm_start: Mapping[int, IntArray] | None = None
+    tick_s: float | None = None
+    then: ObjectiveKind | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,23 @@ def plan_status(objective: float | None, bound: float | None) -> Status:
     if objective is None:
         return Status.NO_SOLUTION
     return Status.OPTIMAL if relative_gap(objective, bound) == 0.0 else Status.FEASIBLE
+
+
+def time_objective(
+    instance: Instance, job: IntArray, gpu_type: IntArray, end: FloatArray,
+    kind: ObjectiveKind | None = None,
+) -> float:
+    """The value of a time-based objective (the instance's by default) for a full plan."""
+    match kind or instance.objective:
+        case ObjectiveKind.MAKESPAN:
+            return float(end.max(initial=0.0))
+        case ObjectiveKind.WEIGHTED_COMPLETION:
+            return float((instance.weight[job] * end).sum())
+        case ObjectiveKind.TARDINESS:
+            return float((instance.weight[job] * np.maximum(0.0, end - instance.due[job])).sum())
+        case ObjectiveKind.COST:
+            return float(instance.cost[job, gpu_type].sum())
+    raise AssertionError(f"{kind or instance.objective} is not a time-based objective")
 
 
 class Backend(Protocol):

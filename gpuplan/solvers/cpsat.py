@@ -29,7 +29,8 @@ logger = logging.getLogger(__name__)
 MAX_DIGITS = 6
 
 
-def _cp_model() -> Any:
+def import_cp_model() -> Any:
+    """The ``ortools.sat.python.cp_model`` module, or an error that says what to install."""
     try:
         from ortools.sat.python import cp_model
     except ImportError as exc:  # pragma: no cover - ortools is a declared dependency
@@ -82,7 +83,7 @@ class CpSatBackend:
         ValueError
             If the program has continuous columns.
         """
-        cp_model = _cp_model()
+        cp_model = import_cp_model()
         if not program.integer.all():
             raise ValueError("CP-SAT needs integer columns; this model has continuous ones")
         model = cp_model.CpModel()

@@ -13,7 +13,7 @@ import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.bounds import objective_bound
-from gpuplan.solvers.base import Result, SolveOptions, plan_status
+from gpuplan.solvers.base import Result, SolveOptions, plan_status, time_objective
 
 #: Capacity slack (relative) within which a demand counts as fitting; far below the
 #: verifier's tolerance, so a plan the greedy accepts is never rejected for rounding.
@@ -301,15 +301,7 @@ def list_schedule(instance: Instance) -> Result:
     if not unplaced:
         jobs = np.array([p[0] for p in placed], dtype=np.int64)
         types = np.array([p[1] for p in placed], dtype=np.int64)
-        match objective:
-            case ObjectiveKind.MAKESPAN:
-                value = float(end.max())
-            case ObjectiveKind.WEIGHTED_COMPLETION:
-                value = float((instance.weight * end).sum())
-            case ObjectiveKind.TARDINESS:
-                value = float((instance.weight * np.maximum(0.0, end - instance.due)).sum())
-            case ObjectiveKind.COST:
-                value = float(instance.cost[jobs, types].sum())
+        value = time_objective(instance, jobs, types, end[jobs])
     return _finish(instance, value, placed, unplaced)
 
 

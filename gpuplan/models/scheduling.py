@@ -1,0 +1,483 @@
+"""The time-indexed scheduling formulation for CP-SAT: interval variables per GPU group.
+
+Each job gets one start variable and, for every *group* (the GPUs of one type on one node)
+that may host its gang, an optional interval whose length is the job's duration on that
+type; exactly one of them is present. Capacity is modelled per group:
+
+- *exclusive* types, where no two jobs can share a GPU (some resource is more than half
+  used by every job that may run there, e.g. compute 1.0), pool the group's identical GPUs
+  into one cumulative of capacity "GPUs in the group" with demand "gang size". A feasible
+  cumulative profile always has a per-GPU assignment (handing out free GPUs in start
+  order), so pooling is exact and carries no GPU symmetry at all;
+- *shared* types, where jobs may fit together, get a presence literal per (job, GPU) and one
+  cumulative per GPU and resource, so that memory and compute are respected on every GPU
+  over time; the first job that may use a group takes its lowest GPUs when it is there
+  (the GPUs of a group are interchangeable).
+
+On exclusive types, a redundant cumulative over all of the type's groups strengthens
+propagation and the solver's bound. Times are integers: see :class:`TickScale`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.models.bounds import resource_share
+from gpuplan.models.linear import LinearProgram, RowBuilder
+
+#: Powers of ten tried as the tick, from the coarsest.
+TICK_EXPONENTS = range(6, -7, -1)
+#: Largest horizon in ticks; CP-SAT needs sums of coefficients times values to fit int64.
+MAX_TICKS = 10**12
+#: With no exact tick, durations are rounded up by at most this share of the shortest one.
+ROUNDING_SHARE = 1e-3
+#: Scales tried for weights, costs and per-GPU demands to make them integral.
+VALUE_SCALES = (1, 10, 100, 1000, 10000)
+
+
+def _is_multiple(values: FloatArray, step: float) -> bool:
+    scaled = values / step
+    return bool(np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, scaled)))
+
+
+def _time_data(instance: Instance) -> FloatArray:
+    """Every finite time of the instance: durations, releases, deadlines and due dates."""
+    times: FloatArray = np.concatenate([
+        instance.duration[instance.eligible], instance.release, instance.deadline,
+        instance.due,
+    ])
+    finite: FloatArray = times[np.isfinite(times)]
+    return finite
+
+
+def horizon_s(instance: Instance) -> float:
+    """A time by which some plan ends every job, deadlines aside.
+
+    Running the jobs one at a time in dependency order, each on its fastest type, after
+    the latest release, ends by then.
+    """
+    return float(instance.release.max(initial=0.0) + instance.min_duration.sum())
+
+
+@dataclass(frozen=True)
+class TickScale:
+    """Integer time for CP-SAT: ``seconds = ticks * tick_s``.
+
+    Attributes
+    ----------
+    tick_s
+        Seconds per tick.
+    exact
+        Whether every time of the instance is a whole number of ticks. Then the integer
+        model is the instance itself (some optimal plan starts every job at a release or
+        another job's end) and the solver's bound holds for it. Otherwise durations are
+        rounded up, releases up and deadlines down: every plan of the integer model is
+        still a plan at the real times, but the solver's bound refers to the rounded
+        problem and is not reported.
+    """
+
+    tick_s: float
+    exact: bool
+
+    @classmethod
+    def choose(cls, instance: Instance, tick_s: float | None = None) -> TickScale:
+        """The coarsest power of ten that represents the instance exactly, or a fine one.
+
+        Parameters
+        ----------
+        instance
+            The instance.
+        tick_s
+            A tick requested by the user; exactness is checked for it.
+        """
+        times = _time_data(instance)
+        horizon = max(horizon_s(instance), float(times.max(initial=1.0)), 1.0)
+        if tick_s is not None:
+            return cls(tick_s, _is_multiple(times, tick_s))
+        for exponent in TICK_EXPONENTS:
+            step = 10.0**exponent
+            if horizon / step <= MAX_TICKS and _is_multiple(times, step):
+                return cls(step, True)
+        shortest = float(instance.min_duration.min(initial=np.inf))
+        shortest = shortest if np.isfinite(shortest) and shortest > 0 else 1.0
+        step = 10.0 ** math.floor(math.log10(max(shortest * ROUNDING_SHARE, 1e-6)))
+        step = max(step, 10.0 ** math.ceil(math.log10(horizon / MAX_TICKS)))
+        return cls(step, False)
+
+    def up(self, seconds: FloatArray) -> IntArray:
+        """Ticks covering ``seconds`` (rounded up, up to float noise)."""
+        return np.ceil(np.asarray(seconds) / self.tick_s - 1e-9).astype(np.int64)
+
+    def down(self, seconds: FloatArray) -> IntArray:
+        """Whole ticks within ``seconds`` (rounded down, up to float noise)."""
+        return np.floor(np.asarray(seconds) / self.tick_s + 1e-9).astype(np.int64)
+
+
+def integer_weights(values: FloatArray) -> tuple[IntArray, int, bool]:
+    """Values scaled to integers: the scaled values, the scale, and whether exactly.
+
+    When no scale in :data:`VALUE_SCALES` is exact the values are rounded *down* at the
+    largest, so that a bound computed with them stays a valid bound for the real values.
+    """
+    for scale in VALUE_SCALES:
+        if _is_multiple(values * scale, 1.0):
+            return np.round(values * scale).astype(np.int64), scale, True
+    scale = VALUE_SCALES[-1]
+    return np.floor(values * scale + 1e-9).astype(np.int64), scale, False
+
+
+def exclusive_types(instance: Instance) -> np.ndarray:
+    """``(T,)`` whether no two jobs can ever share a GPU of each type.
+
+    True when some resource is more than half used by every job that may run on the type.
+    """
+    exclusive = np.zeros(instance.n_types, dtype=bool)
+    for t in range(instance.n_types):
+        jobs = instance.eligible[:, t]
+        share = resource_share(instance)[jobs, t]
+        exclusive[t] = not jobs.any() or bool((share > 0.5 + 1e-12).all(axis=0).any())
+    return exclusive
+
+
+def workload_program(instance: Instance) -> LinearProgram:
+    """The LP whose optimum is a makespan bound: work spread over types at best.
+
+    Columns are the share ``x[j, t]`` of each job done on each eligible type, then the
+    makespan ``C``. On each type and resource, the GPUs can serve at most ``C`` seconds
+    each of their full capacity, so ``sum_j gang_j * duration[j, t] * use[j, t, r] *
+    x[j, t] <= C * gpus_t``, where ``use`` is the job's share of one GPU's capacity (jobs
+    may share GPUs). Every plan gives a feasible point (its own type choice and makespan),
+    so the optimum bounds the makespan from below; unlike total work over all GPUs, it sees
+    that slow types are worth less.
+    """
+    jobs, types = np.nonzero(instance.eligible)
+    n_x, n_types, n_resources = jobs.size, instance.n_types, len(instance.resources)
+    gpus = instance.node_gpus.sum(axis=0).astype(float)
+    work = ((instance.gang[jobs] * instance.duration[jobs, types])[:, None]
+            * resource_share(instance)[jobs, types])
+    rows = RowBuilder()
+    rows.add(jobs, np.arange(n_x), np.ones(n_x), np.ones(instance.n_jobs),
+             np.ones(instance.n_jobs), [f"share[{j}]" for j in instance.job_ids])
+    # Row (t, r): the type's work in resource r minus C times its GPU count is at most 0.
+    row_of = types[:, None] * n_resources + np.arange(n_resources)[None]
+    every = np.arange(n_types * n_resources)
+    rows.add(np.r_[row_of.ravel(), every],
+             np.r_[np.repeat(np.arange(n_x), n_resources), np.full(every.size, n_x)],
+             np.r_[work.ravel(), -np.repeat(gpus, n_resources)],
+             np.full(every.size, -np.inf), np.zeros(every.size),
+             [f"work[{t},{r}]" for t in instance.type_ids for r in instance.resources])
+    cost = np.zeros(n_x + 1)
+    cost[n_x] = 1.0
+    return rows.program(
+        sense="min", cost=cost, col_lower=np.zeros(n_x + 1),
+        col_upper=np.r_[np.ones(n_x), np.inf], integer=np.zeros(n_x + 1, dtype=bool),
+        col_names=(*(f"x[{instance.job_ids[j]},{instance.type_ids[t]}]"
+                     for j, t in zip(jobs, types, strict=True)), "makespan"),
+    )
+
+
+@dataclass
+class Alternative:
+    """One way to run a job: on a group, with its interval and presence literal."""
+
+    job: int
+    group: int
+    duration: int
+    present: Any
+    interval: Any
+    #: GPU index to presence literal, on shared types only.
+    on_gpu: dict[int, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SchedulingModel:
+    """A CP-SAT model of a time-based instance, and how to read plans out of it.
+
+    Build it with :meth:`build`; ``model`` is an ``ortools`` ``CpModel`` whose objective is
+    the instance's, in ticks and scaled integer weights (:attr:`objective_scale` converts
+    back to the instance's units).
+    """
+
+    instance: Instance
+    scale: TickScale
+    model: Any
+    start: list[Any]
+    end: list[Any]
+    alternatives: list[list[Alternative]]
+    group_node: IntArray
+    group_type: IntArray
+    group_gpus: list[IntArray]
+    #: Instance units per unit of the CP objective.
+    objective_scale: float
+    #: Whether the CP objective is the instance's objective exactly (times and weights).
+    exact: bool
+    #: Variable index of each assumption literal to its job, when deadlines are assumptions.
+    deadline_job: dict[int, int]
+    #: Latest end of any job, in ticks.
+    horizon: int
+    #: Makespan variables, hinted with the latest end of a hinted plan.
+    auxiliary: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, instance: Instance, scale: TickScale,
+              deadlines_as_assumptions: bool = False) -> SchedulingModel:
+        """Formulate a time-based instance.
+
+        Parameters
+        ----------
+        instance
+            A time-based instance that passed the presolve checks.
+        scale
+            The tick in use.
+        deadlines_as_assumptions
+            Enforce each deadline through an assumption literal (see
+            :attr:`deadline_job`), so that an infeasible solve names the deadlines
+            in conflict.
+        """
+        from ortools.sat.python import cp_model
+
+        model = cp_model.CpModel()
+        counts = instance.node_gpus.ravel()
+        groups = np.flatnonzero(counts)
+        group_node, group_type = groups // instance.n_types, groups % instance.n_types
+        first = np.r_[0, np.cumsum(counts)][groups]
+        group_gpus = [np.arange(f, f + counts[q]) for q, f in zip(groups, first, strict=True)]
+        duration = np.where(instance.eligible, instance.duration, 0.0)
+        ticks = scale.up(duration)
+        release = scale.up(instance.release)
+        deadline = np.where(np.isfinite(instance.deadline),
+                            scale.down(np.nan_to_num(instance.deadline, posinf=0.0)), -1)
+        # One job at a time after the last release, each on its fastest type (in ticks).
+        fastest = np.where(instance.eligible, ticks, np.iinfo(np.int64).max).min(axis=1)
+        horizon = int(release.max(initial=0)) + int(fastest.sum())
+        exclusive = exclusive_types(instance)
+
+        start, end, alternatives = [], [], []
+        deadline_job: dict[int, int] = {}
+        for j in range(instance.n_jobs):
+            latest = horizon
+            if deadline[j] >= 0 and not deadlines_as_assumptions:
+                latest = int(deadline[j])
+            s = model.new_int_var(int(release[j]), latest, f"start_{j}")
+            e = model.new_int_var(int(release[j]), latest, f"end_{j}")
+            if deadline[j] >= 0 and deadlines_as_assumptions:
+                meets = model.new_bool_var(f"meets_deadline_{j}")
+                model.add(e <= int(deadline[j])).only_enforce_if(meets)
+                model.add_assumption(meets)
+                deadline_job[meets.index] = j
+            options = []
+            for place in np.flatnonzero(instance.eligible[j, group_type]
+                                    & (counts[groups] >= instance.gang[j])):
+                length = int(ticks[j, group_type[place]])
+                present = model.new_bool_var(f"on_{j}_{place}")
+                interval = model.new_optional_fixed_size_interval_var(
+                    s, length, present, f"run_{j}_{place}")
+                model.add(e == s + length).only_enforce_if(present)
+                options.append(Alternative(j, int(place), length, present, interval))
+            model.add_exactly_one(a.present for a in options)
+            start.append(s)
+            end.append(e)
+            alternatives.append(options)
+        for j in range(instance.n_jobs):
+            for p in instance.predecessors[j]:
+                model.add(start[j] >= end[p])
+
+        exact = scale.exact
+        by_group: list[list[Alternative]] = [[] for _ in groups]
+        for options in alternatives:
+            for a in options:
+                by_group[a.group].append(a)
+        for q, members in enumerate(by_group):
+            t = int(group_type[q])
+            if not members:
+                continue
+            if exclusive[t]:
+                model.add_cumulative([a.interval for a in members],
+                                     [int(instance.gang[a.job]) for a in members],
+                                     int(counts[groups[q]]))
+            else:
+                exact &= _per_gpu(model, instance, members, group_gpus[q], t)
+        for kind in np.flatnonzero(exclusive):
+            members = [a for q in np.flatnonzero(group_type == kind) for a in by_group[q]]
+            if len(members) > 1 and (group_type == kind).sum() > 1:
+                model.add_cumulative([a.interval for a in members],
+                                     [int(instance.gang[a.job]) for a in members],
+                                     int(counts[groups[group_type == kind]].sum()))
+
+        built = cls(instance, scale, model, start, end, alternatives, group_node,
+                    group_type, group_gpus, 1.0, exact, deadline_job, horizon)
+        built.set_objective()
+        return built
+
+    def objective_expression(self, kind: ObjectiveKind | None = None) -> Any:
+        """The CP expression of an objective (the instance's by default), and its units.
+
+        Sets :attr:`objective_scale` (instance units per CP unit) and clears :attr:`exact`
+        when weights or costs had to be rounded (down, so that bounds stay valid).
+        """
+        instance, model = self.instance, self.model
+        kind = kind or instance.objective
+        horizon = self.horizon
+        match kind:
+            case ObjectiveKind.MAKESPAN:
+                makespan = model.new_int_var(0, horizon, "makespan")
+                model.add_max_equality(makespan, self.end)
+                self.auxiliary.append(makespan)
+                self.objective_scale = self.scale.tick_s
+                return makespan
+            case ObjectiveKind.WEIGHTED_COMPLETION:
+                weight, factor, exact = integer_weights(instance.weight)
+                self.objective_scale = self.scale.tick_s / factor
+                self.exact &= exact
+                return sum(int(w) * e for w, e in zip(weight, self.end, strict=True))
+            case ObjectiveKind.TARDINESS:
+                weight, factor, exact = integer_weights(instance.weight)
+                due = self.scale.up(np.nan_to_num(instance.due, posinf=0.0))
+                terms = []
+                for j in np.flatnonzero(np.isfinite(instance.due) & (weight > 0)):
+                    late = model.new_int_var(0, horizon, f"late_{j}")
+                    model.add(late >= self.end[j] - int(due[j]))
+                    terms.append(int(weight[j]) * late)
+                self.objective_scale = self.scale.tick_s / factor
+                self.exact &= exact
+                return sum(terms)
+            case ObjectiveKind.COST:
+                cost, factor, exact = integer_weights(np.nan_to_num(instance.cost))
+                self.objective_scale = 1.0 / factor
+                self.exact &= exact
+                return sum(int(cost[a.job, self.group_type[a.group]]) * a.present
+                           for options in self.alternatives for a in options)
+        raise AssertionError(f"{kind} is not a time-based objective")
+
+    def set_objective(self, kind: ObjectiveKind | None = None) -> None:
+        """Minimise an objective (the instance's by default)."""
+        self.model.minimize(self.objective_expression(kind))
+
+    def hint(self, job: IntArray, gpus: tuple[IntArray, ...], start_s: FloatArray) -> None:
+        """Offer a known plan (for instance list scheduling's) as the search's first guess."""
+        self.model.clear_hints()
+        gpu_group = np.full(self.instance.n_gpus, -1)
+        for q, members in enumerate(self.group_gpus):
+            gpu_group[members] = q
+        # Re-time the plan in ticks, in its own order and on its own GPUs: rounded-up
+        # durations only push jobs later, so the hint stays feasible.
+        release = self.scale.up(self.instance.release)
+        free = np.zeros(self.instance.n_gpus, dtype=np.int64)
+        end = np.zeros(self.instance.n_jobs, dtype=np.int64)
+        latest = 0
+        for i in np.lexsort((job, start_s)):
+            j, used = int(job[i]), gpus[i]
+            group = int(gpu_group[used[0]])
+            chosen = next(a for a in self.alternatives[j] if a.group == group)
+            s = max(int(release[j]), int(free[used].max()),
+                    *(int(end[p]) for p in self.instance.predecessors[j]))
+            end[j] = free[used] = s + chosen.duration
+            latest = max(latest, int(end[j]))
+            self.model.add_hint(self.start[j], s)
+            self.model.add_hint(self.end[j], int(end[j]))
+            for a in self.alternatives[j]:
+                self.model.add_hint(a.present, a.group == group)
+                for g, literal in a.on_gpu.items():
+                    self.model.add_hint(literal, a.group == group and g in used)
+        for variable in self.auxiliary:
+            self.model.add_hint(variable, latest)
+
+    def hint_solution(self, solver: Any) -> None:
+        """Offer the solver's last solution as the next solve's first guess."""
+        self.model.clear_hints()
+        literals = [lit for options in self.alternatives for a in options
+                    for lit in (a.present, *a.on_gpu.values())]
+        for variable in [*self.start, *self.end, *self.auxiliary]:
+            self.model.add_hint(variable, solver.value(variable))
+        for literal in literals:
+            self.model.add_hint(literal, solver.boolean_value(literal))
+
+    def decode(
+        self, solver: Any
+    ) -> tuple[IntArray, IntArray, tuple[IntArray, ...], FloatArray, FloatArray]:
+        """Read the solver's plan: job, type, GPUs, start and end in seconds, per job.
+
+        On exclusive types, GPUs are handed out group by group in start order: at each
+        start the cumulative leaves at least a gang's worth of GPUs free, and a GPU free
+        then stays free for the job's whole interval.
+        """
+        n_jobs = self.instance.n_jobs
+        chosen = [next(a for a in options if solver.boolean_value(a.present))
+                  for options in self.alternatives]
+        start = np.array([solver.value(s) for s in self.start], dtype=np.int64)
+        gpus: list[IntArray] = [np.zeros(0, dtype=np.int64)] * n_jobs
+        for q, members in enumerate(self.group_gpus):
+            here = [a for a in chosen if a.group == q]
+            if not here:
+                continue
+            if here[0].on_gpu:
+                for a in here:
+                    gpus[a.job] = np.array(sorted(g for g, lit in a.on_gpu.items()
+                                                  if solver.boolean_value(lit)))
+                continue
+            free_at = dict.fromkeys(members.tolist(), 0)
+            for a in sorted(here, key=lambda a: (start[a.job], a.job)):
+                ready = sorted((g for g, t in free_at.items() if t <= start[a.job]),
+                               key=lambda g: (-free_at[g], g))
+                k = int(self.instance.gang[a.job])
+                picked = np.array(sorted(ready[:k]), dtype=np.int64)
+                assert picked.size == k, "cumulative left too few GPUs free"
+                for g in picked:
+                    free_at[int(g)] = int(start[a.job]) + a.duration
+                gpus[a.job] = picked
+        job = np.arange(n_jobs, dtype=np.int64)
+        types = self.group_type[[a.group for a in chosen]].astype(np.int64)
+        begin = start * self.scale.tick_s
+        # The end in ticks times the tick is exactly the float a later start on the same
+        # GPU computes, so capping there keeps float noise from creating an overlap.
+        ticks_end = (start + np.array([a.duration for a in chosen])) * self.scale.tick_s
+        end: FloatArray = np.minimum(begin + self.instance.duration[job, types], ticks_end)
+        return job, types, tuple(gpus), begin.astype(float), end
+
+
+def scaled_capacity(capacity: float, demand: FloatArray) -> tuple[int, IntArray, bool]:
+    """Capacity and demands of one resource as integers: capacity down, demands up.
+
+    Exact when some scale in :data:`VALUE_SCALES` makes them all integral; otherwise the
+    rounding only ever tightens the constraint, so plans stay feasible.
+    """
+    values = np.r_[capacity, demand]
+    for scale in VALUE_SCALES:
+        if _is_multiple(values * scale, 1.0):
+            return (round(capacity * scale), np.round(demand * scale).astype(np.int64), True)
+    scale = VALUE_SCALES[-1]
+    return (math.floor(capacity * scale + 1e-9),
+            np.ceil(demand * scale - 1e-9).astype(np.int64), False)
+
+
+def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: IntArray,
+             t: int) -> bool:
+    """Exact per-GPU capacity over time on a shared type's group; False if rounded."""
+    first_user = min(a.job for a in members)
+    intervals: dict[int, list[Any]] = {g: [] for g in gpus.tolist()}
+    for a in members:
+        k = int(instance.gang[a.job])
+        for g in gpus.tolist():
+            a.on_gpu[g] = model.new_bool_var(f"gpu_{a.job}_{g}")
+            intervals[g].append(model.new_optional_fixed_size_interval_var(
+                a.interval.start_expr(), a.duration, a.on_gpu[g], f"use_{a.job}_{g}"))
+        model.add(sum(a.on_gpu.values()) == k * a.present)
+        if a.job == first_user:
+            for g in gpus[:k].tolist():
+                model.add(a.on_gpu[g] == a.present)
+    exact = True
+    jobs = [a.job for a in members]
+    for r in range(len(instance.resources)):
+        capacity, demand, exact_r = scaled_capacity(
+            float(instance.capacity[t, r]), instance.demand[jobs, t, r])
+        exact &= exact_r
+        if not demand.any():
+            continue
+        for g in gpus.tolist():
+            model.add_cumulative(intervals[g], demand.tolist(), capacity)
+    return exact

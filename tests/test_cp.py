@@ -1,0 +1,177 @@
+"""``--method cp``: CP-SAT plans with start times, against hand-computed optima."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import INSTANCES, run_cli
+
+from gpuplan import Instance, ObjectiveKind, Status, plan, read_instance
+from gpuplan.models.scheduling import TickScale
+from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.solvers import SolveOptions
+
+OPTIONS = SolveOptions(time_limit_s=20, seed=0)
+
+
+def fleet(jobs: list[dict[str, Any]], objective: str, nodes: int = 1, gpus: int = 1,
+          types: tuple[str, ...] = ("G",)) -> Instance:
+    """One node per type and count, 16 GiB and compute 1.0 per GPU, price 1 per hour."""
+    return build_instance(parse_document({
+        "gpu_types": [{"id": t, "capacity": {"memory_gib": 16.0, "compute": 1.0},
+                       "cost_per_hour": 1.0 + k} for k, t in enumerate(types)],
+        "nodes": [{"id": f"{t}{n}", "gpus": {t: gpus}} for t in types for n in range(nodes)],
+        "jobs": jobs,
+        "objective": objective,
+    }, "<test>"), "<test>")
+
+
+def job(name: str, duration: float | dict[str, float], **fields: Any) -> dict[str, Any]:
+    """A job needing a whole GPU unless ``demand`` says otherwise."""
+    return {"id": name, "demand": fields.pop("demand", {"compute": 1.0}),
+            "duration_s": duration, **fields}
+
+
+def solved(instance: Instance, options: SolveOptions = OPTIONS) -> Any:
+    """The verified CP schedule, as a dict of job id to placement."""
+    schedule = plan(instance, "cp", options)
+    assert schedule.verification is not None and schedule.verification.ok
+    return schedule, {p.job: p for p in schedule.placements}
+
+
+def test_sharing_halves_the_makespan() -> None:
+    """Two half-GPU jobs run together on the one GPU: makespan 100, not 200 as greedy."""
+    half = {"memory_gib": 8.0, "compute": 0.5}
+    instance = fleet([job("a", 100, demand=half), job("b", 100, demand=half)], "makespan")
+    schedule, by_job = solved(instance)
+    assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(100)
+    assert by_job["a"].gpu_ids == by_job["b"].gpu_ids
+    assert plan(instance).objective == pytest.approx(200)
+
+
+def test_memory_prevents_sharing() -> None:
+    """Half the compute but 10 GiB each of 16: they cannot share, makespan 200."""
+    big = {"memory_gib": 10.0, "compute": 0.5}
+    instance = fleet([job("a", 100, demand=big), job("b", 100, demand=big)], "makespan")
+    schedule, _ = solved(instance)
+    assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(200)
+
+
+def test_gangs_pack_a_node() -> None:
+    """On 4 GPUs, a 4-GPU job and two 2-GPU jobs take two rounds: makespan 200."""
+    jobs = [job("big", 100, gpus=4), job("left", 100, gpus=2), job("right", 100, gpus=2)]
+    schedule, by_job = solved(fleet(jobs, "makespan", gpus=4))
+    assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(200)
+    assert len(by_job["big"].gpu_ids) == 4
+    assert by_job["left"].start_s == by_job["right"].start_s
+    assert not set(by_job["left"].gpu_ids) & set(by_job["right"].gpu_ids)
+
+
+def test_dependencies_and_release() -> None:
+    """Job b waits for a (ends 150), c is released at 300: makespan 400 on two GPUs."""
+    jobs = [job("a", 100, release_s=50), job("b", 100, depends_on=["a"]),
+            job("c", 100, release_s=300)]
+    schedule, by_job = solved(fleet(jobs, "makespan", gpus=2))
+    assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(400)
+    assert by_job["b"].start_s >= by_job["a"].end_s
+    assert by_job["c"].start_s >= 300
+
+
+def test_deadline_reorders_jobs() -> None:
+    """Weighted completion puts the heavy short job first unless a deadline forbids it."""
+    jobs = [job("long", 300, weight=1, deadline_s=300), job("short", 100, weight=10)]
+    schedule, by_job = solved(fleet(jobs, "weighted-completion"))
+    # long first: 1*300 + 10*400 = 4300 (short first would miss long's deadline).
+    assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(4300)
+    assert by_job["long"].start_s == 0
+
+
+def test_tardiness_optimum() -> None:
+    """Due dates 100 and 150 for jobs of 100 on one GPU: one is late by 50, weight 2 first."""
+    jobs = [job("a", 100, due_s=100, weight=1), job("b", 100, due_s=150, weight=2)]
+    schedule, _ = solved(fleet(jobs, "tardiness"))
+    # b first: a ends 200, late 100 (cost 100); a first: b late 50 (cost 100). Tie at 100.
+    assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(100)
+
+
+def test_cost_uses_the_cheap_type_unless_a_deadline_needs_the_fast_one() -> None:
+    """Cheap type A (slow) for all but the job whose deadline only B meets."""
+    jobs = [job("loose", {"A": 3600, "B": 1800}),
+            job("urgent", {"A": 3600, "B": 1800}, deadline_s=2000)]
+    instance = fleet(jobs, "cost", types=("A", "B"))
+    schedule, by_job = solved(instance)
+    # A costs 1/h, B 2/h: loose on A for 1.0, urgent on B for 1800 s * 2/h = 1.0.
+    assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(2.0)
+    assert by_job["loose"].gpu_type == "A" and by_job["urgent"].gpu_type == "B"
+
+
+def test_lexicographic_makespan_then_cost() -> None:
+    """Both types give makespan 3600 for one job each; then cost keeps the cheaper one."""
+    jobs = [job("x", {"A": 3600, "B": 3600}), job("y", {"A": 1800, "B": 1800})]
+    instance = fleet(jobs, "makespan", gpus=2, types=("A", "B"))
+    options = SolveOptions(time_limit_s=20, then=ObjectiveKind.COST)
+    schedule, by_job = solved(instance, options)
+    assert schedule.objective == pytest.approx(3600)
+    assert {p.gpu_type for p in by_job.values()} == {"A"}
+
+
+def test_tick_rounding_keeps_real_times() -> None:
+    """Durations with no exact tick are rounded up to ticks; the plan keeps real times."""
+    jobs = [job("a", 100.1234567), job("b", 50.7654321, depends_on=["a"])]
+    instance = fleet(jobs, "makespan")
+    scale = TickScale.choose(instance)
+    assert not scale.exact and scale.tick_s == pytest.approx(0.01)
+    schedule, by_job = solved(instance)
+    assert "durations rounded up" in schedule.solver
+    assert by_job["a"].end_s - by_job["a"].start_s == pytest.approx(100.1234567)
+    assert by_job["b"].start_s >= by_job["a"].end_s
+    assert schedule.objective <= 100.1234567 + 50.7654321 + 2 * scale.tick_s
+
+
+def test_exact_tick_for_whole_seconds() -> None:
+    """Whole minutes make a tick of 10 s exact, so CP-SAT's bound is reported."""
+    instance = fleet([job("a", 60), job("b", 120)], "makespan")
+    assert TickScale.choose(instance) == TickScale(10.0, True)
+
+
+def test_conflicting_deadlines_are_named() -> None:
+    """Each deadline is reachable alone, not both on one GPU: the core names both jobs."""
+    jobs = [job("a", 100, deadline_s=150), job("b", 100, deadline_s=150), job("c", 10)]
+    schedule = plan(fleet(jobs, "makespan"), "cp", OPTIONS)
+    assert schedule.status is Status.INFEASIBLE
+    reason = {u.job: u.reason for u in schedule.unplaced}["a"]
+    assert "'a'" in reason and "'b'" in reason and "'c'" not in reason
+
+
+@pytest.mark.parametrize("objective", ["makespan", "weighted-completion", "tardiness", "cost"])
+def test_quickstart_never_worse_than_list_scheduling(objective: str) -> None:
+    """On the quickstart instance, cp is verified and at least as good as greedy."""
+    instance = read_instance(INSTANCES / "quickstart.json", objective=ObjectiveKind(objective))
+    schedule, _ = solved(instance, SolveOptions(time_limit_s=5))
+    greedy = plan(instance)
+    assert schedule.objective is not None and greedy.objective is not None
+    assert schedule.objective <= greedy.objective * (1 + 1e-9)
+    assert schedule.bound is not None and schedule.bound <= schedule.objective * (1 + 1e-9)
+
+
+def test_cli_cp_and_then() -> None:
+    """The CLI runs cp with --then and rejects --then on a static method."""
+    done = run_cli("solve", INSTANCES / "quickstart.json", "--method", "cp", "--objective",
+                   "makespan", "--then", "cost", "--time-limit", "5", "-o", "-")
+    assert done.returncode == 0, done.stderr
+    assert '"status"' in done.stdout
+    bad = run_cli("solve", INSTANCES / "quickstart.json", "--method", "milp", "--objective",
+                  "assign-cost", "--then", "cost")
+    assert bad.returncode == 2 and "--then" in bad.stderr
+
+
+def test_gpu_ids_are_distinct_per_instant() -> None:
+    """Four single-GPU jobs on two GPUs: no two overlapping jobs share a GPU."""
+    instance = fleet([job(f"j{k}", 100 + 10 * k) for k in range(4)], "makespan", gpus=2)
+    schedule, by_job = solved(instance)
+    spans = [(p.start_s, p.end_s, p.gpu_ids[0]) for p in by_job.values()]
+    for s1, e1, g1 in spans:
+        overlapping = [g for s, e, g in spans if s < e1 and s1 < e and (s, e) != (s1, e1)]
+        assert g1 not in overlapping
+    assert schedule.objective == pytest.approx(230)  # {100, 130} and {110, 120}
