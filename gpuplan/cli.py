@@ -22,6 +22,7 @@ from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import write_text_atomic
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.planning import plan, warm_start_from
+from gpuplan.plot import plot_schedule
 from gpuplan.readers import FORMATS, read_instance
 from gpuplan.readers.instance_file import InstanceDocument, build_instance, parse_document
 from gpuplan.readers.orlib_gap import gap_documents
@@ -177,6 +178,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return ExitCode.OK if verification.ok else ExitCode.FAILED
 
 
+def _cmd_plot(args: argparse.Namespace) -> int:
+    schedule = Schedule.read(args.schedule)
+    instance = None
+    if args.instance is not None:
+        instance = _read(args, args.instance, ObjectiveKind(schedule.objective_kind))
+    plot_schedule(schedule, Path(args.output), instance)
+    console.print(f"wrote {args.output}", markup=False)
+    return ExitCode.OK
+
+
 def _cmd_convert(args: argparse.Namespace) -> int:
     documents = gap_documents(args.file, args.sense)
     out = Path(args.output)
@@ -300,6 +311,18 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("instance")
     check.add_argument("schedule", type=Path)
     check.set_defaults(run=_cmd_check)
+
+    plot = commands.add_parser(
+        "plot", help="draw a schedule: Gantt chart per GPU and utilisation per type",
+        parents=[reading],
+        description="Draw SCHEDULE as a Gantt chart (one row per GPU, gangs joined, "
+        "deadlines in red when --instance is given) above the busy share of each GPU type "
+        "over time; write PNG, SVG or HTML (by the suffix of -o).",
+    )
+    plot.add_argument("schedule", type=Path)
+    plot.add_argument("--instance", help="the schedule's instance, for deadlines and idle GPUs")
+    plot.add_argument("-o", "--output", required=True, metavar="OUT.png|svg|html")
+    plot.set_defaults(run=_cmd_plot)
 
     convert = commands.add_parser(
         "convert", help="convert OR-Library GAP files to gpuplan instance files",

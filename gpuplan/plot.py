@@ -1,0 +1,133 @@
+"""Pictures of a schedule: a Gantt chart per GPU and the utilisation of each GPU type.
+
+:func:`plot_schedule` draws with matplotlib (headless ``Agg`` backend) and writes PNG, SVG,
+or an HTML page holding the SVG, atomically like every file gpuplan writes.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from gpuplan.errors import InputError
+from gpuplan.instance import Instance
+from gpuplan.io import write_bytes_atomic, write_text_atomic
+from gpuplan.schedule import Schedule
+
+#: Output formats by file suffix.
+FORMATS = (".png", ".svg", ".html")
+
+
+def _colour(job: str) -> tuple[float, float, float]:
+    """A stable colour per job id, so a gang's bars match across its GPUs."""
+    from matplotlib import colormaps
+
+    rgba = colormaps["tab20"](zlib.crc32(job.encode()) % 20)
+    return (float(rgba[0]), float(rgba[1]), float(rgba[2]))
+
+
+def _figure(schedule: Schedule, instance: Instance | None) -> object:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    static = schedule.objective_kind in {
+        "assign-cost", "assign-profit", "max-weight", "min-gpus", "min-gpu-cost",
+        "min-max-load"}
+    gpus = list(instance.gpu_ids) if instance is not None else sorted(
+        {g for p in schedule.placements for g in p.gpu_ids})
+    row = {g: k for k, g in enumerate(gpus)}
+    fig, (gantt, usage) = plt.subplots(
+        2, 1, figsize=(12, 3 + 0.22 * len(gpus)), sharex=True,
+        gridspec_kw={"height_ratios": [max(3, 0.22 * len(gpus)), 2]})
+    for p in schedule.placements:
+        colour = _colour(p.job)
+        for g in p.gpu_ids:
+            gantt.barh(row[g], p.end_s - p.start_s, left=p.start_s, height=0.8,
+                       color=colour, edgecolor="black", linewidth=0.3)
+        # Gangs: one label across their first GPU, and a bracket joining their GPUs.
+        rows = sorted(row[g] for g in p.gpu_ids)
+        if len(rows) > 1:
+            gantt.plot([p.start_s, p.start_s], [rows[0] - 0.4, rows[-1] + 0.4],
+                       color="black", linewidth=1.2)
+        if len(schedule.placements) <= 200:
+            gantt.text(p.start_s, rows[0], f" {p.job}", va="center", fontsize=6, clip_on=True)
+        if instance is not None:
+            deadline = instance.deadline[instance.job_index[p.job]]
+            if np.isfinite(deadline):
+                gantt.plot([deadline] * 2, [rows[0] - 0.45, rows[-1] + 0.45], color="red",
+                           linewidth=1.5)
+    gantt.set_yticks(range(len(gpus)), gpus, fontsize=6 if len(gpus) > 40 else 8)
+    gantt.invert_yaxis()
+    gantt.set_ylabel("GPU")
+    gantt.set_title(f"{schedule.instance}: {schedule.method}, {schedule.objective_kind} "
+                    f"{schedule.objective if schedule.objective is not None else '-'}"
+                    + (" (deadlines in red)" if instance is not None else ""))
+
+    # Utilisation: busy GPUs of each type over time, as a share of the type's GPUs.
+    by_type: dict[str, list[tuple[float, float, int]]] = {}
+    for p in schedule.placements:
+        by_type.setdefault(p.gpu_type, []).append((p.start_s, p.end_s, len(p.gpu_ids)))
+    for kind, spans in sorted(by_type.items()):
+        total = (int(instance.node_gpus[:, instance.type_index[kind]].sum())
+                 if instance is not None else
+                 len({g for p in schedule.placements if p.gpu_type == kind for g in p.gpu_ids}))
+        times = np.array([t for s, e, _ in spans for t in (s, e)])
+        delta = np.array([d for _, _, k in spans for d in (k, -k)], dtype=float)
+        # Net change per instant, so a job ending as another starts draws no dip.
+        instants, slot = np.unique(times, return_inverse=True)
+        busy = np.cumsum(np.bincount(slot, weights=delta)) / max(total, 1)
+        usage.step(instants, busy, where="post", label=f"{kind} ({total} GPUs)")
+    usage.set_ylim(0, 1.05)
+    usage.set_ylabel("busy share")
+    usage.set_xlabel("time (s)" if not static else "time (s); a static plan runs at once")
+    if by_type:
+        usage.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_schedule(schedule: Schedule, out: Path, instance: Instance | None = None) -> None:
+    """Draw the Gantt chart and per-type utilisation of a schedule into ``out``.
+
+    Parameters
+    ----------
+    schedule
+        The schedule to draw.
+    out
+        A ``.png``, ``.svg`` or ``.html`` path.
+    instance
+        The schedule's instance, for deadlines and idle GPUs; optional.
+
+    Raises
+    ------
+    InputError
+        If the suffix is not one of :data:`FORMATS` or the file cannot be written.
+    """
+    suffix = out.suffix.lower()
+    if suffix not in FORMATS:
+        raise InputError(str(out), "", f"unknown picture format {suffix!r}; use one of "
+                         + ", ".join(FORMATS))
+    import matplotlib.pyplot as plt
+
+    fig = _figure(schedule, instance)
+    buffer = io.BytesIO() if suffix == ".png" else io.StringIO()
+    fig.savefig(buffer, format="png" if suffix == ".png" else "svg", dpi=120)  # type: ignore[attr-defined]
+    plt.close(fig)  # type: ignore[arg-type]
+    try:
+        if isinstance(buffer, io.BytesIO):
+            write_bytes_atomic(out, buffer.getvalue())
+        elif suffix == ".svg":
+            write_text_atomic(out, buffer.getvalue())
+        else:
+            title = html.escape(f"gpuplan: {schedule.instance}")
+            write_text_atomic(out, f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+                              f"<title>{title}</title></head><body>\n{buffer.getvalue()}\n"
+                              "</body></html>\n")
+    except OSError as exc:
+        raise InputError(str(out), "", f"cannot write the picture: {exc}") from None
