@@ -209,7 +209,6 @@ class SchedulingModel:
     start: list[Any]
     end: list[Any]
     alternatives: list[list[Alternative]]
-    group_node: IntArray
     group_type: IntArray
     group_gpus: list[IntArray]
     #: Instance units per unit of the CP objective.
@@ -244,7 +243,7 @@ class SchedulingModel:
         model = cp_model.CpModel()
         counts = instance.node_gpus.ravel()
         groups = np.flatnonzero(counts)
-        group_node, group_type = groups // instance.n_types, groups % instance.n_types
+        group_type = groups % instance.n_types
         first = np.r_[0, np.cumsum(counts)][groups]
         group_gpus = [np.arange(f, f + counts[q]) for q, f in zip(groups, first, strict=True)]
         duration = np.where(instance.eligible, instance.duration, 0.0)
@@ -309,7 +308,7 @@ class SchedulingModel:
                                      [int(instance.gang[a.job]) for a in members],
                                      int(counts[groups[group_type == kind]].sum()))
 
-        built = cls(instance, scale, model, start, end, alternatives, group_node,
+        built = cls(instance, scale, model, start, end, alternatives,
                     group_type, group_gpus, 1.0, exact, deadline_job, horizon)
         built.set_objective()
         return built

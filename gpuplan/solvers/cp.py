@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 EXPLAIN_LIMIT_S = 10.0
 
 
-def _better(instance: Instance, a: Result, b: Result) -> Result:
+def _better(a: Result, b: Result) -> Result:
     """The result with the lower objective (both minimise); a plan beats none."""
     if b.objective is None:
         return a
@@ -103,7 +103,7 @@ class CpSolver:
         if model.exact and status.has_plan:
             bound = max(bound, solver.best_objective_bound * model.objective_scale)
         found = self._plan(instance, model, solver, status, bound, name)
-        best = _better(instance, found, greedy)
+        best = _better(found, greedy)
         if best is greedy:
             best = _with(greedy, bound, f"{name}; list scheduling's plan kept")
         if options.then is not None and status.has_plan:
