@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuplan.errors import InputError
-from gpuplan.instance import Instance
+from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import write_bytes_atomic, write_text_atomic
 from gpuplan.schedule import Schedule
 
@@ -36,9 +36,7 @@ def _figure(schedule: Schedule, instance: Instance | None) -> object:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    static = schedule.objective_kind in {
-        "assign-cost", "assign-profit", "max-weight", "min-gpus", "min-gpu-cost",
-        "min-max-load"}
+    static = schedule.objective_kind in {k.value for k in ObjectiveKind if k.is_static}
     gpus = list(instance.gpu_ids) if instance is not None else sorted(
         {g for p in schedule.placements for g in p.gpu_ids})
     row = {g: k for k, g in enumerate(gpus)}

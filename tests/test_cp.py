@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import INSTANCES, run_cli
 
@@ -49,6 +51,20 @@ def test_sharing_halves_the_makespan() -> None:
     assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(100)
     assert by_job["a"].gpu_ids == by_job["b"].gpu_ids
     assert plan(instance).objective == pytest.approx(200)
+
+
+def test_unrelated_machines_reach_the_brute_force_optimum() -> None:
+    """R||Cmax, 10 jobs on 3 machines: cp proves the optimum found by trying all 3^10 plans."""
+    rng = np.random.default_rng(7)
+    times = rng.integers(1, 101, size=(10, 3))
+    types = ("A", "B", "C")
+    instance = fleet([job(f"j{j}", {t: int(times[j, i]) for i, t in enumerate(types)})
+                      for j in range(10)], "makespan", types=types)
+    every = np.array(list(itertools.product(range(3), repeat=10)))
+    loads = np.stack([np.where(every == i, times[:, i], 0).sum(axis=1) for i in range(3)])
+    schedule, _ = solved(instance)
+    assert schedule.status is Status.OPTIMAL
+    assert schedule.objective == pytest.approx(loads.max(axis=0).min())
 
 
 def test_memory_prevents_sharing() -> None:

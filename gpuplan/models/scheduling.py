@@ -326,6 +326,7 @@ class SchedulingModel:
             case ObjectiveKind.MAKESPAN:
                 makespan = model.new_int_var(0, horizon, "makespan")
                 model.add_max_equality(makespan, self.end)
+                self._add_energy(makespan)
                 self.auxiliary.append(makespan)
                 self.objective_scale = self.scale.tick_s
                 return makespan
@@ -352,6 +353,49 @@ class SchedulingModel:
                 return sum(int(cost[a.job, self.group_type[a.group]]) * a.present
                            for options in self.alternatives for a in options)
         raise AssertionError(f"{kind} is not a time-based objective")
+
+    def _add_energy(self, makespan: Any) -> None:
+        """Redundant area rows: the work a group takes on fits between its release and ``makespan``.
+
+        ``sum(demand * duration * present) <= capacity * (makespan - earliest release)``
+        per exclusive group (in GPUs) and per GPU and resource of a shared group. The
+        cumulatives imply them, but as linear rows they reach CP-SAT's LP relaxation,
+        which then sees the load of each machine: on unrelated machines (R||Cmax) this is
+        what closes the gap to the optimum.
+        """
+        instance = self.instance
+        release = self.scale.up(instance.release)
+        by_group: list[list[Alternative]] = [[] for _ in self.group_gpus]
+        for options in self.alternatives:
+            for a in options:
+                by_group[a.group].append(a)
+        for q, (gpus, members) in enumerate(zip(self.group_gpus, by_group, strict=True)):
+            if not members:
+                continue
+            earliest = int(min(release[a.job] for a in members))
+            if not members[0].on_gpu:
+                self._add_area([(int(instance.gang[a.job]) * a.duration, a.present)
+                                for a in members], gpus.size, makespan, earliest)
+                continue
+            t = int(self.group_type[q])
+            jobs = [a.job for a in members]
+            for r in range(len(instance.resources)):
+                capacity, demand, _ = scaled_capacity(
+                    float(instance.capacity[t, r]), instance.demand[jobs, t, r])
+                if not demand.any():
+                    continue
+                for g in gpus.tolist():
+                    self._add_area([(int(d) * a.duration, a.on_gpu[g])
+                                    for d, a in zip(demand, members, strict=True)],
+                                   capacity, makespan, earliest)
+
+    def _add_area(self, terms: list[tuple[int, Any]], capacity: int, makespan: Any,
+                  earliest: int) -> None:
+        """Add ``sum(area * literal) <= capacity * (makespan - earliest)`` if it fits int64."""
+        if sum(area for area, _ in terms) + capacity * self.horizon >= 2**62:
+            return
+        self.model.add(sum(area * literal for area, literal in terms)
+                       <= capacity * (makespan - earliest))
 
     def set_objective(self, kind: ObjectiveKind | None = None) -> None:
         """Minimise an objective (the instance's by default)."""
