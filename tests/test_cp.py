@@ -9,9 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import INSTANCES, run_cli
+from ortools.sat.python import cp_model
 
 from gpuplan import Instance, ObjectiveKind, Status, plan, read_instance
-from gpuplan.models.scheduling import TickScale
+from gpuplan.models.machine_load import MachineLoadModel, sequencing_free
+from gpuplan.models.scheduling import SchedulingModel, TickScale
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.solvers import SolveOptions
 
@@ -53,18 +55,47 @@ def test_sharing_halves_the_makespan() -> None:
     assert plan(instance).objective == pytest.approx(200)
 
 
-def test_unrelated_machines_reach_the_brute_force_optimum() -> None:
-    """R||Cmax, 10 jobs on 3 machines: cp proves the optimum found by trying all 3^10 plans."""
+def unrelated_machines(release: float = 0.0) -> tuple[Instance, float]:
+    """R||Cmax, 10 jobs on 3 machines, and its optimum found by trying all 3^10 plans."""
     rng = np.random.default_rng(7)
     times = rng.integers(1, 101, size=(10, 3))
     types = ("A", "B", "C")
-    instance = fleet([job(f"j{j}", {t: int(times[j, i]) for i, t in enumerate(types)})
-                      for j in range(10)], "makespan", types=types)
+    instance = fleet([job(f"j{j}", {t: int(times[j, i]) for i, t in enumerate(types)},
+                          release_s=release) for j in range(10)], "makespan", types=types)
     every = np.array(list(itertools.product(range(3), repeat=10)))
     loads = np.stack([np.where(every == i, times[:, i], 0).sum(axis=1) for i in range(3)])
-    schedule, _ = solved(instance)
-    assert schedule.status is Status.OPTIMAL
-    assert schedule.objective == pytest.approx(loads.max(axis=0).min())
+    return instance, release + float(loads.max(axis=0).min())
+
+
+@pytest.mark.parametrize("formulation", [MachineLoadModel, SchedulingModel])
+def test_both_formulations_solve_unrelated_machines(formulation: Any) -> None:
+    """The load model and the interval model both prove the brute-force R||Cmax optimum."""
+    instance, optimum = unrelated_machines()
+    model = formulation.build(instance, TickScale.choose(instance))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = 20
+    solver.parameters.num_workers = 2
+    assert solver.solve(model.model) == cp_model.OPTIMAL
+    assert solver.objective_value * model.objective_scale == pytest.approx(optimum)
+
+
+def test_sequencing_free_batches_use_the_load_model() -> None:
+    """A common release shifts every job; cp plans from it and proves the optimum."""
+    instance, optimum = unrelated_machines(release=50.0)
+    assert sequencing_free(instance)
+    schedule, by_job = solved(instance)
+    assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(optimum)
+    assert min(p.start_s for p in by_job.values()) == pytest.approx(50.0)
+
+
+def test_what_needs_sequencing_is_not_sequencing_free() -> None:
+    """Dependencies, a gang, a late release or a deadline each rule the load model out."""
+    base = [job("a", 10), job("b", 20)]
+    assert sequencing_free(fleet(base, "makespan", gpus=2))
+    for change in ({"depends_on": ["a"]}, {"gpus": 2}, {"release_s": 5}, {"deadline_s": 100}):
+        assert not sequencing_free(fleet([base[0], {**base[1], **change}], "makespan",
+                                         gpus=2)), change
+    assert not sequencing_free(fleet(base, "weighted-completion", gpus=2))
 
 
 def test_memory_prevents_sharing() -> None:

@@ -1,6 +1,8 @@
 """Time-indexed plans with CP-SAT: ``--method cp`` for the time-based objectives.
 
-The model is :class:`~gpuplan.models.scheduling.SchedulingModel`. The solve starts from list
+The model is :class:`~gpuplan.models.scheduling.SchedulingModel`, or for batches with nothing
+to sequence (:func:`~gpuplan.models.machine_load.sequencing_free`) the load model
+:class:`~gpuplan.models.machine_load.MachineLoadModel`. The solve starts from list
 scheduling's plan as a hint, runs CP-SAT for the time limit on ``threads`` workers, and keeps
 the better of the two plans at the real durations. The reported bound is the best of the
 combinatorial bounds (:func:`~gpuplan.models.bounds.objective_bound`), the work-over-capacity
@@ -19,6 +21,7 @@ from typing import Any
 
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.models.bounds import objective_bound
+from gpuplan.models.machine_load import MachineLoadModel, sequencing_free
 from gpuplan.models.scheduling import SchedulingModel, TickScale, workload_program
 from gpuplan.schedule import Status
 from gpuplan.solvers.base import Result, SolveOptions, plan_status, time_objective
@@ -89,7 +92,11 @@ class CpSolver:
         scale = TickScale.choose(instance, options.tick_s)
         greedy = list_schedule(instance)
         bound = simple_bound(instance, options)
-        model = SchedulingModel.build(instance, scale)
+        # Batches with nothing to sequence are pure assignment (R||Cmax): the load model.
+        model: SchedulingModel | MachineLoadModel = (
+            MachineLoadModel.build(instance, scale)
+            if options.then is None and sequencing_free(instance)
+            else SchedulingModel.build(instance, scale))
         if greedy.status.has_plan:
             model.hint(greedy.job, greedy.gpus, greedy.start)
         solver = cp_model.CpSolver()
@@ -106,15 +113,15 @@ class CpSolver:
         best = _better(found, greedy)
         if best is greedy:
             best = _with(greedy, bound, f"{name}; list scheduling's plan kept")
-        if options.then is not None and status.has_plan:
+        if isinstance(model, SchedulingModel) and options.then is not None and status.has_plan:
             best = self._second_phase(instance, model, solver, best, options, started, name)
         logger.info("cp: %s, CP-SAT %s after %.2f s", best.status.value,
                     solver.status_name(code), time.perf_counter() - started)
         return best
 
     @staticmethod
-    def _plan(instance: Instance, model: SchedulingModel, solver: Any, status: Status,
-              bound: float, name: str) -> Result:
+    def _plan(instance: Instance, model: SchedulingModel | MachineLoadModel, solver: Any,
+              status: Status, bound: float, name: str) -> Result:
         if not status.has_plan:
             return Result(status=Status.NO_SOLUTION, objective=None, bound=bound, solver=name)
         job, types, gpus, start, end = model.decode(solver)
