@@ -38,6 +38,9 @@ class LinearProgram:
         ``col_index[row_start[i]:row_start[i+1]]``.
     col_names, row_names
         Names for export and for explaining infeasibility.
+    hessian
+        ``(n,)`` diagonal of ``Q`` for a convex quadratic objective ``cost @ x + 1/2 x'Qx``
+        (HiGHS' convention), or None for a linear one.
     """
 
     sense: Literal["min", "max"]
@@ -52,6 +55,7 @@ class LinearProgram:
     value: FloatArray
     col_names: tuple[str, ...]
     row_names: tuple[str, ...]
+    hessian: FloatArray | None = None
 
     @property
     def n_cols(self) -> int:
@@ -73,6 +77,13 @@ class LinearProgram:
         if not (self.integer[costly].all() and np.all(self.cost == np.round(self.cost))):
             return bound
         return math.floor(bound + 1e-6) if self.sense == "max" else math.ceil(bound - 1e-6)
+
+    def objective_value(self, x: FloatArray) -> float:
+        """The objective at column values ``x``, the quadratic part included."""
+        value = float(self.cost @ x)
+        if self.hessian is not None:
+            value += 0.5 * float(self.hessian @ (x * x))
+        return value
 
     def relaxed(self) -> LinearProgram:
         """The continuous relaxation: the same program with no integer columns."""
@@ -142,6 +153,7 @@ class RowBuilder:
         col_upper: FloatArray,
         integer: BoolArray,
         col_names: tuple[str, ...],
+        hessian: FloatArray | None = None,
     ) -> LinearProgram:
         """The program with these columns and the rows added so far."""
         row = np.concatenate(self._rows) if self._rows else np.zeros(0, dtype=np.int64)
@@ -163,4 +175,5 @@ class RowBuilder:
             value=value[order],
             col_names=col_names,
             row_names=tuple(self._names),
+            hessian=None if hessian is None else np.asarray(hessian, dtype=float),
         )

@@ -64,6 +64,21 @@ def highs_lp(program: LinearProgram) -> highspy.HighsLp:
     return lp
 
 
+def pass_program(highs: highspy.Highs, program: LinearProgram) -> None:
+    """Load a program into HiGHS: the LP, and the diagonal Hessian of a QP."""
+    highs.passModel(highs_lp(program))
+    if program.hessian is not None:
+        hessian = highspy.HighsHessian()
+        hessian.dim_ = program.n_cols
+        hessian.format_ = highspy.HessianFormat.kTriangular
+        nonzero = np.flatnonzero(program.hessian)
+        # Column-wise lower triangle: column k holds only its diagonal entry, if any.
+        hessian.start_ = np.searchsorted(nonzero, np.arange(program.n_cols + 1))
+        hessian.index_ = nonzero
+        hessian.value_ = program.hessian[nonzero]
+        highs.passHessian(hessian)
+
+
 #: HiGHS runs one thread pool per process, sized by the first run; a later run asking for
 #: another size fails unless the pool is reset, so the size in use is remembered here.
 _pool_threads: list[int] = []
@@ -142,7 +157,7 @@ def solve_relaxation(
     """Solve the continuous relaxation; return status, value, solution and reduced costs."""
     highs = new_highs(options)
     highs.setOptionValue("solver", "ipm")
-    highs.passModel(highs_lp(program.relaxed()))
+    pass_program(highs, program.relaxed())
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         status = STATUS_TABLE.get(highs.getModelStatus(), Status.NO_SOLUTION)
@@ -159,7 +174,7 @@ def solve_relaxation(
 def explain_infeasible(program: LinearProgram) -> str:
     """Name the constraints of an irreducible infeasible subsystem of the LP relaxation."""
     highs = new_highs(SolveOptions())
-    highs.passModel(highs_lp(program.relaxed()))
+    pass_program(highs, program.relaxed())
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
         return (
@@ -208,11 +223,11 @@ class HighsBackend:
             Column values of a known solution, tried as the first incumbent.
         """
         highs = new_highs(options)
-        if not program.integer.any():
+        if not program.integer.any() and program.hessian is None:
             # Interior point (with crossover, for a vertex to round) is several times faster
             # than simplex on the large, degenerate assignment LPs measured here.
             highs.setOptionValue("solver", "ipm")
-        highs.passModel(highs_lp(program))
+        pass_program(highs, program)
         if start is not None and program.integer.any():
             solution = highspy.HighsSolution()
             solution.col_value = np.asarray(start, dtype=float)

@@ -61,10 +61,12 @@ def pyomo_model(program: LinearProgram) -> Any:
 
     model.row_names = pyo.Set(initialize=program.row_names, ordered=True)
     model.rows = pyo.Constraint(model.row_names, rule=row)
+    linear = pyo.quicksum(float(c) * v for c, v in zip(program.cost, variables, strict=True) if c)
+    if program.hessian is not None:
+        linear += pyo.quicksum(0.5 * float(q) * v**2
+                               for q, v in zip(program.hessian, variables, strict=True) if q)
     model.objective = pyo.Objective(
-        expr=pyo.quicksum(float(c) * v for c, v in zip(program.cost, variables, strict=True) if c),
-        sense=pyo.maximize if program.sense == "max" else pyo.minimize,
-    )
+        expr=linear, sense=pyo.maximize if program.sense == "max" else pyo.minimize)
     return model
 
 
@@ -129,7 +131,7 @@ class PyomoBackend:
         if has_solution:
             results.solution_loader.load_vars()
             values = np.array([model.x[name].value or 0.0 for name in program.col_names])
-            value = float(program.cost @ values)
+            value = program.objective_value(values)
         bound = results.objective_bound
         bound = float(bound) if bound is not None and np.isfinite(bound) else None
         import pyomo
