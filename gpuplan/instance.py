@@ -145,6 +145,9 @@ class Instance:
         ``(J,)`` due date in seconds (soft, for tardiness); ``inf`` where none.
     predecessors
         For each job, the indices of the jobs that must end before it starts.
+    preemptible
+        ``(J,)`` whether the job may run in several segments (paused and resumed, possibly
+        elsewhere); the segments' work adds up to the whole job.
     objective
         What plans for this instance optimise.
     """
@@ -169,6 +172,7 @@ class Instance:
     deadline: FloatArray
     due: FloatArray
     predecessors: tuple[tuple[int, ...], ...]
+    preemptible: BoolArray
     objective: ObjectiveKind
 
     def __post_init__(self) -> None:

@@ -45,6 +45,8 @@ class ViolationKind(StrEnum):
     GANG = "gang"
     TYPE = "type"
     DURATION = "duration"
+    #: A preemptible job's segments overlap, or do not add up to its work.
+    SEGMENT = "segment"
     START = "start"
     RELEASE = "release"
     DEADLINE = "deadline"

@@ -46,13 +46,40 @@ class _Collector:
 
 @dataclass
 class _Placed:
-    """The placements that reference known jobs, GPUs and types, by index."""
+    """The placements that reference known jobs, GPUs and types, by index.
+
+    A preemptible job may have several placements (its segments); every other job has one.
+    """
 
     job: list[int] = field(default_factory=list)
     gpu_type: list[int] = field(default_factory=list)
     start: list[float] = field(default_factory=list)
     end: list[float] = field(default_factory=list)
     gpus: list[list[int]] = field(default_factory=list)
+
+    def first_start(self, n_jobs: int) -> FloatArray:
+        """``(J,)`` each job's earliest segment start; NaN where not placed."""
+        first = np.full(n_jobs, np.inf)
+        np.minimum.at(first, np.asarray(self.job, dtype=np.int64), np.asarray(self.start))
+        return np.where(np.isinf(first), np.nan, first)
+
+    def last_end(self, n_jobs: int) -> FloatArray:
+        """``(J,)`` each job's latest segment end (its completion); NaN where not placed."""
+        last = np.full(n_jobs, -np.inf)
+        np.maximum.at(last, np.asarray(self.job, dtype=np.int64), np.asarray(self.end))
+        return np.where(np.isinf(last), np.nan, last)
+
+    def work(self, instance: Instance) -> FloatArray:
+        """Share of its job's work each placement does: its length over the duration.
+
+        A job that is not preemptible does all of its work in its one placement.
+        """
+        job = np.asarray(self.job, dtype=np.int64)
+        kind = np.asarray(self.gpu_type, dtype=np.int64)
+        length = np.asarray(self.end, dtype=float) - np.asarray(self.start, dtype=float)
+        share = length / np.where(instance.eligible[job, kind], instance.duration[job, kind], 1.0)
+        work: FloatArray = np.where(instance.preemptible[job], share, 1.0)
+        return work
 
 
 def _close(a: float, b: float) -> bool:
@@ -82,8 +109,10 @@ def _check_placements(instance: Instance, schedule: Schedule, out: _Collector) -
         if j is None:
             out.add(ViolationKind.REFERENCE, f"placement of unknown job {p.job!r}")
             continue
-        if j in seen:
-            out.add(ViolationKind.DUPLICATE, f"job {p.job!r} is placed more than once")
+        segmented = instance.preemptible[j] and not static
+        if j in seen and not segmented:
+            out.add(ViolationKind.DUPLICATE, f"job {p.job!r} is placed more than once"
+                    + ("" if static else " but is not preemptible"))
             continue
         seen.add(j)
         t = instance.type_index.get(p.gpu_type)
@@ -123,7 +152,10 @@ def _check_placements(instance: Instance, schedule: Schedule, out: _Collector) -
                 ViolationKind.TYPE,
                 f"job {p.job!r} may not run on {p.gpu_type}: {_ineligibility(instance, j, t)}",
             )
-        elif not _close(p.end_s - p.start_s, float(instance.duration[j, t])):
+        elif segmented and not p.end_s > p.start_s:
+            out.add(ViolationKind.DURATION,
+                    f"job {p.job!r} has a segment of length {p.end_s - p.start_s:g} s")
+        elif not segmented and not _close(p.end_s - p.start_s, float(instance.duration[j, t])):
             out.add(
                 ViolationKind.DURATION,
                 f"job {p.job!r} runs {p.end_s - p.start_s:g} s on {p.gpu_type} but takes "
@@ -188,11 +220,33 @@ def _check_coverage(
             )
 
 
+def _check_segments(instance: Instance, placed: _Placed, out: _Collector) -> None:
+    """A preemptible job runs in one place at a time, and its segments do all its work."""
+    job = np.asarray(placed.job, dtype=np.int64)
+    work = placed.work(instance)
+    done = np.bincount(job, weights=work, minlength=instance.n_jobs)
+    start, end = np.asarray(placed.start), np.asarray(placed.end)
+    for j in np.flatnonzero(instance.preemptible & (np.bincount(job, minlength=instance.n_jobs)
+                                                    > 0)):
+        mine = np.flatnonzero(job == j)
+        mine = mine[np.argsort(start[mine], kind="stable")]
+        overlap = np.flatnonzero(start[mine[1:]] < end[mine[:-1]] - TOLERANCE * np.maximum(
+            1.0, end[mine[:-1]]))
+        if overlap.size:
+            at = float(start[mine[1:]][overlap[0]])
+            out.add(ViolationKind.SEGMENT, f"job {instance.job_ids[j]!r} runs in two places "
+                    f"at once at {at:g} s (its segments overlap)")
+        if not _close(float(done[j]), 1.0):
+            out.add(ViolationKind.SEGMENT, f"the segments of job {instance.job_ids[j]!r} do "
+                    f"{done[j]:.6g} of its work; they must add up to 1")
+
+
 def _check_dependencies(instance: Instance, placed: _Placed, out: _Collector) -> None:
     """Each placed job starts after every predecessor ends; predecessors must run."""
-    end = np.full(instance.n_jobs, np.nan)
-    end[placed.job] = placed.end
-    for j, start in zip(placed.job, placed.start, strict=True):
+    end = placed.last_end(instance.n_jobs)
+    first = placed.first_start(instance.n_jobs)
+    for j in np.flatnonzero(~np.isnan(first)).tolist():
+        start = float(first[j])
         for p in instance.predecessors[j]:
             if np.isnan(end[p]):
                 out.add(
@@ -268,13 +322,18 @@ def _objective_value(instance: Instance, placed: _Placed, peak: FloatArray) -> f
     """The objective of the placed jobs, from the instance's data alone."""
     jobs = np.asarray(placed.job, dtype=np.int64)
     types = np.asarray(placed.gpu_type, dtype=np.int64)
-    end = np.asarray(placed.end, dtype=float)
+    completion = placed.last_end(instance.n_jobs)
+    finished = np.flatnonzero(~np.isnan(completion))
+    end = completion[finished]
     used = np.zeros(instance.n_gpus, dtype=bool)
     for gpus in placed.gpus:
         used[gpus] = True
     match instance.objective:
-        case ObjectiveKind.ASSIGN_COST | ObjectiveKind.COST:
+        case ObjectiveKind.ASSIGN_COST:
             return float(instance.cost[jobs, types].sum())
+        case ObjectiveKind.COST:
+            # A segment costs its share of the job's work on its type.
+            return float((instance.cost[jobs, types] * placed.work(instance)).sum())
         case ObjectiveKind.ASSIGN_PROFIT:
             return float(instance.profit[jobs, types].sum())
         case ObjectiveKind.MAX_WEIGHT:
@@ -289,10 +348,10 @@ def _objective_value(instance: Instance, placed: _Placed, peak: FloatArray) -> f
         case ObjectiveKind.MAKESPAN:
             return float(end.max()) if end.size else 0.0
         case ObjectiveKind.WEIGHTED_COMPLETION:
-            return float((instance.weight[jobs] * end).sum())
+            return float((instance.weight[finished] * end).sum())
         case ObjectiveKind.TARDINESS:
-            late = np.maximum(0.0, end - instance.due[jobs])
-            return float((instance.weight[jobs] * late).sum())
+            late = np.maximum(0.0, end - instance.due[finished])
+            return float((instance.weight[finished] * late).sum())
     raise AssertionError(f"objective {instance.objective} has no evaluation")
 
 
@@ -332,7 +391,8 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
     """Check a schedule against an instance, recomputing everything from the instance.
 
     Checks that every job is placed at most once (exactly once unless the objective lets
-    jobs be dropped), that each gang has its size, on one node and one type, that the type is
+    jobs be dropped), or, if preemptible, in segments that never overlap and add up to its
+    work; that each gang has its size, on one node and one type, that the type is
     allowed and fits, that durations match the chosen type, release times, deadlines and
     dependency order (time-based objectives), that no named resource of any GPU is exceeded
     at any instant, and that the reported objective and bound are consistent.
@@ -360,6 +420,7 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
     placed = _check_placements(instance, schedule, out)
     _check_coverage(instance, schedule, placed, out)
     if not instance.objective.is_static:
+        _check_segments(instance, placed, out)
         _check_dependencies(instance, placed, out)
     peak = _check_capacity(instance, placed, out)
     value = _objective_value(instance, placed, peak)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from gpuplan import Instance, ObjectiveKind, Placement, Schedule, Status, Unplaced, verify_schedule
+from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.schedule import ViolationKind
 
 # A valid hand-made plan for tests/data/valid_small.json. GPUs are numbered per node in the
@@ -176,3 +177,57 @@ def test_gap_must_follow_from_objective_and_bound(small: Instance) -> None:
     assert verify_schedule(small, good).ok
     bad = schedule_of(VALID, small, objective=1300.0, bound=1040.0, gap=0.01)
     assert ViolationKind.BOUND in kinds(small, bad)
+
+
+def two_type_instance(preemptible: bool, objective: str = "makespan") -> Instance:
+    """One A (job takes 100 s there) and one B (200 s) GPU; a single job."""
+    return build_instance(parse_document({
+        "name": "segments",
+        "gpu_types": [{"id": "A", "capacity": {"compute": 1.0}, "cost_per_hour": 36.0},
+                      {"id": "B", "capacity": {"compute": 1.0}, "cost_per_hour": 9.0}],
+        "nodes": [{"id": "n", "gpus": {"A": 1, "B": 1}}],
+        "jobs": [{"id": "p", "demand": {"compute": 1.0}, "duration_s": {"A": 100, "B": 200},
+                  "preemptible": preemptible}],
+        "objective": objective,
+    }, "<test>"), "<test>")
+
+
+def segments(*parts: tuple[str, float, float]) -> list[Placement]:
+    """Placements of job ``p``: (type, start, end) each; A is GPU n/0, B is n/1."""
+    gpu = {"A": "n/0", "B": "n/1"}
+    return [Placement(job="p", node="n", gpu_type=t, gpu_ids=[gpu[t]], start_s=s, end_s=e)
+            for t, s, e in parts]
+
+
+def test_preemptible_job_in_two_segments() -> None:
+    """Half the work on A (50 s), then half on B (100 s): valid, completes at 150 s."""
+    instance = two_type_instance(preemptible=True)
+    schedule = schedule_of({}, instance, placements=segments(("A", 0, 50), ("B", 50, 150)))
+    verdict = verify_schedule(instance, schedule)
+    assert verdict.ok and verdict.objective == pytest.approx(150.0)
+
+
+@pytest.mark.parametrize(("parts", "kind"), [
+    ((("A", 0, 50), ("B", 40, 140)), ViolationKind.SEGMENT),  # runs twice at 40-50 s
+    ((("A", 0, 50), ("B", 50, 100)), ViolationKind.SEGMENT),  # only 3/4 of the work
+    ((("A", 0, 50), ("B", 60, 60)), ViolationKind.DURATION),  # an empty segment
+])
+def test_bad_segments_are_caught(parts: tuple[tuple[str, float, float], ...],
+                                 kind: ViolationKind) -> None:
+    """Overlapping segments, missing work and empty segments are each reported."""
+    instance = two_type_instance(preemptible=True)
+    assert kind in kinds(instance, schedule_of({}, instance, placements=segments(*parts)))
+
+
+def test_segments_need_a_preemptible_job() -> None:
+    """The same two segments for a job that is not preemptible: a duplicate placement."""
+    instance = two_type_instance(preemptible=False)
+    schedule = schedule_of({}, instance, placements=segments(("A", 0, 50), ("B", 50, 150)))
+    assert ViolationKind.DUPLICATE in kinds(instance, schedule)
+
+
+def test_segment_cost_is_its_share_of_the_work() -> None:
+    """Half the job on A (1.0 for the whole job) and half on B (0.5): cost 0.75."""
+    instance = two_type_instance(preemptible=True, objective="cost")
+    schedule = schedule_of({}, instance, placements=segments(("A", 0, 50), ("B", 50, 150)))
+    assert verify_schedule(instance, schedule).objective == pytest.approx(0.75)

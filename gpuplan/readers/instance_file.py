@@ -122,6 +122,12 @@ class JobSpec(_Strict):
     allowed_types: list[Id] | None = Field(
         default=None, min_length=1, description="GPU type ids the job may run on."
     )
+    preemptible: bool = Field(
+        default=False,
+        description="Whether the job may be paused and resumed, on other GPUs or another "
+        "type (time-based objectives). Its segments then add up to its work: the sum of "
+        "each segment's length over the job's duration on that segment's type is 1.",
+    )
 
 
 class ObjectiveSpec(_Strict):
@@ -422,6 +428,7 @@ def build_instance(
         deadline=np.array([np.inf if job.deadline_s is None else job.deadline_s for job in jobs]),
         due=np.array([np.inf if job.due_s is None else job.due_s for job in jobs]),
         predecessors=tuple(tuple(p) for p in predecessors),
+        preemptible=np.array([job.preemptible for job in jobs], dtype=bool),
         objective=ObjectiveKind(document.objective.kind),
     )
     check_objective_data(instance, source)
