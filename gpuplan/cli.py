@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -20,10 +21,18 @@ from gpuplan import __version__
 from gpuplan.errors import BackendUnavailableError, ExitCode, InputError, VerificationError
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import write_text_atomic
+from gpuplan.models.allocation import Policy
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.planning import plan, warm_start_from
 from gpuplan.plot import plot_schedule
 from gpuplan.readers import FORMATS, read_instance
+from gpuplan.readers.gavel import (
+    PHYSICAL_CLUSTER,
+    PRICES,
+    read_throughputs,
+    read_trace,
+    trace_document,
+)
 from gpuplan.readers.instance_file import InstanceDocument, build_instance, parse_document
 from gpuplan.readers.orlib_gap import gap_documents
 from gpuplan.schedule import Schedule, Verification, ViolationKind
@@ -54,6 +63,26 @@ def _positive_float(value: str) -> float:
         number = float("nan")
     if not number > 0 or number == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return number
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return number
+
+
+def _non_negative_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}")
     return number
 
 
@@ -109,7 +138,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     options = SolveOptions(
         time_limit_s=args.time_limit, seed=args.seed, threads=args.threads,
         backend=args.solver, rounding=args.rounding, warm_start=start, tick_s=args.tick,
-        then=args.then,
+        then=args.then, policy=args.policy, round_s=args.round, floor=args.floor,
+        partitions=args.partitions,
     )
     schedule = plan(instance, args.method, options)
     if args.output == "-":
@@ -188,8 +218,38 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _fleet(value: str) -> dict[str, int]:
+    """``v100=8,p100=16`` as a dict of GPU type to count."""
+    fleet: dict[str, int] = {}
+    for item in value.split(","):
+        name, _, count = item.partition("=")
+        if not name.strip() or not count.strip().isdigit() or int(count) < 1:
+            raise argparse.ArgumentTypeError(
+                f"expected TYPE=COUNT[,TYPE=COUNT...] with counts >= 1, got {item!r}")
+        fleet[name.strip()] = int(count)
+    return fleet
+
+
+def _gavel_documents(args: argparse.Namespace) -> list[dict[str, Any]]:
+    if args.throughputs is None:
+        raise InputError("--throughputs", "", "convert gavel needs Gavel's throughput file "
+                         "(simulation_throughputs.json)")
+    throughputs = read_throughputs(Path(args.throughputs))
+    unknown = sorted(set(args.fleet) - set(throughputs))
+    if unknown:
+        raise InputError("--fleet", "", f"unknown worker type(s) {', '.join(unknown)}; the "
+                         f"throughput file has {', '.join(sorted(throughputs))}")
+    missing = sorted(set(args.fleet) - set(PRICES))
+    if missing:
+        raise InputError("--fleet", "", f"no price known for {', '.join(missing)}")
+    trace = Path(args.file)
+    return [trace_document(read_trace(trace), throughputs, args.fleet, args.gpus_per_node,
+                           PRICES, name=trace.stem.replace(".", "_"))]
+
+
 def _cmd_convert(args: argparse.Namespace) -> int:
-    documents = gap_documents(args.file, args.sense)
+    documents = (_gavel_documents(args) if args.source_format == "gavel"
+                 else gap_documents(args.file, args.sense))
     out = Path(args.output)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -288,6 +348,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="--method cp: a second time-based objective, optimised with the first held at "
         "its best (e.g. --objective makespan --then cost)",
     )
+    solve.add_argument(
+        "--policy", choices=[p.value for p in Policy], default=Policy.MAX_MIN_FAIRNESS.value,
+        help="--method balance: the allocation policy (default: max-min-fairness)",
+    )
+    solve.add_argument(
+        "--round", type=_positive_float, default=360.0, metavar="S",
+        help="--method balance: round length of the round-based plan (default: 360, Gavel's)",
+    )
+    solve.add_argument(
+        "--floor", type=_non_negative_float, default=1.0, metavar="F",
+        help="--method balance --policy min-cost: each job's throughput floor as a multiple "
+        "of its equal-share throughput (default: 1)",
+    )
+    solve.add_argument(
+        "--partitions", type=_positive_int, default=1, metavar="K",
+        help="--method balance: solve the policy POP-style in K parts of the jobs and GPUs "
+        "(default: 1, exact)",
+    )
     solve.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
     solve.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     solve.add_argument("--threads", type=int, default=2, help="solver threads (default: 2)")
@@ -325,14 +403,24 @@ def build_parser() -> argparse.ArgumentParser:
     plot.set_defaults(run=_cmd_plot)
 
     convert = commands.add_parser(
-        "convert", help="convert OR-Library GAP files to gpuplan instance files",
-        description="Write each problem of an OR-Library GAP file (or FILE#k) as a gpuplan "
-        "instance JSON file in OUTDIR.",
+        "convert", help="convert OR-Library GAP files or Gavel traces to instance files",
+        description="Write each problem of an OR-Library GAP file (or FILE#k), or a Gavel "
+        "job trace timed by Gavel's measured throughputs, as gpuplan instance JSON files in "
+        "OUTDIR.",
     )
-    convert.add_argument("source_format", choices=["orlib-gap"])
-    convert.add_argument("file", help="GAP file, or FILE#k for one problem")
+    convert.add_argument("source_format", choices=["orlib-gap", "gavel"])
+    convert.add_argument("file", help="GAP file (FILE#k for one problem), or Gavel trace")
     convert.add_argument("-o", "--output", required=True, metavar="OUTDIR")
-    convert.add_argument("--sense", choices=["min", "max"], default="min")
+    convert.add_argument("--sense", choices=["min", "max"], default="min",
+                         help="orlib-gap: minimise cost (default) or maximise profit")
+    convert.add_argument("--throughputs", metavar="FILE",
+                         help="gavel: Gavel's simulation_throughputs.json")
+    convert.add_argument("--fleet", type=_fleet, default=dict(PHYSICAL_CLUSTER),
+                         metavar="TYPE=N,...",
+                         help="gavel: GPUs per worker type (default: Gavel's physical "
+                         "cluster, v100=8,p100=16,k80=24)")
+    convert.add_argument("--gpus-per-node", type=_positive_int, default=4, metavar="N",
+                         help="gavel: GPUs per server; a gang stays in one (default: 4)")
     convert.set_defaults(run=_cmd_convert)
 
     export = commands.add_parser(

@@ -24,11 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.readers.gavel import read_throughputs, read_trace, synthetic_trace, trace_document
+from gpuplan.readers.gavel import (
+    PHYSICAL_CLUSTER,
+    PRICES,
+    read_throughputs,
+    read_trace,
+    synthetic_trace,
+    trace_document,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_GAVEL = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "gavel"
-PRICES = {"v100": 3.06, "p100": 1.46, "k80": 0.90}
 
 
 def add_dependencies_and_deadlines(document: dict[str, Any], seed: int) -> None:
@@ -56,7 +62,7 @@ def main() -> None:
     trace = "physical_cluster/minimize_makespan.trace"
     document = trace_document(
         read_trace(args.gavel / "traces" / trace), throughputs,
-        {"v100": 8, "p100": 16, "k80": 24}, 4, PRICES, name="gavel_makespan",
+        PHYSICAL_CLUSTER, 4, PRICES, name="gavel_makespan",
     )
     document["description"] += f" Trace: {trace}."
     write(document, "gavel_makespan")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from test_greedy import instance_from
 
 from gpuplan import InputError, Status, plan, read_instance
@@ -92,3 +92,24 @@ def test_committed_instances_match_the_script() -> None:
     cluster = read_instance(ROOT / "instances" / "gavel_cluster_500.json")
     assert (cluster.n_jobs, cluster.n_gpus, cluster.n_nodes) == (500, 128, 16)
     assert set(cluster.gang.tolist()) == {1, 2, 4, 8}
+
+
+@pytest.mark.skipif(not GAVEL.exists(), reason="../shared/benchmarks not present")
+@pytest.mark.parametrize("trace", ["physical_cluster/minimize_makespan.trace",
+                                   "msr/seed=0/0e4a51.trace"])
+def test_convert_gavel_traces(trace: str, tmp_path: Path) -> None:
+    """Both trace layouts convert from the CLI into instances that load, jobs preemptible."""
+    result = run_cli("convert", "gavel", GAVEL / "traces" / trace, "--throughputs",
+                     GAVEL / "simulation_throughputs.json", "--fleet", "v100=8,k80=8",
+                     "--gpus-per-node", "8", "-o", tmp_path)
+    assert result.returncode == 0, result.stderr
+    (written,) = tmp_path.glob("*.json")
+    instance = read_instance(written)
+    assert instance.type_ids == ("v100", "k80") and instance.n_jobs > 0
+    assert instance.preemptible.all()
+
+
+def test_convert_gavel_needs_throughputs(tmp_path: Path) -> None:
+    """Without --throughputs the error names the option, exit code 2."""
+    result = run_cli("convert", "gavel", "some.trace", "-o", tmp_path)
+    assert result.returncode == 2 and "--throughputs" in result.stderr

@@ -36,6 +36,12 @@ MEMORY_GIB: dict[str, tuple[float, float]] = {
 #: Memory of one GPU of each Gavel worker type (a K80 board holds two 12 GiB dies).
 GPU_MEMORY_GIB = {"k80": 12.0, "p100": 16.0, "v100": 16.0}
 
+#: Approximate on-demand cloud prices per GPU-hour (USD) of Gavel's worker types.
+PRICES = {"v100": 3.06, "p100": 1.46, "k80": 0.90}
+
+#: Gavel's physical cluster: 8 V100, 16 P100 and 24 K80 in 4-GPU servers.
+PHYSICAL_CLUSTER = {"v100": 8, "p100": 16, "k80": 24}
+
 _BATCH = re.compile(r"^(?P<family>.+?) \(batch size (?P<batch>\d+)\)$")
 
 
@@ -220,6 +226,8 @@ def trace_document(
                 "duration_s": duration,
                 "weight": job.priority_weight,
                 "release_s": job.arrival_time,
+                # Gavel preempts and migrates jobs at round boundaries.
+                "preemptible": True,
             }
         )
     return {

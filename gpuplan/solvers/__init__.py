@@ -8,12 +8,14 @@ the :class:`~gpuplan.solvers.base.Solver` protocol and returns one
 from __future__ import annotations
 
 from gpuplan.solvers.assignment import LpSolver, MilpSolver
+from gpuplan.solvers.balance import BalanceSolver
 from gpuplan.solvers.base import Result, SolveOptions, Solver
 from gpuplan.solvers.cp import CpSolver
 from gpuplan.solvers.greedy import GreedySolver
 
 SOLVERS: dict[str, Solver] = {
-    solver.name: solver for solver in (GreedySolver(), MilpSolver(), LpSolver(), CpSolver())
+    solver.name: solver
+    for solver in (GreedySolver(), MilpSolver(), LpSolver(), CpSolver(), BalanceSolver())
 }
 
 __all__ = ["SOLVERS", "Result", "SolveOptions", "Solver", "get_solver"]

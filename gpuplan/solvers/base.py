@@ -40,6 +40,16 @@ class SolveOptions:
         (:meth:`~gpuplan.models.scheduling.TickScale.choose`).
     then
         A secondary time-based objective, optimised with the primary held at its best.
+    policy
+        The allocation policy of ``--method balance`` (a
+        :class:`~gpuplan.models.allocation.Policy` value).
+    round_s
+        Round length of ``--method balance``'s round-based plans (Gavel uses 6 minutes).
+    floor
+        For the ``min-cost`` policy: each job's throughput floor as a multiple of its
+        equal-share throughput.
+    partitions
+        Solve ``--method balance``'s policy POP-style in this many parts (1: exactly).
     """
 
     time_limit_s: float | None = None
@@ -51,6 +61,10 @@ class SolveOptions:
     warm_start: Mapping[int, IntArray] | None = None
     tick_s: float | None = None
     then: ObjectiveKind | None = None
+    policy: str = "max-min-fairness"
+    round_s: float = 360.0
+    floor: float = 1.0
+    partitions: int = 1
 
 
 @dataclass(frozen=True)
@@ -121,18 +135,29 @@ def plan_status(objective: float | None, bound: float | None) -> Status:
 
 def time_objective(
     instance: Instance, job: IntArray, gpu_type: IntArray, end: FloatArray,
-    kind: ObjectiveKind | None = None,
+    kind: ObjectiveKind | None = None, work: FloatArray | None = None,
 ) -> float:
-    """The value of a time-based objective (the instance's by default) for a full plan."""
+    """The value of a time-based objective (the instance's by default) for a full plan.
+
+    ``job``, ``gpu_type`` and ``end`` are per placement; a preemptible job may have several
+    (its segments), each doing the share ``work`` of the job (1 by default). A job
+    completes at its last segment's end.
+    """
+    completion = np.full(instance.n_jobs, -np.inf)
+    np.maximum.at(completion, job, end)
+    done = np.flatnonzero(np.isfinite(completion))
+    finish = completion[done]
     match kind or instance.objective:
         case ObjectiveKind.MAKESPAN:
-            return float(end.max(initial=0.0))
+            return float(finish.max(initial=0.0))
         case ObjectiveKind.WEIGHTED_COMPLETION:
-            return float((instance.weight[job] * end).sum())
+            return float((instance.weight[done] * finish).sum())
         case ObjectiveKind.TARDINESS:
-            return float((instance.weight[job] * np.maximum(0.0, end - instance.due[job])).sum())
+            late = np.maximum(0.0, finish - instance.due[done])
+            return float((instance.weight[done] * late).sum())
         case ObjectiveKind.COST:
-            return float(instance.cost[job, gpu_type].sum())
+            share = np.ones(job.size) if work is None else work
+            return float((instance.cost[job, gpu_type] * share).sum())
     raise AssertionError(f"{kind or instance.objective} is not a time-based objective")
 
 

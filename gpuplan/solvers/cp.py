@@ -19,15 +19,14 @@ import time
 from importlib.metadata import version
 from typing import Any
 
-from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.models.bounds import objective_bound
+from gpuplan.instance import Instance
 from gpuplan.models.machine_load import MachineLoadModel, sequencing_free
-from gpuplan.models.scheduling import SchedulingModel, TickScale, workload_program
+from gpuplan.models.scheduling import SchedulingModel, TickScale
 from gpuplan.schedule import Status
 from gpuplan.solvers.base import Result, SolveOptions, plan_status, time_objective
 from gpuplan.solvers.cpsat import import_cp_model, status_table
 from gpuplan.solvers.greedy import list_schedule
-from gpuplan.solvers.highs import HighsBackend
+from gpuplan.solvers.time_bounds import simple_bound
 
 logger = logging.getLogger(__name__)
 
@@ -42,16 +41,6 @@ def _better(a: Result, b: Result) -> Result:
     if a.objective is None:
         return b
     return a if a.objective <= b.objective else b
-
-
-def simple_bound(instance: Instance, options: SolveOptions) -> float:
-    """The best bound that needs no search: combinatorial, and the workload LP for makespan."""
-    bound = objective_bound(instance)
-    if instance.objective is ObjectiveKind.MAKESPAN:
-        solution = HighsBackend().solve_program(workload_program(instance), options)
-        if solution.status is Status.OPTIMAL and solution.objective is not None:
-            bound = max(bound, solution.objective)
-    return bound
 
 
 def _configure(solver: Any, options: SolveOptions, limit: float | None) -> None:

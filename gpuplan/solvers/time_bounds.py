@@ -1,0 +1,20 @@
+"""Bounds on time-based objectives that need no search, shared by the time-based methods."""
+
+from __future__ import annotations
+
+from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.models.bounds import objective_bound
+from gpuplan.models.scheduling import workload_program
+from gpuplan.schedule import Status
+from gpuplan.solvers.base import SolveOptions
+from gpuplan.solvers.highs import HighsBackend
+
+
+def simple_bound(instance: Instance, options: SolveOptions) -> float:
+    """The best bound that needs no search: combinatorial, and the workload LP for makespan."""
+    bound = objective_bound(instance)
+    if instance.objective is ObjectiveKind.MAKESPAN:
+        solution = HighsBackend().solve_program(workload_program(instance), options)
+        if solution.status is Status.OPTIMAL and solution.objective is not None:
+            bound = max(bound, solution.objective)
+    return bound
