@@ -21,7 +21,7 @@ from gpuplan import __version__
 from gpuplan.errors import BackendUnavailableError, ExitCode, InputError, VerificationError
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import write_text_atomic
-from gpuplan.models.allocation import Policy
+from gpuplan.models.allocation import SPACE_SHARING, Policy
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.planning import plan, warm_start_from
 from gpuplan.plot import plot_schedule
@@ -29,6 +29,7 @@ from gpuplan.readers import FORMATS, read_instance
 from gpuplan.readers.gavel import (
     PHYSICAL_CLUSTER,
     PRICES,
+    read_pair_speeds,
     read_throughputs,
     read_trace,
     trace_document,
@@ -139,8 +140,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         time_limit_s=args.time_limit, seed=args.seed, threads=args.threads,
         backend=args.solver, rounding=args.rounding, warm_start=start, tick_s=args.tick,
         then=args.then, policy=args.policy, round_s=args.round, floor=args.floor,
-        partitions=args.partitions,
+        partitions=args.partitions, space_sharing=args.space_sharing,
     )
+    if args.space_sharing:
+        _check_space_sharing(args, instance)
     schedule = plan(instance, args.method, options)
     if args.output == "-":
         sys.stdout.write(schedule.to_json())
@@ -180,6 +183,18 @@ def _describe(instance: Instance) -> str:
         f"{instance.n_gpus} GPUs of {instance.n_types} types on {instance.n_nodes} nodes, "
         f"resources {', '.join(instance.resources)}, objective {instance.objective.value}"
     )
+
+
+def _check_space_sharing(args: argparse.Namespace, instance: Instance) -> None:
+    """``--space-sharing`` needs colocation data, a max-min policy and no partitions."""
+    if not instance.class_ids:
+        raise InputError(instance.source, "colocation", "--space-sharing needs colocation "
+                         "speeds and jobs' colocation_class (convert gavel --space-sharing "
+                         "writes them)")
+    if args.method != "balance" or args.policy not in SPACE_SHARING or args.partitions > 1:
+        raise InputError("--space-sharing", "", "works with --method balance, --policy "
+                         + " or ".join(p.value for p in SPACE_SHARING)
+                         + ", without --partitions")
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -243,8 +258,9 @@ def _gavel_documents(args: argparse.Namespace) -> list[dict[str, Any]]:
     if missing:
         raise InputError("--fleet", "", f"no price known for {', '.join(missing)}")
     trace = Path(args.file)
+    pairs = read_pair_speeds(Path(args.throughputs)) if args.space_sharing else None
     return [trace_document(read_trace(trace), throughputs, args.fleet, args.gpus_per_node,
-                           PRICES, name=trace.stem.replace(".", "_"))]
+                           PRICES, name=trace.stem.replace(".", "_"), pair_speeds=pairs)]
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
@@ -366,6 +382,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="--method balance: solve the policy POP-style in K parts of the jobs and GPUs "
         "(default: 1, exact)",
     )
+    solve.add_argument(
+        "--space-sharing", action="store_true",
+        help="--method balance: let pairs of jobs share GPUs at the instance's colocation "
+        "speeds (policies max-min-fairness and makespan, priced in by column generation)",
+    )
     solve.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
     solve.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     solve.add_argument("--threads", type=int, default=2, help="solver threads (default: 2)")
@@ -421,6 +442,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "cluster, v100=8,p100=16,k80=24)")
     convert.add_argument("--gpus-per-node", type=_positive_int, default=4, metavar="N",
                          help="gavel: GPUs per server; a gang stays in one (default: 4)")
+    convert.add_argument("--space-sharing", action="store_true",
+                         help="gavel: add job classes and the measured pair speeds, for "
+                         "solve --method balance --space-sharing")
     convert.set_defaults(run=_cmd_convert)
 
     export = commands.add_parser(

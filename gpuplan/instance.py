@@ -150,6 +150,14 @@ class Instance:
         elsewhere); the segments' work adds up to the whole job.
     objective
         What plans for this instance optimise.
+    class_ids
+        Space-sharing class ids, length ``C`` (empty: no job shares a GPU by pairing).
+    job_class
+        ``(J,)`` each job's space-sharing class; -1 where none.
+    colocation_speed
+        ``(C, C, T)``: a job of class ``a`` holding the same GPUs of type ``t`` over the
+        same interval as a job of class ``b`` runs at ``colocation_speed[a, b, t]`` times
+        its speed alone; 0 where the pair may not share.
     """
 
     name: str
@@ -174,12 +182,27 @@ class Instance:
     predecessors: tuple[tuple[int, ...], ...]
     preemptible: BoolArray
     objective: ObjectiveKind
+    class_ids: tuple[str, ...] = ()
+    job_class: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    colocation_speed: FloatArray = dataclasses.field(
+        default_factory=lambda: np.zeros((0, 0, 0)))
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if isinstance(value, np.ndarray):
                 _readonly(value)
+
+    @property
+    def pair_gain(self) -> float:
+        """Most work, in GPU-seconds of jobs alone, a space-shared GPU-second can do (>= 1).
+
+        The largest sum of two declared colocation speeds; volume bounds divide by it.
+        """
+        speed = self.colocation_speed
+        if speed.size == 0:
+            return 1.0
+        return max(1.0, float((speed + speed.transpose(1, 0, 2)).max()))
 
     @property
     def n_jobs(self) -> int:

@@ -56,6 +56,10 @@ class _Placed:
     start: list[float] = field(default_factory=list)
     end: list[float] = field(default_factory=list)
     gpus: list[list[int]] = field(default_factory=list)
+    #: Per placement: its speed (below 1 while space-shared) and the placement it shares
+    #: its GPUs with (-1: none); set by :func:`_pair_up`.
+    speed: FloatArray | None = None
+    partner: IntArray | None = None
 
     def first_start(self, n_jobs: int) -> FloatArray:
         """``(J,)`` each job's earliest segment start; NaN where not placed."""
@@ -72,12 +76,15 @@ class _Placed:
     def work(self, instance: Instance) -> FloatArray:
         """Share of its job's work each placement does: its length over the duration.
 
-        A job that is not preemptible does all of its work in its one placement.
+        A job that is not preemptible does all of its work in its one placement; a
+        space-shared segment does its work at its colocation speed.
         """
         job = np.asarray(self.job, dtype=np.int64)
         kind = np.asarray(self.gpu_type, dtype=np.int64)
         length = np.asarray(self.end, dtype=float) - np.asarray(self.start, dtype=float)
         share = length / np.where(instance.eligible[job, kind], instance.duration[job, kind], 1.0)
+        if self.speed is not None:
+            share = share * self.speed
         work: FloatArray = np.where(instance.preemptible[job], share, 1.0)
         return work
 
@@ -220,6 +227,37 @@ def _check_coverage(
             )
 
 
+def _pair_up(instance: Instance, placed: _Placed) -> None:
+    """Find the space-shared segments and set their speeds.
+
+    Two placements share GPUs when they hold the same GPUs of one type over the same
+    interval, their jobs are preemptible with the same gang size, and the instance lists
+    their classes as a pair on that type. Anything else that overlaps is ordinary
+    sharing, held to the GPUs' capacities.
+    """
+    n = len(placed.job)
+    speed, partner = np.ones(n), np.full(n, -1, dtype=np.int64)
+    placed.speed, placed.partner = speed, partner
+    if not instance.class_ids:
+        return
+    waiting: dict[tuple[tuple[int, ...], float, float], int] = {}
+    for k in range(n):
+        j = placed.job[k]
+        if not instance.preemptible[j] or instance.job_class[j] < 0:
+            continue
+        key = (tuple(sorted(placed.gpus[k])), round(placed.start[k], 6), round(placed.end[k], 6))
+        other = waiting.get(key)
+        if other is None:
+            waiting[key] = k
+            continue
+        a, b, t = instance.job_class[placed.job[other]], instance.job_class[j], placed.gpu_type[k]
+        pair = (instance.colocation_speed[a, b, t], instance.colocation_speed[b, a, t])
+        if min(pair) > 0 and instance.gang[j] == instance.gang[placed.job[other]]:
+            speed[other], speed[k] = pair
+            partner[other], partner[k] = k, other
+            del waiting[key]
+
+
 def _check_segments(instance: Instance, placed: _Placed, out: _Collector) -> None:
     """A preemptible job runs in one place at a time, and its segments do all its work."""
     job = np.asarray(placed.job, dtype=np.int64)
@@ -290,6 +328,16 @@ def _check_capacity(instance: Instance, placed: _Placed, out: _Collector) -> Flo
         return peak
     jobs = np.asarray(placed.job)[owner]
     demand = instance.demand[jobs, np.asarray(placed.gpu_type)[owner]]
+    if placed.partner is not None and (placed.partner >= 0).any():
+        # A space-shared pair takes its GPUs as one occupant with the larger demand.
+        partner = placed.partner[owner]
+        paired = partner >= 0
+        first = paired & (partner > owner)
+        mate = instance.demand[np.asarray(placed.job)[partner[first]],
+                               np.asarray(placed.gpu_type)[owner[first]]]
+        demand = demand.copy()
+        demand[first] = np.maximum(demand[first], mate)
+        demand[paired & ~first] = 0.0
     # Ends sort before starts at the same instant, so back-to-back jobs do not overlap.
     times = np.concatenate([start, end])
     is_start = np.concatenate([np.ones(owner.size), np.zeros(owner.size)])
@@ -395,7 +443,9 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
     work; that each gang has its size, on one node and one type, that the type is
     allowed and fits, that durations match the chosen type, release times, deadlines and
     dependency order (time-based objectives), that no named resource of any GPU is exceeded
-    at any instant, and that the reported objective and bound are consistent.
+    at any instant (a space-shared pair, see :func:`_pair_up`, counts once with the larger
+    demand and runs at its colocation speeds), and that the reported objective and bound
+    are consistent.
 
     Parameters
     ----------
@@ -420,6 +470,7 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
     placed = _check_placements(instance, schedule, out)
     _check_coverage(instance, schedule, placed, out)
     if not instance.objective.is_static:
+        _pair_up(instance, placed)
         _check_segments(instance, placed, out)
         _check_dependencies(instance, placed, out)
     peak = _check_capacity(instance, placed, out)

@@ -2,18 +2,22 @@
 
 Usage:
     python scripts/bench_balance.py [--gavel ../shared/benchmarks/gpu-traces/gavel]
-        [--repeats 3] [--out docs/results/balance.md]
+        [--repeats 3] [--partitions 8] [--out docs/results/balance.md]
 
 Jobs are sampled as Gavel's generator does (gang sizes 1/2/4/8, job types and run times
 from Gavel's measured throughputs, ``synthetic_trace``) on equal numbers of V100, P100 and
 K80 GPUs in 8-GPU servers. Each row times the policy's solve (HiGHS on 2 threads, the
 median of ``--repeats`` runs) from the built instance; rows marked "rounded" also time
-the round-based plan and report its tracking error and its verification.
+the round-based plan and report its tracking error and its verification. Variants:
+"exact" (one LP, QP or LP sequence), "space sharing" (pairs at Gavel's measured
+co-located throughputs, priced in by column generation) and "POP-K" (K random parts;
+"loss vs exact" is how much worse its value is than the exact one).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 from pathlib import Path
@@ -21,7 +25,13 @@ from pathlib import Path
 from gpuplan.instance import Instance
 from gpuplan.models.allocation import Policy, ThroughputData
 from gpuplan.planning import plan
-from gpuplan.readers.gavel import PRICES, read_throughputs, synthetic_trace, trace_document
+from gpuplan.readers.gavel import (
+    PRICES,
+    read_pair_speeds,
+    read_throughputs,
+    synthetic_trace,
+    trace_document,
+)
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.solvers.balance import solve_policy
 from gpuplan.solvers.base import SolveOptions
@@ -31,44 +41,81 @@ DEFAULT_GAVEL = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "gavel"
 
 
 def gavel_instance(gavel: Path, jobs: int, gpus_per_type: int, seed: int) -> Instance:
-    """``jobs`` Gavel-generated jobs on ``gpus_per_type`` GPUs of each of the three types."""
-    throughputs = read_throughputs(gavel / "simulation_throughputs.json")
+    """``jobs`` Gavel-generated jobs on ``gpus_per_type`` GPUs of each of the three types.
+
+    The instance carries Gavel's measured pair speeds, used when space sharing is on.
+    """
+    source = gavel / "simulation_throughputs.json"
+    throughputs = read_throughputs(source)
     document = trace_document(
         synthetic_trace(throughputs, jobs, seed=seed), throughputs,
         dict.fromkeys(("v100", "p100", "k80"), gpus_per_type), 8, PRICES,
-        name=f"gavel_{jobs}x{3 * gpus_per_type}")
+        name=f"gavel_{jobs}x{3 * gpus_per_type}", pair_speeds=read_pair_speeds(source))
     return build_instance(parse_document(document, "<generated>"), "<generated>")
+
+
+def loss(policy: Policy, exact: float | None, split: float | None) -> str:
+    """How much worse the partitioned value is, in % of the exact one."""
+    if exact is None or split is None:
+        return "-"
+    worse = (exact - split) if policy in MAXIMISED else (split - exact)
+    return f"{100 * worse / abs(exact):.2f}%"
+
+
+#: Policies whose value is maximised (the others are minimised).
+MAXIMISED = (Policy.MAX_MIN_FAIRNESS, Policy.MAX_THROUGHPUT)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gavel", type=Path, default=DEFAULT_GAVEL)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "balance.md")
     args = parser.parse_args()
-    options = SolveOptions(threads=2)
-    lines = ["| instance | policy | value | seconds (median) | rounded plan |",
-             "|---|---|---:|---:|---|"]
-    cases = [(2048, 512, list(Policy), False), (700, 32, [Policy.MAKESPAN], True),
-             (700, 32, [Policy.MAX_MIN_FAIRNESS], True)]
-    for jobs, per_type, policies, rounded in cases:
-        instance = gavel_instance(args.gavel, jobs, per_type, seed=0)
+    lines = ["| instance | policy | variant | status | value | seconds (median) | "
+             "loss vs exact | rounded plan |", "|---|---|---|---|---:|---:|---:|---|"]
+    exact_policies = [p for p in Policy]
+    pop = [Policy.MAX_MIN_FAIRNESS, Policy.MAKESPAN, Policy.MAX_THROUGHPUT, Policy.MIN_COST,
+           Policy.FINISH_TIME_FAIRNESS]
+    variants: list[tuple[int, int, Policy, str, SolveOptions, bool]] = []
+    for policy in exact_policies:
+        variants.append((2048, 512, policy, "exact", SolveOptions(threads=2), False))
+    variants.append((2048, 512, Policy.MAX_MIN_FAIRNESS, "space sharing",
+                     SolveOptions(threads=2, space_sharing=True), False))
+    for policy in pop:
+        variants.append((2048, 512, policy, f"POP-{args.partitions}",
+                         SolveOptions(threads=2, partitions=args.partitions), False))
+    for policy in (Policy.MAKESPAN, Policy.MAX_MIN_FAIRNESS):
+        variants.append((700, 32, policy, "exact", SolveOptions(threads=2), True))
+    variants.append((700, 32, Policy.MAX_MIN_FAIRNESS, "space sharing",
+                     SolveOptions(threads=2, space_sharing=True), True))
+    instances: dict[tuple[int, int], Instance] = {}
+    exact: dict[tuple[int, int, Policy], float | None] = {}
+    for jobs, per_type, policy, variant, options, rounded in variants:
+        if (jobs, per_type) not in instances:
+            instances[(jobs, per_type)] = gavel_instance(args.gavel, jobs, per_type, seed=0)
+        instance = instances[(jobs, per_type)]
         data = ThroughputData.from_instance(instance)
-        for policy in policies:
-            runs = [solve_policy(data, policy, options) for _ in range(args.repeats)]
-            seconds = statistics.median(r.seconds for r in runs)
-            value = runs[0].value
-            note = "-"
-            if rounded:
-                began = time.perf_counter()
-                schedule = plan(instance, "balance",
-                                SolveOptions(threads=2, policy=policy.value))
-                ok = schedule.verification is not None and schedule.verification.ok
-                note = (f"makespan {schedule.objective:.6g} s, {schedule.solver.split('; ')[-1]}"
-                        f", {time.perf_counter() - began:.2f} s, verified {'yes' if ok else 'no'}")
-            lines.append(f"| {instance.name} | {policy.value} | "
-                         f"{'-' if value is None else f'{value:.6g}'} | {seconds:.3f} | {note} |")
-            print(lines[-1], flush=True)
+        runs = [solve_policy(data, policy, options) for _ in range(args.repeats)]
+        seconds = statistics.median(r.seconds for r in runs)
+        value = runs[0].value
+        if variant == "exact":
+            exact[(jobs, per_type, policy)] = value
+        lost = (loss(policy, exact.get((jobs, per_type, policy)), value)
+                if variant.startswith("POP") else "-")
+        note = "-"
+        if rounded:
+            began = time.perf_counter()
+            options = dataclasses.replace(options, policy=policy.value)
+            schedule = plan(instance, "balance", options)
+            ok = schedule.verification is not None and schedule.verification.ok
+            note = (f"makespan {schedule.objective:.6g} s, {schedule.solver.split('; ')[-1]}"
+                    f", {time.perf_counter() - began:.2f} s, verified {'yes' if ok else 'no'}")
+        lines.append(f"| {instance.name} | {policy.value} | {variant} | {runs[0].status.value} "
+                     f"| {'-' if value is None else f'{value:.6g}'} | {seconds:.3f} | {lost} "
+                     f"| {note} |")
+        print(lines[-1], flush=True)
     args.out.write_text("\n".join(lines) + "\n")
 
 

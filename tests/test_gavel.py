@@ -113,3 +113,17 @@ def test_convert_gavel_needs_throughputs(tmp_path: Path) -> None:
     """Without --throughputs the error names the option, exit code 2."""
     result = run_cli("convert", "gavel", "some.trace", "-o", tmp_path)
     assert result.returncode == 2 and "--throughputs" in result.stderr
+
+
+@pytest.mark.skipif(not GAVEL.exists(), reason="../shared/benchmarks not present")
+def test_convert_gavel_with_space_sharing(tmp_path: Path) -> None:
+    """--space-sharing gives every job a class and lists measured pairs with speeds in (0, 1]."""
+    result = run_cli("convert", "gavel", GAVEL / "traces" / "physical_cluster" /
+                     "minimize_makespan.trace", "--throughputs",
+                     GAVEL / "simulation_throughputs.json", "--space-sharing", "-o", tmp_path)
+    assert result.returncode == 0, result.stderr
+    (written,) = tmp_path.glob("*.json")
+    instance = read_instance(written)
+    assert (instance.job_class >= 0).all() and instance.class_ids
+    speed = instance.colocation_speed
+    assert speed.max() <= 1.0 and (speed > 0).any()

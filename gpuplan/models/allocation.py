@@ -12,7 +12,8 @@ columns, or a sequence of them, except quadratic load balancing, a convex QP:
 - ``finish-time-fairness``: minimise the largest ratio of a job's finish time under ``X``
   to its finish time under the equal share, both counted from time 0 with the job's
   release (Themis' rho), by bisection over LPs;
-- ``makespan``: maximise the smallest throughput, so every job ends by ``1 / z``;
+- ``makespan``: maximise the smallest throughput, so every job ends by ``1 / z`` (solved in
+  units of a typical run time, :func:`time_unit`);
 - ``max-throughput``: maximise the weighted sum of normalised throughputs;
 - ``min-cost``: minimise the spend rate subject to a floor per job: the rate that meets
   its deadline from its release, and at least ``floor`` times its equal-share throughput;
@@ -47,6 +48,28 @@ class Policy(StrEnum):
     QUADRATIC = "quadratic"
 
 
+#: Policies that may pair jobs on GPUs (space sharing): the max-min ones, whose master LP
+#: :func:`rate_program` takes pair columns.
+SPACE_SHARING = (Policy.MAX_MIN_FAIRNESS, Policy.MAKESPAN)
+
+
+@dataclass(frozen=True)
+class Colocation:
+    """Space sharing (Gavel's): which jobs may share a GPU, and how fast each then runs.
+
+    Attributes
+    ----------
+    job_class
+        ``(J,)`` each job's class (index into ``speed``); -1 where the job never shares.
+    speed
+        ``(C, C, T)``: a class-``a`` job sharing a GPU of type ``t`` with a class-``b`` job
+        runs at ``speed[a, b, t]`` times its speed alone; 0 where the pair may not share.
+    """
+
+    job_class: IntArray
+    speed: FloatArray
+
+
 @dataclass(frozen=True)
 class ThroughputData:
     """What the policies need of an instance, by index.
@@ -68,6 +91,8 @@ class ThroughputData:
         ``(J,)`` deadline in seconds; ``inf`` where none.
     price_per_hour
         ``(T,)`` price of one GPU-hour; 0 where unknown.
+    colocation
+        Pair speeds for space sharing, or None when no job may share a GPU.
     """
 
     rate: FloatArray
@@ -77,17 +102,27 @@ class ThroughputData:
     release: FloatArray
     deadline: FloatArray
     price_per_hour: FloatArray
+    colocation: Colocation | None = None
 
     @classmethod
     def from_instance(cls, instance: Instance) -> ThroughputData:
-        """Rates from the instance's durations, one over the duration on each type."""
+        """Rates from the instance's durations, one over the duration on each type.
+
+        The instance's colocation speeds come along for its preemptible jobs.
+        """
         rate = np.where(instance.eligible, 1.0 / np.where(instance.eligible,
                                                           instance.duration, 1.0), 0.0)
+        colocation = None
+        if instance.class_ids:
+            # Only preemptible jobs share: pairs change from round to round.
+            colocation = Colocation(np.where(instance.preemptible, instance.job_class, -1),
+                                    instance.colocation_speed)
         return cls(rate=rate, gang=instance.gang.copy(),
                    gpus=instance.node_gpus.sum(axis=0).astype(float),
                    weight=instance.weight.copy(), release=instance.release.copy(),
                    deadline=instance.deadline.copy(),
-                   price_per_hour=np.nan_to_num(instance.price_per_hour))
+                   price_per_hour=np.nan_to_num(instance.price_per_hour),
+                   colocation=colocation)
 
     @property
     def n_jobs(self) -> int:
@@ -155,8 +190,15 @@ def _share_rows(data: ThroughputData, rows: RowBuilder) -> tuple[IntArray, IntAr
 
 def _floor_rows(data: ThroughputData, rows: RowBuilder, job: IntArray, kind: IntArray,
                 scale: FloatArray, z: int | None, floor: FloatArray) -> None:
-    """Rows ``sum_t scale_j * rate[j, t] * X[j, t] - (z if given) >= floor_j``."""
+    """Rows ``sum_t scale_j * rate[j, t] * X[j, t] - (z if given) >= floor_j``.
+
+    A row with a positive floor is divided by it, so that its entries are of order one
+    whatever the rates' unit (HiGHS' tolerances are absolute).
+    """
     n = job.size
+    divide = np.where(floor > 0, floor, 1.0)
+    floor = floor / divide
+    scale = scale / divide
     cols, values, where = np.arange(n), scale[job] * data.rate[job, kind], job
     if z is not None:
         cols = np.r_[cols, np.full(data.n_jobs, z)]
@@ -206,8 +248,25 @@ def max_min_fairness_program(data: ThroughputData) -> AllocationProgram:
 
 
 def makespan_program(data: ThroughputData) -> AllocationProgram:
-    """Every job's throughput at least ``z``: all end by ``1 / z`` (in seconds)."""
-    return rate_program(data, np.ones(data.n_jobs))
+    """Every job's throughput at least ``z / u``: all end by ``u / z`` seconds.
+
+    ``u`` is :func:`time_unit`: rates per second are around 1e-6 for day-long jobs, below
+    HiGHS' feasibility tolerance (1e-7) in relative terms, which once left the makespan
+    0.08% off; in units of ``u`` the rows are of order one.
+    """
+    return rate_program(data, makespan_scale(data))
+
+
+def time_unit(data: ThroughputData) -> float:
+    """Mean over jobs of the shortest run time (seconds): the makespan program's unit."""
+    fastest = 1.0 / data.rate.max(axis=1, initial=0.0)
+    finite = fastest[np.isfinite(fastest)]
+    return float(finite.mean()) if finite.size else 1.0
+
+
+def makespan_scale(data: ThroughputData) -> FloatArray:
+    """``(J,)`` the makespan program's row scale: :func:`time_unit` for every job."""
+    return np.full(data.n_jobs, time_unit(data))
 
 
 def finish_time_program(data: ThroughputData, rho: float) -> AllocationProgram:
@@ -303,6 +362,131 @@ def policy_value(data: ThroughputData, policy: Policy, share: FloatArray,
 
 def restrict(data: ThroughputData, jobs: IntArray, gpus: FloatArray) -> ThroughputData:
     """The sub-problem of some jobs on some GPUs of each type (a POP partition)."""
+    colocation = None if data.colocation is None else Colocation(
+        data.colocation.job_class[jobs], data.colocation.speed)
     return ThroughputData(rate=data.rate[jobs], gang=data.gang[jobs], gpus=gpus,
                           weight=data.weight[jobs], release=data.release[jobs],
-                          deadline=data.deadline[jobs], price_per_hour=data.price_per_hour)
+                          deadline=data.deadline[jobs], price_per_hour=data.price_per_hour,
+                          colocation=colocation)
+
+
+@dataclass(frozen=True)
+class PairColumns:
+    """Space-sharing columns of :func:`rate_program`: jobs ``a``, ``b`` sharing a gang.
+
+    ``P[a, b, t]`` is the share of time the two jobs hold one gang of ``gang_a = gang_b``
+    GPUs of type ``t`` together, each at its :class:`Colocation` speed. The column counts
+    in both jobs' time rows, once in the type's capacity row, and in both throughput rows.
+
+    Attributes
+    ----------
+    a, b, gpu_type
+        ``(P,)`` the two jobs (``a < b``) and the type of each column.
+    """
+
+    a: IntArray
+    b: IntArray
+    gpu_type: IntArray
+
+    @property
+    def size(self) -> int:
+        """Number of pair columns."""
+        return int(self.a.size)
+
+    def rates(self, data: ThroughputData) -> tuple[FloatArray, FloatArray]:
+        """``(P,)`` each job's share done per second in each pair column."""
+        assert data.colocation is not None
+        cls, speed = data.colocation.job_class, data.colocation.speed
+        t = self.gpu_type
+        rate_a = data.rate[self.a, t] * speed[cls[self.a], cls[self.b], t]
+        rate_b = data.rate[self.b, t] * speed[cls[self.b], cls[self.a], t]
+        return rate_a, rate_b
+
+    def matrix(self, data: ThroughputData, scale: FloatArray) -> tuple[IntArray, IntArray,
+                                                                       FloatArray]:
+        """The columns' entries in :func:`rate_program`'s rows: CSC start, row, value.
+
+        Rows are laid out as :func:`rate_program` adds them: ``J`` time rows, ``T``
+        capacity rows, then ``J`` throughput rows.
+        """
+        n_jobs, n_types = data.n_jobs, int(data.gpus.size)
+        rate_a, rate_b = self.rates(data)
+        row = np.stack([self.a, self.b, n_jobs + self.gpu_type, n_jobs + n_types + self.a,
+                        n_jobs + n_types + self.b], axis=1)
+        value = np.stack([np.ones(self.size), np.ones(self.size),
+                          data.gang[self.a].astype(float), scale[self.a] * rate_a,
+                          scale[self.b] * rate_b], axis=1)
+        start = np.arange(0, 5 * self.size + 1, 5, dtype=np.int64)
+        return start, row.ravel(), value.ravel()
+
+
+def price_pairs(data: ThroughputData, scale: FloatArray, row_dual: FloatArray,
+                per_kind: int = 1, tolerance: float = 1e-6) -> PairColumns:
+    """Pair columns of positive reduced cost in :func:`rate_program`'s max-min master.
+
+    Pricing never lists all pairs. A pair column's reduced cost is ``0 - a' y`` (HiGHS'
+    convention, ``c - A'y``, positive improves a maximisation), which splits into one
+    score per job given the partner's class ``q``, plus the capacity row's price:
+
+        score[j | q, t] = -y_time[j] - y_tput[j] * scale_j * rate[j, t] * speed[c_j, q, t]
+        reduced cost = score[a | c_b, t] + score[b | c_a, t] - gang * y_cap[t]
+
+    so for every (class, class, type, gang) the best pair is each class's best-scoring
+    job: ``O(J * C * T)`` work per round instead of ``O(J^2 * T)``. ``per_kind`` best
+    pairs of each kind are returned (the i-th best job of one class with the i-th of the
+    other).
+    """
+    assert data.colocation is not None
+    n_jobs, n_types = data.n_jobs, int(data.gpus.size)
+    cls, speed = data.colocation.job_class, data.colocation.speed
+    y_time, y_cap = row_dual[:n_jobs], row_dual[n_jobs:n_jobs + n_types]
+    y_tput = row_dual[n_jobs + n_types:n_jobs + n_types + n_jobs]
+    found: list[tuple[IntArray, IntArray, int]] = []
+    sharing = np.flatnonzero(cls >= 0)
+    for t in range(n_types):
+        for gang in np.unique(data.gang[sharing]):
+            jobs = sharing[(data.gang[sharing] == gang) & (data.rate[sharing, t] > 0)]
+            if jobs.size < 2:
+                continue
+            # (jobs, C): each job's score next to a partner of each class.
+            score = (-y_time[jobs])[:, None] - (y_tput[jobs] * scale[jobs] * data.rate[jobs, t]
+                                                )[:, None] * speed[cls[jobs], :, t]
+            score[speed[cls[jobs], :, t] <= 0] = -np.inf
+            classes = np.unique(cls[jobs])
+            members = {int(c): jobs[cls[jobs] == c] for c in classes}
+            rows = {int(c): np.flatnonzero(cls[jobs] == c) for c in classes}
+            for i, p in enumerate(classes.tolist()):
+                for q in classes[i:].tolist():
+                    if speed[p, q, t] <= 0 or speed[q, p, t] <= 0:
+                        continue
+                    best_p = _best(score[rows[p], q], per_kind * (1 + (p == q)))
+                    best_q = best_p if p == q else _best(score[rows[q], p], per_kind)
+                    if p == q:
+                        # Two distinct jobs of one class: the 1st with the 2nd, and so on.
+                        left, right = best_p[0::2], best_p[1::2]
+                    else:
+                        left, right = best_p, best_q
+                    k = min(left.size, right.size)
+                    left, right = left[:k], right[:k]
+                    value = (score[rows[p][left], q] + score[rows[q][right], p]
+                             - gang * y_cap[t])
+                    good = value > tolerance
+                    if good.any():
+                        found.append((members[p][left[good]], members[q][right[good]], t))
+    if not found:
+        empty = np.zeros(0, dtype=np.int64)
+        return PairColumns(empty, empty, empty)
+    a = np.concatenate([f[0] for f in found])
+    b = np.concatenate([f[1] for f in found])
+    kind = np.concatenate([np.full(f[0].size, f[2]) for f in found])
+    return PairColumns(np.minimum(a, b), np.maximum(a, b), kind)
+
+
+def _best(score: FloatArray, count: int) -> IntArray:
+    """Positions of the ``count`` highest finite scores, best first."""
+    count = min(count, score.size)
+    top = np.argpartition(-score, count - 1)[:count] if count < score.size else np.arange(
+        score.size)
+    top = top[np.argsort(-score[top], kind="stable")]
+    finite: IntArray = top[np.isfinite(score[top])]
+    return finite

@@ -171,6 +171,8 @@ def objective_bound(instance: Instance) -> float:
             work = np.where(eligible[:, :, None], instance.duration[:, :, None]
                             * resource_share(instance), np.inf).min(axis=1)
             area = (instance.gang[:, None] * work).sum(axis=0).max() / instance.n_gpus
+            # Space-shared pairs do up to pair_gain GPU-seconds of work per GPU-second.
+            area /= instance.pair_gain
             return float(max(chains, area))
         case ObjectiveKind.WEIGHTED_COMPLETION:
             return float((instance.weight * earliest_completion(instance).time).sum())

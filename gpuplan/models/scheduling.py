@@ -151,13 +151,15 @@ def workload_program(instance: Instance) -> LinearProgram:
     makespan ``C``. On each type and resource, the GPUs can serve at most ``C`` seconds
     each of their full capacity, so ``sum_j gang_j * duration[j, t] * use[j, t, r] *
     x[j, t] <= C * gpus_t``, where ``use`` is the job's share of one GPU's capacity (jobs
-    may share GPUs). Every plan gives a feasible point (its own type choice and makespan),
-    so the optimum bounds the makespan from below; unlike total work over all GPUs, it sees
-    that slow types are worth less.
+    may share GPUs), and each job's own run time fits between its release and ``C``. Every
+    plan gives a feasible point (its own type choice, or for preemptible jobs its split of
+    the work over types, and its makespan), so the optimum bounds the makespan from below;
+    unlike total work over all GPUs, it sees that slow types are worth less.
     """
     jobs, types = np.nonzero(instance.eligible)
     n_x, n_types, n_resources = jobs.size, instance.n_types, len(instance.resources)
-    gpus = instance.node_gpus.sum(axis=0).astype(float)
+    # Space-shared pairs do up to pair_gain GPU-seconds of work per GPU-second.
+    gpus = instance.node_gpus.sum(axis=0).astype(float) * instance.pair_gain
     work = ((instance.gang[jobs] * instance.duration[jobs, types])[:, None]
             * resource_share(instance)[jobs, types])
     rows = RowBuilder()
@@ -171,6 +173,15 @@ def workload_program(instance: Instance) -> LinearProgram:
              np.r_[work.ravel(), -np.repeat(gpus, n_resources)],
              np.full(every.size, -np.inf), np.zeros(every.size),
              [f"work[{t},{r}]" for t in instance.type_ids for r in instance.resources])
+    # Row j: a job runs on one type at a time, from its release, so its own run time
+    # fits before C: release_j + sum_t duration[j, t] * x[j, t] <= C. With preemptible
+    # jobs this is the fluid bound of Gavel's makespan policy, much above volume alone
+    # when a few long jobs dominate.
+    rows.add(np.r_[jobs, np.arange(instance.n_jobs)],
+             np.r_[np.arange(n_x), np.full(instance.n_jobs, n_x)],
+             np.r_[instance.duration[jobs, types], -np.ones(instance.n_jobs)],
+             np.full(instance.n_jobs, -np.inf), -instance.release,
+             [f"runtime[{j}]" for j in instance.job_ids])
     cost = np.zeros(n_x + 1)
     cost[n_x] = 1.0
     return rows.program(

@@ -88,6 +88,39 @@ def read_throughputs(path: Path) -> dict[str, dict[tuple[str, int], float]]:
         raise InputError(str(path), "", f"not a Gavel throughput file: {exc}") from None
 
 
+#: Pair speeds: worker type -> (job key, partner's job key) -> that job's speed next to
+#: the partner, as a share of its throughput alone.
+PairSpeeds = dict[str, dict[tuple[tuple[str, int], tuple[str, int]], float]]
+
+
+def read_pair_speeds(path: Path) -> PairSpeeds:
+    """Read Gavel's co-located throughputs as speeds relative to running alone.
+
+    ``tput[worker][str(job)][str(partner)] = [job's steps/s, partner's steps/s]`` when the
+    two share a GPU; pairs where either has zero throughput cannot share and are left out.
+    Speeds are capped at 1 (a few measurements are noisy above the job alone).
+
+    Raises
+    ------
+    InputError
+        If the file is not Gavel's throughput JSON.
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        speeds: PairSpeeds = {}
+        for worker, table in raw.items():
+            pairs = speeds.setdefault(worker, {})
+            for key, entry in table.items():
+                alone = float(entry["null"])
+                for partner, both in entry.items():
+                    if partner == "null" or alone <= 0 or min(both) <= 0:
+                        continue
+                    pairs[(_job_key(key), _job_key(partner))] = min(1.0, float(both[0]) / alone)
+        return speeds
+    except (OSError, ValueError, KeyError, TypeError, SyntaxError) as exc:
+        raise InputError(str(path), "", f"not a Gavel throughput file: {exc}") from None
+
+
 def _job_key(key: str) -> tuple[str, int]:
     job_type, scale = ast.literal_eval(key)
     return str(job_type), int(scale)
@@ -175,6 +208,7 @@ def trace_document(
     price_per_hour: dict[str, float],
     name: str,
     objective: str = "makespan",
+    pair_speeds: PairSpeeds | None = None,
 ) -> dict[str, Any]:
     """Build an instance document for a trace on a fleet of Gavel worker types.
 
@@ -194,6 +228,10 @@ def trace_document(
         The instance name.
     objective
         The objective kind.
+    pair_speeds
+        From :func:`read_pair_speeds`, for space sharing: each job gets its (job type,
+        scale factor) as ``colocation_class`` and the document lists the measured pairs
+        among the trace's classes.
 
     Jobs whose (job type, scale factor) has no measured throughput on any of the types are
     left out, and the description says how many.
@@ -230,7 +268,9 @@ def trace_document(
                 "preemptible": True,
             }
         )
-    return {
+        if pair_speeds is not None:
+            jobs[-1]["colocation_class"] = _class_id((job.job_type, job.scale_factor))
+    document: dict[str, Any] = {
         "name": name,
         "description": (
             "Derived from Gavel's measured throughputs (stanford-futuredata/gavel, "
@@ -249,3 +289,18 @@ def trace_document(
         "jobs": jobs,
         "objective": objective,
     }
+    if pair_speeds is not None:
+        present = {(job.job_type, job.scale_factor) for job in trace}
+        document["colocation"] = [
+            {"gpu_type": t, "classes": [_class_id(a), _class_id(b)],
+             "speeds": [speed, pair_speeds[t][(b, a)]]}
+            for t in types
+            for (a, b), speed in sorted(pair_speeds.get(t, {}).items())
+            if a <= b and a in present and b in present and (b, a) in pair_speeds[t]
+        ]
+    return document
+
+
+def _class_id(key: tuple[str, int]) -> str:
+    """A colocation class id for a Gavel (job type, scale factor)."""
+    return f"{key[0]} x{key[1]}"

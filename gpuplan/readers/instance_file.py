@@ -128,6 +128,21 @@ class JobSpec(_Strict):
         "type (time-based objectives). Its segments then add up to its work: the sum of "
         "each segment's length over the job's duration on that segment's type is 1.",
     )
+    colocation_class: Id | None = Field(
+        default=None,
+        description="Space-sharing class (e.g. the model and batch size): with the "
+        "instance's colocation speeds, which jobs may share GPUs and how fast they then run.",
+    )
+
+
+class ColocationSpec(_Strict):
+    """Two classes of preemptible jobs that may share GPUs (Gavel's space sharing)."""
+
+    gpu_type: Id
+    classes: list[Id] = Field(min_length=2, max_length=2, description="The two classes.")
+    speeds: list[Annotated[float, Field(gt=0, le=1)]] = Field(
+        min_length=2, max_length=2,
+        description="Speed of each class while sharing, as a share of its speed alone.")
 
 
 class ObjectiveSpec(_Strict):
@@ -171,6 +186,11 @@ class InstanceDocument(_Strict):
     gpu_types: list[GpuTypeSpec] = Field(min_length=1)
     nodes: list[NodeSpec] = Field(min_length=1)
     jobs: list[JobSpec] = Field(min_length=1)
+    colocation: list[ColocationSpec] = Field(
+        default_factory=list,
+        description="Class pairs that may share GPUs (same gang size, both preemptible, same "
+        "GPUs over the same interval), with their speeds; pairs not listed do not share.",
+    )
     objective: Annotated[
         ObjectiveSpec,
         BeforeValidator(_objective_shorthand),
@@ -430,9 +450,30 @@ def build_instance(
         predecessors=tuple(tuple(p) for p in predecessors),
         preemptible=np.array([job.preemptible for job in jobs], dtype=bool),
         objective=ObjectiveKind(document.objective.kind),
+        **_colocation(document, type_index, source),
     )
     check_objective_data(instance, source)
     return instance
+
+
+def _colocation(document: InstanceDocument, type_index: dict[str, int],
+                source: str) -> dict[str, Any]:
+    """The class ids, job classes and pair speeds of the space-sharing data."""
+    class_ids = tuple(dict.fromkeys(
+        [job.colocation_class for job in document.jobs if job.colocation_class is not None]
+        + [c for entry in document.colocation for c in entry.classes]))
+    index = {c: k for k, c in enumerate(class_ids)}
+    speed = np.zeros((len(class_ids), len(class_ids), len(type_index)))
+    for k, entry in enumerate(document.colocation):
+        if entry.gpu_type not in type_index:
+            raise InputError(source, f"colocation[{k}].gpu_type",
+                             f"unknown GPU type {entry.gpu_type!r}")
+        t = type_index[entry.gpu_type]
+        a, b = (index[c] for c in entry.classes)
+        speed[a, b, t], speed[b, a, t] = entry.speeds
+    job_class = np.array([-1 if job.colocation_class is None else index[job.colocation_class]
+                          for job in document.jobs], dtype=np.int64)
+    return {"class_ids": class_ids, "job_class": job_class, "colocation_speed": speed}
 
 
 def _explain_ineligible(

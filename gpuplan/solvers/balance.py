@@ -20,16 +20,20 @@ import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.models.allocation import (
+    SPACE_SHARING,
     AllocationProgram,
+    PairColumns,
     Policy,
     ThroughputData,
     finish_time_program,
     load_unit,
     makespan_program,
+    makespan_scale,
     max_min_fairness_program,
     max_throughput_program,
     min_cost_program,
     policy_value,
+    price_pairs,
     quadratic_program,
     rate_program,
     restrict,
@@ -43,7 +47,7 @@ from gpuplan.solvers.base import (
     time_objective,
 )
 from gpuplan.solvers.greedy import list_schedule
-from gpuplan.solvers.highs import HighsBackend, explain_infeasible
+from gpuplan.solvers.highs import HighsBackend, HighsMaster, explain_infeasible
 from gpuplan.solvers.rounds import plan_rounds
 from gpuplan.solvers.time_bounds import simple_bound
 
@@ -76,6 +80,11 @@ class Allocation:
         Backend and version.
     seconds
         Wall time of the solve.
+    pairs
+        With space sharing: the pair columns priced in, and ``pair_share`` their time
+        shares; ``throughput`` counts them.
+    pair_share
+        ``(P,)`` time share of each pair column.
     """
 
     policy: Policy
@@ -85,6 +94,8 @@ class Allocation:
     throughput: FloatArray
     solver: str
     seconds: float
+    pairs: PairColumns | None = None
+    pair_share: FloatArray | None = None
 
 
 def _solve(built: AllocationProgram, options: SolveOptions) -> ProgramSolution:
@@ -106,9 +117,84 @@ def solve_policy(data: ThroughputData, policy: Policy, options: SolveOptions,
     floor
         For ``min-cost``: each job's throughput floor as a multiple of its equal share.
     """
+    if data.colocation is not None and options.space_sharing:
+        if policy not in SPACE_SHARING or options.partitions > 1:
+            raise ValueError(f"space sharing is supported for the policies "
+                             f"{', '.join(p.value for p in SPACE_SHARING)}, unpartitioned")
+        return _space_sharing(data, policy, options)
     if options.partitions > 1:
         return _partitioned(data, policy, options, floor)
     return _exact(data, policy, options, floor)
+
+
+def _space_sharing(data: ThroughputData, policy: Policy, options: SolveOptions) -> Allocation:
+    """Max-min fairness or makespan with pairs of jobs sharing GPUs, by column generation.
+
+    The master LP starts with every job alone (:func:`rate_program`); each round prices
+    the pair columns (:func:`price_pairs`, best pairs per class pair, type and gang) and
+    adds those of positive reduced cost, until none is left: then the master's optimum is
+    the optimum over *all* pairs, without listing them. Stopped by the time limit, the
+    allocation is feasible but not proven optimal.
+    """
+    began = time.perf_counter()
+    scale = (1.0 / (data.weight * data.equal_share_rate()) if policy is Policy.MAX_MIN_FAIRNESS
+             else makespan_scale(data))
+    built = rate_program(data, scale)
+    master = HighsMaster(built.program, options)
+    pairs = PairColumns(*(np.zeros(0, dtype=np.int64),) * 3)
+    rounds, status = 0, Status.OPTIMAL
+    while True:
+        solution, duals = master.solve()
+        if duals is None or solution.values is None:
+            if solution.values is None:
+                return Allocation(policy, solution.status, np.zeros_like(data.rate), None,
+                                  np.zeros(data.n_jobs), solution.solver,
+                                  time.perf_counter() - began)
+            status = Status.FEASIBLE
+            break
+        new = price_pairs(data, scale, duals, per_kind=PAIRS_PER_KIND)
+        logger.debug("pricing round %d: master %.9g, %d new pair columns", rounds,
+                     solution.objective, new.size)
+        if new.size == 0:
+            break
+        left = _left(options, began)
+        if left is not None and left <= 0:
+            status = Status.FEASIBLE
+            break
+        if left is not None:
+            master.set_time_limit(left)
+        start, index, entries = new.matrix(data, scale)
+        master.add_columns(np.zeros(new.size), np.ones(new.size), start, index, entries)
+        pairs = PairColumns(np.r_[pairs.a, new.a], np.r_[pairs.b, new.b],
+                            np.r_[pairs.gpu_type, new.gpu_type])
+        rounds += 1
+    share = built.shares(solution.values)
+    pair_share = np.clip(solution.values[built.job.size + 1:], 0.0, None)
+    rate_a, rate_b = pairs.rates(data)
+    throughput = (data.rate * share).sum(axis=1)
+    np.add.at(throughput, pairs.a, rate_a * pair_share)
+    np.add.at(throughput, pairs.b, rate_b * pair_share)
+    value = float((throughput * scale).min())
+    if policy is Policy.MAKESPAN:
+        value = 1.0 / float(throughput.min())
+    used = int((pair_share > 1e-9).sum())
+    logger.info("%s with space sharing: %s %.6g after %d pricing rounds, %d pair columns "
+                "(%d used), %.3f s", policy.value, status.value, value, rounds, pairs.size,
+                used, time.perf_counter() - began)
+    return Allocation(policy, status, share, value, throughput,
+                      f"{solution.solver}, {rounds} pricing rounds, {pairs.size} pair columns "
+                      f"({used} used)", time.perf_counter() - began, pairs, pair_share)
+
+
+#: Pairs added per (class, class, type, gang) and pricing round.
+PAIRS_PER_KIND = 4
+
+
+def _left(options: SolveOptions, began: float) -> float | None:
+    """Seconds left of the time limit, or None without one."""
+    if options.time_limit_s is None:
+        return None
+    return options.time_limit_s - (time.perf_counter() - began)
 
 
 def _partitioned(data: ThroughputData, policy: Policy, options: SolveOptions,
@@ -160,7 +246,7 @@ def _exact(data: ThroughputData, policy: Policy, options: SolveOptions,
     throughput = (data.rate * share).sum(axis=1)
     match policy:
         case Policy.MAKESPAN:
-            value = 1.0 / value if value else None
+            value = 1.0 / float(throughput.min()) if value else None
         case Policy.MIN_COST:
             value = None if value is None else value * 3600.0
         case Policy.QUADRATIC:
@@ -255,7 +341,8 @@ class BalanceSolver:
                           solver=summary, unplaced=dict.fromkeys(range(instance.n_jobs), reason))
         if policy is Policy.QUADRATIC:
             return self._placement(instance, allocation, bound, summary)
-        rounds = plan_rounds(instance, allocation.share, options.round_s)
+        rounds = plan_rounds(instance, allocation.share, options.round_s, allocation.pairs,
+                             allocation.pair_share)
         summary += (f"; {rounds.rounds} rounds of {options.round_s:g} s, tracking error mean "
                     f"{rounds.tracking_error.mean():.3f} max {rounds.tracking_error.max():.3f}")
         logger.info("balance: %s", summary)

@@ -50,6 +50,8 @@ class SolveOptions:
         equal-share throughput.
     partitions
         Solve ``--method balance``'s policy POP-style in this many parts (1: exactly).
+    space_sharing
+        Let ``--method balance`` pair jobs on GPUs where the instance gives pair speeds.
     """
 
     time_limit_s: float | None = None
@@ -65,6 +67,7 @@ class SolveOptions:
     round_s: float = 360.0
     floor: float = 1.0
     partitions: int = 1
+    space_sharing: bool = False
 
 
 @dataclass(frozen=True)

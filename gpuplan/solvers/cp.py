@@ -94,9 +94,18 @@ class CpSolver:
         status = status_table(cp_model).get(code, Status.NO_SOLUTION)
         resolution = f"tick {scale.tick_s:g} s{'' if scale.exact else ', durations rounded up'}"
         name = f"cpsat {version('ortools')} ({resolution})"
+        # CP plans every job in one piece and never pairs jobs on GPUs; where the instance
+        # allows either, CP-SAT's bound and infeasibility hold for that restriction only.
+        whole = not instance.preemptible.any() and instance.pair_gain == 1.0
         if status is Status.INFEASIBLE:
+            if not whole:
+                return Result(status=Status.NO_SOLUTION, objective=None, bound=bound,
+                              solver=name, unplaced=dict.fromkeys(
+                                  range(instance.n_jobs), "no plan runs every job in one "
+                                  "piece within its deadline; preemptible jobs may still "
+                                  "fit in segments (try --method balance)"))
             return self._infeasible(instance, scale, options, name)
-        if model.exact and status.has_plan:
+        if model.exact and whole and status.has_plan:
             bound = max(bound, solver.best_objective_bound * model.objective_scale)
         found = self._plan(instance, model, solver, status, bound, name)
         best = _better(found, greedy)

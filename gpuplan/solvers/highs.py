@@ -11,7 +11,7 @@ from typing import Any
 import highspy
 import numpy as np
 
-from gpuplan.instance import FloatArray
+from gpuplan.instance import FloatArray, IntArray
 from gpuplan.models.linear import LinearProgram
 from gpuplan.schedule import Status
 from gpuplan.solvers.base import ProgramSolution, SolveOptions
@@ -169,6 +169,46 @@ def solve_relaxation(
         np.asarray(solution.col_value),
         np.asarray(solution.col_dual),
     )
+
+
+class HighsMaster:
+    """An LP held open in HiGHS: columns are added and the LP re-solved from the last basis.
+
+    The master problem of column generation. The first solve runs the interior point
+    method (with crossover, so a basis exists); later ones restart dual/primal simplex from
+    the basis, which after a few new columns takes a fraction of a cold solve.
+    """
+
+    def __init__(self, program: LinearProgram, options: SolveOptions) -> None:
+        self._highs = new_highs(options)
+        self._highs.setOptionValue("solver", "ipm")
+        pass_program(self._highs, program)
+        self._program = program
+        self._solved = False
+
+    def solve(self) -> tuple[ProgramSolution, FloatArray | None]:
+        """Solve; return the solution (all columns so far) and the row duals, if optimal."""
+        if self._solved:
+            self._highs.setOptionValue("solver", "simplex")
+        self._highs.run()
+        self._solved = True
+        solution = read_solution(self._highs, self._program)
+        duals = (np.asarray(self._highs.getSolution().row_dual)
+                 if solution.status is Status.OPTIMAL else None)
+        return solution, duals
+
+    def add_columns(self, cost: FloatArray, upper: FloatArray, start: IntArray,
+                    index: IntArray, value: FloatArray) -> None:
+        """Append columns with lower bound 0, given column-wise (CSC ``start``, ``index``)."""
+        n = int(cost.size)
+        self._highs.addCols(n, np.asarray(cost, dtype=float), np.zeros(n),
+                            np.asarray(upper, dtype=float), int(index.size),
+                            np.asarray(start[:-1], dtype=np.int32),
+                            np.asarray(index, dtype=np.int32), np.asarray(value, dtype=float))
+
+    def set_time_limit(self, seconds: float) -> None:
+        """Limit the next solve."""
+        self._highs.setOptionValue("time_limit", float(max(seconds, 0.01)))
 
 
 def explain_infeasible(program: LinearProgram) -> str:
