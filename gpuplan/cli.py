@@ -10,7 +10,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,34 +57,29 @@ def _objective(value: str) -> ObjectiveKind:
         ) from None
 
 
-def _positive_float(value: str) -> float:
+def _number(value: str, convert: Callable[[str], float], ok: Callable[[float], bool],
+            expected: str) -> float:
+    """``value`` converted, or an argparse error saying what was expected."""
     try:
-        number = float(value)
+        number = convert(value)
     except ValueError:
         number = float("nan")
-    if not number > 0 or number == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    if not ok(number):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value!r}")
     return number
+
+
+def _positive_float(value: str) -> float:
+    return _number(value, float, lambda x: 0 < x < float("inf"),
+                   "a positive number of seconds")
 
 
 def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
-    return number
+    return int(_number(value, int, lambda x: x >= 1, "a whole number >= 1"))
 
 
 def _non_negative_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = float("nan")
-    if not 0 <= number < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}")
-    return number
+    return _number(value, float, lambda x: 0 <= x < float("inf"), "a number >= 0")
 
 
 def _summary_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:

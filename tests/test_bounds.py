@@ -10,6 +10,9 @@ from test_greedy import instance_from
 
 from gpuplan import Instance, ObjectiveKind, Status, plan
 from gpuplan.models.bounds import earliest_completion, infeasibility_reasons, objective_bound
+from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.solvers.base import SolveOptions
+from gpuplan.solvers.time_bounds import simple_bound
 
 
 def test_earliest_completion_follows_the_chain(small: Instance) -> None:
@@ -113,3 +116,21 @@ def test_jobs_limited_to_some_types_are_explained() -> None:
         "the jobs that can run only on L4 (3) need 2.1 compute in all; those GPUs hold 2 "
         "(largest: 'small0', 'small1', 'small2')"
     )
+
+
+def test_workload_bound_counts_each_jobs_own_run_time() -> None:
+    """Two jobs of 100 s on the one fast GPU or 1000 s on 100 slow ones: bound 2000/11 s.
+
+    Volume alone gives 18.2 s and the longest chain 100 s. Each job's own run time must
+    fit too: with ``a`` of the work on the fast GPU, ``1000 - 450 a <= C`` per job and
+    ``100 a <= C`` for the fast GPU, so ``C >= 2000/11``.
+    """
+    instance = build_instance(parse_document({
+        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}},
+                      {"id": "slow", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "a", "gpus": {"fast": 1}}, {"id": "b", "gpus": {"slow": 100}}],
+        "jobs": [{"id": f"L{k}", "demand": {"compute": 1.0}, "preemptible": True,
+                  "duration_s": {"fast": 100, "slow": 1000}} for k in (1, 2)],
+        "objective": "makespan",
+    }, "<test>"), "<test>")
+    assert simple_bound(instance, SolveOptions()) == pytest.approx(2000 / 11, rel=1e-6)

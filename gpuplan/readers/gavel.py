@@ -16,11 +16,14 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gpuplan.errors import InputError
+
+_T = TypeVar("_T")
 
 #: Per-GPU memory estimate (GiB) as base + per-sample * batch size, by model family.
 MEMORY_GIB: dict[str, tuple[float, float]] = {
@@ -78,12 +81,16 @@ def read_throughputs(path: Path) -> dict[str, dict[tuple[str, int], float]]:
     InputError
         If the file is not Gavel's throughput JSON.
     """
+    return _parse_throughput_file(path, lambda raw: {
+        worker: {_job_key(key): float(entry["null"]) for key, entry in table.items()}
+        for worker, table in raw.items()
+    })
+
+
+def _parse_throughput_file(path: Path, parse: Callable[[dict[str, Any]], _T]) -> _T:
+    """Read Gavel's throughput JSON and ``parse`` it; any defect is an InputError."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        return {
-            worker: {_job_key(key): float(entry["null"]) for key, entry in table.items()}
-            for worker, table in raw.items()
-        }
+        return parse(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError, SyntaxError) as exc:
         raise InputError(str(path), "", f"not a Gavel throughput file: {exc}") from None
 
@@ -105,8 +112,7 @@ def read_pair_speeds(path: Path) -> PairSpeeds:
     InputError
         If the file is not Gavel's throughput JSON.
     """
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+    def parse(raw: dict[str, Any]) -> PairSpeeds:
         speeds: PairSpeeds = {}
         for worker, table in raw.items():
             pairs = speeds.setdefault(worker, {})
@@ -117,8 +123,8 @@ def read_pair_speeds(path: Path) -> PairSpeeds:
                         continue
                     pairs[(_job_key(key), _job_key(partner))] = min(1.0, float(both[0]) / alone)
         return speeds
-    except (OSError, ValueError, KeyError, TypeError, SyntaxError) as exc:
-        raise InputError(str(path), "", f"not a Gavel throughput file: {exc}") from None
+
+    return _parse_throughput_file(path, parse)
 
 
 def _job_key(key: str) -> tuple[str, int]:
