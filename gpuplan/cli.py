@@ -23,7 +23,7 @@ from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import write_text_atomic
 from gpuplan.models.allocation import SPACE_SHARING, Policy
 from gpuplan.models.assignment import AssignmentModel
-from gpuplan.planning import plan, warm_start_from
+from gpuplan.planning import WARM_HEURISTICS, plan, warm_start_from
 from gpuplan.plot import plot_schedule
 from gpuplan.readers import FORMATS, read_instance
 from gpuplan.readers.gavel import (
@@ -39,6 +39,7 @@ from gpuplan.readers.orlib_gap import gap_documents
 from gpuplan.schedule import Schedule, Verification, ViolationKind
 from gpuplan.solvers import SOLVERS, SolveOptions
 from gpuplan.solvers.backends import BACKENDS
+from gpuplan.solvers.encodings import CROSSOVERS, MOVES
 from gpuplan.solvers.pyomo import write_model
 from gpuplan.solvers.rounding import ROUNDINGS
 from gpuplan.verify import verify_schedule
@@ -76,6 +77,15 @@ def _positive_float(value: str) -> float:
 
 def _positive_int(value: str) -> int:
     return int(_number(value, int, lambda x: x >= 1, "a whole number >= 1"))
+
+
+def _moves(value: str) -> list[str]:
+    names = [v for v in value.split(",") if v]
+    unknown = [v for v in names if v not in MOVES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"expected moves from {', '.join(MOVES)}, got "
+                                         f"{value!r}")
+    return names
 
 
 def _non_negative_float(value: str) -> float:
@@ -129,17 +139,19 @@ def _read(args: argparse.Namespace, path: str, objective: ObjectiveKind | None =
 def _cmd_solve(args: argparse.Namespace) -> int:
     instance = _read(args, args.instance, args.objective)
     start = None
-    if args.warm_start is not None:
+    warm = args.warm_start if args.warm_start in WARM_HEURISTICS else None
+    if args.warm_start is not None and warm is None:
         start = warm_start_from(instance, Schedule.read(args.warm_start), args.warm_start)
     options = SolveOptions(
         time_limit_s=args.time_limit, seed=args.seed, threads=args.threads,
         backend=args.solver, rounding=args.rounding, warm_start=start, tick_s=args.tick,
         then=args.then, policy=args.policy, round_s=args.round, floor=args.floor,
         partitions=args.partitions, space_sharing=args.space_sharing,
+        moves=tuple(args.moves), crossover=args.crossover, iterations=args.iterations,
     )
     if args.space_sharing:
         _check_space_sharing(args, instance)
-    schedule = plan(instance, args.method, options)
+    schedule = plan(instance, args.method, options, warm=warm)
     if args.output == "-":
         sys.stdout.write(schedule.to_json())
     elif args.output is not None:
@@ -346,8 +358,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="how --method lp rounds its relaxation (default: largest-share)",
     )
     solve.add_argument(
-        "--warm-start", metavar="SCHEDULE.json",
-        help="start milp from this schedule's placements instead of greedy",
+        "--warm-start", metavar="greedy|ga|sa|SCHEDULE.json",
+        help="start milp or cp from a heuristic's plan (it gets 30%% of --time-limit), or "
+        "milp from this schedule's placements",
+    )
+    solve.add_argument(
+        "--moves", type=_moves, default=list(MOVES), metavar="NAME,...",
+        help=f"--method sa: neighbourhood moves ({', '.join(MOVES)}; default: all)",
+    )
+    solve.add_argument(
+        "--crossover", choices=sorted(CROSSOVERS), default="uniform",
+        help="--method ga: crossover operator (default: uniform, biased 70/30)",
+    )
+    solve.add_argument(
+        "--iterations", type=_positive_int, metavar="N",
+        help="--method sa|ga: moves or generations (default: until --time-limit, else the "
+        "method's default budget)",
     )
     solve.add_argument(
         "--tick", type=_positive_float, metavar="S",

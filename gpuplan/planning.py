@@ -7,6 +7,7 @@ in gpuplan: it raises :class:`~gpuplan.errors.VerificationError` instead of bein
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -114,8 +115,34 @@ def warm_start_from(instance: Instance, schedule: Schedule, source: str) -> dict
     return placed
 
 
+#: Share of the time limit a ``warm`` heuristic gets before the main method.
+WARM_SHARE = 0.3
+
+#: Methods that accept a plan to start from, and the heuristics that can give one.
+WARM_STARTED = ("milp", "cp")
+WARM_HEURISTICS = ("greedy", "ga", "sa")
+
+
+def _warm_started(instance: Instance, heuristic: str, options: SolveOptions) -> SolveOptions:
+    """Run ``heuristic`` on part of the time limit; the rest, with its plan, is returned."""
+    began = time.perf_counter()
+    share = (None if options.time_limit_s is None
+             else dataclasses.replace(options, time_limit_s=options.time_limit_s * WARM_SHARE))
+    start = get_solver(heuristic).solve(instance, share or options)
+    logger.info("warm start from %s: %s, objective %s", heuristic, start.status.value,
+                start.objective)
+    left = (None if options.time_limit_s is None
+            else max(0.01, options.time_limit_s - (time.perf_counter() - began)))
+    if not start.status.has_plan:
+        return dataclasses.replace(options, time_limit_s=left)
+    placed = {int(j): g for j, g in zip(start.job, start.gpus, strict=True)}
+    return dataclasses.replace(options, time_limit_s=left, warm_start=placed,
+                               start_plan=start)
+
+
 def plan(
-    instance: Instance, method: str = "greedy", options: SolveOptions | None = None
+    instance: Instance, method: str = "greedy", options: SolveOptions | None = None,
+    warm: str | None = None,
 ) -> Schedule:
     """Plan an instance with a registered method and return the verified schedule.
 
@@ -131,6 +158,9 @@ def plan(
         A name from :data:`gpuplan.solvers.SOLVERS`.
     options
         Time limit, seed, threads and tolerance.
+    warm
+        A heuristic (``greedy``, ``ga`` or ``sa``) whose plan starts ``milp`` or ``cp``;
+        it gets :data:`WARM_SHARE` of the time limit, the method the rest.
 
     Raises
     ------
@@ -147,6 +177,10 @@ def plan(
             "--method", "", f"method {method!r} cannot plan objective "
             f"{instance.objective.value!r}; methods that can: {', '.join(able)}"
         )
+    if warm is not None and (method not in WARM_STARTED or warm not in WARM_HEURISTICS):
+        raise InputError("--warm-start", "", f"a heuristic warm start "
+                         f"({', '.join(WARM_HEURISTICS)}) works with --method "
+                         f"{' or '.join(WARM_STARTED)}")
     if options.then is not None and (method != "cp" or options.then.is_static
                                      or instance.objective.is_static):
         raise InputError(
@@ -155,6 +189,8 @@ def plan(
         )
     started = time.perf_counter()
     reasons = infeasibility_reasons(instance)
+    if not reasons and warm is not None:
+        options = _warm_started(instance, warm, options)
     result = _infeasible(instance, reasons) if reasons else solver.solve(instance, options)
     wall = time.perf_counter() - started
     schedule = to_schedule(instance, result, method, wall, options.seed)

@@ -12,10 +12,12 @@ from gpuplan.solvers.balance import BalanceSolver
 from gpuplan.solvers.base import Result, SolveOptions, Solver
 from gpuplan.solvers.cp import CpSolver
 from gpuplan.solvers.greedy import GreedySolver
+from gpuplan.solvers.metaheuristics import AnnealingSolver, GeneticSolver
 
 SOLVERS: dict[str, Solver] = {
     solver.name: solver
-    for solver in (GreedySolver(), MilpSolver(), LpSolver(), CpSolver(), BalanceSolver())
+    for solver in (GreedySolver(), MilpSolver(), LpSolver(), CpSolver(), BalanceSolver(),
+                   AnnealingSolver(), GeneticSolver())
 }
 
 __all__ = ["SOLVERS", "Result", "SolveOptions", "Solver", "get_solver"]

@@ -52,6 +52,17 @@ class SolveOptions:
         Solve ``--method balance``'s policy POP-style in this many parts (1: exactly).
     space_sharing
         Let ``--method balance`` pair jobs on GPUs where the instance gives pair speeds.
+    moves
+        Neighbourhood moves of ``--method sa`` (and the GA's improvement step), by name
+        (:data:`~gpuplan.solvers.encodings.MOVES`).
+    crossover
+        Crossover of ``--method ga``, by name (:data:`~gpuplan.solvers.encodings.CROSSOVERS`).
+    iterations
+        Steps of ``sa`` (moves or decodes) or ``ga`` (generations); None: until the time
+        limit, or the method's default without one.
+    start_plan
+        A whole plan to start from (``--warm-start greedy|ga|sa``): ``cp`` hints it to
+        CP-SAT and keeps it if it finds nothing better.
     """
 
     time_limit_s: float | None = None
@@ -68,6 +79,10 @@ class SolveOptions:
     floor: float = 1.0
     partitions: int = 1
     space_sharing: bool = False
+    moves: tuple[str, ...] = ("shift", "swap")
+    crossover: str = "uniform"
+    iterations: int | None = None
+    start_plan: Result | None = None
 
 
 @dataclass(frozen=True)

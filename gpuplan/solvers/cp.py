@@ -80,6 +80,8 @@ class CpSolver:
         cp_model = import_cp_model()
         scale = TickScale.choose(instance, options.tick_s)
         greedy = list_schedule(instance)
+        if options.start_plan is not None:
+            greedy = _better(options.start_plan, greedy)
         bound = simple_bound(instance, options)
         # Batches with nothing to sequence are pure assignment (R||Cmax): the load model.
         model: SchedulingModel | MachineLoadModel = (

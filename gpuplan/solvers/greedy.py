@@ -217,9 +217,14 @@ def _priority(instance: Instance) -> list[tuple[float, float, int]]:
     return [(float(instance.deadline[j]), float(rule[j]), j) for j in range(instance.n_jobs)]
 
 
-def _list_order(instance: Instance) -> list[int]:
-    """A topological order that takes ready jobs by :func:`_priority`."""
-    key = _priority(instance)
+def list_order(instance: Instance, keys: FloatArray | None = None) -> list[int]:
+    """A topological order that takes ready jobs by :func:`_priority`, or by ``keys``.
+
+    ``keys`` (lower first) is the random-key encoding of the metaheuristics: any vector
+    decodes to an order that respects the dependencies.
+    """
+    key = (_priority(instance) if keys is None
+           else [(float(keys[j]), 0.0, j) for j in range(instance.n_jobs)])
     waiting = [len(p) for p in instance.predecessors]
     ready = [key[j] for j in range(instance.n_jobs) if waiting[j] == 0]
     heapq.heapify(ready)
@@ -234,10 +239,11 @@ def _list_order(instance: Instance) -> list[int]:
     return order
 
 
-def list_schedule(instance: Instance) -> Result:
+def list_schedule(instance: Instance, keys: FloatArray | None = None) -> Result:
     """Schedule jobs one by one, each at its earliest finish on whole GPUs.
 
-    Jobs are taken in a dependency-respecting priority order (:func:`_priority`). Each
+    Jobs are taken in a dependency-respecting priority order (:func:`_priority`, or
+    ``keys``, lower first, when given). Each
     starts no earlier than its release and its predecessors' ends, on the (node, type)
     group where it finishes first (where it is cheapest, for the cost objective, among
     those meeting its deadline), on the GPUs of that group that became free last before
@@ -247,6 +253,8 @@ def list_schedule(instance: Instance) -> Result:
     ----------
     instance
         A time-based-objective instance.
+    keys
+        ``(J,)`` priorities (lower first) that replace the priority rule.
     """
     objective = instance.objective
     n_types = instance.n_types
@@ -266,7 +274,7 @@ def list_schedule(instance: Instance) -> Result:
     end = np.full(instance.n_jobs, np.nan)
     placed: list[tuple[int, int, IntArray, float, float]] = []
     unplaced: dict[int, str] = {}
-    for j in _list_order(instance):
+    for j in list_order(instance, keys):
         missing = [p for p in instance.predecessors[j] if np.isnan(end[p])]
         if missing:
             unplaced[j] = f"its predecessor {instance.job_ids[missing[0]]!r} is not placed"

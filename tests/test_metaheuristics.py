@@ -1,0 +1,120 @@
+"""Simulated annealing and the genetic algorithm: valid, reproducible, better than greedy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import INSTANCES, run_cli
+
+from gpuplan import Instance, ObjectiveKind, Schedule, plan
+from gpuplan.readers import read_instance
+from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.solvers import SolveOptions, get_solver
+
+GAP1 = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "gap" / "orlib" / "gap1.txt"
+HEURISTICS = ["sa", "ga"]
+#: Moves of sa, generations of ga: a budget small enough for the default test run.
+STEPS = {"sa": 2000, "ga": 10}
+
+
+def static_fleet(objective: str, seed: int = 0) -> Instance:
+    """Gangs of 1 and 2 with memory demands on two 4-GPU nodes of two types, all data given."""
+    rng = np.random.default_rng(seed)
+    jobs: list[dict[str, Any]] = []
+    for k in range(12):
+        gang = 2 if k % 4 == 0 else 1
+        jobs.append({"id": f"j{k}", "gpus": gang,
+                     "demand": {"memory": float(rng.integers(2, 9))},
+                     "duration_s": 100.0, "weight": float(rng.integers(1, 5)),
+                     "cost": {"A": float(rng.integers(5, 30)), "B": float(rng.integers(5, 30))},
+                     "profit": {"A": float(rng.integers(5, 30)),
+                                "B": float(rng.integers(5, 30))}})
+    return build_instance(parse_document({
+        "gpu_types": [{"id": "A", "capacity": {"memory": 16.0}, "cost_per_hour": 3.0},
+                      {"id": "B", "capacity": {"memory": 16.0}, "cost_per_hour": 1.0}],
+        "nodes": [{"id": "a", "gpus": {"A": 4}}, {"id": "b", "gpus": {"B": 4}}],
+        "jobs": jobs, "objective": objective,
+    }, "<test>"), "<test>")
+
+
+STATIC = [k.value for k in ObjectiveKind if k.is_static]
+
+
+@pytest.mark.parametrize("method", HEURISTICS)
+@pytest.mark.parametrize("objective", STATIC)
+def test_every_static_objective_is_planned_and_verified(method: str, objective: str) -> None:
+    """Each static objective gets a verified plan no worse than best-fit decreasing's."""
+    instance = static_fleet(objective)
+    greedy = plan(instance, "greedy")
+    found = plan(instance, method, SolveOptions(iterations=STEPS[method], seed=1))
+    assert found.verification is not None and found.verification.ok
+    assert found.objective is not None
+    if greedy.objective is not None:
+        sign = -1.0 if instance.objective.sense == "max" else 1.0
+        assert sign * found.objective <= sign * greedy.objective + 1e-9
+
+
+@pytest.mark.parametrize("method", HEURISTICS)
+@pytest.mark.parametrize("path", ["quickstart.json", "gavel_makespan.json"])
+def test_time_based_plans_beat_list_scheduling(method: str, path: str) -> None:
+    """On the example instances the search ends strictly below list scheduling's makespan."""
+    instance = read_instance(INSTANCES / path)
+    greedy = plan(instance, "greedy")
+    found = plan(instance, method, SolveOptions(iterations=60, seed=0))
+    assert found.verification is not None and found.verification.ok
+    assert found.objective is not None and greedy.objective is not None
+    assert found.objective < greedy.objective
+
+
+@pytest.mark.parametrize("method", HEURISTICS)
+@pytest.mark.parametrize("objective", ["assign-cost", "makespan"])
+def test_same_seed_same_plan(method: str, objective: str) -> None:
+    """Two runs with one seed and an iteration budget give the same plan; another seed may not."""
+    instance = (static_fleet(objective) if objective == "assign-cost"
+                else read_instance(INSTANCES / "quickstart.json"))
+    options = SolveOptions(iterations=40, seed=7)
+    first, second = plan(instance, method, options), plan(instance, method, options)
+    assert first.placements == second.placements
+
+
+@pytest.mark.skipif(not GAP1.exists(), reason="../shared/benchmarks not present")
+@pytest.mark.parametrize("method", HEURISTICS)
+def test_gap_optimum_reached(method: str) -> None:
+    """OR-Library gap1 #1 (5 agents, 15 jobs), minimisation: the optimum 261 is found."""
+    instance = read_instance(f"{GAP1}#1", file_format="orlib-gap", sense="min")
+    found = plan(instance, method, SolveOptions(iterations=3000 if method == "sa" else 60,
+                                                seed=0))
+    assert found.objective == pytest.approx(261)
+
+
+@pytest.mark.parametrize("warm", ["sa", "ga"])
+def test_cp_keeps_a_better_start_plan(warm: str) -> None:
+    """Cp given a heuristic's plan returns it or a better one, even with almost no time."""
+    instance = read_instance(INSTANCES / "gavel_makespan.json")
+    start = get_solver(warm).solve(instance, SolveOptions(iterations=30, seed=0))
+    assert start.objective is not None
+    result = get_solver("cp").solve(instance, SolveOptions(time_limit_s=0.05,
+                                                           start_plan=start))
+    assert result.objective is not None and result.objective <= start.objective + 1e-6
+
+
+@pytest.mark.parametrize("method", ["milp", "cp"])
+def test_cli_warm_start_from_a_heuristic(method: str, tmp_path: Path) -> None:
+    """--warm-start sa splits the time limit and writes a verified plan."""
+    instance = INSTANCES / ("gavel_makespan.json" if method == "cp" else "quickstart.json")
+    extra = [] if method == "cp" else ["--objective", "max-weight"]
+    result = run_cli("solve", instance, "--method", method, "--warm-start", "sa",
+                     "--time-limit", "2", *extra, "-o", tmp_path / "plan.json")
+    assert result.returncode == 0, result.stderr
+    schedule = Schedule.read(tmp_path / "plan.json")
+    assert schedule.verification is not None and schedule.verification.ok
+
+
+def test_unknown_move_is_an_input_error(tmp_path: Path) -> None:
+    """--moves with a name not in the registry: exit 2 and the known names."""
+    result = run_cli("solve", INSTANCES / "quickstart.json", "--method", "sa", "--moves",
+                     "teleport")
+    assert result.returncode == 2 and "shift" in result.stderr
