@@ -98,6 +98,8 @@ class AssignmentState:
                    & (instance.gang[:, None] == size[None, :]))
         #: Per job, the blocks it may take.
         self.options = [np.flatnonzero(row) for row in allowed]
+        self._options = [o.tolist() for o in self.options]
+        self._allowed = [set(o) for o in self._options]
         # Per job, the GPUs of each option (options x gang); aligned blocks of one size
         # never overlap, so a job's options touch disjoint GPUs.
         self.option_gpus = [np.array([blocks[b] for b in opts], dtype=np.int64).reshape(
@@ -125,9 +127,19 @@ class AssignmentState:
         self.gpu_value = gpu_price.get(objective)
         self.capacity = instance.capacity[gpu_type]
         self.scale = 1.0 / np.where(self.capacity > 0, self.capacity, 1.0)
+        # Python mirrors of the arrays that every proposal reads (see :meth:`price`).
+        self._d = instance.demand.tolist()
+        self._v = self.job_value.tolist()
+        self._bg = [tuple(b.tolist()) for b in blocks]
+        self._bt = self.block_type.tolist()
+        self._c = self.capacity.tolist()
+        self._s = self.scale.tolist()
+        self._gv = None if self.gpu_value is None else self.gpu_value.tolist()
         self.choice = np.full(instance.n_jobs, -1, dtype=np.int64)
         self.load = np.zeros_like(self.capacity)
         self.count = np.zeros(instance.n_gpus, dtype=np.int64)
+        self._l: list[list[float]] = self.load.tolist()
+        self._n: list[int] = self.count.tolist()
         self.value = 0.0
         self.excess = 0.0
 
@@ -145,6 +157,8 @@ class AssignmentState:
                 self.count[gpus] += 1
         self.value = self._total_value()
         self.excess = self._excess_of(np.arange(self.instance.n_gpus), self.load)
+        self._l = self.load.tolist()
+        self._n = self.count.tolist()
 
     def _total_value(self) -> float:
         placed = np.flatnonzero(self.choice >= 0)
@@ -200,46 +214,73 @@ class AssignmentState:
         return float((np.maximum(load - self.capacity[gpus], 0.0) * self.scale[gpus]).sum())
 
     def price(self, jobs: tuple[int, ...], genes: tuple[int, ...]) -> Move:
-        """The value and excess change of giving ``jobs`` the blocks ``genes``."""
-        demand = self.instance.demand
-        touched = np.unique(np.concatenate(
-            [self.block_gpus[b] for b in (*genes, *self.choice[list(jobs)].tolist())
-             if b >= 0] or [np.zeros(0, dtype=np.int64)]))
-        before = self.load[touched]
-        after = before.copy()
-        count = self.count[touched].copy()
-        position = {int(g): i for i, g in enumerate(touched.tolist())}
+        """The value and excess change of giving ``jobs`` the blocks ``genes``.
+
+        Pure Python over the few GPUs touched: this runs for every proposal, and on one
+        or two GPUs numpy's per-call overhead would cost ten times the arithmetic.
+        """
+        if self.instance.objective is ObjectiveKind.MIN_MAX_LOAD:
+            return self._price_peak(jobs, genes)
+        demand, values, block_gpus, block_type = self._d, self._v, self._bg, self._bt
+        delta: dict[int, list[float]] = {}
+        opened: dict[int, int] = {}
         d_value = 0.0
         for j, new in zip(jobs, genes, strict=True):
             old = int(self.choice[j])
             for b, sign in ((old, -1.0), (new, 1.0)):
                 if b < 0:
                     continue
-                rows = [position[int(g)] for g in self.block_gpus[b]]
-                after[rows] += sign * demand[j, self.block_type[b]]
-                count[rows] += int(sign)
-                d_value += sign * self.job_value[j, self.block_type[b]]
-        if self.gpu_value is not None:
-            opened = (count > 0).astype(float) - (self.count[touched] > 0)
-            d_value += float((opened * self.gpu_value[touched]).sum())
-        if self.instance.objective is ObjectiveKind.MIN_MAX_LOAD:
-            load = self.load.copy()
-            load[touched] = after
-            d_value += self._peak(load) - self._peak(self.load)
-        d_excess = self._excess_of(touched, after) - self._excess_of(touched, before)
+                t = block_type[b]
+                need = demand[j][t]
+                d_value += sign * values[j][t]
+                for g in block_gpus[b]:
+                    row = delta.setdefault(g, [0.0] * len(need))
+                    for r, x in enumerate(need):
+                        row[r] += sign * x
+                    opened[g] = opened.get(g, 0) + int(sign)
+        d_excess = 0.0
+        loads, caps, scales, counts, worth = self._l, self._c, self._s, self._n, self._gv
+        for g, row in delta.items():
+            load, cap, scale = loads[g], caps[g], scales[g]
+            for r, x in enumerate(row):
+                if x:
+                    before = load[r] - cap[r]
+                    after = before + x
+                    d_excess += ((after if after > 0 else 0.0)
+                                 - (before if before > 0 else 0.0)) * scale[r]
+            if worth is not None and opened[g]:
+                was, now = counts[g] > 0, counts[g] + opened[g] > 0
+                d_value += worth[g] * (now - was)
         return Move(jobs, genes, d_value, d_excess)
 
+    def _price_peak(self, jobs: tuple[int, ...], genes: tuple[int, ...]) -> Move:
+        """:meth:`price` for ``min-max-load``, whose value is the fleet's peak."""
+        load = self.load.copy()
+        demand = self.instance.demand
+        for j, new in zip(jobs, genes, strict=True):
+            old = int(self.choice[j])
+            if old >= 0:
+                load[self.block_gpus[old]] -= demand[j, self.block_type[old]]
+            if new >= 0:
+                load[self.block_gpus[new]] += demand[j, self.block_type[new]]
+        d_excess = self._excess_of(np.arange(self.instance.n_gpus), load) - self.excess
+        return Move(jobs, genes, self._peak(load) - self._peak(self.load), d_excess)
+
     def apply(self, move: Move) -> None:
-        """Make the move."""
+        """Make the move (numpy arrays and their Python mirrors alike)."""
         demand = self.instance.demand
         for j, new in zip(move.jobs, move.genes, strict=True):
             old = int(self.choice[j])
-            if old >= 0:
-                self.load[self.block_gpus[old]] -= demand[j, self.block_type[old]]
-                self.count[self.block_gpus[old]] -= 1
-            if new >= 0:
-                self.load[self.block_gpus[new]] += demand[j, self.block_type[new]]
-                self.count[self.block_gpus[new]] += 1
+            for b, sign in ((old, -1), (new, 1)):
+                if b < 0:
+                    continue
+                need = demand[j, self.block_type[b]]
+                gpus = self.block_gpus[b]
+                self.load[gpus] += sign * need
+                self.count[gpus] += sign
+                for g in self._bg[b]:
+                    self._l[g] = self.load[g].tolist()
+                    self._n[g] += sign
             self.choice[j] = new
         self.value += move.value
         self.excess = max(0.0, self.excess + move.excess)
@@ -297,27 +338,31 @@ class AssignmentState:
         jobs: IntArray = np.flatnonzero(np.isin(self.choice, self.blocks_of_gpu[gpu]))
         return jobs
 
-    def propose(self, kind: str, rng: np.random.Generator) -> Move | None:
-        """A random move of ``kind`` (``shift`` or ``swap``), priced; None if none fits."""
+    def propose(self, kind: str, u: float, v: float) -> Move | None:
+        """A ``shift`` or ``swap`` drawn from uniforms ``u``, ``v``, priced; None if void.
+
+        ``u`` and ``v`` are in [0, 1); a move that changes nothing or does not fit the
+        jobs' options gives None. The caller draws the uniforms in batches: one numpy call per few thousand moves
+        instead of two per move.
+        """
         n = self.instance.n_jobs
-        j = int(rng.integers(n))
-        opts = self.options[j]
+        j = int(u * n)
+        opts = self._options[j]
+        current = int(self.choice[j])
         if kind == "shift":
-            choices = opts.size + (1 if self.may_drop else 0)
-            if choices < 2 and not (choices == 1 and self.choice[j] < 0):
-                return None
-            pick = int(rng.integers(choices))
-            gene = int(opts[pick]) if pick < opts.size else -1
-            if gene == self.choice[j]:
+            choices = len(opts) + (1 if self.may_drop else 0)
+            pick = int(v * choices)
+            gene = opts[pick] if pick < len(opts) else -1
+            if gene == current:
                 return None
             return self.price((j,), (gene,))
-        other = int(rng.integers(n))
-        a, b = int(self.choice[j]), int(self.choice[other])
-        if other == j or a == b or a < 0 or b < 0:
+        other = int(v * n)
+        b = int(self.choice[other])
+        if other == j or current == b or current < 0 or b < 0:
             return None
-        if not (np.any(opts == b) and np.any(self.options[other] == a)):
+        if b not in self._allowed[j] or current not in self._allowed[other]:
             return None
-        return self.price((j, other), (b, a))
+        return self.price((j, other), (b, current))
 
     def shift(self, j: int, gene: int) -> None:
         """Give job ``j`` the block ``gene`` (-1: leave it out)."""
@@ -400,3 +445,4 @@ class PriorityEncoding:
             k = int(rng.integers(keys.size))
             out[j], out[k] = keys[k], keys[j]
         return out
+
