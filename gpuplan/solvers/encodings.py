@@ -342,8 +342,8 @@ class AssignmentState:
         """A ``shift`` or ``swap`` drawn from uniforms ``u``, ``v``, priced; None if void.
 
         ``u`` and ``v`` are in [0, 1); a move that changes nothing or does not fit the
-        jobs' options gives None. The caller draws the uniforms in batches: one numpy call per few thousand moves
-        instead of two per move.
+        jobs' options gives None. The caller draws the uniforms in batches: one numpy call
+        per few thousand moves instead of two per move.
         """
         n = self.instance.n_jobs
         j = int(u * n)
