@@ -391,16 +391,16 @@ class AssignmentState:
             if not moved:
                 return
 
-    def descend(self, steps: int, rng: np.random.Generator) -> None:
-        """First-improvement descent: random jobs to their best option without new excess."""
-        for _ in range(steps):
-            j = int(rng.integers(self.instance.n_jobs))
-            genes, d_value, d_excess = self.shift_options(j)
-            ok = d_excess <= 1e-12
-            if ok.any():
-                k = int(np.flatnonzero(ok)[np.argmin(d_value[ok])])
-                if d_value[k] < -1e-12:
-                    self.shift(j, int(genes[k]))
+    def descend(self, steps: int, moves: list[str], rng: np.random.Generator) -> None:
+        """Random descent: ``steps`` random moves, each made if it pays.
+
+        A move pays if it lowers the excess, or keeps it and lowers the value.
+        """
+        for pick, u, v in rng.random((steps, 3)).tolist():
+            move = self.propose(moves[int(pick * len(moves))], u, v)
+            if move is not None and (move.excess < -1e-12 or (move.excess <= 1e-12
+                                                              and move.value < -1e-12)):
+                self.apply(move)
 
 
 class PriorityEncoding:

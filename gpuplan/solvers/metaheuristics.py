@@ -17,8 +17,9 @@ Defaults (documented in README):
   100,000 per second on GAP;
 - genetic: 20 individuals, 4 elite kept, 3 random immigrants per generation, children by
   ``--crossover`` of a tournament winner and another parent; a static child is mutated
-  (1% of its genes), repaired off over-full GPUs and improved by 50 descent moves
-  (Chu & Beasley's repair and improvement); a time-based child is decoded as is (BRKGA).
+  (1% of its genes), repaired off over-full GPUs and improved by 50 random descent moves
+  per job (``--moves``; Chu & Beasley's repair and improvement); a time-based child is
+  decoded as is (BRKGA).
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ PENALTY_WINDOW = 1000
 #: Generations when there is no time limit.
 DEFAULT_GENERATIONS = 100
 POPULATION, ELITE, IMMIGRANTS = 20, 4, 3
-#: Descent steps (random jobs to their best option) after each static child's repair.
-IMPROVEMENT_STEPS = 50
+#: Random descent moves per job after each static child's repair.
+IMPROVEMENT_MOVES_PER_JOB = 50
 
 
 class Budget:
@@ -263,11 +264,12 @@ class GeneticSolver:
         state = AssignmentState(instance)
         best: list[IntArray | None] = [None]
         best_value = [math.inf]
+        moves = list(options.moves)
 
         def improve(genome: IntArray) -> tuple[IntArray, float]:
             state.set(genome)
             state.repair(rng)
-            state.descend(IMPROVEMENT_STEPS, rng)
+            state.descend(IMPROVEMENT_MOVES_PER_JOB * instance.n_jobs, moves, rng)
             value = state.value + (0.0 if state.excess < 1e-9 else 1e12 * (1 + state.excess))
             if state.excess < 1e-9 and state.value < best_value[0] - 1e-9:
                 best[0], best_value[0] = state.choice.copy(), state.value
