@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -142,6 +143,8 @@ class AssignmentState:
         self._n: list[int] = self.count.tolist()
         self.value = 0.0
         self.excess = 0.0
+        #: Best-fit decreasing's plan, once :meth:`greedy` has run.
+        self.start: Result | None = None
 
     # -- whole plans -----------------------------------------------------------------
 
@@ -183,12 +186,11 @@ class AssignmentState:
         (then least value) instead. Leaves the state at that plan and returns its genome.
         """
         start = best_fit_decreasing(self.instance)
+        self.start = start
         genome = np.full(self.instance.n_jobs, -1, dtype=np.int64)
-        first = {int(b[0]): i for i, b in enumerate(self.block_gpus)}
+        block_of = {tuple(b.tolist()): i for i, b in enumerate(self.block_gpus)}
         for j, gpus in zip(start.job.tolist(), start.gpus, strict=True):
-            b = first.get(int(np.min(gpus)), -1)
-            if b >= 0 and np.array_equal(self.block_gpus[b], np.sort(gpus)):
-                genome[j] = b
+            genome[j] = block_of.get(tuple(np.sort(gpus).tolist()), -1)
         self.set(genome)
         if not self.may_drop:
             for j in np.flatnonzero(genome < 0).tolist():
@@ -369,14 +371,14 @@ class AssignmentState:
         if gene != self.choice[j]:
             self.apply(self.price((j,), (gene,)))
 
-    def repair(self, rng: np.random.Generator) -> None:
+    def repair(self, rng: np.random.Generator, deadline: float | None = None) -> None:
         """Move jobs off over-full GPUs, each to its option where the excess drops most.
 
-        Stops when no excess is left, or when a round over the over-full GPUs moves
-        nothing.
+        Stops when no excess is left, when a round over the over-full GPUs moves
+        nothing, or at ``deadline`` (a ``time.perf_counter()`` value).
         """
         for _ in range(self.instance.n_jobs):
-            if self.excess < 1e-9:
+            if self.excess < 1e-9 or (deadline is not None and time.perf_counter() > deadline):
                 return
             over = np.flatnonzero(((self.load - self.capacity) * self.scale > 1e-12).any(axis=1))
             moved = False
@@ -391,12 +393,16 @@ class AssignmentState:
             if not moved:
                 return
 
-    def descend(self, steps: int, moves: list[str], rng: np.random.Generator) -> None:
+    def descend(self, steps: int, moves: list[str], rng: np.random.Generator,
+                deadline: float | None = None) -> None:
         """Random descent: ``steps`` random moves, each made if it pays.
 
-        A move pays if it lowers the excess, or keeps it and lowers the value.
+        A move pays if it lowers the excess, or keeps it and lowers the value. Stops early
+        at ``deadline`` (a ``time.perf_counter()`` value).
         """
-        for pick, u, v in rng.random((steps, 3)).tolist():
+        for k, (pick, u, v) in enumerate(rng.random((steps, 3)).tolist()):
+            if deadline is not None and k % 256 == 0 and time.perf_counter() > deadline:
+                return
             move = self.propose(moves[int(pick * len(moves))], u, v)
             if move is not None and (move.excess < -1e-12 or (move.excess <= 1e-12
                                                               and move.value < -1e-12)):

@@ -76,6 +76,15 @@ class Budget:
         assert self.steps is not None
         return min(1.0, self.done / max(self.steps, 1))
 
+    @property
+    def deadline(self) -> float | None:
+        """The ``time.perf_counter()`` at which the time limit ends, or None."""
+        return None if self.limit is None else self.began + self.limit
+
+    def expired(self) -> bool:
+        """Whether the time limit has passed (never without one)."""
+        return self.limit is not None and time.perf_counter() - self.began >= self.limit
+
     def spent(self) -> bool:
         """Count one step; whether the budget is used up."""
         self.done += 1
@@ -97,7 +106,7 @@ def _static_result(state: AssignmentState, best: IntArray | None, solver: str) -
     less than greedy does.
     """
     instance = state.instance
-    greedy = best_fit_decreasing(instance)
+    greedy = state.start if state.start is not None else best_fit_decreasing(instance)
     if best is None:
         if greedy.status.has_plan:
             return dataclasses.replace(greedy, solver=f"{solver}; greedy plan kept")
@@ -144,12 +153,13 @@ class AnnealingSolver:
         """
         rng = np.random.default_rng(options.seed)
         if instance.objective.is_static:
-            return self._static(instance, options, rng)
-        return self._timed(instance, options, rng)
+            return self._static(instance, options, rng,
+                                Budget(options, DEFAULT_MOVES_PER_JOB * instance.n_jobs))
+        return self._timed(instance, options, rng, Budget(options, DEFAULT_DECODES))
 
     @staticmethod
-    def _static(instance: Instance, options: SolveOptions,
-                rng: np.random.Generator) -> Result:
+    def _static(instance: Instance, options: SolveOptions, rng: np.random.Generator,
+                budget: Budget) -> Result:
         state = AssignmentState(instance)
         state.greedy()
         best = state.choice.copy() if state.excess < 1e-9 else None
@@ -163,7 +173,6 @@ class AnnealingSolver:
         penalty = 2.0 * scale / max(float(np.mean([abs(m.excess) for m in sample]
                                                   or [1.0])), 1e-9)
         hot, cold = scale * HOT, scale * COLD
-        budget = Budget(options, DEFAULT_MOVES_PER_JOB * instance.n_jobs)
         infeasible = 0
         draws: list[list[float]] = []
         while not budget.spent():
@@ -185,14 +194,13 @@ class AnnealingSolver:
         return _static_result(state, best, f"sa ({budget.done} moves, seed {options.seed})")
 
     @staticmethod
-    def _timed(instance: Instance, options: SolveOptions,
-               rng: np.random.Generator) -> Result:
+    def _timed(instance: Instance, options: SolveOptions, rng: np.random.Generator,
+               budget: Budget) -> Result:
         encoding = PriorityEncoding(instance)
         keys = encoding.greedy()
         score, result = encoding.decode(keys)
         best, best_score = result, score
         unit = max(abs(score[1]), 1e-9)
-        budget = Budget(options, DEFAULT_DECODES)
         moves = list(options.moves)
 
         def energy(s: tuple[int, float]) -> float:
@@ -233,9 +241,10 @@ class GeneticSolver:
         """
         rng = np.random.default_rng(options.seed)
         crossover = CROSSOVERS[options.crossover]
+        budget = Budget(options, DEFAULT_GENERATIONS)
         if instance.objective.is_static:
-            return self._static(instance, options, rng, crossover)
-        return self._timed(instance, options, rng, crossover)
+            return self._static(instance, options, rng, crossover, budget)
+        return self._timed(instance, options, rng, crossover, budget)
 
     @staticmethod
     def _evolve(population: list[np.ndarray], fitness: list[float],
@@ -248,10 +257,10 @@ class GeneticSolver:
             elite = [population[i] for i in order[:ELITE]]
             elite_fit = [fitness[i] for i in order[:ELITE]]
             nxt, nxt_fit = elite, elite_fit
-            for _ in range(IMMIGRANTS):
+            for _ in range(IMMIGRANTS if not budget.expired() else 0):
                 genome, value = fresh()
                 nxt, nxt_fit = [*nxt, genome], [*nxt_fit, value]
-            while len(nxt) < POPULATION:
+            while len(nxt) < POPULATION and not budget.expired():
                 a, b = rng.integers(len(population), size=2)
                 first = population[a] if fitness[a] <= fitness[b] else population[b]
                 other = population[int(rng.integers(len(population)))]
@@ -260,7 +269,7 @@ class GeneticSolver:
             population[:], fitness[:] = nxt, nxt_fit
 
     def _static(self, instance: Instance, options: SolveOptions, rng: np.random.Generator,
-                crossover: Callable[..., np.ndarray]) -> Result:
+                crossover: Callable[..., np.ndarray], budget: Budget) -> Result:
         state = AssignmentState(instance)
         best: list[IntArray | None] = [None]
         best_value = [math.inf]
@@ -268,8 +277,9 @@ class GeneticSolver:
 
         def improve(genome: IntArray) -> tuple[IntArray, float]:
             state.set(genome)
-            state.repair(rng)
-            state.descend(IMPROVEMENT_MOVES_PER_JOB * instance.n_jobs, moves, rng)
+            state.repair(rng, budget.deadline)
+            state.descend(IMPROVEMENT_MOVES_PER_JOB * instance.n_jobs, moves, rng,
+                          budget.deadline)
             value = state.value + (0.0 if state.excess < 1e-9 else 1e12 * (1 + state.excess))
             if state.excess < 1e-9 and state.value < best_value[0] - 1e-9:
                 best[0], best_value[0] = state.choice.copy(), state.value
@@ -283,19 +293,21 @@ class GeneticSolver:
                     child[j] = state.options[j][int(rng.integers(state.options[j].size))]
             return improve(child)
 
-        population, fitness = [], []
+        population: list[np.ndarray] = []
+        fitness: list[float] = []
         for genome in [state.greedy(), *(state.random(rng) for _ in range(POPULATION - 1))]:
+            if len(population) >= 2 and budget.expired():
+                break
             genome, value = improve(genome)
             population.append(genome)
             fitness.append(value)
-        budget = Budget(options, DEFAULT_GENERATIONS)
         self._evolve(population, fitness, make, lambda: improve(state.random(rng)), budget,
                      rng)
         return _static_result(state, best[0],
                               f"ga ({budget.done} generations, seed {options.seed})")
 
     def _timed(self, instance: Instance, options: SolveOptions, rng: np.random.Generator,
-               crossover: Callable[..., np.ndarray]) -> Result:
+               crossover: Callable[..., np.ndarray], budget: Budget) -> Result:
         encoding = PriorityEncoding(instance)
         best: list[tuple[tuple[int, float], Result]] = []
 
@@ -305,12 +317,14 @@ class GeneticSolver:
                 best[:] = [(score, result)]
             return keys, score[0] * 1e18 + score[1]
 
-        population, fitness = [], []
+        population: list[np.ndarray] = []
+        fitness: list[float] = []
         for keys in [encoding.greedy(), *(encoding.random(rng) for _ in range(POPULATION - 1))]:
+            if len(population) >= 2 and budget.expired():
+                break
             keys, value = scored(keys)
             population.append(keys)
             fitness.append(value)
-        budget = Budget(options, DEFAULT_GENERATIONS)
         self._evolve(population, fitness, lambda a, b: scored(crossover(a, b, rng)),
                      lambda: scored(encoding.random(rng)), budget, rng)
         return _timed_result(instance, best[0][1],
