@@ -15,10 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from gpuplan import __version__
+from gpuplan.batch import default_workers, expand_inputs, make_tasks, run_batch, write_summary
+from gpuplan.bench import COLUMNS, NAMED, cells, load_suite, markdown, run_bench
 from gpuplan.errors import BackendUnavailableError, ExitCode, InputError, VerificationError
+from gpuplan.generate import SPEEDUP, generate_document
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import write_text_atomic
 from gpuplan.models.allocation import SPACE_SHARING, Policy
@@ -86,6 +97,10 @@ def _moves(value: str) -> list[str]:
         raise argparse.ArgumentTypeError(f"expected moves from {', '.join(MOVES)}, got "
                                          f"{value!r}")
     return names
+
+
+def _share(value: str) -> float:
+    return _number(value, float, lambda x: 0 <= x <= 1, "a share between 0 and 1")
 
 
 def _non_negative_float(value: str) -> float:
@@ -287,6 +302,88 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _cmd_batch(args: argparse.Namespace) -> int:
+    out = Path(args.output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(str(out), "", f"cannot create the folder: {exc}") from None
+    sources = expand_inputs(args.inputs)
+    if not sources:
+        raise InputError(" ".join(args.inputs), "", "no instance files found")
+    workers = args.workers or default_workers()
+    # Solver threads times local workers never exceed the cores.
+    threads = max(1, default_workers() // (1 if args.scheduler else workers))
+    options = SolveOptions(time_limit_s=args.time_limit, seed=args.seed, threads=threads)
+    tasks = make_tasks(sources, out, args.method, options)
+    rows: list[dict[str, Any]] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        bar = progress.add_task(f"planning ({args.method})", total=len(tasks))
+
+        def advance(row: dict[str, Any]) -> None:
+            rows.append(row)
+            progress.advance(bar)
+
+        try:
+            run_batch(tasks, workers, args.scheduler, on_row=advance)
+        finally:
+            # Also on Ctrl-C: the summary lists what finished, and every file is whole.
+            order = {t.source: i for i, t in enumerate(tasks)}
+            rows.sort(key=lambda r: order.get(str(r["file"]), 0))
+            as_json, as_csv = write_summary(rows, out)
+    failed = [r for r in rows if not r["verified"]]
+    console.print(f"{len(rows)} instances, {len(rows) - len(failed)} planned and verified, "
+                  f"{sum(bool(r['resumed']) for r in rows)} up to date; summary in {as_json} "
+                  f"and {as_csv}", markup=False)
+    for row in failed[:10]:
+        console.print(f"  {row['file']}: {row['status']} {row['error']}", markup=False)
+    return ExitCode.OK if not failed else ExitCode.FAILED
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = [m for m in methods if m not in SOLVERS]
+    if unknown or not methods:
+        raise InputError("--methods", "", f"unknown method {unknown[0] if unknown else ''!r}; "
+                         f"choose from {', '.join(SOLVERS)}")
+    problems = load_suite(args.suite, Path(args.benchmarks),
+                          [n for n in (args.only or "").split(",") if n])
+    options = SolveOptions(time_limit_s=args.time_limit, seed=args.seed, threads=args.threads)
+    table = Table(title=f"{args.suite}: {', '.join(methods)}")
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column in ("instance", "method", "status")
+                         else "right")
+    with Progress(*(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeRemainingColumn()), console=console, transient=True) as progress:
+        bar = progress.add_task("benchmarking", total=len(problems) * len(methods))
+        rows = run_bench(problems, methods, options, on_row=lambda _: progress.advance(bar))
+    for row in rows:
+        table.add_row(*cells(row))
+    console.print(table)
+    if args.output is not None:
+        write_text_atomic(Path(args.output), f"# {args.suite}, {args.time_limit or '-'} s "
+                          f"per run\n\nWritten by `gpuplan bench`.\n\n{markdown(rows)}")
+        console.print(f"wrote {args.output}", markup=False)
+    return ExitCode.OK
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    try:
+        document = generate_document(
+            args.jobs, args.nodes, tuple(args.types.split(",")), args.seed,
+            args.gpus_per_node, args.dependencies, args.arrivals, args.deadlines,
+            args.objective or "makespan")
+    except ValueError as exc:
+        raise InputError("--types" if "type" in str(exc) else "--jobs", "", str(exc)) from None
+    # Validate before writing: a generated file must load as it is.
+    build_instance(parse_document(document, args.output), args.output)
+    write_text_atomic(Path(args.output), json.dumps(document, indent=1) + "\n")
+    console.print(f"wrote {args.output}: {args.jobs} jobs on {args.nodes} nodes", markup=False)
+    return ExitCode.OK
+
+
 def _cmd_export_model(args: argparse.Namespace) -> int:
     instance = read_instance(args.instance, objective=args.objective,
                              file_format=args.input_format, sense=args.sense)
@@ -467,6 +564,67 @@ def build_parser() -> argparse.ArgumentParser:
                          help="gavel: add job classes and the measured pair speeds, for "
                          "solve --method balance --space-sharing")
     convert.set_defaults(run=_cmd_convert)
+
+    batch = commands.add_parser(
+        "batch", help="plan many instance files, locally or on a Dask cluster",
+        description="Plan every instance file (files, folders, globs): one schedule JSON "
+        "per instance in OUTDIR plus summary.json and summary.csv. A bad or infeasible file "
+        "is recorded in the summary and never stops the batch; schedules already in OUTDIR, "
+        "newer than their instance and by the same method, are kept (resume).",
+    )
+    batch.add_argument("inputs", nargs="+", metavar="INPUT")
+    batch.add_argument("-o", "--output", required=True, metavar="OUTDIR")
+    batch.add_argument("--method", choices=sorted(SOLVERS), default="greedy")
+    batch.add_argument("--time-limit", type=_positive_float, metavar="S",
+                       help="seconds per instance")
+    batch.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    batch.add_argument("--workers", type=_positive_int, metavar="N",
+                       help="local worker processes (default: one per core)")
+    batch.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                       help="send the work to this Dask scheduler instead")
+    batch.set_defaults(run=_cmd_batch)
+
+    bench = commands.add_parser(
+        "bench", help="run methods side by side on a suite and compare",
+        description="Plan every instance of a suite (a folder or pattern of instance files, "
+        "or a named set of the shared benchmarks with known values: "
+        f"{', '.join(NAMED)}) with each method at the same time limit; print and write "
+        "the table (objective, best known, gap %%, bound, seconds, verified).",
+    )
+    bench.add_argument("suite", metavar="SUITE")
+    bench.add_argument("--methods", default="greedy", metavar="M,...",
+                       help=f"methods, from {', '.join(SOLVERS)} (default: greedy)")
+    bench.add_argument("--time-limit", type=_positive_float, metavar="S",
+                       help="seconds per run")
+    bench.add_argument("--only", metavar="NAME,...", help="only these instances")
+    bench.add_argument("--benchmarks", default=str(Path("..") / "shared" / "benchmarks"),
+                       metavar="DIR", help="the shared benchmarks (default: "
+                       "../shared/benchmarks)")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--threads", type=_positive_int, default=2)
+    bench.add_argument("-o", "--output", metavar="OUT.md", help="write the table here")
+    bench.set_defaults(run=_cmd_bench)
+
+    generate = commands.add_parser(
+        "generate", help="write a seeded synthetic instance",
+        description="Jobs as Gavel's generator draws them (gangs 1/2/4/8, run times, model "
+        "memory) on nodes of GPU types with Gavel's measured speed-ups.",
+    )
+    generate.add_argument("--jobs", type=_positive_int, required=True, metavar="N")
+    generate.add_argument("--nodes", type=_positive_int, required=True, metavar="K")
+    generate.add_argument("--types", default="v100,p100,k80", metavar="T,...",
+                          help=f"GPU types, from {', '.join(SPEEDUP)} (default: all)")
+    generate.add_argument("--gpus-per-node", type=_positive_int, default=8, metavar="N")
+    generate.add_argument("--dependencies", type=_share, default=0.0, metavar="P",
+                          help="share of jobs that depend on an earlier one (default: 0)")
+    generate.add_argument("--arrivals", type=_non_negative_float, default=0.0, metavar="S",
+                          help="release jobs uniformly over [0, S] seconds (default: 0)")
+    generate.add_argument("--deadlines", type=_share, default=0.0, metavar="P",
+                          help="share of jobs with a deadline (default: 0)")
+    generate.add_argument("--objective", choices=[k.value for k in ObjectiveKind])
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("-o", "--output", required=True, metavar="FILE.json")
+    generate.set_defaults(run=_cmd_generate)
 
     export = commands.add_parser(
         "export-model", help="write the assignment MILP as an LP or MPS file",
