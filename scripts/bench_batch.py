@@ -7,8 +7,9 @@ Usage:
 1. ``--instances`` generated instances of 20 jobs on 4 nodes (``gpuplan generate``
    shapes, seeds 0, 1, ...) planned with greedy by ``gpuplan batch --workers N``, timed
    end to end as a user runs it (the command, process start-up included);
-2. ``--milp-instances`` of them with milp at ``--time-limit 1``: the wall time against
-   instances x limit / workers;
+2. ``--milp-instances`` of them, with objective ``assign-cost`` (milp plans static
+   objectives), with milp at ``--time-limit 1``: the wall time against instances x limit
+   / workers;
 3. the greedy batch again through a 2-worker Dask ``LocalCluster`` on loopback
    (``--scheduler``), with every schedule compared to the local run's.
 """
@@ -64,7 +65,9 @@ def main() -> None:
             text = json.dumps(generate_document(20, 4, seed=seed, dependencies=0.1))
             (inputs / f"g{seed:05d}.json").write_text(text)
             if seed < args.milp_instances:
-                (few / f"g{seed:05d}.json").write_text(text)
+                # milp plans static objectives: the same jobs, placed at minimum cost.
+                static = generate_document(20, 4, seed=seed, objective="assign-cost")
+                (few / f"g{seed:05d}.json").write_text(json.dumps(static))
         seconds = batch(inputs, root / "greedy", "--workers", workers)
         lines.append(f"| greedy, local | {args.instances} | {workers} | {seconds:.2f} | "
                      f"{args.instances / seconds:.0f} | {verified(root / 'greedy')} | "
