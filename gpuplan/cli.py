@@ -312,8 +312,9 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     if not sources:
         raise InputError(" ".join(args.inputs), "", "no instance files found")
     workers = args.workers or default_workers()
-    # Solver threads times local workers never exceed the cores.
-    threads = max(1, default_workers() // (1 if args.scheduler else workers))
+    # Solver threads times local workers never exceed the cores; on Dask every worker
+    # thread runs one task, so each solve gets one thread.
+    threads = 1 if args.scheduler else max(1, default_workers() // workers)
     options = SolveOptions(time_limit_s=args.time_limit, seed=args.seed, threads=threads)
     tasks = make_tasks(sources, out, args.method, options)
     rows: list[dict[str, Any]] = []
