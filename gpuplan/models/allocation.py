@@ -338,7 +338,7 @@ def policy_value(data: ThroughputData, policy: Policy, share: FloatArray,
 
     Used to score allocations that were not solved on ``data`` as a whole (partitioned
     solves). For ``min-cost`` the spend per hour is returned whether or not the floors
-    hold; :func:`floors_met` tells.
+    hold (a partitioned solve meets them, since each part does).
     """
     throughput = (data.rate * share).sum(axis=1)
     match policy:
