@@ -35,24 +35,35 @@ from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.models.bounds import objective_bound
 from gpuplan.schedule import Status
 from gpuplan.solvers.base import Result, SolveOptions, plan_status
-from gpuplan.solvers.encodings import CROSSOVERS, AssignmentState, PriorityEncoding
+from gpuplan.solvers.encodings import (
+    CROSSOVERS,
+    NO_EXCESS,
+    AssignmentState,
+    MoveTable,
+    PriorityEncoding,
+)
 from gpuplan.solvers.greedy import best_fit_decreasing
 
-#: Moves (static) or decodes (time-based) per job when there is no time limit.
-DEFAULT_MOVES_PER_JOB = 200
+#: Steps per job (static) or decodes (time-based) when there is no time limit.
+DEFAULT_STEPS_PER_JOB = 20
 DEFAULT_DECODES = 2000
 #: Start and end temperatures of static annealing, relative to the mean |value change|
-#: of random moves.
-HOT, COLD = 1.0, 1e-3
-#: Share of a window's moves spent with excess above which the penalty rises.
-INFEASIBLE_SHARE = 0.1
-#: Moves between adjustments of the capacity penalty.
-PENALTY_WINDOW = 1000
+#: of the moves from the start plan.
+HOT, COLD = 1.0, 0.01
+#: Cost above the cheapest move, in temperatures, beyond which a move is not drawn.
+GUMBEL_REACH = 30.0
+#: Temperature of the genetic algorithm's improvement of each child, on the same scale.
+CHILD_TEMPERATURE = 0.02
+#: Steps between adjustments of the capacity penalty, and the share of them ending with
+#: excess above which it rises (by PENALTY_UP; else it falls by PENALTY_DOWN).
+PENALTY_WINDOW = 20
+INFEASIBLE_SHARE = 0.5
+PENALTY_UP, PENALTY_DOWN = 1.3, 1.1
 #: Generations when there is no time limit.
 DEFAULT_GENERATIONS = 100
-POPULATION, ELITE, IMMIGRANTS = 20, 4, 3
-#: Random descent moves per job after each static child's repair.
-IMPROVEMENT_MOVES_PER_JOB = 50
+POPULATION, ELITE, IMMIGRANTS = 10, 2, 1
+#: Annealing steps per job that improve each static child.
+IMPROVEMENT_STEPS_PER_JOB = 2
 
 
 class Budget:
@@ -91,6 +102,94 @@ class Budget:
         if self.steps is not None and self.done > self.steps:
             return True
         return self.limit is not None and time.perf_counter() - self.began >= self.limit
+
+
+class StaticSearch:
+    """Rejection-free annealing of a static plan (the heat-bath rule).
+
+    Each step prices every move at once (:meth:`AssignmentState.tables`) and makes one,
+    drawn with probability proportional to ``exp(-cost / temperature)`` by the Gumbel-max
+    trick; a move's cost is its value change plus the penalty times its excess change.
+    No step is wasted on a rejected proposal, and at low temperature a step is the best
+    move, so the search descends like steepest descent and still leaves local optima.
+    The penalty adapts (after Yagiura et al.'s GAP searches): it rises while most steps
+    end with excess, and falls otherwise.
+
+    Parameters
+    ----------
+    state
+        The plan to search from; changed in place.
+    moves
+        Names of :data:`~gpuplan.solvers.encodings.MOVES`.
+    rng
+        The seeded generator.
+    """
+
+    def __init__(self, state: AssignmentState, moves: list[str],
+                 rng: np.random.Generator) -> None:
+        self.state, self.moves, self.rng = state, moves, rng
+        tables = state.tables(moves, rng)
+        value = np.abs(np.concatenate([t.value[np.isfinite(t.value)] for t in tables]))
+        excess = np.abs(np.concatenate([t.excess[np.isfinite(t.excess)] for t in tables]))
+        value, excess = value[value > 0], excess[excess > 0]
+        #: Mean value change of a move from the start: temperatures are relative to it.
+        self.scale = float(value.mean()) if value.size else 1.0
+        self.penalty = 2.0 * self.scale / (float(excess.mean()) if excess.size else 1.0)
+        self.steps = 0
+        self._infeasible = 0
+        #: Best genome without excess, and its value: overall, and since :meth:`restart`.
+        self.best: IntArray | None = None
+        self.best_value = math.inf
+        self.run_best: IntArray | None = None
+        self.run_best_value = math.inf
+        self._note()
+
+    def restart(self) -> None:
+        """Forget the run's best (not the overall best): the state was set anew."""
+        self.run_best, self.run_best_value = None, math.inf
+        self._note()
+
+    def _note(self) -> None:
+        state = self.state
+        if state.excess >= NO_EXCESS:
+            return
+        if state.value < self.run_best_value - 1e-9:
+            self.run_best, self.run_best_value = state.choice.copy(), state.value
+        if state.value < self.best_value - 1e-9:
+            self.best, self.best_value = state.choice.copy(), state.value
+
+    def step(self, temperature: float) -> None:
+        """Make one move drawn at ``temperature`` (0: the best move), if any is allowed."""
+        pick: tuple[MoveTable, int, int] | None = None
+        low = math.inf
+        for table in self.state.tables(self.moves, self.rng):
+            cost = table.value + self.penalty * table.excess
+            if not cost.size:
+                continue
+            flat = cost.ravel()
+            k = int(np.argmin(flat))
+            if temperature > 0 and np.isfinite(flat[k]):
+                # Gumbel-max over the moves that can win: one whose cost exceeds the
+                # lowest by GUMBEL_REACH temperatures wins with probability below e^-30.
+                near = np.flatnonzero(flat <= flat[k] + GUMBEL_REACH * temperature)
+                noisy = flat[near] - temperature * self.rng.gumbel(size=near.size)
+                k = int(near[np.argmin(noisy)])
+                drawn = float(noisy.min())
+            else:
+                drawn = float(flat[k])
+            if drawn < low:
+                low = drawn
+                pick = (table, *divmod(k, cost.shape[1]))
+        if pick is None:
+            return
+        self.state.make(*pick)
+        self._note()
+        self.steps += 1
+        self._infeasible += self.state.excess >= NO_EXCESS
+        if self.steps % PENALTY_WINDOW == 0:
+            crowded = self._infeasible > INFEASIBLE_SHARE * PENALTY_WINDOW
+            self.penalty *= PENALTY_UP if crowded else 1 / PENALTY_DOWN
+            self._infeasible = 0
 
 
 def _no_plan(instance: Instance, solver: str, why: str) -> Result:
@@ -154,7 +253,7 @@ class AnnealingSolver:
         rng = np.random.default_rng(options.seed)
         if instance.objective.is_static:
             return self._static(instance, options, rng,
-                                Budget(options, DEFAULT_MOVES_PER_JOB * instance.n_jobs))
+                                Budget(options, DEFAULT_STEPS_PER_JOB * instance.n_jobs))
         return self._timed(instance, options, rng, Budget(options, DEFAULT_DECODES))
 
     @staticmethod
@@ -162,36 +261,12 @@ class AnnealingSolver:
                 budget: Budget) -> Result:
         state = AssignmentState(instance)
         state.greedy()
-        best = state.choice.copy() if state.excess < 1e-9 else None
-        best_value = state.value if best is not None else math.inf
-        moves = list(options.moves)
-        sample = [m for m in (state.propose(moves[k % len(moves)], u, v)
-                              for k, (u, v) in enumerate(rng.random((200, 2)).tolist()))
-                  if m is not None]
-        scale = float(np.mean([abs(m.value) for m in sample])) if sample else 1.0
-        scale = scale if scale > 0 else 1.0
-        penalty = 2.0 * scale / max(float(np.mean([abs(m.excess) for m in sample]
-                                                  or [1.0])), 1e-9)
-        hot, cold = scale * HOT, scale * COLD
-        infeasible = 0
-        draws: list[list[float]] = []
+        search = StaticSearch(state, list(options.moves), rng)
+        hot, cold = search.scale * HOT, search.scale * COLD
         while not budget.spent():
-            if not draws:
-                draws = rng.random((4096, 4)).tolist()
-            pick, u, v, w = draws.pop()
-            temperature = hot * (cold / hot) ** budget.progress()
-            move = state.propose(moves[int(pick * len(moves))], u, v)
-            if move is not None:
-                delta = move.value + penalty * move.excess
-                if delta <= 0 or w < math.exp(-delta / temperature):
-                    state.apply(move)
-            if state.excess < 1e-9 and state.value < best_value - 1e-9:
-                best, best_value = state.choice.copy(), state.value
-            infeasible += state.excess >= 1e-9
-            if budget.done % PENALTY_WINDOW == 0:
-                penalty *= 1.2 if infeasible > INFEASIBLE_SHARE * PENALTY_WINDOW else 1 / 1.05
-                infeasible = 0
-        return _static_result(state, best, f"sa ({budget.done} moves, seed {options.seed})")
+            search.step(hot * (cold / hot) ** budget.progress())
+        return _static_result(state, search.best,
+                              f"sa ({search.steps} steps, seed {options.seed})")
 
     @staticmethod
     def _timed(instance: Instance, options: SolveOptions, rng: np.random.Generator,
@@ -271,19 +346,20 @@ class GeneticSolver:
     def _static(self, instance: Instance, options: SolveOptions, rng: np.random.Generator,
                 crossover: Callable[..., np.ndarray], budget: Budget) -> Result:
         state = AssignmentState(instance)
-        best: list[IntArray | None] = [None]
-        best_value = [math.inf]
-        moves = list(options.moves)
+        state.greedy()
+        search = StaticSearch(state, list(options.moves), rng)
+        steps = max(1, round(IMPROVEMENT_STEPS_PER_JOB * instance.n_jobs))
 
         def improve(genome: IntArray) -> tuple[IntArray, float]:
             state.set(genome)
-            state.repair(rng, budget.deadline)
-            state.descend(IMPROVEMENT_MOVES_PER_JOB * instance.n_jobs, moves, rng,
-                          budget.deadline)
-            value = state.value + (0.0 if state.excess < 1e-9 else 1e12 * (1 + state.excess))
-            if state.excess < 1e-9 and state.value < best_value[0] - 1e-9:
-                best[0], best_value[0] = state.choice.copy(), state.value
-            return state.choice.copy(), value
+            search.restart()
+            for _ in range(steps):
+                if budget.expired():
+                    break
+                search.step(search.scale * CHILD_TEMPERATURE)
+            if search.run_best is not None:
+                return search.run_best, search.run_best_value
+            return state.choice.copy(), state.value + 1e12 * (1.0 + state.excess)
 
         def make(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
             child = crossover(a, b, rng)
@@ -303,7 +379,7 @@ class GeneticSolver:
             fitness.append(value)
         self._evolve(population, fitness, make, lambda: improve(state.random(rng)), budget,
                      rng)
-        return _static_result(state, best[0],
+        return _static_result(state, search.best,
                               f"ga ({budget.done} generations, seed {options.seed})")
 
     def _timed(self, instance: Instance, options: SolveOptions, rng: np.random.Generator,
