@@ -3,36 +3,45 @@
 A suite is a folder of instance files, or a named set of ``../shared/benchmarks/`` with its
 known values (:data:`NAMED`). Every (instance, method) pair is planned with the same time
 limit through :func:`~gpuplan.planning.plan`, so every plan is verified, and becomes a row:
-objective, best known value, gap to it, bound, seconds, verified.
+objective, best known value, gap to it, bound, seconds, verified. A method is given as
+``NAME[@WARM][:KEY=VALUE]...`` (:func:`parse_method`), so that variants of one method (a
+warm start, another backend, a policy) run side by side. The benchmark scripts in
+``scripts/`` are suites and method lists for this harness.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gpuplan.batch import expand_inputs
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance
-from gpuplan.planning import plan
+from gpuplan.planning import WARM_HEURISTICS, WARM_STARTED, plan
 from gpuplan.readers import read_instance
-from gpuplan.solvers import SolveOptions
+from gpuplan.solvers import SOLVERS, SolveOptions
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One instance of a suite: how to read it, and its best known value if any."""
+    """One instance of a suite: how to read it, its best known value if any, its group.
+
+    ``group`` gathers problems for the summary (a GAP type, or the folder).
+    """
 
     name: str
     load: Callable[[], Instance]
     best: float | None
+    group: str = ""
 
 
-def _gap_set(root: Path, family: str) -> list[Problem]:
-    """GAP problems of ``known_values.csv`` (minimisation) whose file is in ``family``."""
+def _gap_set(root: Path, family: str, sense: Literal["min", "max"] = "min") -> list[Problem]:
+    """GAP problems of ``known_values.csv`` whose file is in ``family``, in one sense."""
     table = root / "gap" / "known_values.csv"
     problems = []
     with table.open() as handle:
@@ -43,20 +52,25 @@ def _gap_set(root: Path, family: str) -> list[Problem]:
             if kind != family:
                 continue
             spec = f"{root / 'gap' / file}#{row['index_in_file']}"
-            best = float(row["best_known_min"]) if row["best_known_min"] else None
-            problems.append(Problem(row["instance"], _reader(spec, "orlib-gap"), best))
+            known = row["opt_max"] if sense == "max" else row["best_known_min"]
+            group = (f"{family} {sense}" if family == "gap1-12"
+                     else f"{family} {row['instance'][0].upper()}")
+            problems.append(Problem(row["instance"], _reader(spec, "orlib-gap", sense),
+                                    float(known) if known else None, group))
     return problems
 
 
-def _reader(spec: str, file_format: str) -> Callable[[], Instance]:
+def _reader(spec: str, file_format: str,
+            sense: Literal["min", "max"] = "min") -> Callable[[], Instance]:
     def load() -> Instance:
-        return read_instance(spec, file_format=file_format, sense="min")
+        return read_instance(spec, file_format=file_format, sense=sense)
     return load
 
 
 #: Named suites and the folder under the benchmarks root they come from.
 NAMED: dict[str, Callable[[Path], list[Problem]]] = {
     "gap1-12": lambda root: _gap_set(root, "gap1-12"),
+    "gap1-12-max": lambda root: _gap_set(root, "gap1-12", "max"),
     "chu-beasley": lambda root: _gap_set(root, "chu-beasley"),
     "yagiura": lambda root: _gap_set(root, "yagiura"),
 }
@@ -80,43 +94,120 @@ def load_suite(suite: str, benchmarks: Path, only: Sequence[str] = ()) -> list[P
         if not paths:
             raise InputError(suite, "", f"not a suite ({', '.join(NAMED)}) nor a folder or "
                              "pattern with instance files")
-        problems = [Problem(p.stem, _reader(str(p), "gpuplan"), None) for p in paths]
+        problems = [Problem(p.stem, _reader(str(p), "gpuplan"), None, p.parent.name)
+                    for p in paths]
     if only:
         problems = [p for p in problems if p.name in set(only)]
     return problems
 
 
+#: The option types a method spec may set, by the annotation of the SolveOptions field.
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "str": str, "int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes"),
+}
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method as a bench runs it: ``NAME[@WARM][:KEY=VALUE]...``.
+
+    Attributes
+    ----------
+    label
+        The spec as written; the row's method.
+    name
+        A registered method (:data:`~gpuplan.solvers.SOLVERS`).
+    warm
+        The heuristic that warm-starts it, or None.
+    overrides
+        :class:`~gpuplan.solvers.SolveOptions` fields it sets, e.g. ``backend=cpsat``.
+    """
+
+    label: str
+    name: str
+    warm: str | None
+    overrides: dict[str, Any]
+
+    def options(self, base: SolveOptions) -> SolveOptions:
+        """The run's options with this method's overrides."""
+        return dataclasses.replace(base, **self.overrides)
+
+
+def parse_method(spec: str) -> MethodSpec:
+    """Read ``NAME[@WARM][:KEY=VALUE]...``, e.g. ``milp@sa`` or ``milp:backend=cpsat``.
+
+    ``KEY`` is a plain (text, number or flag) field of
+    :class:`~gpuplan.solvers.SolveOptions`, such as ``backend``, ``policy``,
+    ``partitions`` or ``crossover``.
+
+    Raises
+    ------
+    InputError
+        Naming ``--methods`` and what is wrong with the spec.
+    """
+    head, *pairs = spec.split(":")
+    name, _, warm = head.partition("@")
+    if name not in SOLVERS:
+        raise InputError("--methods", "", f"unknown method {name!r} in {spec!r}; choose from "
+                         f"{', '.join(SOLVERS)}")
+    if warm and (name not in WARM_STARTED or warm not in WARM_HEURISTICS):
+        raise InputError("--methods", "", f"{spec!r}: a warm start NAME@WARM takes NAME from "
+                         f"{', '.join(WARM_STARTED)} and WARM from {', '.join(WARM_HEURISTICS)}")
+    fields = {f.name: str(f.type).split(" ")[0] for f in dataclasses.fields(SolveOptions)}
+    overrides: dict[str, Any] = {}
+    for pair in pairs:
+        key, _, text = pair.partition("=")
+        kind = fields.get(key.replace("-", "_"), "")
+        if kind not in _PARSERS or not text:
+            settable = sorted(k for k, t in fields.items() if t in _PARSERS)
+            raise InputError("--methods", "", f"{spec!r}: {pair!r} is not KEY=VALUE with KEY "
+                             f"one of {', '.join(settable)}")
+        try:
+            overrides[key.replace("-", "_")] = _PARSERS[kind](text)
+        except ValueError:
+            raise InputError("--methods", "", f"{spec!r}: {key} needs a {kind}, got "
+                             f"{text!r}") from None
+    return MethodSpec(spec, name, warm or None, overrides)
+
+
 def run_bench(problems: Sequence[Problem], methods: Sequence[str], options: SolveOptions,
               on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Plan every problem with every method; one row each.
+    """Plan every problem with every method (:func:`parse_method` specs); one row each.
 
     An instance that cannot be read or planned is a row with status ``error``.
+
+    Raises
+    ------
+    InputError
+        If a method spec is malformed (before anything runs).
     """
+    specs = [parse_method(m) for m in methods]
     rows = []
     for problem in problems:
         try:
             instance = problem.load()
         except InputError as exc:
-            rows.append({"instance": problem.name, "method": "-", "status": "error",
-                         "error": str(exc)})
+            rows.append({"instance": problem.name, "group": problem.group, "method": "-",
+                         "status": "error", "error": str(exc)})
             continue
-        for method in methods:
+        for spec in specs:
             row: dict[str, Any]
             try:
-                schedule = plan(instance, method, options)
+                schedule = plan(instance, spec.name, spec.options(options), warm=spec.warm)
             except InputError as exc:
-                row = {"instance": problem.name, "method": method, "status": "error",
-                       "error": str(exc)}
+                row = {"instance": problem.name, "group": problem.group, "method": spec.label,
+                       "status": "error", "error": str(exc)}
             else:
                 value, best = schedule.objective, problem.best
                 row = {
-                    "instance": problem.name, "method": method,
+                    "instance": problem.name, "group": problem.group, "method": spec.label,
                     "status": schedule.status.value, "objective": value, "best_known": best,
                     "gap_pct": (None if value is None or not best
                                 else 100.0 * abs(value - best) / abs(best)),
                     "bound": schedule.bound, "seconds": schedule.wall_time_s,
                     "verified": bool(schedule.verification and schedule.verification.ok
                                      and schedule.status.has_plan),
+                    "solver": schedule.solver,
                 }
             rows.append(row)
             if on_row is not None:
@@ -150,4 +241,34 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The rows as a Markdown table."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
     lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+#: Column titles of a bench summary.
+SUMMARY_COLUMNS = ("group", "method", "problems", "verified plans", "mean gap %",
+                   "max gap %", "optimal", "mean seconds")
+
+
+def summary(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """Per (group, method), in the order first met: counts, gaps to best known, time."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row.get("group", ""), row["method"]), []).append(row)
+    table = []
+    for (group, method), items in groups.items():
+        gaps = [r["gap_pct"] for r in items if r.get("gap_pct") is not None]
+        seconds = [r["seconds"] for r in items if r.get("seconds") is not None]
+        table.append([group or "-", method, str(len(items)),
+                      str(sum(bool(r.get("verified")) for r in items)),
+                      f"{statistics.mean(gaps):.3g}" if gaps else "-",
+                      f"{max(gaps):.3g}" if gaps else "-",
+                      str(sum(r["status"] == "optimal" for r in items)),
+                      f"{statistics.mean(seconds):.3g}" if seconds else "-"])
+    return table
+
+
+def summary_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """:func:`summary` as a Markdown table."""
+    lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in summary(rows)]
     return "\n".join(lines) + "\n"

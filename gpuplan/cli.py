@@ -27,7 +27,18 @@ from rich.table import Table
 
 from gpuplan import __version__
 from gpuplan.batch import default_workers, expand_inputs, make_tasks, run_batch, write_summary
-from gpuplan.bench import COLUMNS, NAMED, cells, load_suite, markdown, run_bench
+from gpuplan.bench import (
+    COLUMNS,
+    NAMED,
+    SUMMARY_COLUMNS,
+    cells,
+    load_suite,
+    markdown,
+    parse_method,
+    run_bench,
+    summary,
+    summary_markdown,
+)
 from gpuplan.errors import BackendUnavailableError, ExitCode, InputError, VerificationError
 from gpuplan.generate import SPEEDUP, generate_document
 from gpuplan.instance import Instance, ObjectiveKind
@@ -345,10 +356,10 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     methods = [m for m in args.methods.split(",") if m]
-    unknown = [m for m in methods if m not in SOLVERS]
-    if unknown or not methods:
-        raise InputError("--methods", "", f"unknown method {unknown[0] if unknown else ''!r}; "
-                         f"choose from {', '.join(SOLVERS)}")
+    if not methods:
+        raise InputError("--methods", "", f"no method given; choose from {', '.join(SOLVERS)}")
+    for method in methods:
+        parse_method(method)
     problems = load_suite(args.suite, Path(args.benchmarks),
                           [n for n in (args.only or "").split(",") if n])
     options = SolveOptions(time_limit_s=args.time_limit, seed=args.seed, threads=args.threads)
@@ -363,9 +374,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     for row in rows:
         table.add_row(*cells(row))
     console.print(table)
+    totals = Table(title="summary")
+    for column in SUMMARY_COLUMNS:
+        totals.add_column(column, justify="left" if column in ("group", "method") else "right")
+    for line in summary(rows):
+        totals.add_row(*line)
+    console.print(totals)
     if args.output is not None:
+        command = " ".join([f"gpuplan bench {args.suite} --methods {args.methods}",
+                            *([f"--only {args.only}"] if args.only else []),
+                            *([f"--time-limit {args.time_limit:g}"] if args.time_limit else []),
+                            f"--seed {args.seed} --threads {args.threads}"])
         write_text_atomic(Path(args.output), f"# {args.suite}, {args.time_limit or '-'} s "
-                          f"per run\n\nWritten by `gpuplan bench`.\n\n{markdown(rows)}")
+                          f"per run\n\nWritten by `{command}`.\n\n{summary_markdown(rows)}\n"
+                          f"{markdown(rows)}")
         console.print(f"wrote {args.output}", markup=False)
     return ExitCode.OK
 
@@ -594,7 +616,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("suite", metavar="SUITE")
     bench.add_argument("--methods", default="greedy", metavar="M,...",
-                       help=f"methods, from {', '.join(SOLVERS)} (default: greedy)")
+                       help=f"methods, from {', '.join(SOLVERS)}, each NAME[@WARM]"
+                       "[:KEY=VALUE]... (milp@sa: warm-started by sa; milp:backend=cpsat: "
+                       "another option; default: greedy)")
     bench.add_argument("--time-limit", type=_positive_float, metavar="S",
                        help="seconds per run")
     bench.add_argument("--only", metavar="NAME,...", help="only these instances")

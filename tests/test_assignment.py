@@ -14,6 +14,7 @@ from test_greedy import instance_from
 
 from gpuplan import InputError, Instance, ObjectiveKind, Status, plan, read_instance
 from gpuplan.models.assignment import AssignmentModel, PooledModel
+from gpuplan.models.textbook import ADDITIVE
 from gpuplan.solvers import SolveOptions
 from gpuplan.solvers.highs import HighsBackend
 from gpuplan.solvers.lns import subprogram
@@ -106,6 +107,37 @@ def test_gap1_known_optima(backend: str, problem: int, sense: str, optimum: int)
     assert schedule.status is Status.OPTIMAL
     assert schedule.objective == optimum
     assert schedule.bound == pytest.approx(optimum)
+
+
+@needs_gap
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("problem", "sense", "optimum"), GAP1)
+def test_textbook_model_known_optima(backend: str, problem: int, sense: str,
+                                     optimum: int) -> None:
+    """The textbook peer proves the same gap1 optima on every backend, its plan verified."""
+    instance = read_instance(f"{GAP}/gap1.txt#{problem}", file_format="orlib-gap",
+                             sense=sense)  # type: ignore[arg-type]
+    schedule = plan(instance, "textbook", SolveOptions(backend=backend, time_limit_s=30))
+    assert schedule.status is Status.OPTIMAL and schedule.objective == optimum
+    assert schedule.verification is not None and schedule.verification.ok
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("objective", sorted(ADDITIVE), ids=lambda k: k.value)
+def test_textbook_model_matches_brute_force(backend: str, objective: ObjectiveKind) -> None:
+    """On the tiny instance the textbook peer proves the brute-force optimum, every backend."""
+    instance = instance_from(TINY).with_objective(objective)
+    schedule = plan(instance, "textbook", SolveOptions(backend=backend))
+    assert schedule.status is Status.OPTIMAL
+    assert schedule.objective == pytest.approx(brute_force(instance), abs=1e-6)
+
+
+def test_textbook_model_declines_gangs() -> None:
+    """The textbook model places jobs on single GPUs: an instance with a gang is refused."""
+    document = {**TINY, "jobs": [{**TINY["jobs"][1], "gpus": 2}, *TINY["jobs"][2:]],
+                "nodes": [{"id": "a", "gpus": {"big": 1, "small": 2}}]}
+    with pytest.raises(InputError, match="textbook"):
+        plan(instance_from(document), "textbook")
 
 
 @needs_gap

@@ -13,11 +13,12 @@ from gpuplan.solvers.base import Result, SolveOptions, Solver
 from gpuplan.solvers.cp import CpSolver
 from gpuplan.solvers.greedy import GreedySolver
 from gpuplan.solvers.metaheuristics import AnnealingSolver, GeneticSolver
+from gpuplan.solvers.textbook import TextbookSolver
 
 SOLVERS: dict[str, Solver] = {
     solver.name: solver
     for solver in (GreedySolver(), MilpSolver(), LpSolver(), CpSolver(), BalanceSolver(),
-                   AnnealingSolver(), GeneticSolver())
+                   AnnealingSolver(), GeneticSolver(), TextbookSolver())
 }
 
 __all__ = ["SOLVERS", "Result", "SolveOptions", "Solver", "get_solver"]

@@ -9,16 +9,16 @@ one (:func:`~gpuplan.models.bounds.objective_bound`); they prove nothing themsel
 
 Defaults (documented in README):
 
-- annealing: temperature from the mean cost change of 200 random moves down to a
-  thousandth of it, geometrically over the budget; moves drawn evenly from ``--moves``;
-  static capacity excess weighed by an adaptive penalty (raised by 20% after a window of
-  1,000 moves more than 10% of them with excess, lowered by 5% otherwise, after Yagiura
-  et al.'s GAP heuristics); moves priced in pure Python over the GPUs they touch, about
-  100,000 per second on GAP;
-- genetic: 20 individuals, 4 elite kept, 3 random immigrants per generation, children by
+- annealing, static: rejection-free (heat bath, :class:`StaticSearch`), every shift and
+  swap priced per step; temperature from the mean value change of the start plan's moves
+  down to a hundredth of it, geometrically over the budget; capacity excess weighed by an
+  adaptive penalty (x1.3 after a window of 20 steps more than half of which ended with
+  excess, /1.1 otherwise, after Yagiura et al.'s GAP searches);
+- annealing, time-based: Metropolis over one key move per decode;
+- genetic: 10 individuals, 2 elite kept, 1 random immigrant per generation, children by
   ``--crossover`` of a tournament winner and another parent; a static child is mutated
-  (1% of its genes), repaired off over-full GPUs and improved by 50 random descent moves
-  per job (``--moves``; Chu & Beasley's repair and improvement); a time-based child is
+  (1% of its genes), then repaired and improved by 2 annealing steps per job at a low
+  fixed temperature (Chu & Beasley's repair and improvement); a time-based child is
   decoded as is (BRKGA).
 """
 
