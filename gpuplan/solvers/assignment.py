@@ -202,7 +202,9 @@ class MilpSolver:
         branch-and-cut on the whole model for the whole time; it alone proves optimality,
         and when it does, the other lane stops. It runs alone for its first second (a tenth
         of the limit at most), so small instances are proven as fast as by the plain model.
-        The other lane solves the LP relaxation (a bound, and reduced costs), then the MIP
+        The other lane runs ``options.start_search`` if given (a heuristic warm start, whose
+        plan branch-and-cut takes as an incumbent), solves the LP relaxation (a bound, and
+        reduced costs), then the MIP
         over the jobs the LP splits with the others kept where the LP puts them, then the
         core MIP over each job's few best columns by reduced cost for half of the time left,
         then
@@ -274,15 +276,23 @@ class MilpSolver:
         # Small instances are proven within a second when branch-and-cut has the machine to
         # itself, as the plain model does; only then does the second lane start.
         lane.join(min(SOLO_SECONDS, SOLO_SHARE * options.time_limit_s))
-        # Lane 2, here: LP relaxation, reduced-cost core MIP, then LNS.
+        # Lane 2, here: a heuristic's start if asked, LP relaxation, reduced-cost core MIP,
+        # then LNS.
+        incumbent = start
+        solver = "highs"
+        if options.start_search is not None and lane.is_alive():
+            found = options.start_search(_remaining(options, started))
+            if found.status.has_plan:
+                incumbent = better(model.encode(placements(found)), incumbent)
+                assert incumbent is not None
+                shared.update(incumbent, float(program.cost @ incumbent))
+                solver += f" + {found.solver.split(' ')[0]} start"
         lp_value = relaxed = reduced = None
         if lane.is_alive():
             _, lp_value, relaxed, reduced = solve_relaxation(
                 program, _remaining(options, started)
             )
         bound = lp_value
-        incumbent = start
-        solver = "highs"
         if relaxed is not None and lane.is_alive():
             fixed = _lp_fixed_plan(model, relaxed, core_solver,
                                    _remaining(options, started, LP_FIX_SHARE))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -63,6 +63,10 @@ class SolveOptions:
     start_plan
         A whole plan to start from (``--warm-start greedy|ga|sa``): ``cp`` hints it to
         CP-SAT and keeps it if it finds nothing better.
+    start_search
+        A heuristic to run beside the method (``--warm-start ga|sa`` for ``milp`` on
+        HiGHS with a time limit): called with the method's options, it returns a plan
+        that the method takes as an incumbent while its own search keeps the whole time.
     """
 
     time_limit_s: float | None = None
@@ -83,6 +87,7 @@ class SolveOptions:
     crossover: str = "uniform"
     iterations: int | None = None
     start_plan: Result | None = None
+    start_search: Callable[[SolveOptions], Result] | None = None
 
 
 @dataclass(frozen=True)

@@ -263,14 +263,34 @@ class AssignmentState:
             out.append(self.swap_table(rows))
         return out
 
-    def make(self, table: MoveTable, r: int, c: int) -> None:
-        """Make the move in row ``r``, column ``c`` of ``table``."""
+    def changes(self, table: MoveTable, r: int, c: int) -> list[tuple[int, int]]:
+        """The (job, new gene) pairs of the move in row ``r``, column ``c`` of ``table``."""
         j = int(table.rows[r])
         if table.kind == "shift":
-            self._move([(j, int(table.columns[c]))])
-        else:
-            k = int(table.columns[c])
-            self._move([(j, int(self.choice[k])), (k, int(self.choice[j]))])
+            return [(j, int(table.columns[c]))]
+        k = int(table.columns[c])
+        return [(j, int(self.choice[k])), (k, int(self.choice[j]))]
+
+    def touched(self, changes: list[tuple[int, int]]) -> frozenset[int]:
+        """The GPUs whose load the changes alter (old and new blocks)."""
+        gpus: list[int] = []
+        for j, new in changes:
+            for b in (int(self.choice[j]), new):
+                if b >= 0:
+                    gpus += self.block_gpus[b].tolist()
+        return frozenset(gpus)
+
+    def make(self, table: MoveTable, r: int, c: int) -> None:
+        """Make the move in row ``r``, column ``c`` of ``table``."""
+        self._move(self.changes(table, r, c))
+
+    def make_all(self, changes: list[tuple[int, int]]) -> None:
+        """Make several moves' changes at once.
+
+        They must touch disjoint jobs and GPUs, so that each one's price from the tables
+        still holds.
+        """
+        self._move(changes)
 
     def _peaks(self) -> tuple[FloatArray, BoolArray, float]:
         """For ``min-max-load``: each block's hold on the fleet's highest relative loads.

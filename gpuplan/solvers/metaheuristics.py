@@ -136,6 +136,8 @@ class StaticSearch:
         self.scale = float(value.mean()) if value.size else 1.0
         self.penalty = 2.0 * self.scale / (float(excess.mean()) if excess.size else 1.0)
         self.steps = 0
+        #: Moves made over all steps (a step makes one or more).
+        self.moves_made = 0
         self._infeasible = 0
         #: Best genome without excess, and its value: overall, and since :meth:`restart`.
         self.best: IntArray | None = None
@@ -159,30 +161,54 @@ class StaticSearch:
             self.best, self.best_value = state.choice.copy(), state.value
 
     def step(self, temperature: float) -> None:
-        """Make one move drawn at ``temperature`` (0: the best move), if any is allowed."""
-        pick: tuple[MoveTable, int, int] | None = None
-        low = math.inf
+        """Make the move drawn at ``temperature`` (0: the best), and the disjoint gains.
+
+        Each row of each table draws its move by the heat-bath rule, so the cheapest of
+        the rows' draws is the draw over all moves, and it is made. So is every other
+        row's draw that is below zero and touches no job or GPU that an earlier move of
+        the step touched (its price then still holds): on a large instance one pricing
+        pays for many moves. ``min-max-load`` makes one move per step, as its value is
+        not a sum over GPUs.
+        """
+        drawn: list[FloatArray] = []
+        where: list[tuple[MoveTable, IntArray, IntArray]] = []
         for table in self.state.tables(self.moves, self.rng):
             cost = table.value + self.penalty * table.excess
             if not cost.size:
                 continue
-            flat = cost.ravel()
-            k = int(np.argmin(flat))
-            if temperature > 0 and np.isfinite(flat[k]):
-                # Gumbel-max over the moves that can win: one whose cost exceeds the
+            if temperature > 0:
+                # Gumbel-max over the moves that can win: one whose cost exceeds its row's
                 # lowest by GUMBEL_REACH temperatures wins with probability below e^-30.
-                near = np.flatnonzero(flat <= flat[k] + GUMBEL_REACH * temperature)
-                noisy = flat[near] - temperature * self.rng.gumbel(size=near.size)
-                k = int(near[np.argmin(noisy)])
-                drawn = float(noisy.min())
-            else:
-                drawn = float(flat[k])
-            if drawn < low:
-                low = drawn
-                pick = (table, *divmod(k, cost.shape[1]))
-        if pick is None:
+                near = np.flatnonzero(cost <= cost.min(axis=1, keepdims=True)
+                                      + GUMBEL_REACH * temperature)
+                noisy = np.full(cost.shape, np.inf)
+                noisy.flat[near] = (cost.flat[near]
+                                    - temperature * self.rng.gumbel(size=near.size))
+                cost = noisy
+            cols = np.argmin(cost, axis=1)
+            rows = np.flatnonzero(np.isfinite(cost[np.arange(cost.shape[0]), cols]))
+            drawn.append(cost[rows, cols[rows]])
+            where.append((table, rows, cols[rows]))
+        if not drawn or not any(d.size for d in drawn):
             return
-        self.state.make(*pick)
+        values = np.concatenate(drawn)
+        tags = np.concatenate([np.full(d.size, i) for i, d in enumerate(drawn)])
+        offsets = np.concatenate([np.arange(d.size) for d in drawn])
+        changes: list[tuple[int, int]] = []
+        jobs: set[int] = set()
+        gpus: set[int] = set()
+        for i in np.argsort(values, kind="stable").tolist():
+            if changes and (values[i] >= 0 or self.state.peak):
+                break
+            table, rows, cols = where[int(tags[i])]
+            move = self.state.changes(table, int(rows[offsets[i]]), int(cols[offsets[i]]))
+            touched = self.state.touched(move)
+            if jobs.isdisjoint(j for j, _ in move) and gpus.isdisjoint(touched):
+                changes += move
+                jobs.update(j for j, _ in move)
+                gpus |= touched
+        self.state.make_all(changes)
+        self.moves_made += len(changes)
         self._note()
         self.steps += 1
         self._infeasible += self.state.excess >= NO_EXCESS
@@ -266,7 +292,8 @@ class AnnealingSolver:
         while not budget.spent():
             search.step(hot * (cold / hot) ** budget.progress())
         return _static_result(state, search.best,
-                              f"sa ({search.steps} steps, seed {options.seed})")
+                              f"sa ({search.steps} steps, {search.moves_made} moves, "
+                              f"seed {options.seed})")
 
     @staticmethod
     def _timed(instance: Instance, options: SolveOptions, rng: np.random.Generator,
