@@ -3,9 +3,11 @@
 A suite is a folder of instance files, or a named set of ``../shared/benchmarks/`` with its
 known values (:data:`NAMED`). Every (instance, method) pair is planned with the same time
 limit through :func:`~gpuplan.planning.plan`, so every plan is verified, and becomes a row:
-objective, best known value, gap to it, bound, seconds, verified. A method is given as
-``NAME[@WARM][:KEY=VALUE]...`` (:func:`parse_method`), so that variants of one method (a
-warm start, another backend, a policy) run side by side. The benchmark scripts in
+objective, reference (the best known value, or else the tightest bound any method proved),
+gap to it, bound, solve seconds, seconds with the checks around the solve (infeasibility
+reasons, verification), verified. A method is given as ``NAME[@WARM][:KEY=VALUE]...``
+(:func:`parse_method`), so that variants of one method (a warm start, another backend, a
+policy, another objective) run side by side. The benchmark scripts in
 ``scripts/`` are suites and method lists for this harness.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +24,7 @@ from typing import Any, Literal
 
 from gpuplan.batch import expand_inputs
 from gpuplan.errors import InputError
-from gpuplan.instance import Instance
+from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.planning import WARM_HEURISTICS, WARM_STARTED, plan
 from gpuplan.readers import read_instance
 from gpuplan.solvers import SOLVERS, SolveOptions
@@ -121,12 +124,15 @@ class MethodSpec:
         The heuristic that warm-starts it, or None.
     overrides
         :class:`~gpuplan.solvers.SolveOptions` fields it sets, e.g. ``backend=cpsat``.
+    objective
+        The objective to plan for instead of the file's (``objective=min-gpus``), or None.
     """
 
     label: str
     name: str
     warm: str | None
     overrides: dict[str, Any]
+    objective: ObjectiveKind | None = None
 
     def options(self, base: SolveOptions) -> SolveOptions:
         """The run's options with this method's overrides."""
@@ -136,7 +142,8 @@ class MethodSpec:
 def parse_method(spec: str) -> MethodSpec:
     """Read ``NAME[@WARM][:KEY=VALUE]...``, e.g. ``milp@sa`` or ``milp:backend=cpsat``.
 
-    ``KEY`` is a plain (text, number or flag) field of
+    ``KEY`` is ``objective`` (plan the instance for another objective, as ``gpuplan solve
+    --objective`` does) or a plain (text, number or flag) field of
     :class:`~gpuplan.solvers.SolveOptions`, such as ``backend``, ``policy``,
     ``partitions`` or ``crossover``.
 
@@ -155,8 +162,17 @@ def parse_method(spec: str) -> MethodSpec:
                          f"{', '.join(WARM_STARTED)} and WARM from {', '.join(WARM_HEURISTICS)}")
     fields = {f.name: str(f.type).split(" ")[0] for f in dataclasses.fields(SolveOptions)}
     overrides: dict[str, Any] = {}
+    objective = None
     for pair in pairs:
         key, _, text = pair.partition("=")
+        if key == "objective":
+            try:
+                objective = ObjectiveKind(text)
+            except ValueError:
+                raise InputError("--methods", "", f"{spec!r}: unknown objective {text!r}; "
+                                 f"choose from {', '.join(k.value for k in ObjectiveKind)}"
+                                 ) from None
+            continue
         kind = fields.get(key.replace("-", "_"), "")
         if kind not in _PARSERS or not text:
             settable = sorted(k for k, t in fields.items() if t in _PARSERS)
@@ -167,7 +183,7 @@ def parse_method(spec: str) -> MethodSpec:
         except ValueError:
             raise InputError("--methods", "", f"{spec!r}: {key} needs a {kind}, got "
                              f"{text!r}") from None
-    return MethodSpec(spec, name, warm or None, overrides)
+    return MethodSpec(spec, name, warm or None, overrides, objective)
 
 
 def run_bench(problems: Sequence[Problem], methods: Sequence[str], options: SolveOptions,
@@ -192,13 +208,17 @@ def run_bench(problems: Sequence[Problem], methods: Sequence[str], options: Solv
             continue
         for spec in specs:
             row: dict[str, Any]
+            began = time.perf_counter()
             try:
-                schedule = plan(instance, spec.name, spec.options(options), warm=spec.warm)
+                planned = (instance if spec.objective is None
+                           else instance.with_objective(spec.objective, "--methods"))
+                schedule = plan(planned, spec.name, spec.options(options), warm=spec.warm)
             except InputError as exc:
                 row = {"instance": problem.name, "group": problem.group, "method": spec.label,
                        "status": "error", "error": str(exc)}
             else:
-                value, best = schedule.objective, problem.best
+                value = schedule.objective
+                best = problem.best if planned.objective is instance.objective else None
                 row = {
                     "instance": problem.name, "group": problem.group, "method": spec.label,
                     "status": schedule.status.value, "objective": value, "best_known": best,
@@ -207,17 +227,45 @@ def run_bench(problems: Sequence[Problem], methods: Sequence[str], options: Solv
                     "bound": schedule.bound, "seconds": schedule.wall_time_s,
                     "verified": bool(schedule.verification and schedule.verification.ok
                                      and schedule.status.has_plan),
-                    "solver": schedule.solver,
+                    "solver": schedule.solver, "placed": len(schedule.placements),
+                    "total_s": time.perf_counter() - began,
                 }
             rows.append(row)
             if on_row is not None:
                 on_row(row)
+        # Without a best known value for the objective planned, measure against bounds,
+        # which compare only between runs of one objective.
+        mine = rows[len(rows) - len(specs):]
+        for kind in {spec.objective or instance.objective for spec in specs}:
+            if problem.best is None or kind is not instance.objective:
+                _gap_to_best_bound([row for row, spec in zip(mine, specs, strict=True)
+                                    if (spec.objective or instance.objective) is kind],
+                                   kind.sense)
     return rows
 
 
+def _gap_to_best_bound(rows: list[dict[str, Any]], sense: str) -> None:
+    """Measure each row against the tightest bound any method proved (in place).
+
+    For instances without a best known value: the gap is then an upper limit on how far
+    each plan is from the optimum.
+    """
+    bounds = [r["bound"] for r in rows if r.get("bound") is not None]
+    if not bounds:
+        return
+    reference = max(bounds) if sense == "min" else min(bounds)
+    for row in rows:
+        row["reference_is_bound"] = True
+        row["best_known"] = reference
+        value = row.get("objective")
+        if value is not None and reference:
+            above = value - reference if sense == "min" else reference - value
+            row["gap_pct"] = 100.0 * above / abs(reference)
+
+
 #: Column titles of a bench table.
-COLUMNS = ("instance", "method", "status", "objective", "best known", "gap %", "bound",
-           "seconds", "verified")
+COLUMNS = ("instance", "method", "status", "objective", "reference", "gap %", "bound",
+           "seconds", "with checks s", "verified")
 
 
 def cells(row: dict[str, Any]) -> list[str]:
@@ -232,14 +280,15 @@ def cells(row: dict[str, Any]) -> list[str]:
         return str(value)
 
     return [text(row["instance"]), text(row["method"]), text(row["status"]),
-            text(row.get("objective")), text(row.get("best_known")),
+            text(row.get("objective")),
+            text(row.get("best_known")) + (" (bound)" if row.get("reference_is_bound") else ""),
             text(row.get("gap_pct"), 3), text(row.get("bound")),
-            text(row.get("seconds"), 3), text(row.get("verified"))]
+            text(row.get("seconds"), 3), text(row.get("total_s"), 3), text(row.get("verified"))]
 
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The rows as a Markdown table."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 

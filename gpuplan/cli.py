@@ -612,7 +612,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Plan every instance of a suite (a folder or pattern of instance files, "
         "or a named set of the shared benchmarks with known values: "
         f"{', '.join(NAMED)}) with each method at the same time limit; print and write "
-        "the table (objective, best known, gap %%, bound, seconds, verified).",
+        "the table (objective, reference: the best known value or else the tightest bound "
+        "any method proved, gap %%, bound, seconds, verified) and a summary per group.",
     )
     bench.add_argument("suite", metavar="SUITE")
     bench.add_argument("--methods", default="greedy", metavar="M,...",

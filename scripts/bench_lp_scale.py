@@ -1,26 +1,31 @@
 """LP relaxation and rounding at scale: 10,000 jobs on 1,000 GPUs of 4 types.
 
 Usage: python scripts/bench_lp_scale.py [--jobs 10000] [--gpus 1000] [--seed 0] [--time-limit 60]
+    [--out docs/results/lp_scale.md]
 
 The fleet has 125 nodes of 8 GPUs, of four types (K80, P100, V100, A100 speed ratios; the
 cheaper types are slower, so per-job cost differs by type). Jobs have gangs of 1/2/4/8,
 memory and compute shares sized so that the batch fills about 80% of the fleet's compute:
 the cheapest types run out and the LP must split jobs. Objective: total assignment cost
-(GPU-seconds x price). Prints one Markdown row per rounding, and the greedy baseline.
+(GPU-seconds x price). Runs the ``gpuplan bench`` harness: one row per rounding, and the
+greedy baseline, written to --out.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gpuplan.planning import plan
-from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.bench import load_suite, markdown, run_bench
 from gpuplan.solvers import SolveOptions
 from gpuplan.solvers.rounding import ROUNDINGS
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TYPES = {  # memory GiB, relative speed, price per GPU-hour
     "k80": (12.0, 1.0, 0.45),
@@ -67,28 +72,24 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "lp_scale.md")
     args = parser.parse_args()
     raw = make_document(args.jobs, args.gpus, args.seed)
-    instance = build_instance(parse_document(raw, "synthetic"), "synthetic", raw["name"])
-    load = (instance.demand[:, :, 1].min(axis=1) * instance.gang).sum() / instance.n_gpus
-    print(f"{instance.name}: {instance.n_jobs} jobs, {instance.n_gpus} GPUs, compute load "
-          f"{load:.0%} of the fleet at each job's least demand")
-    print("| instance | method | rounding | status | objective | bound | gap | placed | "
-          "seconds | verified |\n|---|---|---|---|---:|---:|---:|---:|---:|---|")
-    runs = [("greedy", "-")] + [("lp", name) for name in ROUNDINGS]
-    for method, rounding in runs:
-        options = SolveOptions(time_limit_s=args.time_limit,
-                               rounding=rounding if rounding != "-" else "largest-share")
-        started = time.perf_counter()
-        schedule = plan(instance, method, options)
-        seconds = time.perf_counter() - started
-        verified = schedule.verification is not None and schedule.verification.ok
-        gap = "-" if schedule.gap is None else f"{schedule.gap:.2%}"
-        value = "-" if schedule.objective is None else f"{schedule.objective:.6g}"
-        bound = "-" if schedule.bound is None else f"{schedule.bound:.6g}"
-        print(f"| {instance.name} | {method} | {rounding} | {schedule.status.value} | {value} "
-              f"| {bound} | {gap} | {len(schedule.placements)} | {seconds:.1f} | "
-              f"{'yes' if verified else 'no'} |", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{raw['name']}.json"
+        path.write_text(json.dumps(raw))
+        problems = load_suite(str(path), ROOT)
+        instance = problems[0].load()
+        load = (instance.demand[:, :, 1].min(axis=1) * instance.gang).sum() / instance.n_gpus
+        methods = ["greedy", *(f"lp:rounding={name}" for name in ROUNDINGS)]
+        rows = run_bench(problems, methods, SolveOptions(time_limit_s=args.time_limit))
+    text = (f"# LP relaxation and rounding at scale\n\nWritten by `python "
+            f"scripts/bench_lp_scale.py` (the `gpuplan bench` harness). {instance.name}: "
+            f"{instance.n_jobs} jobs, {instance.n_gpus} GPUs, compute load {load:.0%} of the "
+            f"fleet at each job's least demand; time limit {args.time_limit:g} s. Gaps are to "
+            "the tightest bound any method proved (the LP's).\n\n" + markdown(rows))
+    args.out.write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

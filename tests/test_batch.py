@@ -183,3 +183,25 @@ def test_bench_bad_method_spec_is_an_input_error(spec: str, says: str) -> None:
     """A malformed --methods spec stops before anything runs: exit 2, saying what is wrong."""
     result = run_cli("bench", INSTANCES, "--methods", spec)
     assert result.returncode == 2 and says in result.stderr
+
+
+def test_bench_without_best_known_measures_against_the_best_bound(tmp_path: Path) -> None:
+    """A folder suite has no best known value: gaps are to the tightest proven bound.
+
+    ``objective=NAME`` plans the same file for another objective, with its own reference.
+    """
+    source = tmp_path / "suite"
+    source.mkdir()
+    document = json.loads((INSTANCES / "quickstart.json").read_text())
+    document["objective"] = "max-weight"
+    (source / "quickstart.json").write_text(json.dumps(document))
+    out = tmp_path / "bench.md"
+    result = run_cli("bench", source, "--methods", "greedy,milp,milp:objective=min-gpus",
+                     "-o", out)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split(" | ")[1]: line.split(" | ")
+            for line in out.read_text().splitlines() if line.startswith("| quickstart")}
+    optimum = rows["milp"][3]
+    assert rows["milp"][2] == "optimal" and rows["milp"][4] == f"{optimum} (bound)"
+    assert rows["milp"][5] == "0" and rows["greedy"][4] == f"{optimum} (bound)"
+    assert rows["milp:objective=min-gpus"][3] != optimum

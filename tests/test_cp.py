@@ -246,3 +246,21 @@ def test_plot_rejects_an_unknown_format(tmp_path: Path) -> None:
     done = run_cli("plot", schedule, "-o", tmp_path / "gantt.bmp")
     assert done.returncode == 2 and "picture format" in done.stderr
     assert not (tmp_path / "gantt.bmp").exists()
+
+
+@pytest.mark.parametrize("method", ["cp", "textbook"])
+def test_unrelated_machines_optimum_by_cp_and_the_textbook_peer(method: str) -> None:
+    """Gpuplan's cp and the plain interval model (the peer) both prove the R||Cmax optimum."""
+    instance, optimum = unrelated_machines()
+    schedule = plan(instance, method, OPTIONS)
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(optimum)
+
+
+def test_textbook_peer_keeps_release_dependency_and_deadline() -> None:
+    """The peer's model has releases, dependencies and deadlines: 400 on two GPUs, verified."""
+    jobs = [job("a", 100, release_s=50), job("b", 100, depends_on=["a"], deadline_s=260),
+            job("c", 100, release_s=300)]
+    schedule = plan(fleet(jobs, "makespan", gpus=2), "textbook", OPTIONS)
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.objective == pytest.approx(400)

@@ -146,3 +146,12 @@ def test_move_tables_price_what_the_move_does(objective: str) -> None:
                 state.set(genome)
                 checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("method", HEURISTICS)
+def test_caller_stop_ends_the_search(method: str) -> None:
+    """SolveOptions.stop saying True ends the search at once, with a verified plan."""
+    instance = static_fleet("assign-cost")
+    found = plan(instance, method, SolveOptions(time_limit_s=60, stop=lambda: True))
+    assert found.verification is not None and found.verification.ok
+    assert found.wall_time_s < 5

@@ -281,7 +281,8 @@ class MilpSolver:
         incumbent = start
         solver = "highs"
         if options.start_search is not None and lane.is_alive():
-            found = options.start_search(_remaining(options, started))
+            found = options.start_search(dataclasses.replace(
+                _remaining(options, started), stop=lambda: not lane.is_alive()))
             if found.status.has_plan:
                 incumbent = better(model.encode(placements(found)), incumbent)
                 assert incumbent is not None

@@ -67,6 +67,9 @@ class SolveOptions:
         A heuristic to run beside the method (``--warm-start ga|sa`` for ``milp`` on
         HiGHS with a time limit): called with the method's options, it returns a plan
         that the method takes as an incumbent while its own search keeps the whole time.
+    stop
+        Called between steps by the anytime methods (``sa``, ``ga``): True means the
+        caller needs no more (branch-and-cut has ended), and they return their best plan.
     """
 
     time_limit_s: float | None = None
@@ -88,6 +91,7 @@ class SolveOptions:
     iterations: int | None = None
     start_plan: Result | None = None
     start_search: Callable[[SolveOptions], Result] | None = None
+    stop: Callable[[], bool] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,33 +1,46 @@
-"""``--method textbook``: the plain assignment model handed straight to ``--solver``.
+"""``--method textbook``: the plain model a user writes first, handed straight to a solver.
 
-The peer every gpuplan assignment method is measured against: what a user would write
-first (:class:`~gpuplan.models.textbook.TextbookModel`), solved by the backend with its
-default settings, no start plan and nothing else. Its answer is verified like every
-other, so a benchmark compares plans, not claims.
+The peer gpuplan's methods are measured against, verified like every other answer, so
+that a benchmark compares plans, not claims:
+
+- static objectives: the plain assignment MILP
+  (:class:`~gpuplan.models.textbook.TextbookModel`) on ``--solver`` with its default
+  settings and no start plan;
+- ``makespan``: the plain CP-SAT model of unrelated machines, one optional interval per
+  job and GPU, no overlap per GPU, releases, deadlines and dependencies as bounds and
+  precedences, durations rounded up to whole seconds, 2 workers, no hint.
+
+Both cover single-GPU jobs only, as the textbook models do.
 """
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 
-from gpuplan.instance import Instance
+from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.models.textbook import TextbookModel
 from gpuplan.schedule import Status
 from gpuplan.solvers.assignment import static_result
 from gpuplan.solvers.backends import get_backend
 from gpuplan.solvers.base import Result, SolveOptions
+from gpuplan.solvers.cpsat import import_cp_model, status_table
 
 
 class TextbookSolver:
     """The textbook assignment MILP on HiGHS, CP-SAT or Pyomo (``--solver``)."""
 
     name = "textbook"
-    description = ("the plain assignment MILP on --solver, defaults only (a peer; single-GPU "
-                   "jobs, assign-cost/-profit, max-weight)")
+    description = ("the plain model on a solver, defaults only (a peer; single-GPU jobs: "
+                   "assignment MILP on --solver for assign-cost/-profit and max-weight, "
+                   "CP-SAT intervals for makespan)")
 
     def supports(self, instance: Instance) -> bool:
-        """Single-GPU jobs and an additive objective."""
-        return TextbookModel.supports(instance)
+        """Single-GPU jobs, and an additive static objective or makespan."""
+        return TextbookModel.supports(instance) or (
+            instance.objective is ObjectiveKind.MAKESPAN and bool((instance.gang == 1).all()))
 
     def solve(self, instance: Instance, options: SolveOptions) -> Result:
         """Build the model and solve it within the options' limits.
@@ -39,6 +52,8 @@ class TextbookSolver:
         options
             Backend, time limit and threads.
         """
+        if instance.objective is ObjectiveKind.MAKESPAN:
+            return self._makespan(instance, options)
         model = TextbookModel.build(instance)
         solution = get_backend(options.backend).solve_program(model.program, options)
         solver = f"textbook on {solution.solver}"
@@ -54,3 +69,69 @@ class TextbookSolver:
         status = Status.OPTIMAL if solution.status is Status.OPTIMAL else Status.FEASIBLE
         return static_result(instance, placed, status, value, solution.bound, solver,
                              "left out by the textbook model")
+
+    @staticmethod
+    def _makespan(instance: Instance, options: SolveOptions) -> Result:
+        """Unrelated machines on CP-SAT: optional intervals per job and GPU."""
+        cp_model = import_cp_model()
+        model = cp_model.CpModel()
+        ticks = [[math.ceil(d) if math.isfinite(d) else -1 for d in row]
+                 for row in instance.duration.tolist()]
+        release = [math.ceil(r) for r in instance.release.tolist()]
+        horizon = max(release, default=0) + sum(
+            max(t for t in row if t >= 0) if any(t >= 0 for t in row) else 0 for row in ticks)
+        makespan = model.new_int_var(0, horizon, "makespan")
+        per_gpu: list[list[Any]] = [[] for _ in range(instance.n_gpus)]
+        starts, ends, chosen = [], [], []
+        for j in range(instance.n_jobs):
+            deadline = instance.deadline[j]
+            last = horizon if not math.isfinite(deadline) else min(horizon, math.floor(deadline))
+            start = model.new_int_var(release[j], horizon, f"s{j}")
+            end = model.new_int_var(0, last, f"e{j}")
+            options_j = []
+            for g in range(instance.n_gpus):
+                t = int(instance.gpu_type[g])
+                if not instance.eligible[j, t] or ticks[j][t] < 0:
+                    continue
+                present = model.new_bool_var(f"x{j}_{g}")
+                per_gpu[g].append(model.new_optional_fixed_size_interval_var(
+                    start, ticks[j][t], present, f"i{j}_{g}"))
+                model.add(end == start + ticks[j][t]).only_enforce_if(present)
+                options_j.append((present, g))
+            model.add_exactly_one(p for p, _ in options_j)
+            model.add(end <= makespan)
+            starts.append(start)
+            ends.append(end)
+            chosen.append(options_j)
+        for j, preds in enumerate(instance.predecessors):
+            for p in preds:
+                model.add(starts[j] >= ends[p])
+        for intervals in per_gpu:
+            model.add_no_overlap(intervals)
+        model.minimize(makespan)
+        solver = cp_model.CpSolver()
+        if options.time_limit_s is not None:
+            solver.parameters.max_time_in_seconds = options.time_limit_s
+        solver.parameters.num_workers = max(1, int(options.threads))
+        solver.parameters.random_seed = int(options.seed)
+        status = status_table(cp_model)[solver.solve(model)]
+        name = "textbook on CP-SAT"
+        if not status.has_plan:
+            return Result(status=status, objective=None, bound=None, solver=name,
+                          unplaced=dict.fromkeys(range(instance.n_jobs),
+                                                 "the textbook model found no plan"))
+        gpus = [next(g for p, g in options_j if solver.boolean_value(p))
+                for options_j in chosen]
+        job = np.arange(instance.n_jobs, dtype=np.int64)
+        gpu_type = instance.gpu_type[np.array(gpus, dtype=np.int64)]
+        start_s = np.array([float(solver.value(s)) for s in starts])
+        end_s = start_s + instance.duration[job, gpu_type]
+        # The bound is on whole-second durations: a bound of the real problem only when
+        # every duration is whole.
+        exact = bool(np.all(instance.duration[np.isfinite(instance.duration)] % 1 == 0))
+        bound = float(solver.best_objective_bound) if exact else None
+        value = float(end_s.max(initial=0.0))
+        final = Status.OPTIMAL if status is Status.OPTIMAL and exact else Status.FEASIBLE
+        return Result(status=final, objective=value, bound=bound, solver=name, job=job,
+                      gpu_type=gpu_type, start=start_s, end=end_s,
+                      gpus=tuple(np.array([g], dtype=np.int64) for g in gpus))
