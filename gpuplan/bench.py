@@ -260,7 +260,10 @@ def _gap_to_best_bound(rows: list[dict[str, Any]], sense: str) -> None:
         value = row.get("objective")
         if value is not None and reference:
             above = value - reference if sense == "min" else reference - value
-            row["gap_pct"] = 100.0 * above / abs(reference)
+            # A plan at the bound may differ from it in the last bits of a float.
+            tolerance = 1e-9 * abs(reference)
+            row["gap_pct"] = 100.0 * (0.0 if abs(above) <= tolerance else above) / abs(
+                reference)
 
 
 #: Column titles of a bench table.

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import INSTANCES, run_cli
 
-from gpuplan import Instance, ObjectiveKind, Schedule, plan
+from gpuplan import Instance, ObjectiveKind, Schedule, Status, plan
 from gpuplan.readers import read_instance
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.solvers import SolveOptions, get_solver
@@ -155,3 +155,11 @@ def test_caller_stop_ends_the_search(method: str) -> None:
     found = plan(instance, method, SolveOptions(time_limit_s=60, stop=lambda: True))
     assert found.verification is not None and found.verification.ok
     assert found.wall_time_s < 5
+
+
+@pytest.mark.parametrize("method", HEURISTICS)
+def test_search_ends_when_its_plan_meets_the_bound(method: str) -> None:
+    """A plan equal to the bound is optimal: the search returns it long before the limit."""
+    found = plan(static_fleet("min-gpus"), method, SolveOptions(time_limit_s=60))
+    assert found.status is Status.OPTIMAL and found.objective == found.bound
+    assert found.wall_time_s < 10

@@ -88,10 +88,16 @@ class Budget:
     reproducible.
     """
 
-    def __init__(self, options: SolveOptions, steps: int) -> None:
+    def __init__(self, options: SolveOptions, steps: int, instance: Instance) -> None:
         self.began = time.perf_counter()
         self.limit = options.time_limit_s
         self.stop = options.stop
+        bound = objective_bound(instance)
+        sign = -1.0 if instance.objective.sense == "max" else 1.0
+        #: The bound in minimised units: a plan that meets it is optimal, and the search
+        #: ends (see :meth:`meets`).
+        self.target = None if bound is None else sign * bound
+        self.proven = False
         self.steps = (options.iterations if options.iterations is not None
                       else None if self.limit is not None else steps)
         self.done = 0
@@ -108,9 +114,18 @@ class Budget:
         """The ``time.perf_counter()`` at which the time limit ends, or None."""
         return None if self.limit is None else self.began + self.limit
 
+    def meets(self, value: float) -> None:
+        """Note a plan's minimised value; one that meets the bound ends the search."""
+        if self.target is not None and value <= self.target + 1e-9 * max(1.0, abs(self.target)):
+            self.proven = True
+
     def expired(self) -> bool:
-        """Whether the time limit has passed (never without one), or the caller stopped."""
-        if self.stop is not None and self.stop():
+        """Whether the search is over.
+
+        It is when the time limit has passed (never without one), the best plan met the
+        bound, or the caller stopped.
+        """
+        if self.proven or (self.stop is not None and self.stop()):
             return True
         return self.limit is not None and time.perf_counter() - self.began >= self.limit
 
@@ -296,9 +311,9 @@ class AnnealingSolver:
         """
         rng = np.random.default_rng(options.seed)
         if instance.objective.is_static:
-            return self._static(instance, options, rng,
-                                Budget(options, DEFAULT_STEPS_PER_JOB * instance.n_jobs))
-        return self._timed(instance, options, rng, Budget(options, DEFAULT_DECODES))
+            return self._static(instance, options, rng, Budget(
+                options, DEFAULT_STEPS_PER_JOB * instance.n_jobs, instance))
+        return self._timed(instance, options, rng, Budget(options, DEFAULT_DECODES, instance))
 
     @staticmethod
     def _static(instance: Instance, options: SolveOptions, rng: np.random.Generator,
@@ -307,8 +322,10 @@ class AnnealingSolver:
         state.greedy()
         search = StaticSearch(state, list(options.moves), rng)
         hot, cold = search.scale * HOT, search.scale * COLD
+        budget.meets(search.best_value)
         while not budget.spent():
             search.step(hot * (cold / hot) ** budget.progress())
+            budget.meets(search.best_value)
         return _static_result(state, search.best,
                               f"sa ({search.steps} steps, {search.moves_made} moves, "
                               f"seed {options.seed})")
@@ -320,6 +337,7 @@ class AnnealingSolver:
         keys = encoding.greedy()
         score, result = encoding.decode(keys)
         best, best_score = result, score
+        budget.meets(math.inf if score[0] else score[1])
         unit = max(abs(score[1]), 1e-9)
         moves = list(options.moves)
 
@@ -336,6 +354,7 @@ class AnnealingSolver:
                 keys, score = trial, trial_score
                 if score < best_score:
                     best, best_score = trial_result, score
+                    budget.meets(math.inf if score[0] else score[1])
         return _timed_result(instance, best, f"sa ({budget.done} decodes, seed {options.seed})")
 
 
@@ -361,7 +380,7 @@ class GeneticSolver:
         """
         rng = np.random.default_rng(options.seed)
         crossover = CROSSOVERS[options.crossover]
-        budget = Budget(options, DEFAULT_GENERATIONS)
+        budget = Budget(options, DEFAULT_GENERATIONS, instance)
         if instance.objective.is_static:
             return self._static(instance, options, rng, crossover, budget)
         return self._timed(instance, options, rng, crossover, budget)
@@ -402,6 +421,7 @@ class GeneticSolver:
                 if budget.expired():
                     break
                 search.step(search.scale * CHILD_TEMPERATURE)
+                budget.meets(search.best_value)
             if search.run_best is not None:
                 return search.run_best, search.run_best_value
             return state.choice.copy(), state.value + 1e12 * (1.0 + state.excess)
@@ -438,6 +458,7 @@ class GeneticSolver:
             score, result = encoding.decode(keys)
             if not best or score < best[0][0]:
                 best[:] = [(score, result)]
+                budget.meets(math.inf if score[0] else score[1])
             return keys, score[0] * 1e18 + score[1]
 
         population: list[np.ndarray] = []
