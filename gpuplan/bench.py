@@ -42,6 +42,11 @@ class Problem:
     best: float | None
     group: str = ""
 
+    def loaded(self) -> Problem:
+        """The same problem, read now: every later load returns that one instance."""
+        instance = self.load()
+        return dataclasses.replace(self, load=lambda: instance)
+
 
 def _gap_set(root: Path, family: str, sense: Literal["min", "max"] = "min") -> list[Problem]:
     """GAP problems of ``known_values.csv`` whose file is in ``family``, in one sense."""
@@ -104,10 +109,17 @@ def load_suite(suite: str, benchmarks: Path, only: Sequence[str] = ()) -> list[P
     return problems
 
 
+def _flag(text: str) -> bool:
+    """``true``/``yes``/``1`` or ``false``/``no``/``0``."""
+    words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+    if text.lower() not in words:
+        raise ValueError(text)
+    return words[text.lower()]
+
+
 #: The option types a method spec may set, by the annotation of the SolveOptions field.
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "str": str, "int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes"),
-}
+_PARSERS: dict[str, Callable[[str], Any]] = {"str": str, "int": int, "float": float,
+                                             "bool": _flag}
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{raw['name']}.json"
         path.write_text(json.dumps(raw))
-        problems = load_suite(str(path), ROOT)
+        # Read once: every run plans the same instance.
+        problems = [p.loaded() for p in load_suite(str(path), ROOT)]
         instance = problems[0].load()
         load = (instance.demand[:, :, 1].min(axis=1) * instance.gang).sum() / instance.n_gpus
         methods = ["greedy", *(f"lp:rounding={name}" for name in ROUNDINGS)]

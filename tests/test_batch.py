@@ -178,6 +178,7 @@ def test_bench_method_variants_run_side_by_side(tmp_path: Path) -> None:
     ("greedy@sa", "warm start"),
     ("milp:colour=red", "backend"),
     ("sa:iterations=many", "int"),
+    ("balance:space_sharing=maybe", "bool"),
 ])
 def test_bench_bad_method_spec_is_an_input_error(spec: str, says: str) -> None:
     """A malformed --methods spec stops before anything runs: exit 2, saying what is wrong."""

@@ -78,16 +78,17 @@ class TextbookSolver:
         ticks = [[math.ceil(d) if math.isfinite(d) else -1 for d in row]
                  for row in instance.duration.tolist()]
         release = [math.ceil(r) for r in instance.release.tolist()]
+        # Without deadlines a plan ends within this horizon: every job on its fastest type,
+        # one after another in dependency order, after the last release.
         horizon = max(release, default=0) + sum(
-            max(t for t in row if t >= 0) if any(t >= 0 for t in row) else 0 for row in ticks)
+            min(t for t in row if t >= 0) if any(t >= 0 for t in row) else 0 for row in ticks)
         makespan = model.new_int_var(0, horizon, "makespan")
         per_gpu: list[list[Any]] = [[] for _ in range(instance.n_gpus)]
-        starts, ends, chosen = [], [], []
+        starts = []
+        # Per job, its options: (presence literal, GPU, whole-second duration).
+        chosen: list[list[tuple[Any, int, int]]] = []
         for j in range(instance.n_jobs):
-            deadline = instance.deadline[j]
-            last = horizon if not math.isfinite(deadline) else min(horizon, math.floor(deadline))
             start = model.new_int_var(release[j], horizon, f"s{j}")
-            end = model.new_int_var(0, last, f"e{j}")
             options_j = []
             for g in range(instance.n_gpus):
                 t = int(instance.gpu_type[g])
@@ -96,16 +97,18 @@ class TextbookSolver:
                 present = model.new_bool_var(f"x{j}_{g}")
                 per_gpu[g].append(model.new_optional_fixed_size_interval_var(
                     start, ticks[j][t], present, f"i{j}_{g}"))
-                model.add(end == start + ticks[j][t]).only_enforce_if(present)
-                options_j.append((present, g))
-            model.add_exactly_one(p for p, _ in options_j)
-            model.add(end <= makespan)
+                model.add(start + ticks[j][t] <= makespan).only_enforce_if(present)
+                if math.isfinite(instance.deadline[j]):
+                    model.add(start + ticks[j][t] <= math.floor(instance.deadline[j])
+                              ).only_enforce_if(present)
+                options_j.append((present, g, ticks[j][t]))
+            model.add_exactly_one(p for p, _, _ in options_j)
             starts.append(start)
-            ends.append(end)
             chosen.append(options_j)
         for j, preds in enumerate(instance.predecessors):
             for p in preds:
-                model.add(starts[j] >= ends[p])
+                for present, _, t in chosen[p]:
+                    model.add(starts[j] >= starts[p] + t).only_enforce_if(present)
         for intervals in per_gpu:
             model.add_no_overlap(intervals)
         model.minimize(makespan)
@@ -120,7 +123,7 @@ class TextbookSolver:
             return Result(status=status, objective=None, bound=None, solver=name,
                           unplaced=dict.fromkeys(range(instance.n_jobs),
                                                  "the textbook model found no plan"))
-        gpus = [next(g for p, g in options_j if solver.boolean_value(p))
+        gpus = [next(g for p, g, _ in options_j if solver.boolean_value(p))
                 for options_j in chosen]
         job = np.arange(instance.n_jobs, dtype=np.int64)
         gpu_type = instance.gpu_type[np.array(gpus, dtype=np.int64)]
