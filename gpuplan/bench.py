@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from typing import Any, Literal
 from gpuplan.batch import expand_inputs
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.io import write_text_atomic
 from gpuplan.planning import WARM_HEURISTICS, WARM_STARTED, plan
 from gpuplan.readers import read_instance
 from gpuplan.solvers import SOLVERS, SolveOptions
@@ -336,3 +338,81 @@ def summary_markdown(rows: Sequence[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     lines += ["| " + " | ".join(cells) + " |" for cells in summary(rows)]
     return "\n".join(lines) + "\n"
+
+
+#: A table of a results file quoted on a page. The comment names the file, relative to the
+#: page, and the table's number in it (1 is the first); the quote runs to the end marker.
+QUOTE = re.compile(r"(?P<open><!-- table (?P<file>\S+) (?P<index>\d+) -->\n)(?P<body>.*?)"
+                   r"(?P<close><!-- end table -->)", re.S)
+
+
+def markdown_tables(text: str) -> list[str]:
+    """The Markdown tables of a text in order: each a run of lines that start with ``|``."""
+    tables: list[str] = []
+    run: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            run.append(line)
+        elif run:
+            tables.append("\n".join(run) + "\n")
+            run = []
+    return tables
+
+
+def quote_tables(page: Path) -> str:
+    """The page's text with every quoted table replaced by that table of its results file.
+
+    The results files are what ``gpuplan bench -o`` and the benchmark scripts write, so a
+    page refreshed this way shows the harness's numbers and nothing typed by hand.
+
+    Parameters
+    ----------
+    page
+        A Markdown page with ``<!-- table FILE N -->`` ... ``<!-- end table -->`` quotes.
+
+    Raises
+    ------
+    InputError
+        When a quoted file does not exist or has fewer than N tables.
+    """
+    def quote(match: re.Match[str]) -> str:
+        source = page.parent / match["file"]
+        if not source.is_file():
+            raise InputError(str(page), match["file"], "the quoted results file does not exist")
+        tables = markdown_tables(source.read_text(encoding="utf-8"))
+        index = int(match["index"])
+        if not 1 <= index <= len(tables):
+            raise InputError(str(page), match["file"], f"table {index} is quoted, but the file "
+                             f"has {len(tables)} tables")
+        return match["open"] + tables[index - 1] + match["close"]
+
+    return QUOTE.sub(quote, page.read_text(encoding="utf-8"))
+
+
+def write_results(out: Path, text: str, page: Path | None = None) -> None:
+    """Write a results file atomically, then refresh the tables ``page`` quotes (if given).
+
+    Parameters
+    ----------
+    out
+        The results file (Markdown).
+    text
+        Its contents.
+    page
+        A page quoting tables of results files, such as ``docs/benchmarks.md``.
+    """
+    write_text_atomic(out, text)
+    if page is not None:
+        refresh_quotes(page)
+
+
+def refresh_quotes(page: Path) -> bool:
+    """Rewrite ``page`` with its quoted tables refreshed (:func:`quote_tables`).
+
+    Returns whether the page changed.
+    """
+    text = quote_tables(page)
+    if text == page.read_text(encoding="utf-8"):
+        return False
+    write_text_atomic(page, text)
+    return True

@@ -38,6 +38,7 @@ from gpuplan.bench import (
     run_bench,
     summary,
     summary_markdown,
+    write_results,
 )
 from gpuplan.errors import BackendUnavailableError, ExitCode, InputError, VerificationError
 from gpuplan.generate import SPEEDUP, generate_document
@@ -385,9 +386,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                             *([f"--only {args.only}"] if args.only else []),
                             *([f"--time-limit {args.time_limit:g}"] if args.time_limit else []),
                             f"--seed {args.seed} --threads {args.threads}"])
-        write_text_atomic(Path(args.output), f"# {args.suite}, {args.time_limit or '-'} s "
-                          f"per run\n\nWritten by `{command}`.\n\n{summary_markdown(rows)}\n"
-                          f"{markdown(rows)}")
+        write_results(Path(args.output), f"# {args.suite}, {args.time_limit or '-'} s per run"
+                      f"\n\nWritten by `{command}`.\n\n{summary_markdown(rows)}\n{markdown(rows)}",
+                      None if args.page is None else Path(args.page))
         console.print(f"wrote {args.output}", markup=False)
     return ExitCode.OK
 
@@ -628,7 +629,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "../shared/benchmarks)")
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--threads", type=_positive_int, default=2)
-    bench.add_argument("-o", "--output", metavar="OUT.md", help="write the table here")
+    bench.add_argument("-o", "--output", metavar="OUT.md", help="write the tables here")
+    bench.add_argument("--page", metavar="PAGE.md",
+                       help="then refresh the tables PAGE.md quotes from results files "
+                       "(<!-- table FILE N --> ... <!-- end table -->), such as "
+                       "docs/benchmarks.md")
     bench.set_defaults(run=_cmd_bench)
 
     generate = commands.add_parser(

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpuplan.bench import load_suite, markdown, run_bench
+from gpuplan.bench import load_suite, markdown, run_bench, write_results
 from gpuplan.instance import Instance
 from gpuplan.models.allocation import Policy, ThroughputData
 from gpuplan.readers.gavel import (
@@ -39,6 +39,8 @@ from gpuplan.solvers.balance import solve_policy
 from gpuplan.solvers.base import SolveOptions
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The page that quotes this script's results tables; refreshed after each run.
+PAGE = ROOT / "docs" / "benchmarks.md"
 DEFAULT_GAVEL = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "gavel"
 
 
@@ -130,8 +132,8 @@ def main() -> None:
               "are in the solver column of each row.", "", markdown(rows),
               "| method | solver |", "|---|---|",
               *(f"| {r['method']} | {r.get('solver', r.get('error'))} |" for r in rows)]
-    args.out.write_text("# Allocation policies\n\nWritten by `python scripts/bench_balance.py`."
-                        "\n\n" + "\n".join(lines) + "\n")
+    write_results(args.out, "# Allocation policies\n\nWritten by "
+                  "`python scripts/bench_balance.py`.\n\n" + "\n".join(lines) + "\n", PAGE)
 
 
 if __name__ == "__main__":

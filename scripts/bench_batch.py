@@ -26,10 +26,13 @@ from pathlib import Path
 
 from distributed import LocalCluster
 
+from gpuplan.bench import write_results
 from gpuplan.generate import generate_document
 from gpuplan.schedule import Schedule
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The page that quotes this script's results tables; refreshed after each run.
+PAGE = ROOT / "docs" / "benchmarks.md"
 GPUPLAN = str(Path(sys.executable).parent / "gpuplan")
 
 
@@ -96,7 +99,7 @@ def main() -> None:
                      f"{verified(root / 'dask')} | {same} schedules identical to the local "
                      "run |")
         print(lines[-1], flush=True)
-    args.out.write_text("\n".join(lines) + "\n")
+    write_results(args.out, "\n".join(lines) + "\n", PAGE)
 
 
 if __name__ == "__main__":

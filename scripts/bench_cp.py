@@ -26,10 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.bench import load_suite, markdown, run_bench, summary_markdown
+from gpuplan.bench import load_suite, markdown, run_bench, summary_markdown, write_results
 from gpuplan.solvers import SolveOptions
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The page that quotes this script's results tables; refreshed after each run.
+PAGE = ROOT / "docs" / "benchmarks.md"
 METHODS = ["greedy", "cp", "textbook"]
 
 
@@ -82,10 +84,11 @@ def main() -> None:
                          SolveOptions(time_limit_s=args.time_limit),
                          on_row=lambda r: print(r["instance"], r["method"], r.get("objective"),
                                                 r.get("bound"), r.get("seconds"), flush=True))
-    args.out.write_text(
+    text = (
         f"# R||Cmax, {args.time_limit:g} s per run\n\nWritten by `python scripts/bench_cp.py` "
         "(the `gpuplan bench` harness). Gaps are to the best bound any method proved on the "
         "instance.\n\n" + summary_markdown(rows) + "\n" + markdown(rows))
+    write_results(args.out, text, PAGE)
     print(summary_markdown(rows))
 
 

@@ -26,10 +26,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from gpuplan.bench import load_suite, markdown, run_bench, summary_markdown
+from gpuplan.bench import load_suite, markdown, run_bench, summary_markdown, write_results
 from gpuplan.solvers import SolveOptions
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The page that quotes this script's results tables; refreshed after each run.
+PAGE = ROOT / "docs" / "benchmarks.md"
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 METHODS = ["greedy", "lp", "milp", "milp:backend=cpsat", "textbook", "textbook:backend=cpsat"]
 PEERS = ("textbook", "textbook:backend=cpsat")
@@ -79,11 +81,12 @@ def main() -> None:
                                             r.get("gap_pct"), r.get("seconds"), flush=True))
     peers = versus_peers(rows) if any(r["method"] in PEERS for r in rows) else ""
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
+    text = (
         f"# GAP results (time limit {args.time_limit:g} s, 2 threads)\n\n"
         "Written by `python scripts/bench_gap.py` (the `gpuplan bench` harness), "
         f"sets {args.sets}, methods {args.methods}.\n\n"
         f"{summary_markdown(rows)}\n{peers}\n{markdown(rows)}")
+    write_results(args.out, text, PAGE)
     print(summary_markdown(rows))
     print(peers)
 

@@ -23,10 +23,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpuplan.bench import load_suite, markdown, run_bench, summary_markdown
+from gpuplan.bench import load_suite, markdown, run_bench, summary_markdown, write_results
 from gpuplan.solvers import SolveOptions
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The page that quotes this script's results tables; refreshed after each run.
+PAGE = ROOT / "docs" / "benchmarks.md"
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 CLUSTERS = str(ROOT / "instances" / "gavel_cluster_500*.json")
 GAP_PROBLEMS = ["c05200", "c10200", "c20200", "d05200", "d10200", "d20200"]
@@ -56,7 +58,7 @@ def main() -> None:
                          on_row=lambda r: print(r["instance"], r["method"], r.get("objective"),
                                                 r.get("seconds"), flush=True))
         parts += [f"## {title}", "", summary_markdown(rows), markdown(rows)]
-    args.out.write_text("\n".join(parts))
+    write_results(args.out, "\n".join(parts), PAGE)
 
 
 if __name__ == "__main__":

@@ -21,11 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.bench import load_suite, markdown, run_bench
+from gpuplan.bench import load_suite, markdown, run_bench, write_results
 from gpuplan.solvers import SolveOptions
 from gpuplan.solvers.rounding import ROUNDINGS
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The page that quotes this script's results tables; refreshed after each run.
+PAGE = ROOT / "docs" / "benchmarks.md"
 
 TYPES = {  # memory GiB, relative speed, price per GPU-hour
     "k80": (12.0, 1.0, 0.45),
@@ -89,7 +91,7 @@ def main() -> None:
             f"{instance.n_jobs} jobs, {instance.n_gpus} GPUs, compute load {load:.0%} of the "
             f"fleet at each job's least demand; time limit {args.time_limit:g} s. Gaps are to "
             "the tightest bound any method proved (the LP's).\n\n" + markdown(rows))
-    args.out.write_text(text)
+    write_results(args.out, text, PAGE)
     print(text)
 
 

@@ -8,10 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import DATA, INSTANCES, run_cli
+from conftest import DATA, INSTANCES, ROOT, run_cli
 
 from gpuplan import Schedule
 from gpuplan.batch import expand_inputs, make_tasks, run_batch
+from gpuplan.bench import QUOTE, quote_tables, refresh_quotes
+from gpuplan.errors import InputError
 from gpuplan.generate import generate_document
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.solvers import SolveOptions
@@ -206,3 +208,40 @@ def test_bench_without_best_known_measures_against_the_best_bound(tmp_path: Path
     assert rows["milp"][2] == "optimal" and rows["milp"][4] == f"{optimum} (bound)"
     assert rows["milp"][5] == "0" and rows["greedy"][4] == f"{optimum} (bound)"
     assert rows["milp:objective=min-gpus"][3] != optimum
+
+
+def test_benchmarks_page_shows_the_results_files() -> None:
+    """Every table docs/benchmarks.md quotes is, cell for cell, the harness's results file.
+
+    The page is refreshed by the benchmark scripts (``refresh_quotes``); a hand edit of a
+    quoted number, or a results file rerun without refreshing the page, fails here.
+    """
+    page = ROOT / "docs" / "benchmarks.md"
+    text = page.read_text()
+    assert len(QUOTE.findall(text)) >= 10
+    assert quote_tables(page) == text
+
+
+def test_quoted_tables_are_replaced_and_bad_quotes_named(tmp_path: Path) -> None:
+    """A quote takes table N of its file; a missing file or table is an InputError."""
+    (tmp_path / "r.md").write_text("# r\n\n| a |\n|---|\n| 1 |\n\ntext\n\n| b |\n|---|\n| 2 |\n")
+    page = tmp_path / "page.md"
+    page.write_text("intro\n<!-- table r.md 2 -->\n| b |\n|---|\n| old |\n<!-- end table -->\n")
+    assert refresh_quotes(page) and "| 2 |" in page.read_text() and "old" not in page.read_text()
+    assert not refresh_quotes(page)
+    for quote, says in (("r.md 3", "has 2 tables"), ("s.md 1", "does not exist")):
+        page.write_text(f"<!-- table {quote} -->\n<!-- end table -->\n")
+        with pytest.raises(InputError, match=says):
+            quote_tables(page)
+
+
+def test_bench_page_option_refreshes_the_quoted_table(tmp_path: Path) -> None:
+    """``gpuplan bench -o R --page P`` writes R, then P's quote of R shows R's rows."""
+    page = tmp_path / "page.md"
+    page.write_text("# page\n\n<!-- table r.md 2 -->\n<!-- end table -->\n")
+    result = run_cli("bench", INSTANCES, "--only", "quickstart", "--methods", "greedy",
+                     "-o", tmp_path / "r.md", "--page", page)
+    assert result.returncode == 0, result.stderr
+    quoted = page.read_text().splitlines()
+    assert quoted[3].startswith("| instance | method |")
+    assert quoted[5].startswith("| quickstart | greedy | feasible | 27000 |")
