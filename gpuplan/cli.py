@@ -361,6 +361,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise InputError("--methods", "", f"no method given; choose from {', '.join(SOLVERS)}")
     for method in methods:
         parse_method(method)
+    if args.page is not None and (args.output is None or not Path(args.page).is_file()):
+        raise InputError(args.page, "--page", "needs -o OUT.md, whose tables it quotes"
+                         if args.output is None else "no such page")
     problems = load_suite(args.suite, Path(args.benchmarks),
                           [n for n in (args.only or "").split(",") if n])
     options = SolveOptions(time_limit_s=args.time_limit, seed=args.seed, threads=args.threads)

@@ -245,3 +245,14 @@ def test_bench_page_option_refreshes_the_quoted_table(tmp_path: Path) -> None:
     quoted = page.read_text().splitlines()
     assert quoted[3].startswith("| instance | method |")
     assert quoted[5].startswith("| quickstart | greedy | feasible | 27000 |")
+
+
+@pytest.mark.parametrize(("output", "says"), [(False, "needs -o"), (True, "no such page")])
+def test_bench_page_without_output_or_page_is_an_input_error(
+        tmp_path: Path, output: bool, says: str) -> None:
+    """``--page`` needs ``-o`` and an existing page; both are checked before anything runs."""
+    out = tmp_path / "r.md"
+    result = run_cli("bench", INSTANCES, "--only", "quickstart", "--page",
+                     tmp_path / "missing.md", *(("-o", out) if output else ()))
+    assert result.returncode == 2 and says in result.stderr
+    assert not out.exists()
