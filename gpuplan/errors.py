@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from enum import IntEnum
 from typing import Any
 
-#: Key under which a single number given for "every GPU type" is held after parsing; it is
-#: left out of JSON paths because the user never wrote it.
+#: Key under which a single number given for "every GPU type" is held while it is validated
+#: (files may not use it); left out of JSON paths because the user never wrote it.
 ALL_TYPES = "*"
 
 

@@ -1,16 +1,43 @@
-"""File input with clear errors, and atomic output.
+"""File input with clear errors, strict parsing, and safe atomic output.
 
 A reader of a file gpuplan writes sees the old file or the whole new one, never a part.
+Outputs are checked before any work is done (:func:`check_output`,
+:func:`check_output_folder`): gpuplan never writes over an input of the same command,
+writes through a symbolic link to its target, and writes only regular files. Temporary
+files carry the writer's process id, so that a later run removes those a killed run left.
+
+JSON and YAML documents are parsed strictly (:func:`parse_json`, :func:`parse_yaml`): a key
+given twice in one object, nesting deeper than :data:`MAX_DEPTH` and integers longer than
+:data:`MAX_INT_DIGITS` digits are errors that name the file and the place.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import tempfile
+import re
+import secrets
+import stat
+import time
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from gpuplan.errors import InputError
+
+#: Deepest nesting of objects and lists a document may have; gpuplan's formats need 6.
+MAX_DEPTH = 64
+#: Integers with more digits are refused while parsing (shorter ones that are out of range
+#: are refused by the format, with their JSON path).
+MAX_INT_DIGITS = 100
+#: A temporary file whose writer is gone, or that is older than this, is removed.
+STALE_AFTER_S = 3600.0
+
+_TEMPORARY = re.compile(r"^\.gpuplan-(\d+)-[0-9a-f]{8}\.tmp$")
 
 
 def read_text(path: Path) -> str:
@@ -29,6 +56,268 @@ def read_text(path: Path) -> str:
         raise InputError(str(path), "", f"cannot read file: {exc}") from None
 
 
+class _Duplicated(dict[str, Any]):
+    """An object in which a key was given more than once: found and reported after parsing."""
+
+    def __init__(self, pairs: list[tuple[str, Any]], key: str) -> None:
+        super().__init__(pairs)
+        self.key = key
+        self.given = [value for k, value in pairs if k == key]
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    whole = dict(pairs)
+    if len(whole) == len(pairs):
+        return whole
+    counts = Counter(k for k, _ in pairs)
+    return _Duplicated(pairs, next(k for k, n in counts.items() if n > 1))
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _TooLongError(text)
+    return int(text)
+
+
+class _TooLongError(ValueError):
+    """An integer with more than :data:`MAX_INT_DIGITS` digits."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, str | int | float | bool) or value is None \
+        else type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _find_defects(data: Any, source: str) -> None:
+    """Walk the parsed document (without recursion) for duplicated keys and deep nesting."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InputError(source, path, f"nested more than {MAX_DEPTH} levels deep")
+        if isinstance(value, _Duplicated):
+            shown = " and ".join(_describe(v) for v in value.given[:2])
+            raise InputError(source, path or "(top level)",
+                             f"key {value.key!r} is given {len(value.given)} times in one "
+                             f"object ({shown}); give it once")
+        if isinstance(value, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k), depth + 1)
+                         for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
+
+
+def parse_json(text: str, source: str) -> Any:
+    """Parse JSON strictly.
+
+    Raises
+    ------
+    InputError
+        For malformed JSON (with line and column), a key given twice in one object (with
+        its JSON path and both values), nesting deeper than :data:`MAX_DEPTH`, and integers
+        of more than :data:`MAX_INT_DIGITS` digits.
+    """
+    try:
+        data = json.loads(text, object_pairs_hook=_object, parse_int=_integer)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            source, "", f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except _TooLongError as exc:
+        at = text.find(exc.text)
+        line = text.count("\n", 0, at) + 1
+        column = at - text.rfind("\n", 0, at)
+        raise InputError(source, "", f"integer at line {line}, column {column} has more than "
+                         f"{MAX_INT_DIGITS} digits") from None
+    except RecursionError:
+        raise InputError(source, "", f"nested more than {MAX_DEPTH} levels deep") from None
+    _find_defects(data, source)
+    return data
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            with contextlib.suppress(TypeError):
+                if key in seen:
+                    first = seen[key].start_mark.line + 1
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} is given twice in one mapping (lines {first} "
+                        f"and {key_node.start_mark.line + 1}); give it once",
+                        key_node.start_mark)
+                seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    if len(node.value.lstrip("+-").replace("_", "")) > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"integer {node.value[:20]}... has more than {MAX_INT_DIGITS} digits",
+            node.start_mark)
+    return loader.construct_yaml_int(node)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _yaml_integer)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """Parse YAML strictly (safe loader: no Python objects); see :func:`parse_json`.
+
+    Raises
+    ------
+    InputError
+        With line and column where known.
+    """
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: data only
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        # A constructor error is well-formed YAML that the strict loader refuses.
+        kind = "YAML" if isinstance(exc, yaml.constructor.ConstructorError) else "malformed YAML"
+        raise InputError(source, "", f"{kind}{where}: {problem}") from None
+    except RecursionError:
+        raise InputError(source, "", f"nested more than {MAX_DEPTH} levels deep") from None
+    _find_defects(data, source)
+    return data
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISFIFO, "a pipe"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def remove_stale_temporaries(folder: Path) -> None:
+    """Remove the temporary files of writes that never finished (their writer was killed).
+
+    A temporary file is stale when the process that made it no longer runs, or when it is
+    older than :data:`STALE_AFTER_S` (a writer on another machine sharing the folder).
+    """
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        match = _TEMPORARY.match(name)
+        if match is None:
+            continue
+        path = folder / name
+        with contextlib.suppress(OSError):
+            if not _running(int(match.group(1))) or \
+                    time.time() - path.stat().st_mtime > STALE_AFTER_S:
+                path.unlink()
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def check_output(path: str | Path, inputs: Iterable[str | Path] = (),
+                 option: str = "-o") -> Path:
+    """Check, before any work, that a file can be written at ``path``; return its target.
+
+    A symbolic link is written through: the target is the file it points to. Stale
+    temporary files in the target's folder are removed.
+
+    Parameters
+    ----------
+    path
+        The output the user named.
+    inputs
+        The files the same command reads: the output may not be one of them.
+    option
+        The option that named the output, for messages.
+
+    Raises
+    ------
+    InputError
+        If the output is one of the inputs, exists but is not a regular file (a folder,
+        a device, a pipe), its folder is missing or not writable, or its name is longer
+        than the file system allows.
+    """
+    given = Path(path)
+    target = Path(os.path.realpath(given))
+    where = str(given)
+    for source in inputs:
+        if _same_file(target, Path(source)) or target == Path(os.path.realpath(source)):
+            raise InputError(where, "", f"{option} names {source}, an input of this command; "
+                             "choose another output file")
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise InputError(where, "", f"cannot write here: {exc.strerror}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise InputError(where, "", f"is {_kind(mode)}: gpuplan writes only regular files "
+                         "(use '-' for standard output where the command offers it)")
+    folder = target.parent
+    if not folder.is_dir():
+        raise InputError(where, "", f"folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(where, "", f"folder {str(folder)!r} is not writable")
+    with contextlib.suppress(OSError, ValueError):
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+        if len(target.name.encode()) > limit:
+            raise InputError(where, "", f"the file name is longer than this file system's "
+                             f"limit of {limit} bytes")
+    remove_stale_temporaries(folder)
+    return target
+
+
+def check_output_folder(path: str | Path, inputs: Iterable[str | Path] = (),
+                        option: str = "-o") -> Path:
+    """Create the output folder if needed and check it can be written; see :func:`check_output`.
+
+    Raises
+    ------
+    InputError
+        If it is an input file, not a folder, cannot be created or is not writable.
+    """
+    folder = Path(path)
+    for source in inputs:
+        if _same_file(folder, Path(source)):
+            raise InputError(str(folder), "", f"{option} names {source}, an input of this "
+                             "command; choose another output folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(str(folder), "", f"cannot create the folder: {exc.strerror}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(str(folder), "", "the folder is not writable")
+    remove_stale_temporaries(folder)
+    return folder
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`write_bytes_atomic`."""
     write_bytes_atomic(path, text.encode("utf-8"))
@@ -37,25 +326,45 @@ def write_text_atomic(path: Path, text: str) -> None:
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
 
+    A symbolic link is written through to its target. An existing file keeps its
+    permissions; a new one gets those the umask gives.
+
     Parameters
     ----------
     path
         The destination; its folder must exist.
     data
         The whole content.
+
+    Raises
+    ------
+    InputError
+        If ``path`` exists and is not a regular file: it is never replaced.
+    OSError
+        If the folder cannot be written.
     """
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    target = Path(os.path.realpath(path))
     try:
-        # mkstemp makes the file private; give it the permissions any new file gets.
+        mode: int | None = target.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise InputError(str(path), "", f"is {_kind(mode)}: gpuplan writes only regular files")
+    if mode is None:
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as handle:
+        mode = 0o666 & ~umask
+    # A short name of its own: a temporary named after a long file name would pass the
+    # file system's limit. The pid lets a later run tell a killed writer's leftovers.
+    tmp = target.parent / f".gpuplan-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    handle = os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+    try:
+        with handle:
+            os.fchmod(handle.fileno(), stat.S_IMODE(mode))
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import DATA, run_cli
 
 from gpuplan import InputError, read_instance
+from gpuplan.cli import main
 
 BAD = DATA / "bad"
 
@@ -19,9 +22,10 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "wrong_type_gang_string.json": ("jobs[1].gpus (job 'train')", "valid integer"),
     "wrong_type_gang_bool.json": ("jobs[1].gpus (job 'train')", "valid integer"),
     "negative_release.json": ("jobs[3].release_s (job 'sweep-a')", "greater than or equal to 0"),
-    "zero_duration.json": ("jobs[0].duration_s.A100 (job 'prep')", "greater than 0"),
+    "zero_duration.json": ("jobs[0].duration_s.A100 (job 'prep')",
+                           "greater than or equal to 0.001"),
     "zero_capacity.json": ("gpu_types[1].capacity.memory_gib (GPU type 'L4')", "greater than 0"),
-    "zero_gang.json": ("jobs[0].gpus (job 'prep')", "greater than 0"),
+    "zero_gang.json": ("jobs[0].gpus (job 'prep')", "greater than or equal to 1"),
     "nan_demand.json": ("jobs[0].demand.memory_gib (job 'prep')", "finite number"),
     "empty_jobs.json": ("jobs", "at least 1 item"),
     "duplicate_job_id.json": ("jobs[3].id", "duplicate id 'prep' (also jobs[0])"),
@@ -53,6 +57,23 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "deadline_before_release.json": ("jobs[3].deadline_s", "not after release 50 s"),
     "cost_missing.json": ("jobs[0].cost", "needs the cost of job 'prep' on GPU type 'L4'"),
     "unsupported_format_version.json": ("format_version", "unsupported format version 2"),
+    # The all-types key of a bare number is no GPU type a file may name.
+    "all_types_key.json": ("jobs[0].duration_s (job 'prep')", "'*' is not a GPU type id"),
+    "all_types_gpu_type.json": ("gpu_types[1].id (GPU type '*')", "may not be a GPU type id"),
+    # Ranges: float seconds must resolve every plan, and counts keep arrays small.
+    "duration_too_long.json": ("jobs[3].duration_s.L4 (job 'sweep-a')",
+                               "less than or equal to 1000000000"),
+    "release_too_late.json": ("jobs[3].release_s (job 'sweep-a')",
+                              "less than or equal to 1000000000"),
+    "weight_too_large.json": ("jobs[1].weight (job 'train')", "less than or equal to 1000000000"),
+    "node_too_many_gpus.json": ("nodes[0].gpus.A100 (node 'n1')",
+                                "less than or equal to 100000"),
+    "fleet_too_large.json": ("nodes", "the nodes hold 120000 GPUs; gpuplan plans at most 100000"),
+    "huge_integer.json": ("jobs[1].gpus (job 'train')", "less than or equal to 100000"),
+    "integer_too_long.json": ("", "integer at line 47, column 14 has more than 100 digits"),
+    "duplicate_key.json": ("jobs[1]", "key 'gpus' is given 2 times in one object (2 and 4)"),
+    "duplicate_key.yaml": ("", "YAML at line 40, column 3: key 'weight' is given twice in one "
+                           "mapping (lines 30 and 40)"),
 }
 
 
@@ -72,6 +93,33 @@ def test_bad_file_message(name: str) -> None:
     assert error.path == path
     assert words in error.message
     assert str(error).startswith(f"{BAD / name}: ")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_bad_file_is_exit_2_in_the_cli(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each bad file, through the command line's own entry, is exit 2 and one located line."""
+    assert main(["validate", str(BAD / name)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {BAD / name}: ") and EXPECTED[name][1] in err
+    assert "Traceback" not in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_deep_nesting_is_bad_input(tmp_path: Path, suffix: str) -> None:
+    """A 100,000-deep nested document is exit-2 input, not a crash of the parser."""
+    path = tmp_path / f"deep{suffix}"
+    path.write_text('{"jobs": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(InputError, match="nested more than 64 levels deep"):
+        read_instance(path)
+
+
+def test_nesting_past_the_limit_names_where(tmp_path: Path) -> None:
+    """Nesting the JSON parser copes with but past the format's limit is refused with its path."""
+    path = tmp_path / "deep.json"
+    path.write_text('{"jobs": [' + "[" * 80 + "]" * 80 + "]}")
+    with pytest.raises(InputError, match="nested more than 64") as caught:
+        read_instance(path)
+    assert caught.value.path.startswith("jobs[0][0]")
 
 
 @pytest.mark.parametrize("name", ["dependency_cycle.json", "malformed_json.json", "zero_gang.json"])

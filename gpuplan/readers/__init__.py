@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.io import read_text
+from gpuplan.io import parse_json, parse_yaml, read_text
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.readers.orlib_gap import Sense, gap_documents
 
@@ -21,29 +18,18 @@ __all__ = ["FORMATS", "load_data", "read_instance"]
 
 
 def load_data(path: Path) -> Any:
-    """Read a JSON or YAML file (by suffix) into Python data.
+    """Read a JSON or YAML file (by suffix) into Python data, strictly.
 
     Raises
     ------
     InputError
-        If the file cannot be read or parsed, with line and column where known.
+        If the file cannot be read or parsed, with line and column where known, or holds a
+        key twice, nests too deeply or an integer too long (see :mod:`gpuplan.io`).
     """
-    source = str(path)
     text = read_text(path)
     if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise InputError(source, "", f"malformed YAML{where}: {problem}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            source, "", f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
+        return parse_yaml(text, str(path))
+    return parse_json(text, str(path))
 
 
 def read_instance(

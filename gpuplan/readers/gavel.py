@@ -13,8 +13,6 @@ are labelled so in the instances built from them.
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gpuplan.errors import InputError
+from gpuplan.io import parse_json, read_text
 
 _T = TypeVar("_T")
 
@@ -90,8 +89,8 @@ def read_throughputs(path: Path) -> dict[str, dict[tuple[str, int], float]]:
 def _parse_throughput_file(path: Path, parse: Callable[[dict[str, Any]], _T]) -> _T:
     """Read Gavel's throughput JSON and ``parse`` it; any defect is an InputError."""
     try:
-        return parse(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError, SyntaxError) as exc:
+        return parse(parse_json(read_text(path), str(path)))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InputError(str(path), "", f"not a Gavel throughput file: {exc}") from None
 
 
@@ -127,9 +126,16 @@ def read_pair_speeds(path: Path) -> PairSpeeds:
     return _parse_throughput_file(path, parse)
 
 
+#: A key of Gavel's throughput tables: a Python tuple literal ``('ResNet-50 (batch size 64)', 4)``,
+#: read by pattern rather than evaluated.
+_KEY = re.compile(r"""^\(\s*(['"])(.*)\1\s*,\s*(\d{1,6})\s*\)$""")
+
+
 def _job_key(key: str) -> tuple[str, int]:
-    job_type, scale = ast.literal_eval(key)
-    return str(job_type), int(scale)
+    match = _KEY.match(key)
+    if match is None:
+        raise ValueError(f"unreadable job key {key[:60]!r}; expected ('model', scale)")
+    return match.group(2), int(match.group(3))
 
 
 def read_trace(path: Path) -> list[TraceJob]:
@@ -141,10 +147,7 @@ def read_trace(path: Path) -> list[TraceJob]:
         Naming the line and column that cannot be read.
     """
     jobs = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputError(str(path), "", f"cannot read file: {exc}") from None
+    lines = read_text(path).splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -16,9 +16,6 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    NonNegativeFloat,
-    PositiveFloat,
-    PositiveInt,
     StrictStr,
     ValidationError,
     WithJsonSchema,
@@ -30,16 +27,40 @@ from gpuplan.instance import BoolArray, Instance, ObjectiveKind, check_objective
 
 FORMAT_VERSION = 1
 
+# Documented ranges of the format (README, "Limits"). Times stay where float seconds
+# resolve a millisecond over any plan's horizon, and every count where arrays stay small.
+#: Longest duration, latest release, deadline or due date, in seconds (about 31.7 years).
+MAX_TIME_S = 1e9
+#: Shortest duration, in seconds.
+MIN_DURATION_S = 1e-3
+#: Largest weight of a job.
+MAX_WEIGHT = 1e9
+#: Largest cost, profit or price per GPU-hour.
+MAX_MONEY = 1e12
+#: Largest capacity or demand of one resource on one GPU.
+MAX_AMOUNT = 1e12
+#: Most GPUs in an instance (and so in one gang or one node).
+MAX_GPUS = 100_000
+#: Most jobs in an instance.
+MAX_JOBS = 1_000_000
+#: Most GPU types, and most named resources.
+MAX_TYPES = 1_000
+
+Seconds = Annotated[float, Field(ge=0, le=MAX_TIME_S)]
+Duration = Annotated[float, Field(ge=MIN_DURATION_S, le=MAX_TIME_S)]
+Money = Annotated[float, Field(ge=0, le=MAX_MONEY)]
+Demand = Annotated[float, Field(ge=0, le=MAX_AMOUNT)]
+Capacity = Annotated[float, Field(gt=0, le=MAX_AMOUNT)]
+Count = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 
 def _spread_scalar(value: Any) -> Any:
     """Hold a bare number as ``{ALL_TYPES: number}`` so both spellings validate alike."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return {ALL_TYPES: value}
+    if isinstance(value, dict) and ALL_TYPES in value:
+        raise ValueError(f"{ALL_TYPES!r} is not a GPU type id; give one number for every "
+                         "type, or a number per type id")
     return value
-
-
-_POSITIVE = {"type": "number", "exclusiveMinimum": 0}
-_NON_NEGATIVE = {"type": "number", "minimum": 0}
 
 
 def _per_type_schema(value_schema: dict[str, Any]) -> WithJsonSchema:
@@ -52,13 +73,19 @@ def _per_type_schema(value_schema: dict[str, Any]) -> WithJsonSchema:
     )
 
 
-PositivePerType = Annotated[
-    dict[str, PositiveFloat], BeforeValidator(_spread_scalar), _per_type_schema(_POSITIVE)
+DurationPerType = Annotated[
+    dict[str, Duration], BeforeValidator(_spread_scalar),
+    _per_type_schema({"type": "number", "minimum": MIN_DURATION_S, "maximum": MAX_TIME_S}),
 ]
-NonNegativePerType = Annotated[
-    dict[str, NonNegativeFloat], BeforeValidator(_spread_scalar), _per_type_schema(_NON_NEGATIVE)
+DemandPerType = Annotated[
+    dict[str, Demand], BeforeValidator(_spread_scalar),
+    _per_type_schema({"type": "number", "minimum": 0, "maximum": MAX_AMOUNT}),
 ]
-Id = Annotated[StrictStr, Field(min_length=1)]
+MoneyPerType = Annotated[
+    dict[str, Money], BeforeValidator(_spread_scalar),
+    _per_type_schema({"type": "number", "minimum": 0, "maximum": MAX_MONEY}),
+]
+Id = Annotated[StrictStr, Field(min_length=1, max_length=256)]
 
 
 class _Strict(BaseModel):
@@ -68,22 +95,30 @@ class _Strict(BaseModel):
 class GpuTypeSpec(_Strict):
     """A GPU type and the capacity of one GPU of it."""
 
-    id: Id
-    capacity: dict[str, PositiveFloat] = Field(
-        min_length=1,
+    id: Id = Field(description=f"Any id but {ALL_TYPES!r}.")
+    capacity: dict[str, Capacity] = Field(
+        min_length=1, max_length=MAX_TYPES,
         description="Capacity of one GPU per named resource, e.g. memory_gib and compute. "
         "Every GPU type names the same resources.",
     )
-    cost_per_hour: NonNegativeFloat | None = Field(
+    cost_per_hour: Money | None = Field(
         default=None, description="Price of one GPU-hour."
     )
+
+    @field_validator("id")
+    @classmethod
+    def _not_all_types(cls, value: str) -> str:
+        if value == ALL_TYPES:
+            raise ValueError(f"{ALL_TYPES!r} may not be a GPU type id (it would stand for "
+                             "every type in per-type values)")
+        return value
 
 
 class NodeSpec(_Strict):
     """A machine holding GPUs; a gang job's GPUs are all on one node and of one type."""
 
     id: Id
-    gpus: dict[str, PositiveInt] = Field(
+    gpus: dict[str, Count] = Field(
         min_length=1, description="Number of GPUs per GPU type id."
     )
 
@@ -92,28 +127,30 @@ class JobSpec(_Strict):
     """A deep-learning job: a gang of GPUs for a time, with per-GPU demands."""
 
     id: Id
-    gpus: PositiveInt = Field(default=1, description="Gang size: GPUs needed at once.")
-    duration_s: PositivePerType = Field(
+    gpus: Count = Field(default=1, description="Gang size: GPUs needed at once.")
+    duration_s: DurationPerType = Field(
         description="Run time in seconds: one value, or a value per GPU type. "
         "A type with no duration is not allowed for the job."
     )
-    demand: dict[str, NonNegativePerType] = Field(
+    demand: dict[str, DemandPerType] = Field(
         default_factory=dict,
         description="Per-GPU demand per named resource (one value, or a value per GPU "
         "type). A resource not named is not used.",
     )
-    cost: NonNegativePerType | None = Field(
+    cost: MoneyPerType | None = Field(
         default=None,
         description="Cost of running the job on each type. Default: duration_s / 3600 x "
         "gpus x the type's cost_per_hour.",
     )
-    profit: NonNegativePerType | None = Field(
+    profit: MoneyPerType | None = Field(
         default=None, description="Profit of running the job on each type (assign-profit)."
     )
-    weight: NonNegativeFloat = Field(default=1.0, description="Priority weight.")
-    release_s: NonNegativeFloat = Field(default=0.0, description="Earliest start.")
-    deadline_s: PositiveFloat | None = Field(default=None, description="Latest end (hard).")
-    due_s: NonNegativeFloat | None = Field(
+    weight: Annotated[float, Field(ge=0, le=MAX_WEIGHT)] = Field(
+        default=1.0, description="Priority weight.")
+    release_s: Seconds = Field(default=0.0, description="Earliest start.")
+    deadline_s: Annotated[float, Field(gt=0, le=MAX_TIME_S)] | None = Field(
+        default=None, description="Latest end (hard).")
+    due_s: Seconds | None = Field(
         default=None, description="Due date (soft): lateness past it is tardiness."
     )
     depends_on: list[Id] = Field(
@@ -183,9 +220,9 @@ class InstanceDocument(_Strict):
     format_version: int = Field(default=FORMAT_VERSION)
     name: StrictStr | None = None
     description: StrictStr | None = None
-    gpu_types: list[GpuTypeSpec] = Field(min_length=1)
-    nodes: list[NodeSpec] = Field(min_length=1)
-    jobs: list[JobSpec] = Field(min_length=1)
+    gpu_types: list[GpuTypeSpec] = Field(min_length=1, max_length=MAX_TYPES)
+    nodes: list[NodeSpec] = Field(min_length=1, max_length=MAX_GPUS)
+    jobs: list[JobSpec] = Field(min_length=1, max_length=MAX_JOBS)
     colocation: list[ColocationSpec] = Field(
         default_factory=list,
         description="Class pairs that may share GPUs (same gang size, both preemptible, same "
@@ -364,6 +401,9 @@ def build_instance(
                 )
             node_gpus[n, type_index[type_id]] = count
     largest_gang = node_gpus.max(axis=0)
+    if node_gpus.sum() > MAX_GPUS:
+        raise InputError(source, "nodes", f"the nodes hold {node_gpus.sum()} GPUs; gpuplan "
+                         f"plans at most {MAX_GPUS} in one instance")
 
     gang = np.array([job.gpus for job in jobs], dtype=np.int64)
     demand = np.zeros((n_jobs, n_types, n_res))
