@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
+import tempfile
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from gpuplan import __version__
 from gpuplan.batch import default_workers, expand_inputs, make_tasks, run_batch, write_summary
@@ -43,7 +47,7 @@ from gpuplan.bench import (
 from gpuplan.errors import BackendUnavailableError, ExitCode, InputError, VerificationError
 from gpuplan.generate import SPEEDUP, generate_document
 from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.io import write_text_atomic
+from gpuplan.io import check_output, check_output_folder, write_bytes_atomic, write_text_atomic
 from gpuplan.models.allocation import SPACE_SHARING, Policy
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.planning import WARM_HEURISTICS, plan, warm_start_from
@@ -57,7 +61,14 @@ from gpuplan.readers.gavel import (
     read_trace,
     trace_document,
 )
-from gpuplan.readers.instance_file import InstanceDocument, build_instance, parse_document
+from gpuplan.readers.instance_file import (
+    MAX_GPUS,
+    MAX_JOBS,
+    MAX_TIME_S,
+    InstanceDocument,
+    build_instance,
+    parse_document,
+)
 from gpuplan.readers.orlib_gap import gap_documents
 from gpuplan.schedule import Schedule, Verification, ViolationKind
 from gpuplan.solvers import SOLVERS, SolveOptions
@@ -69,6 +80,9 @@ from gpuplan.verify import verify_schedule
 
 #: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.
 console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: Cores of this machine: the most solver threads a run may ask for.
+CORES = max(1, os.cpu_count() or 1)
 
 
 def _objective(value: str) -> ObjectiveKind:
@@ -94,12 +108,24 @@ def _number(value: str, convert: Callable[[str], float], ok: Callable[[float], b
 
 
 def _positive_float(value: str) -> float:
-    return _number(value, float, lambda x: 0 < x < float("inf"),
-                   "a positive number of seconds")
+    return _number(value, float, lambda x: 0 < x <= MAX_TIME_S,
+                   f"a positive number of seconds up to {MAX_TIME_S:g}")
 
 
-def _positive_int(value: str) -> int:
-    return int(_number(value, int, lambda x: x >= 1, "a whole number >= 1"))
+def _whole(low: int, high: int) -> Callable[[str], int]:
+    """A parser of whole numbers from ``low`` to ``high``."""
+    def parse(value: str) -> int:
+        return int(_number(value, int, lambda x: low <= x <= high,
+                           f"a whole number from {low} to {high}"))
+    return parse
+
+
+#: Seeds every method takes (CP-SAT's and numpy's common range).
+MAX_SEED = 2**31 - 1
+_seed = _whole(0, MAX_SEED)
+_positive_int = _whole(1, 10**9)
+#: Solver threads: at most one per core (more only thrash, and HiGHS aborted with 1000).
+_threads = _whole(1, CORES)
 
 
 def _moves(value: str) -> list[str]:
@@ -115,16 +141,22 @@ def _share(value: str) -> float:
     return _number(value, float, lambda x: 0 <= x <= 1, "a share between 0 and 1")
 
 
-def _non_negative_float(value: str) -> float:
-    return _number(value, float, lambda x: 0 <= x < float("inf"), "a number >= 0")
+def _seconds_or_zero(value: str) -> float:
+    return _number(value, float, lambda x: 0 <= x <= MAX_TIME_S,
+                   f"a number of seconds from 0 to {MAX_TIME_S:g}")
+
+
+def _floor(value: str) -> float:
+    return _number(value, float, lambda x: 0 <= x <= 1e6, "a multiple from 0 to 1e6")
 
 
 def _summary_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left")
+    # Text, not markup: an instance named "[/oops]" is a name, not a style tag.
+    table = Table(title=Text(title), show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     for key, value in rows:
-        table.add_row(key, value)
+        table.add_row(key, Text(value))
     return table
 
 
@@ -159,11 +191,20 @@ def _print_verification(verification: Verification, has_plan: bool = True) -> No
         console.print(f"  {violation}", markup=False)
 
 
+def _file_of(instance: str) -> str:
+    """The file an instance argument names (``FILE#k`` picks a problem of an orlib-gap file)."""
+    return instance.rpartition("#")[0] if "#" in instance and not Path(instance).exists() \
+        else instance
+
+
 def _read(args: argparse.Namespace, path: str, objective: ObjectiveKind | None = None) -> Instance:
     return read_instance(path, objective=objective, file_format=args.format, sense=args.sense)
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
+    if args.output not in (None, "-"):
+        check_output(args.output, [_file_of(args.instance),
+                                   *([args.warm_start] if args.warm_start else [])])
     instance = _read(args, args.instance, args.objective)
     start = None
     warm = args.warm_start if args.warm_start in WARM_HEURISTICS else None
@@ -234,34 +275,31 @@ def _check_space_sharing(args: argparse.Namespace, instance: Instance) -> None:
 def _cmd_validate(args: argparse.Namespace) -> int:
     for path in args.instances:
         instance = _read(args, path)
-        console.print(f"[green]ok[/green] {path}: {_describe(instance)}", markup=True)
+        console.print(Text.assemble(("ok", "green"), f" {path}: {_describe(instance)}"))
     return ExitCode.OK
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    # The objective is the instance's, or the user's: never what the schedule claims.
+    instance = _read(args, args.instance, args.objective)
     schedule = Schedule.read(args.schedule)
-    try:
-        objective = ObjectiveKind(schedule.objective_kind)
-    except ValueError:
-        raise InputError(
-            str(args.schedule), "objective_kind", f"unknown objective {schedule.objective_kind!r}"
-        ) from None
-    instance = _read(args, args.instance, objective)
     verification = verify_schedule(instance, schedule)
     console.print(
         f"{args.schedule}: status {schedule.status.value}, objective "
-        f"{_fmt(schedule.objective)} (recomputed {_fmt(verification.objective)})",
-        markup=False,
+        f"{_fmt(schedule.objective)} (recomputed {_fmt(verification.objective)}) for "
+        f"{instance.objective.value}", markup=False,
     )
-    _print_verification(verification)
-    return ExitCode.OK if verification.ok else ExitCode.FAILED
+    _print_verification(verification, schedule.status.has_plan)
+    if not schedule.status.has_plan:
+        console.print(f"[yellow]not verified[/yellow]: status {schedule.status.value} holds "
+                      "no plan to verify")
+    return ExitCode.OK if verification.ok and schedule.status.has_plan else ExitCode.FAILED
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    check_output(args.output, [args.schedule, *([args.instance] if args.instance else [])])
     schedule = Schedule.read(args.schedule)
-    instance = None
-    if args.instance is not None:
-        instance = _read(args, args.instance, ObjectiveKind(schedule.objective_kind))
+    instance = None if args.instance is None else _read(args, args.instance)
     plot_schedule(schedule, Path(args.output), instance)
     console.print(f"wrote {args.output}", markup=False)
     return ExitCode.OK
@@ -298,37 +336,38 @@ def _gavel_documents(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
+    inputs = [_file_of(args.file), *([args.throughputs] if args.throughputs else [])]
+    out = check_output_folder(args.output, inputs)
     documents = (_gavel_documents(args) if args.source_format == "gavel"
                  else gap_documents(args.file, args.sense))
-    out = Path(args.output)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(str(out), "", f"cannot create the folder: {exc}") from None
+    # Validate every document and target before writing any: a converted file must load as
+    # it is, and a bad one leaves nothing behind.
+    targets = []
     for document in documents:
-        # Validate before writing: a converted file must load as it is.
-        target = out / f"{document['name']}.json"
         build_instance(parse_document(document, args.file), args.file)
+        targets.append(check_output(out / f"{document['name']}.json", inputs))
+    for document, target in zip(documents, targets, strict=True):
         write_text_atomic(target, json.dumps(document, indent=1) + "\n")
         console.print(f"wrote {target}", markup=False)
     return ExitCode.OK
 
 
 def _cmd_batch(args: argparse.Namespace) -> int:
-    out = Path(args.output)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(str(out), "", f"cannot create the folder: {exc}") from None
     sources = expand_inputs(args.inputs)
     if not sources:
         raise InputError(" ".join(args.inputs), "", "no instance files found")
+    out = check_output_folder(args.output, sources)
     workers = args.workers or default_workers()
     # Solver threads times local workers never exceed the cores; on Dask every worker
     # thread runs one task, so each solve gets one thread.
     threads = 1 if args.scheduler else max(1, default_workers() // workers)
     options = SolveOptions(time_limit_s=args.time_limit, seed=args.seed, threads=threads)
     tasks = make_tasks(sources, out, args.method, options)
+    inputs = {os.path.realpath(source) for source in sources}
+    clash = next((t for t in tasks if os.path.realpath(t.target) in inputs), None)
+    if clash is not None:
+        raise InputError(str(out), "", f"the schedule of {clash.source} would be written over "
+                         f"the input {clash.target}; choose another output folder")
     rows: list[dict[str, Any]] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())
@@ -364,10 +403,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.page is not None and (args.output is None or not Path(args.page).is_file()):
         raise InputError(args.page, "--page", "needs -o OUT.md, whose tables it quotes"
                          if args.output is None else "no such page")
+    for given in (args.output, args.page):
+        if given is not None:
+            check_output(given, [args.suite], "-o" if given == args.output else "--page")
     problems = load_suite(args.suite, Path(args.benchmarks),
                           [n for n in (args.only or "").split(",") if n])
     options = SolveOptions(time_limit_s=args.time_limit, seed=args.seed, threads=args.threads)
-    table = Table(title=f"{args.suite}: {', '.join(methods)}")
+    table = Table(title=Text(f"{args.suite}: {', '.join(methods)}"))
     for column in COLUMNS:
         table.add_column(column, justify="left" if column in ("instance", "method", "status")
                          else "right")
@@ -376,13 +418,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         bar = progress.add_task("benchmarking", total=len(problems) * len(methods))
         rows = run_bench(problems, methods, options, on_row=lambda _: progress.advance(bar))
     for row in rows:
-        table.add_row(*cells(row))
+        table.add_row(*map(Text, cells(row)))
     console.print(table)
     totals = Table(title="summary")
     for column in SUMMARY_COLUMNS:
         totals.add_column(column, justify="left" if column in ("group", "method") else "right")
     for line in summary(rows):
-        totals.add_row(*line)
+        totals.add_row(*map(Text, line))
     console.print(totals)
     if args.output is not None:
         command = " ".join([f"gpuplan bench {args.suite} --methods {args.methods}",
@@ -397,6 +439,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
+    check_output(args.output)
     try:
         document = generate_document(
             args.jobs, args.nodes, tuple(args.types.split(",")), args.seed,
@@ -412,6 +455,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_export_model(args: argparse.Namespace) -> int:
+    target = check_output(args.output, [_file_of(args.instance)])
     instance = read_instance(args.instance, objective=args.objective,
                              file_format=args.input_format, sense=args.sense)
     if not AssignmentModel.supports(instance.objective):
@@ -421,7 +465,11 @@ def _cmd_export_model(args: argparse.Namespace) -> int:
         )
     program = AssignmentModel.build(instance).program
     try:
-        write_model(program, args.output, args.format)
+        # Pyomo writes in place; write into a private folder, then move the whole file.
+        with tempfile.TemporaryDirectory() as folder:
+            written = Path(folder) / f"model.{args.format}"
+            write_model(program, str(written), args.format)
+            write_bytes_atomic(target, written.read_bytes())
     except OSError as exc:
         raise InputError(args.output, "", f"cannot write the model: {exc}") from None
     console.print(
@@ -518,7 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="--method balance: round length of the round-based plan (default: 360, Gavel's)",
     )
     solve.add_argument(
-        "--floor", type=_non_negative_float, default=1.0, metavar="F",
+        "--floor", type=_floor, default=1.0, metavar="F",
         help="--method balance --policy min-cost: each job's throughput floor as a multiple "
         "of its equal-share throughput (default: 1)",
     )
@@ -533,8 +581,11 @@ def build_parser() -> argparse.ArgumentParser:
         "speeds (policies max-min-fairness and makespan, priced in by column generation)",
     )
     solve.add_argument("--time-limit", type=_positive_float, metavar="S", help="seconds")
-    solve.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    solve.add_argument("--threads", type=int, default=2, help="solver threads (default: 2)")
+    solve.add_argument("--seed", type=_seed, default=0,
+                       help=f"random seed, 0 to {MAX_SEED} (default: 0)")
+    solve.add_argument("--threads", type=_threads, default=min(2, CORES),
+                       help=f"solver threads, 1 to {CORES} (this machine's cores; default: "
+                       f"{min(2, CORES)})")
     solve.add_argument(
         "-o", "--output", metavar="OUT.json", help="write the schedule here ('-' for stdout)"
     )
@@ -549,11 +600,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check", help="verify a schedule file against its instance", parents=[reading],
-        description="Recompute every constraint and the objective of SCHEDULE from INSTANCE "
-        "alone (for the objective the schedule was planned for); exit 1 on any violation.",
+        description="Recompute every constraint, the objective and the certificate (status, "
+        "bound, gap) of SCHEDULE from INSTANCE alone, for the instance's objective (or "
+        "--objective); exit 1 on any violation, and for a file that holds no plan "
+        "(no_solution, infeasible).",
     )
     check.add_argument("instance")
     check.add_argument("schedule", type=Path)
+    check.add_argument(
+        "--objective", type=_objective, metavar="NAME",
+        help="check for this objective instead of the instance file's (the schedule's own "
+        "claim is never taken)",
+    )
     check.set_defaults(run=_cmd_check)
 
     plot = commands.add_parser(
@@ -585,7 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
                          metavar="TYPE=N,...",
                          help="gavel: GPUs per worker type (default: Gavel's physical "
                          "cluster, v100=8,p100=16,k80=24)")
-    convert.add_argument("--gpus-per-node", type=_positive_int, default=4, metavar="N",
+    convert.add_argument("--gpus-per-node", type=_whole(1, MAX_GPUS), default=4, metavar="N",
                          help="gavel: GPUs per server; a gang stays in one (default: 4)")
     convert.add_argument("--space-sharing", action="store_true",
                          help="gavel: add job classes and the measured pair speeds, for "
@@ -604,7 +662,8 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--method", choices=sorted(SOLVERS), default="greedy")
     batch.add_argument("--time-limit", type=_positive_float, metavar="S",
                        help="seconds per instance")
-    batch.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    batch.add_argument("--seed", type=_seed, default=0,
+                       help=f"random seed, 0 to {MAX_SEED} (default: 0)")
     batch.add_argument("--workers", type=_positive_int, metavar="N",
                        help="local worker processes (default: one per core)")
     batch.add_argument("--scheduler", metavar="tcp://HOST:PORT",
@@ -630,8 +689,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--benchmarks", default=str(Path("..") / "shared" / "benchmarks"),
                        metavar="DIR", help="the shared benchmarks (default: "
                        "../shared/benchmarks)")
-    bench.add_argument("--seed", type=int, default=0)
-    bench.add_argument("--threads", type=_positive_int, default=2)
+    bench.add_argument("--seed", type=_seed, default=0, help=f"0 to {MAX_SEED} (default: 0)")
+    bench.add_argument("--threads", type=_threads, default=min(2, CORES),
+                       help=f"1 to {CORES} (default: {min(2, CORES)})")
     bench.add_argument("-o", "--output", metavar="OUT.md", help="write the tables here")
     bench.add_argument("--page", metavar="PAGE.md",
                        help="then refresh the tables PAGE.md quotes from results files "
@@ -644,19 +704,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Jobs as Gavel's generator draws them (gangs 1/2/4/8, run times, model "
         "memory) on nodes of GPU types with Gavel's measured speed-ups.",
     )
-    generate.add_argument("--jobs", type=_positive_int, required=True, metavar="N")
-    generate.add_argument("--nodes", type=_positive_int, required=True, metavar="K")
+    generate.add_argument("--jobs", type=_whole(1, MAX_JOBS), required=True, metavar="N")
+    generate.add_argument("--nodes", type=_whole(1, MAX_GPUS), required=True, metavar="K")
     generate.add_argument("--types", default="v100,p100,k80", metavar="T,...",
                           help=f"GPU types, from {', '.join(SPEEDUP)} (default: all)")
-    generate.add_argument("--gpus-per-node", type=_positive_int, default=8, metavar="N")
+    generate.add_argument("--gpus-per-node", type=_whole(1, MAX_GPUS), default=8, metavar="N")
     generate.add_argument("--dependencies", type=_share, default=0.0, metavar="P",
                           help="share of jobs that depend on an earlier one (default: 0)")
-    generate.add_argument("--arrivals", type=_non_negative_float, default=0.0, metavar="S",
+    generate.add_argument("--arrivals", type=_seconds_or_zero, default=0.0, metavar="S",
                           help="release jobs uniformly over [0, S] seconds (default: 0)")
     generate.add_argument("--deadlines", type=_share, default=0.0, metavar="P",
                           help="share of jobs with a deadline (default: 0)")
     generate.add_argument("--objective", choices=[k.value for k in ObjectiveKind])
-    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--seed", type=_seed, default=0)
     generate.add_argument("-o", "--output", required=True, metavar="FILE.json")
     generate.set_defaults(run=_cmd_generate)
 
@@ -682,6 +742,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+    logging.getLogger("py.warnings").debug("%s:%d: %s: %s", filename, lineno,
+                                           category.__name__, message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code.
 
@@ -694,7 +760,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = logging.DEBUG if args.debug else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
-        code: int = args.run(args)
+        with warnings.catch_warnings():
+            # Library warnings (numpy's RuntimeWarnings among them) are details for --debug.
+            warnings.showwarning = _log_warning
+            code: int = args.run(args)
     except InputError as exc:
         if args.debug:
             raise

@@ -271,6 +271,14 @@ def check_output(path: str | Path, inputs: Iterable[str | Path] = (),
         if _same_file(target, Path(source)) or target == Path(os.path.realpath(source)):
             raise InputError(where, "", f"{option} names {source}, an input of this command; "
                              "choose another output file")
+    folder = target.parent
+    if not folder.is_dir():
+        raise InputError(where, "", f"folder {str(folder)!r} does not exist")
+    with contextlib.suppress(OSError, ValueError):
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+        if len(target.name.encode()) > limit:
+            raise InputError(where, "", f"the file name is longer than this file system's "
+                             f"limit of {limit} bytes")
     try:
         mode = target.stat().st_mode
     except FileNotFoundError:
@@ -280,16 +288,8 @@ def check_output(path: str | Path, inputs: Iterable[str | Path] = (),
     if mode is not None and not stat.S_ISREG(mode):
         raise InputError(where, "", f"is {_kind(mode)}: gpuplan writes only regular files "
                          "(use '-' for standard output where the command offers it)")
-    folder = target.parent
-    if not folder.is_dir():
-        raise InputError(where, "", f"folder {str(folder)!r} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(where, "", f"folder {str(folder)!r} is not writable")
-    with contextlib.suppress(OSError, ValueError):
-        limit = os.pathconf(folder, "PC_NAME_MAX")
-        if len(target.name.encode()) > limit:
-            raise InputError(where, "", f"the file name is longer than this file system's "
-                             f"limit of {limit} bytes")
     remove_stale_temporaries(folder)
     return target
 

@@ -13,15 +13,19 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import InputError, json_path, validation_message
-from gpuplan.io import read_text, write_text_atomic
+from gpuplan.io import parse_json, read_text, write_text_atomic
 
 FORMAT_VERSION = 1
+
+#: The largest relative gap at which a plan may be called ``optimal`` (HiGHS' default
+#: MIP gap); the verifier holds every schedule, and so every method, to it.
+OPTIMAL_GAP = 1e-4
 
 
 class Status(StrEnum):
     """Outcome of a solve."""
 
-    #: A plan that is proven optimal (within the solver's gap tolerance).
+    #: A plan that is proven optimal: its bound is within :data:`OPTIMAL_GAP` of it.
     OPTIMAL = "optimal"
     #: A plan that satisfies every constraint; optimality is not proven.
     FEASIBLE = "feasible"
@@ -54,6 +58,9 @@ class ViolationKind(StrEnum):
     CAPACITY = "capacity"
     OBJECTIVE = "objective"
     BOUND = "bound"
+    #: The status claims what the schedule does not show (optimal without a proof, a plan
+    #: in an infeasible file).
+    STATUS = "status"
 
 
 class _Model(BaseModel):
@@ -134,6 +141,9 @@ class Schedule(_Model):
         InputError
             Naming the file, the JSON path and the problem.
         """
+        # Parsed once strictly for what pydantic's parser lets pass (keys given twice, deep
+        # nesting, over-long integers), then validated from the text.
+        parse_json(text, source)
         try:
             return cls.model_validate_json(text)
         except ValidationError as exc:

@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.schedule import Schedule, Verification, Violation, ViolationKind, relative_gap
+from gpuplan.schedule import (
+    OPTIMAL_GAP,
+    Schedule,
+    Status,
+    Verification,
+    Violation,
+    ViolationKind,
+    relative_gap,
+)
 
 #: Relative tolerance for times, capacities and objective values.
 TOLERANCE = 1e-6
@@ -93,6 +101,15 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= TOLERANCE * max(1.0, abs(a), abs(b))
 
 
+def _rounding(*times: float) -> float:
+    """What float arithmetic on these times may be off by: a few units in the last place.
+
+    A length ``end - start`` far from time zero carries the rounding of ``start`` and
+    ``end``, which no relative tolerance on the length covers.
+    """
+    return 8.0 * float(np.spacing(max(abs(t) for t in times)))
+
+
 def _ineligibility(instance: Instance, j: int, t: int) -> str:
     if np.isnan(instance.duration[j, t]):
         return "the job has no duration for it or does not allow it"
@@ -162,7 +179,9 @@ def _check_placements(instance: Instance, schedule: Schedule, out: _Collector) -
         elif segmented and not p.end_s > p.start_s:
             out.add(ViolationKind.DURATION,
                     f"job {p.job!r} has a segment of length {p.end_s - p.start_s:g} s")
-        elif not segmented and not _close(p.end_s - p.start_s, float(instance.duration[j, t])):
+        elif not segmented and abs((p.end_s - p.start_s) - instance.duration[j, t]) > (
+                TOLERANCE * max(1.0, float(instance.duration[j, t]))
+                + _rounding(p.start_s, p.end_s)):
             out.add(
                 ViolationKind.DURATION,
                 f"job {p.job!r} runs {p.end_s - p.start_s:g} s on {p.gpu_type} but takes "
@@ -174,7 +193,7 @@ def _check_placements(instance: Instance, schedule: Schedule, out: _Collector) -
                 f"job {p.job!r} starts at {p.start_s:g} s, but objective "
                 f"{instance.objective.value!r} places the batch at once (start 0)",
             )
-        if not static and p.start_s < instance.release[j] - TOLERANCE:
+        if not static and p.start_s < instance.release[j] - TOLERANCE - _rounding(p.start_s):
             out.add(
                 ViolationKind.RELEASE,
                 f"job {p.job!r} starts at {p.start_s:g} s, before its release at "
@@ -406,7 +425,26 @@ def _objective_value(instance: Instance, placed: _Placed, peak: FloatArray) -> f
 def _check_certificate(
     instance: Instance, schedule: Schedule, value: float, out: _Collector
 ) -> None:
-    """The reported objective matches, and the bound does not claim the impossible."""
+    """The certificate holds: status, objective, bound and gap agree with the placements.
+
+    ``optimal`` needs a bound within :data:`~gpuplan.schedule.OPTIMAL_GAP` of the plan's
+    value; a bound lies on the right side of that value; ``infeasible`` places nothing; a
+    status without a plan claims no objective.
+    """
+    status = schedule.status
+    if not status.has_plan and schedule.objective is not None:
+        out.add(ViolationKind.OBJECTIVE, f"status {status.value!r} has no plan but claims "
+                f"objective {schedule.objective:g}")
+    if status is Status.INFEASIBLE and schedule.placements:
+        out.add(ViolationKind.STATUS, f"status 'infeasible' claims no plan exists, yet "
+                f"{len(schedule.placements)} placement(s) are given")
+    if status is Status.OPTIMAL:
+        proven = relative_gap(schedule.objective, schedule.bound)
+        if proven is None:
+            out.add(ViolationKind.STATUS, "status 'optimal' without a bound that proves it")
+        elif proven > OPTIMAL_GAP * (1 + TOLERANCE):
+            out.add(ViolationKind.STATUS, f"status 'optimal' with a gap of {proven:.4%}: "
+                    f"optimal needs a gap of at most {OPTIMAL_GAP:.2%}")
     if schedule.objective is not None and not _close(schedule.objective, value):
         out.add(
             ViolationKind.OBJECTIVE,

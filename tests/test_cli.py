@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import DATA, INSTANCES, run_cli
+
+from gpuplan import cli
+from gpuplan.cli import main
 
 QUICKSTART = INSTANCES / "quickstart.json"
 SCHEDULE_KEYS = {
@@ -84,7 +89,7 @@ def test_bad_input_leaves_no_file(tmp_path: Path) -> None:
         (["solve", QUICKSTART, "--objective", "fastest"], "unknown objective 'fastest'"),
         (["solve", QUICKSTART, "--time-limit", "-3"], "expected a positive number"),
         (["solve", QUICKSTART, "--method", "magic"], "invalid choice: 'magic'"),
-        (["solve", QUICKSTART, "-o", "/no/such/dir/s.json"], "cannot write the schedule"),
+        (["solve", QUICKSTART, "-o", "/no/such/dir/s.json"], "'/no/such/dir' does not exist"),
         (["check", QUICKSTART, DATA / "valid_small.json"], "instance: required field"),
     ],
 )
@@ -130,3 +135,52 @@ def test_validate_describes_instances() -> None:
     result = run_cli("validate", QUICKSTART, DATA / "valid_small.json")
     assert result.returncode == 0
     assert "20 jobs" in result.stderr and "5 jobs" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--seed", "-1"], "a whole number from 0 to 2147483647"),
+        (["--seed", str(2**70)], "a whole number from 0 to 2147483647"),
+        (["--threads", "0"], "a whole number from 1 to"),
+        (["--threads", "-1"], "a whole number from 1 to"),
+        (["--threads", "1000"], "a whole number from 1 to"),
+        (["--tick", "0"], "a positive number of seconds"),
+        (["--tick", "nan"], "a positive number of seconds"),
+        (["--time-limit", "inf"], "a positive number of seconds up to 1e+09"),
+        (["--round", "-1"], "a positive number of seconds"),
+        (["--iterations", "0"], "a whole number from 1"),
+        (["--partitions", "1" + "0" * 5000], "a whole number from 1"),
+    ],
+)
+def test_every_number_is_checked(args: list[str], words: str,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Out-of-range seeds, threads, ticks, rounds and limits are exit 2, before any work."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["solve", str(QUICKSTART), *args])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+
+
+def test_names_are_printed_not_styled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An instance named like a console style tag is printed as it is, after a normal solve."""
+    document = json.loads((DATA / "valid_small.json").read_text())
+    document["name"] = "[/oops]"
+    path = tmp_path / "oops.json"
+    path.write_text(json.dumps(document))
+    assert main(["solve", str(path), "-o", str(tmp_path / "s.json")]) == 0
+    assert "[/oops]: 5 jobs" in capsys.readouterr().err
+
+
+def test_library_warnings_stay_off_the_terminal(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A numpy RuntimeWarning raised inside a command is logged for --debug, not printed."""
+    def validate(_: object) -> int:
+        np.log(np.zeros(1))
+        return 0
+    monkeypatch.setattr(cli, "_cmd_validate", validate)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert cli.main(["validate", str(QUICKSTART)]) == 0
+    assert "divide by zero" not in capsys.readouterr().err

@@ -1,0 +1,122 @@
+"""Writes never destroy what ``-o`` names, and are checked before any work is done."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+
+from gpuplan import cli
+from gpuplan.errors import InputError
+from gpuplan.io import check_output, remove_stale_temporaries, write_text_atomic
+
+SMALL = DATA / "valid_small.json"
+
+
+def _solve(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str]:
+    code = cli.main(["solve", *map(str, args)])
+    return code, capsys.readouterr().err
+
+
+def test_output_over_the_input_is_refused(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """``-o`` naming the instance itself is exit 2, and the instance is left as it was."""
+    instance = tmp_path / "mine.json"
+    shutil.copy(SMALL, instance)
+    before = instance.read_bytes()
+    code, err = _solve(capsys, instance, "-o", instance)
+    assert code == 2 and "an input of this command" in err
+    assert instance.read_bytes() == before
+
+
+def test_output_over_the_input_through_a_link_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A symbolic link to the instance is the instance: refused as well."""
+    instance = tmp_path / "mine.json"
+    shutil.copy(SMALL, instance)
+    link = tmp_path / "alias.json"
+    link.symlink_to(instance)
+    code, err = _solve(capsys, instance, "-o", link)
+    assert code == 2 and "an input of this command" in err
+    assert instance.read_bytes() == SMALL.read_bytes()
+
+
+def test_a_symlink_is_written_through(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Writing to a link updates the file it points to; the link stays a link."""
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    code, _ = _solve(capsys, SMALL, "-o", link)
+    assert code == 0
+    assert link.is_symlink() and '"status"' in target.read_text()
+
+
+@pytest.mark.parametrize("kind", ["pipe", "folder"])
+def test_a_non_regular_file_is_never_replaced(tmp_path: Path, kind: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A pipe or folder named by ``-o`` is exit 2 and stays what it was (as /dev/null would)."""
+    path = tmp_path / "special"
+    if kind == "pipe":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    code, err = _solve(capsys, SMALL, "-o", path)
+    assert code == 2 and "gpuplan writes only regular files" in err
+    assert (path.is_fifo() if kind == "pipe" else path.is_dir())
+    with pytest.raises(InputError, match="writes only regular files"):
+        write_text_atomic(path, "{}")
+
+
+def test_output_folder_is_checked_before_solving(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing output folder is reported before the method runs, not after the solve."""
+    def never(*_: object, **__: object) -> None:
+        raise AssertionError("the method ran before the output was checked")
+    monkeypatch.setattr(cli, "plan", never)
+    code, err = _solve(capsys, SMALL, "--method", "sa", "--time-limit", "30",
+                       "-o", "/no/such/folder/out.json")
+    assert code == 2 and "does not exist" in err
+
+
+def test_a_long_legal_file_name_is_written(tmp_path: Path) -> None:
+    """A 250-character file name works: the temporary name does not grow with it."""
+    path = tmp_path / ("s" * 245 + ".json")
+    write_text_atomic(path, "{}\n")
+    assert path.read_text() == "{}\n"
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_a_file_name_past_the_limit_is_bad_input(tmp_path: Path) -> None:
+    """A name longer than the file system allows is named as such before any work."""
+    with pytest.raises(InputError, match="longer than this file system's limit"):
+        check_output(tmp_path / ("s" * 300 + ".json"))
+
+
+def test_killed_writers_leave_nothing_behind(tmp_path: Path) -> None:
+    """The temporary file of a writer that was killed is removed by the next run."""
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+    dead = tmp_path / f".gpuplan-{finished.stdout.strip()}-0123abcd.tmp"
+    dead.write_text('{"half": ')
+    mine = tmp_path / f".gpuplan-{os.getpid()}-0123abcd.tmp"
+    mine.write_text("in progress")
+    check_output(tmp_path / "out.json")
+    assert not dead.exists() and mine.exists()
+    remove_stale_temporaries(tmp_path)
+    assert mine.exists()
+
+
+def test_a_rewrite_keeps_the_file_permissions(tmp_path: Path) -> None:
+    """Replacing a file keeps its mode: a private schedule stays private."""
+    path = tmp_path / "private.json"
+    path.write_text("old")
+    path.chmod(0o600)
+    write_text_atomic(path, "new")
+    assert path.read_text() == "new" and (path.stat().st_mode & 0o777) == 0o600
