@@ -197,6 +197,11 @@ def parse_method(spec: str) -> MethodSpec:
         except ValueError:
             raise InputError("--methods", "", f"{spec!r}: {key} needs a {kind}, got "
                              f"{text!r}") from None
+    try:
+        SolveOptions(**overrides)
+    except InputError as exc:
+        raise InputError("--methods", "", f"{spec!r}: {exc.path or exc.source.lstrip('-')} "
+                         f"{exc.message}") from None
     return MethodSpec(spec, name, warm or None, overrides, objective)
 
 

@@ -73,6 +73,7 @@ from gpuplan.readers.orlib_gap import gap_documents
 from gpuplan.schedule import Schedule, Verification, ViolationKind
 from gpuplan.solvers import SOLVERS, SolveOptions
 from gpuplan.solvers.backends import BACKENDS
+from gpuplan.solvers.base import CORES, MAX_SEED
 from gpuplan.solvers.encodings import CROSSOVERS, MOVES
 from gpuplan.solvers.pyomo import write_model
 from gpuplan.solvers.rounding import ROUNDINGS
@@ -80,9 +81,6 @@ from gpuplan.verify import verify_schedule
 
 #: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.
 console = Console(stderr=True, highlight=False, soft_wrap=True)
-
-#: Cores of this machine: the most solver threads a run may ask for.
-CORES = max(1, os.cpu_count() or 1)
 
 
 def _objective(value: str) -> ObjectiveKind:
@@ -120,11 +118,8 @@ def _whole(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-#: Seeds every method takes (CP-SAT's and numpy's common range).
-MAX_SEED = 2**31 - 1
 _seed = _whole(0, MAX_SEED)
 _positive_int = _whole(1, 10**9)
-#: Solver threads: at most one per core (more only thrash, and HiGHS aborted with 1000).
 _threads = _whole(1, CORES)
 
 

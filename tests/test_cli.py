@@ -184,3 +184,22 @@ def test_library_warnings_stay_off_the_terminal(
         warnings.simplefilter("always")
         assert cli.main(["validate", str(QUICKSTART)]) == 0
     assert "divide by zero" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("spec", "words"), [("milp:threads=1000", "threads 1000 is out of range"),
+                                             ("sa:seed=-1", "seed -1 is out of range"),
+                                             ("cp:tick_s=0", "tick 0.0 is out of range")])
+def test_bench_specs_are_range_checked(spec: str, words: str,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A method spec's settings meet the same ranges as the flags, before any run."""
+    assert main(["bench", str(INSTANCES), "--methods", spec]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_library_options_are_range_checked() -> None:
+    """The API refuses what the command line refuses: a seed below 0 names --seed."""
+    from gpuplan.errors import InputError
+    from gpuplan.solvers import SolveOptions
+
+    with pytest.raises(InputError, match="--seed: -1 is out of range"):
+        SolveOptions(seed=-1)

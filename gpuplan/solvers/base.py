@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
+from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.linear import LinearProgram
+from gpuplan.readers.instance_file import MAX_TIME_S
 from gpuplan.schedule import Status, relative_gap
+
+#: Seeds every method takes (CP-SAT's and numpy's common range).
+MAX_SEED = 2**31 - 1
+#: Cores of this machine: the most solver threads a solve may ask for (more only thrash;
+#: HiGHS aborted with 1000 under a memory cap).
+CORES = max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,7 @@ class SolveOptions:
 
     time_limit_s: float | None = None
     seed: int = 0
-    threads: int = 2
+    threads: int = min(2, CORES)
     gap_tolerance: float = 1e-4
     backend: str = "highs"
     rounding: str = "largest-share"
@@ -92,6 +101,35 @@ class SolveOptions:
     start_plan: Result | None = None
     start_search: Callable[[SolveOptions], Result] | None = None
     stop: Callable[[], bool] | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse settings out of range, whoever gives them (CLI, bench specs, the API).
+
+        Raises
+        ------
+        InputError
+            Naming the option and its range.
+        """
+        # (option, value, lowest, highest, whether the lowest itself is allowed)
+        ranges: tuple[tuple[str, float | None, float, float, bool], ...] = (
+            # The longest limit, tick or round is the instance format's longest time.
+            ("--time-limit", self.time_limit_s, 0, MAX_TIME_S, False),
+            ("--seed", self.seed, 0, MAX_SEED, True),
+            ("--threads", self.threads, 1, CORES, True),
+            ("--tick", self.tick_s, 0, MAX_TIME_S, False),
+            ("--round", self.round_s, 0, MAX_TIME_S, False),
+            ("--partitions", self.partitions, 1, 10**9, True),
+            ("--iterations", self.iterations, 1, 10**12, True),
+            ("gap_tolerance", self.gap_tolerance, 0, 1.0, True),
+        )
+        for name, value, low, high, closed in ranges:
+            if value is None:
+                continue
+            if not ((value >= low if closed else value > low) and value <= high):
+                raise InputError(name, "", f"{value!r} is out of range: expected "
+                                 f"{'from' if closed else 'above'} {low} to {high:g}"
+                                 if isinstance(high, float) else
+                                 f"{value!r} is out of range: expected from {low} to {high}")
 
 
 @dataclass(frozen=True)
