@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,19 @@ import pytest
 from conftest import INSTANCES, run_cli
 
 from gpuplan import Schedule, plan
-from gpuplan.models.allocation import Policy, ThroughputData, load_unit, quadratic_program
+from gpuplan.errors import InputError
+from gpuplan.instance import Instance
+from gpuplan.models.allocation import (
+    Policy,
+    ThroughputData,
+    load_unit,
+    price_pairs,
+    quadratic_program,
+)
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.schedule import Status
+from gpuplan.solvers import balance
+from gpuplan.solvers import rounds as rounds_module
 from gpuplan.solvers.backends import BACKENDS
 from gpuplan.solvers.balance import solve_policy
 from gpuplan.solvers.base import SolveOptions
@@ -136,14 +147,20 @@ def test_rates_from_an_instance() -> None:
     assert rates.gpus.tolist() == [2.0, 1.0]
 
 
-def one_gpu(jobs: list[dict[str, Any]], gpus: int = 1) -> Any:
+def instance_of(document: dict[str, Any]) -> Instance:
+    """An instance from a document written in the test."""
+    instance: Instance = build_instance(parse_document(document, "<test>"), "<test>")
+    return instance
+
+
+def one_gpu(jobs: list[dict[str, Any]], gpus: int = 1) -> Instance:
     """Jobs on ``gpus`` GPUs of one type, makespan objective."""
-    return build_instance(parse_document({
+    return instance_of({
         "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}, "cost_per_hour": 1.0}],
         "nodes": [{"id": "n", "gpus": {"G": gpus}}],
         "jobs": jobs,
         "objective": "makespan",
-    }, "<test>"), "<test>")
+    })
 
 
 def test_round_based_plan_time_shares_preemptible_jobs() -> None:
@@ -162,6 +179,7 @@ def test_round_based_plan_alternates_exactly() -> None:
     instance = one_gpu([{"id": j, "demand": {"compute": 1.0}, "duration_s": 40,
                          "preemptible": True} for j in ("a", "b")])
     rounds = plan_rounds(instance, np.array([[0.5], [0.5]]), 10.0)
+    assert rounds is not None
     order = [int(j) for j in rounds.job[np.argsort(rounds.start)]]
     assert order[:4] == [0, 1, 0, 1] and rounds.tracking_error.max() <= 0.25
 
@@ -195,3 +213,303 @@ def test_every_policy_plans_from_the_cli(policy: str, tmp_path: Path) -> None:
                      "--policy", policy, "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert Schedule.read(out).verification.ok  # type: ignore[union-attr]
+
+
+def contended(n_jobs: int = 200, seed: int = 0, sharing: bool = False) -> Instance:
+    """Preemptible day-long jobs, many more than the 8 GPUs of two types: long round plans.
+
+    Planned in full at ``--round 100`` (30,000 rounds, 150,000 segments) it takes 15 s.
+    With ``sharing``, jobs of classes x and y may share GPUs of type A.
+    """
+    rng = np.random.default_rng(seed)
+    jobs = [{"id": f"j{i}", "demand": {"compute": 1.0}, "gpus": int(gang),
+             "duration_s": {"A": float(d), "B": float(2 * d)}, "preemptible": True,
+             **({"colocation_class": "xy"[i % 2]} if sharing else {})}
+            for i, (d, gang) in enumerate(zip(rng.uniform(1e4, 1e5, size=n_jobs),
+                                              rng.choice([1, 2], size=n_jobs), strict=True))]
+    return instance_of({
+        "gpu_types": [{"id": "A", "capacity": {"compute": 1.0}},
+                      {"id": "B", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "a", "gpus": {"A": 4}}, {"id": "b", "gpus": {"B": 4}}],
+        "jobs": jobs,
+        **({"colocation": [{"gpu_type": "A", "classes": ["x", "y"], "speeds": [0.7, 0.6]}]}
+           if sharing else {}),
+        "objective": "makespan",
+    })
+
+
+@pytest.mark.parametrize("fields", [{}, {"policy": "makespan"}, {"partitions": 2},
+                                    {"policy": "finish-time-fairness"},
+                                    {"space_sharing": True}])
+def test_time_limit_covers_the_round_based_plan(fields: dict[str, Any]) -> None:
+    """A plan that takes 15 s in full: with --time-limit 1 a verified plan comes in time.
+
+    The round-based plan does not fit, so the greedy plan made at the start is returned,
+    as ``feasible``, and the solver string says why; never a partial plan.
+    """
+    instance = contended(sharing=bool(fields.get("space_sharing")))
+    began = time.perf_counter()
+    schedule = plan(instance, "balance", SolveOptions(round_s=100.0, time_limit_s=1.0,
+                                                      **fields))
+    elapsed = time.perf_counter() - began
+    assert elapsed < 1.0 + 2.0
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.status is Status.FEASIBLE
+    assert len({p.job for p in schedule.placements}) == instance.n_jobs
+    assert "greedy list-scheduling plan instead" in schedule.solver
+
+
+@pytest.mark.parametrize("fields", [{}, {"partitions": 2}, {"space_sharing": True},
+                                    {"policy": "quadratic"}])
+def test_no_allocation_within_the_limit_falls_back_to_the_greedy_plan(
+        fields: dict[str, Any]) -> None:
+    """A limit spent before the policy's LP starts: the greedy plan, verified, says so."""
+    instance = contended(n_jobs=20, sharing=bool(fields.get("space_sharing")))
+    schedule = plan(instance, "balance", SolveOptions(time_limit_s=1e-6, **fields))
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.status is Status.FEASIBLE
+    assert "allocation within the time limit" in schedule.solver
+
+
+def test_a_plan_that_fits_the_limit_is_the_round_based_plan() -> None:
+    """Four jobs in 10-s rounds fit easily in 5 s: the plan is the policy's, not greedy's."""
+    instance = one_gpu([{"id": j, "demand": {"compute": 1.0}, "duration_s": 40,
+                         "preemptible": True} for j in "abcd"])
+    schedule = plan(instance, "balance", SolveOptions(round_s=10.0, time_limit_s=5.0))
+    assert schedule.verification is not None and schedule.verification.ok
+    assert "rounds of 10 s" in schedule.solver and "greedy" not in schedule.solver
+
+
+def test_round_too_small_is_an_input_error_before_any_work(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 10^6-s job in rounds of 1 ms needs 10^9 rounds: --round is refused up front.
+
+    Neither the greedy plan nor the policy's LP is started, and the shortest round that
+    works (10 s, for at most 100,000 rounds) is named; it then plans at once.
+    """
+    instance = one_gpu([{"id": "a", "demand": {"compute": 1.0}, "duration_s": 1e6}])
+
+    def no_work(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("work started before --round was checked")
+
+    monkeypatch.setattr(balance, "solve_policy", no_work)
+    monkeypatch.setattr(balance, "list_schedule", no_work)
+    with pytest.raises(InputError) as error:
+        balance.BalanceSolver().solve(instance, SolveOptions(round_s=1e-3, time_limit_s=5.0))
+    assert error.value.source == "--round"
+    assert "1,000,000,000 rounds" in error.value.message
+    assert "use --round of at least 10" in error.value.message
+    monkeypatch.undo()
+    began = time.perf_counter()
+    schedule = plan(instance, "balance", SolveOptions(round_s=10.0))
+    assert time.perf_counter() - began < 5.0
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.objective == pytest.approx(1e6)
+
+
+def test_cli_refuses_a_tiny_round(tmp_path: Path) -> None:
+    """``--round 1e-6`` on the Gavel instance: exit 2 at once, naming --round."""
+    began = time.perf_counter()
+    result = run_cli("solve", str(INSTANCES / "gavel_makespan.json"), "--method", "balance",
+                     "--round", "1e-6", "-o", str(tmp_path / "plan.json"))
+    assert time.perf_counter() - began < 20.0
+    assert result.returncode == 2
+    assert "--round" in result.stderr and "use --round of at least" in result.stderr
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_a_plan_that_outgrows_the_rounds_is_an_input_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan that runs out of rounds while planning is refused, naming --round.
+
+    A chain of 30 one-second jobs takes 30 rounds whatever their length, which the
+    checks before planning cannot see; here at most 10 rounds are allowed.
+    """
+    monkeypatch.setattr(rounds_module, "MAX_ROUNDS", 10)
+    monkeypatch.setattr(balance, "MAX_ROUNDS", 10)
+    instance = one_gpu([{"id": f"j{i}", "demand": {"compute": 1.0}, "duration_s": 1.0,
+                         **({"depends_on": [f"j{i - 1}"]} if i else {})} for i in range(30)],
+                       gpus=30)
+    with pytest.raises(InputError) as error:
+        plan(instance, "balance", SolveOptions(round_s=60.0))
+    assert error.value.source == "--round" and "more than 10 rounds" in error.value.message
+
+
+def test_legal_extremes_end_in_seconds() -> None:
+    """10,000 GPUs, 10^9-s jobs and weights from 1 to 10^9 end in seconds.
+
+    The default --round is refused (it would take 2.8 million rounds), and the round it
+    suggests gives a verified plan.
+    """
+    document = {
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": f"n{k}", "gpus": {"G": 8}} for k in range(1250)],
+        "jobs": [{"id": f"j{i}", "demand": {"compute": 1.0}, "gpus": 8,
+                  "duration_s": 1e9 if i % 2 else 1e3, "weight": 1e9 if i % 3 else 1.0,
+                  "preemptible": bool(i % 2)} for i in range(40)],
+        "objective": "makespan",
+    }
+    instance = instance_of(document)
+    with pytest.raises(InputError) as error:
+        balance.BalanceSolver().solve(instance, SolveOptions())
+    least = float(error.value.message.rsplit(" ", 1)[1])
+    assert least == pytest.approx(1e4)
+    began = time.perf_counter()
+    schedule = plan(instance, "balance", SolveOptions(round_s=least))
+    assert time.perf_counter() - began < 10.0
+    assert schedule.verification is not None and schedule.verification.ok
+
+
+def test_repeated_rounds_planned_in_one_step_match_round_by_round(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rounds that repeat, planned in one step, give the plan of planning every round.
+
+    With releases, dependencies, gangs, and preemptible and pinned jobs.
+    """
+    rng = np.random.default_rng(7)
+    jobs = []
+    for i in range(24):
+        job: dict[str, Any] = {
+            "id": f"j{i}", "demand": {"compute": 1.0}, "gpus": int(rng.choice([1, 2])),
+            "duration_s": {"A": float(rng.uniform(200, 5000)),
+                           "B": float(rng.uniform(400, 9000))},
+            "release_s": float(rng.choice([0.0, rng.uniform(0, 20000)])),
+            "preemptible": bool(rng.random() < 0.6)}
+        if i >= 4 and rng.random() < 0.3:
+            job["depends_on"] = [f"j{int(rng.integers(0, i))}"]
+        jobs.append(job)
+    instance = instance_of({
+        "gpu_types": [{"id": "A", "capacity": {"compute": 1.0}},
+                      {"id": "B", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "a", "gpus": {"A": 4}}, {"id": "b", "gpus": {"B": 2, "A": 2}}],
+        "jobs": jobs, "objective": "makespan"})
+    share = solve_policy(ThroughputData.from_instance(instance), Policy.MAX_MIN_FAIRNESS,
+                         OPTIONS).share
+    fast = plan_rounds(instance, share, 60.0)
+    monkeypatch.setattr(rounds_module, "_repeats", lambda *args: 0)
+    slow = plan_rounds(instance, share, 60.0)
+    assert fast is not None and slow is not None
+    assert fast.rounds == slow.rounds
+    assert fast.job.tolist() == slow.job.tolist()
+    assert fast.gpu_type.tolist() == slow.gpu_type.tolist()
+    assert [g.tolist() for g in fast.gpus] == [g.tolist() for g in slow.gpus]
+    assert fast.end == pytest.approx(slow.end, rel=1e-12)
+    assert fast.work == pytest.approx(slow.work, rel=1e-9)
+
+
+def test_a_job_alone_for_many_rounds_is_planned_in_one_step() -> None:
+    """One 5*10^7-s job in 1,000-s rounds: 50,000 rounds, one segment, well under a second."""
+    instance = one_gpu([{"id": "a", "demand": {"compute": 1.0}, "duration_s": 5e7,
+                         "preemptible": True}])
+    began = time.perf_counter()
+    result = plan_rounds(instance, np.array([[1.0]]), 1000.0)
+    assert time.perf_counter() - began < 1.0
+    assert result is not None and result.rounds == 50_000 and result.job.size == 1
+    assert result.end[0] == pytest.approx(5e7)
+
+
+def two_jobs_one_gpu() -> Instance:
+    """Two preemptible 40-s jobs on one GPU: any plan ends at 80 s at best."""
+    return one_gpu([{"id": j, "demand": {"compute": 1.0}, "duration_s": 40,
+                     "preemptible": True} for j in ("a", "b")])
+
+
+@pytest.mark.parametrize("policy", [p.value for p in Policy])
+def test_optimal_only_without_a_gap(policy: str) -> None:
+    """Each policy's plan is optimal only when it meets the bound, on the plan's objective.
+
+    In 30-s rounds each job ends in a round's first 10 s and the GPU idles: 100 s
+    against the bound of 80 s, so every round-based policy says feasible with that
+    bound (never the policy's own value); quadratic's whole jobs end at 80 s: optimal.
+    """
+    schedule = plan(two_jobs_one_gpu(), "balance", SolveOptions(policy=policy, round_s=30.0))
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.bound == pytest.approx(80.0)
+    assert schedule.objective is not None and schedule.bound is not None
+    assert schedule.objective >= schedule.bound
+    if policy == Policy.QUADRATIC.value:
+        assert schedule.status is Status.OPTIMAL and schedule.gap == 0.0
+    else:
+        assert schedule.objective == pytest.approx(100.0)
+        assert schedule.status is Status.FEASIBLE and schedule.gap == pytest.approx(0.2)
+
+
+def test_space_shared_plan_is_optimal_only_without_a_gap() -> None:
+    """A space-shared round-based plan above its bound is feasible, not optimal.
+
+    Pairs at speeds 0.7 and 0.6 in 0.25-s rounds; the bound divides the work by the
+    pair gain 1.3.
+    """
+    instance = instance_of({
+        "gpu_types": [{"id": "A", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "n", "gpus": {"A": 1}}],
+        "jobs": [{"id": name, "demand": {"compute": 1.0}, "duration_s": 1.0,
+                  "preemptible": True, "colocation_class": name} for name in ("a", "b")],
+        "colocation": [{"gpu_type": "A", "classes": ["a", "b"], "speeds": [0.7, 0.6]}],
+        "objective": "makespan",
+    })
+    schedule = plan(instance, "balance", SolveOptions(policy="makespan", round_s=0.25,
+                                                      space_sharing=True))
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.objective is not None and schedule.bound is not None
+    assert schedule.bound == pytest.approx(2.0 / 1.3)
+    assert schedule.objective > schedule.bound * (1 + 1e-4)
+    assert schedule.status is Status.FEASIBLE
+
+
+def test_a_plan_that_meets_the_bound_is_optimal() -> None:
+    """One 40-s job on one GPU ends at 40 s, the bound: optimal with no gap."""
+    instance = one_gpu([{"id": "a", "demand": {"compute": 1.0}, "duration_s": 40,
+                         "preemptible": True}])
+    schedule = plan(instance, "balance", SolveOptions(round_s=30.0))
+    assert schedule.status is Status.OPTIMAL and schedule.gap == 0.0
+    assert schedule.verification is not None and schedule.verification.ok
+
+
+@pytest.mark.parametrize("parts", [5, 9])
+def test_more_partitions_than_jobs_or_gpus_is_an_input_error(parts: int) -> None:
+    """4 jobs on 8 GPUs: 5 parts leave one without a job, 9 one without a GPU too."""
+    rates = data([[0.1]] * 4, [8])
+    with pytest.raises(InputError) as error:
+        solve_policy(rates, Policy.MAX_MIN_FAIRNESS, SolveOptions(partitions=parts))
+    assert error.value.source == "--partitions"
+    assert "at most 4" in error.value.message
+
+
+def test_cli_names_partitions(tmp_path: Path) -> None:
+    """``--partitions 1000`` on the Gavel instance: exit 2, naming --partitions."""
+    result = run_cli("solve", str(INSTANCES / "gavel_makespan.json"), "--method", "balance",
+                     "--partitions", "1000", "-o", str(tmp_path / "plan.json"))
+    assert result.returncode == 2 and "--partitions" in result.stderr
+
+
+def test_every_part_gets_a_gpu() -> None:
+    """Three types of one GPU in three parts: every part gets a GPU.
+
+    So every job keeps its equal share (max-min value 1); dealt type by type, the first
+    part took all three and the others none.
+    """
+    rates = data([[0.1, 0.1, 0.1]] * 3, [1, 1, 1])
+    split = solve_policy(rates, Policy.MAX_MIN_FAIRNESS, SolveOptions(partitions=3))
+    assert split.value == pytest.approx(1.0)
+
+
+def test_pricing_stops_at_its_deadline() -> None:
+    """Pricing with a deadline already past returns None, not a partial list."""
+    document = contended(n_jobs=6, sharing=True)
+    rates = ThroughputData.from_instance(document)
+    scale = np.ones(rates.n_jobs)
+    duals = np.full(2 * rates.n_jobs + 2, -1.0)
+    assert price_pairs(rates, scale, duals) is not None
+    assert price_pairs(rates, scale, duals, deadline=time.perf_counter() - 1.0) is None
+
+
+def test_max_min_fairness_with_weights_a_billion_apart() -> None:
+    """Weights 10^9 and 1 on two GPUs: each job gets its own GPU, value 10^-9, not 0.
+
+    The weight-10^9 job's normalised throughput 1 over its weight is the minimum.
+    """
+    result = solve_policy(data([[0.1], [0.1]], [2], weight=[1e9, 1.0]),
+                          Policy.MAX_MIN_FAIRNESS, OPTIONS)
+    assert result.value == pytest.approx(1e-9)
+    assert result.share[0, 0] == pytest.approx(1.0)

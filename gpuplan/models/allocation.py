@@ -28,6 +28,7 @@ feasible, so the max-min value is at least 1 whenever each job runs on every typ
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -242,9 +243,33 @@ def rate_program(data: ThroughputData, scale: FloatArray, floor: FloatArray | No
     return _program(data, rows, job, kind, "max", np.zeros(n), 0)
 
 
+#: Max-min fairness counts a weight below this share of the largest as this share of it.
+MIN_RELATIVE_WEIGHT = 1e-9
+
+
+def fairness_scale(data: ThroughputData) -> tuple[FloatArray, float]:
+    """``(J,)`` max-min fairness row scale ``1 / (weight * equal-share rate)``, and its unit.
+
+    The weights are taken relative to the largest, and at least :data:`MIN_RELATIVE_WEIGHT`
+    of it (a weight of 0 too): HiGHS drops matrix entries below 1e-9, and with weights 1
+    and 10^9 side by side the heavy jobs' rows lost every share column, which forced the
+    value to 0. The program's ``z`` is the policy's value times the unit (the largest
+    weight; 1 when every weight is 0).
+    """
+    top = float(data.weight.max(initial=0.0))
+    unit = top if top > 0 else 1.0
+    relative = np.maximum(data.weight / unit if top > 0 else np.ones(data.n_jobs),
+                          MIN_RELATIVE_WEIGHT)
+    scale: FloatArray = 1.0 / (relative * data.equal_share_rate())
+    return scale, unit
+
+
 def max_min_fairness_program(data: ThroughputData) -> AllocationProgram:
-    """Gavel's max-min fairness: the smallest ``throughput / (weight * equal-share)``."""
-    return rate_program(data, 1.0 / (data.weight * data.equal_share_rate()))
+    """Gavel's max-min fairness: the smallest ``throughput / (weight * equal-share)``.
+
+    The program's value is the policy's times the unit of :func:`fairness_scale`.
+    """
+    return rate_program(data, fairness_scale(data)[0])
 
 
 def makespan_program(data: ThroughputData) -> AllocationProgram:
@@ -421,7 +446,8 @@ class PairColumns:
 
 
 def price_pairs(data: ThroughputData, scale: FloatArray, row_dual: FloatArray,
-                per_kind: int = 1, tolerance: float = 1e-6) -> PairColumns:
+                per_kind: int = 1, tolerance: float = 1e-6,
+                deadline: float | None = None) -> PairColumns | None:
     """Pair columns of positive reduced cost in :func:`rate_program`'s max-min master.
 
     Pricing never lists all pairs. A pair column's reduced cost is ``0 - a' y`` (HiGHS'
@@ -432,9 +458,12 @@ def price_pairs(data: ThroughputData, scale: FloatArray, row_dual: FloatArray,
         reduced cost = score[a | c_b, t] + score[b | c_a, t] - gang * y_cap[t]
 
     so for every (class, class, type, gang) the best pair is each class's best-scoring
-    job: ``O(J * C * T)`` work per round instead of ``O(J^2 * T)``. ``per_kind`` best
-    pairs of each kind are returned (the i-th best job of one class with the i-th of the
-    other).
+    job: ``O(J * C * T)`` work per round instead of ``O(J^2 * T)``, and only the class
+    pairs the instance lists are visited. ``per_kind`` best pairs of each kind are
+    returned (the i-th best job of one class with the i-th of the other).
+
+    Returns None if the :func:`time.perf_counter` instant ``deadline`` passes before
+    every kind is priced (the columns found so far would not prove anything).
     """
     assert data.colocation is not None
     n_jobs, n_types = data.n_jobs, int(data.gpus.size)
@@ -444,35 +473,41 @@ def price_pairs(data: ThroughputData, scale: FloatArray, row_dual: FloatArray,
     found: list[tuple[IntArray, IntArray, int]] = []
     sharing = np.flatnonzero(cls >= 0)
     for t in range(n_types):
+        both_ways = (speed[:, :, t] > 0) & (speed[:, :, t].T > 0)
         for gang in np.unique(data.gang[sharing]):
             jobs = sharing[(data.gang[sharing] == gang) & (data.rate[sharing, t] > 0)]
             if jobs.size < 2:
                 continue
-            # (jobs, C): each job's score next to a partner of each class.
+            classes, where = np.unique(cls[jobs], return_inverse=True)
+            # Class pairs (by position in ``classes``, p <= q) that may share type t.
+            kinds_p, kinds_q = np.nonzero(np.triu(both_ways[np.ix_(classes, classes)]))
+            if kinds_p.size == 0:
+                continue
+            # (jobs, classes): each job's score next to a partner of each class present.
+            speeds = speed[cls[jobs][:, None], classes[None, :], t]
             score = (-y_time[jobs])[:, None] - (y_tput[jobs] * scale[jobs] * data.rate[jobs, t]
-                                                )[:, None] * speed[cls[jobs], :, t]
-            score[speed[cls[jobs], :, t] <= 0] = -np.inf
-            classes = np.unique(cls[jobs])
-            members = {int(c): jobs[cls[jobs] == c] for c in classes}
-            rows = {int(c): np.flatnonzero(cls[jobs] == c) for c in classes}
-            for i, p in enumerate(classes.tolist()):
-                for q in classes[i:].tolist():
-                    if speed[p, q, t] <= 0 or speed[q, p, t] <= 0:
-                        continue
-                    best_p = _best(score[rows[p], q], per_kind * (1 + (p == q)))
-                    best_q = best_p if p == q else _best(score[rows[q], p], per_kind)
-                    if p == q:
-                        # Two distinct jobs of one class: the 1st with the 2nd, and so on.
-                        left, right = best_p[0::2], best_p[1::2]
-                    else:
-                        left, right = best_p, best_q
-                    k = min(left.size, right.size)
-                    left, right = left[:k], right[:k]
-                    value = (score[rows[p][left], q] + score[rows[q][right], p]
-                             - gang * y_cap[t])
-                    good = value > tolerance
-                    if good.any():
-                        found.append((members[p][left[good]], members[q][right[good]], t))
+                                                )[:, None] * speeds
+            score[speeds <= 0] = -np.inf
+            order = np.argsort(where, kind="stable")
+            bounds = np.r_[0, np.cumsum(np.bincount(where, minlength=classes.size))]
+            rows = [order[bounds[c]:bounds[c + 1]] for c in range(classes.size)]
+            for p, q in zip(kinds_p.tolist(), kinds_q.tolist(), strict=True):
+                if deadline is not None and time.perf_counter() > deadline:
+                    return None
+                best_p = _best(score[rows[p], q], per_kind * (1 + (p == q)))
+                best_q = best_p if p == q else _best(score[rows[q], p], per_kind)
+                if p == q:
+                    # Two distinct jobs of one class: the 1st with the 2nd, and so on.
+                    left, right = best_p[0::2], best_p[1::2]
+                else:
+                    left, right = best_p, best_q
+                k = min(left.size, right.size)
+                left, right = left[:k], right[:k]
+                value = (score[rows[p][left], q] + score[rows[q][right], p]
+                         - gang * y_cap[t])
+                good = value > tolerance
+                if good.any():
+                    found.append((jobs[rows[p][left[good]]], jobs[rows[q][right[good]]], t))
     if not found:
         empty = np.zeros(0, dtype=np.int64)
         return PairColumns(empty, empty, empty)

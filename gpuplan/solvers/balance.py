@@ -6,18 +6,27 @@ finish-time fairness is a bisection over LP feasibility checks; quadratic balanc
 QP. :class:`BalanceSolver` turns the shares into a plan: round by round
 (:func:`~gpuplan.solvers.rounds.plan_rounds`) for the time-share policies, and whole jobs
 on the type holding most of their work (list-scheduled) for quadratic balancing.
+
+**Time limit.** ``--time-limit`` covers everything: building and solving the programs
+(HiGHS gets only the time that is left), the pricing rounds of space sharing, the
+round-based plan, and the translation, verification and writing of its segments
+(:data:`SEGMENT_COST_S` each). With a limit, the greedy list-scheduling plan is made
+first (it takes milliseconds); when no allocation is solved in time, or the round-based
+plan cannot be finished in time, that plan is returned instead, never a partial one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import re
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.models.allocation import (
     SPACE_SHARING,
@@ -25,6 +34,7 @@ from gpuplan.models.allocation import (
     PairColumns,
     Policy,
     ThroughputData,
+    fairness_scale,
     finish_time_program,
     load_unit,
     makespan_program,
@@ -38,6 +48,7 @@ from gpuplan.models.allocation import (
     rate_program,
     restrict,
 )
+from gpuplan.models.bounds import objective_bound
 from gpuplan.schedule import Status
 from gpuplan.solvers.base import (
     ProgramSolution,
@@ -48,25 +59,42 @@ from gpuplan.solvers.base import (
 )
 from gpuplan.solvers.greedy import list_schedule
 from gpuplan.solvers.highs import HighsBackend, HighsMaster, explain_infeasible
-from gpuplan.solvers.rounds import plan_rounds
+from gpuplan.solvers.rounds import MAX_ROUNDS, TooManyRoundsError, plan_rounds
 from gpuplan.solvers.time_bounds import simple_bound
 
 logger = logging.getLogger(__name__)
 
+
 #: Relative precision of the finish-time fairness bisection.
 BISECTION_TOLERANCE = 1e-6
+
+#: Seconds each segment of a plan costs after the solve: its translation to a schedule,
+#: verification and writing (measured: 29 us per segment on plans of 50,000 and 320,000
+#: segments). Counted against the time limit while rounds are planned.
+SEGMENT_COST_S = 3e-5
+
+#: Share of the time limit that the makespan bound's LP may take at most.
+BOUND_SHARE = 0.1
+
+#: Share of the time limit kept back after the round-based plan for the plan's objective.
+MARGIN_SHARE = 0.02
+
+#: Pricing rounds of space sharing after which the master stops (feasible, not proven).
+MAX_PRICING_ROUNDS = 1_000
 
 
 @dataclass(frozen=True)
 class Allocation:
-    """A policy's optimal time shares.
+    """A policy's time shares.
 
     Attributes
     ----------
     policy
         The policy solved.
     status
-        ``optimal``, or why there is no allocation (``infeasible``, ``no_solution``).
+        ``optimal``; ``feasible`` when the shares are not proven optimal (partitions, or
+        a solve stopped by the time limit); or why there is no allocation
+        (``infeasible``, ``no_solution``).
     share
         ``(J, T)`` time share of each job on each type (work share, for ``quadratic``).
     value
@@ -98,13 +126,129 @@ class Allocation:
     pair_share: FloatArray | None = None
 
 
-def _solve(built: AllocationProgram, options: SolveOptions) -> ProgramSolution:
-    return HighsBackend().solve_program(built.program, options)
+def _none(policy: Policy, data: ThroughputData, status: Status, solver: str,
+          began: float) -> Allocation:
+    """No allocation, and why (``status``)."""
+    return Allocation(policy, status, np.zeros_like(data.rate), None, np.zeros(data.n_jobs),
+                      solver, time.perf_counter() - began)
+
+
+def _budget(options: SolveOptions, deadline: float | None) -> SolveOptions | None:
+    """The options with the time left before ``deadline``; None once it has passed."""
+    if deadline is None:
+        return options
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return None
+    return dataclasses.replace(options, time_limit_s=left)
+
+
+#: The solver string of a program that was not solved: the time limit was spent before.
+NOT_STARTED = "highs (not started: the time limit was spent)"
+
+
+def _solve(built: AllocationProgram, options: SolveOptions,
+           deadline: float | None) -> ProgramSolution:
+    """Solve with HiGHS in the time left; nothing is started once the deadline has passed."""
+    budget = _budget(options, deadline)
+    if budget is None:
+        return ProgramSolution(Status.NO_SOLUTION, None, None, None, NOT_STARTED)
+    return HighsBackend().solve_program(built.program, budget)
+
+
+def _deadline(options: SolveOptions, began: float) -> float | None:
+    """The :func:`time.perf_counter` instant the options' time limit ends, or None."""
+    return None if options.time_limit_s is None else began + options.time_limit_s
+
+
+def check_partitions(partitions: int, data: ThroughputData) -> None:
+    """``--partitions K`` needs a job and a GPU for each of its ``K`` parts.
+
+    Raises
+    ------
+    InputError
+        Naming ``--partitions``, with the largest value that works.
+    """
+    gpus = int(data.gpus.sum())
+    most = min(data.n_jobs, gpus)
+    if partitions < 1:
+        raise InputError("--partitions", "", f"must be at least 1, not {partitions}")
+    if partitions > most:
+        raise InputError("--partitions", "", f"{partitions} parts for {data.n_jobs} jobs on "
+                         f"{gpus} GPUs: every part needs at least one job and one GPU; use "
+                         f"--partitions of at most {most}")
+
+
+def busy_time(instance: Instance) -> float:
+    """Seconds any plan spends running jobs, at least (idle waits for releases aside).
+
+    The larger of the longest dependency chain at the shortest run times and the total
+    shortest work over every GPU (divided by the largest gain of space sharing).
+    """
+    shortest = instance.min_duration
+    chain = np.array(shortest, dtype=float)
+    if any(instance.predecessors):
+        for j in instance.topological_order.tolist():
+            before = instance.predecessors[j]
+            if before:
+                chain[j] = shortest[j] + max(float(chain[p]) for p in before)
+    area = float((instance.gang * shortest).sum()) / (instance.n_gpus * instance.pair_gain)
+    return max(float(chain.max(initial=0.0)), area)
+
+
+def _round_up(value: float) -> float:
+    """``value`` rounded up to three significant digits."""
+    if not value > 0:
+        return value
+    unit = 10.0 ** (math.floor(math.log10(value)) - 2)
+    return math.ceil(value / unit) * unit
+
+
+def _count(value: float) -> str:
+    """A round count for a message: digits with separators, or a power of ten."""
+    return f"{math.ceil(value):,}" if value < 1e12 else f"{value:.3g}"
+
+
+def check_round(instance: Instance, round_s: float) -> None:
+    """``--round`` must cover the plan in at most :data:`~gpuplan.solvers.rounds.MAX_ROUNDS`.
+
+    The plan's rounds run jobs for :func:`busy_time` seconds at least, so more than
+    ``MAX_ROUNDS`` rounds of ``round_s`` are certain when ``busy_time / round_s`` exceeds
+    it; checked before any work.
+
+    Raises
+    ------
+    InputError
+        Naming ``--round``, with the shortest round that could work.
+    """
+    if not (math.isfinite(round_s) and round_s > 0):
+        raise InputError("--round", "", f"must be a positive number of seconds, not {round_s}")
+    # Every job takes a round at least, and a round runs gangs on each GPU once (twice
+    # when jobs may share): however long the rounds, this many are needed.
+    per_round = instance.n_gpus * (2 if instance.class_ids else 1)
+    least_rounds = float(instance.gang.sum()) / per_round
+    if least_rounds > MAX_ROUNDS:
+        raise InputError("--method", "", f"balance plans in at most {MAX_ROUNDS:,} rounds, "
+                         f"each running at most {per_round:,} GPUs' worth of gangs; the "
+                         f"{instance.n_jobs:,} jobs need {_count(least_rounds)} rounds at "
+                         f"least whatever --round is; use --method greedy or cp")
+    busy = busy_time(instance)
+    if busy / round_s > MAX_ROUNDS:
+        least = _round_up(busy / MAX_ROUNDS)
+        while busy / least > MAX_ROUNDS:
+            least = _round_up(math.nextafter(least, math.inf))
+        raise InputError("--round", "", f"{_count(busy / round_s)} rounds of {round_s:g} s "
+                         f"would be needed to cover the plan's horizon of at least "
+                         f"{busy:g} s (a round-based plan has at most {MAX_ROUNDS:,} rounds); "
+                         f"use --round of at least {least:g}")
 
 
 def solve_policy(data: ThroughputData, policy: Policy, options: SolveOptions,
-                 floor: float = 1.0) -> Allocation:
+                 floor: float = 1.0, deadline: float | None = None) -> Allocation:
     """Solve one policy: exactly, or POP-style in ``options.partitions`` parts.
+
+    ``options.time_limit_s`` covers building and solving every program: a solve stopped
+    by it gives ``feasible`` shares when it has some, ``no_solution`` otherwise.
 
     Parameters
     ----------
@@ -116,67 +260,112 @@ def solve_policy(data: ThroughputData, policy: Policy, options: SolveOptions,
         Time limit, threads and seed for HiGHS; ``partitions``.
     floor
         For ``min-cost``: each job's throughput floor as a multiple of its equal share.
+    deadline
+        The :func:`time.perf_counter` instant by which to stop, if earlier than the end
+        of ``options.time_limit_s``.
+
+    Raises
+    ------
+    InputError
+        If ``options.partitions`` exceeds the jobs or the GPUs.
     """
+    began = time.perf_counter()
+    limit = _deadline(options, began)
+    if limit is not None:
+        deadline = limit if deadline is None else min(deadline, limit)
     if data.colocation is not None and options.space_sharing:
         if policy not in SPACE_SHARING or options.partitions > 1:
             raise ValueError(f"space sharing is supported for the policies "
                              f"{', '.join(p.value for p in SPACE_SHARING)}, unpartitioned")
-        return _space_sharing(data, policy, options)
+        return _space_sharing(data, policy, options, deadline)
     if options.partitions > 1:
-        return _partitioned(data, policy, options, floor)
-    return _exact(data, policy, options, floor)
+        check_partitions(options.partitions, data)
+        return _partitioned(data, policy, options, floor, deadline)
+    return _exact(data, policy, options, floor, deadline)
 
 
-def _space_sharing(data: ThroughputData, policy: Policy, options: SolveOptions) -> Allocation:
+def _space_sharing(data: ThroughputData, policy: Policy, options: SolveOptions,
+                   deadline: float | None) -> Allocation:
     """Max-min fairness or makespan with pairs of jobs sharing GPUs, by column generation.
 
     The master LP starts with every job alone (:func:`rate_program`); each round prices
     the pair columns (:func:`price_pairs`, best pairs per class pair, type and gang) and
     adds those of positive reduced cost, until none is left: then the master's optimum is
-    the optimum over *all* pairs, without listing them. Stopped by the time limit, the
-    allocation is feasible but not proven optimal.
+    the optimum over *all* pairs, without listing them. A column already in the master is
+    never added again. Stopped by the time limit, or after :data:`MAX_PRICING_ROUNDS`
+    rounds, the last master solution is kept: feasible, not proven optimal.
     """
     began = time.perf_counter()
-    scale = (1.0 / (data.weight * data.equal_share_rate()) if policy is Policy.MAX_MIN_FAIRNESS
-             else makespan_scale(data))
+    scale, unit = (fairness_scale(data) if policy is Policy.MAX_MIN_FAIRNESS
+                   else (makespan_scale(data), 1.0))
     built = rate_program(data, scale)
-    master = HighsMaster(built.program, options)
+    budget = _budget(options, deadline)
+    if budget is None:
+        return _none(policy, data, Status.NO_SOLUTION, NOT_STARTED, began)
+    master = HighsMaster(built.program, budget)
+    n_types = int(data.gpus.size)
     pairs = PairColumns(*(np.zeros(0, dtype=np.int64),) * 3)
+    known = np.zeros(0, dtype=np.int64)
+    # The last master solution with values, and how many pair columns it covers.
+    kept: tuple[ProgramSolution, int] | None = None
     rounds, status = 0, Status.OPTIMAL
     while True:
         solution, duals = master.solve()
-        if duals is None or solution.values is None:
-            if solution.values is None:
-                return Allocation(policy, solution.status, np.zeros_like(data.rate), None,
-                                  np.zeros(data.n_jobs), solution.solver,
-                                  time.perf_counter() - began)
+        if solution.values is not None and solution.status.has_plan:
+            kept = (solution, pairs.size)
+        if duals is None:
             status = Status.FEASIBLE
             break
-        new = price_pairs(data, scale, duals, per_kind=PAIRS_PER_KIND)
+        left = _left(deadline)
+        if (left is not None and left <= 0) or rounds >= MAX_PRICING_ROUNDS:
+            status = Status.FEASIBLE
+            break
+        new = price_pairs(data, scale, duals, per_kind=PAIRS_PER_KIND, deadline=deadline)
+        if new is None:
+            status = Status.FEASIBLE
+            break
+        key = (new.a * data.n_jobs + new.b) * n_types + new.gpu_type
+        fresh = ~np.isin(key, known)
+        if not fresh.all():
+            # A column of the master priced in again: its reduced cost is float noise.
+            logger.debug("pricing round %d: %d columns already in the master", rounds,
+                         int((~fresh).sum()))
+            status = Status.FEASIBLE
+        new = PairColumns(new.a[fresh], new.b[fresh], new.gpu_type[fresh])
+        key = np.unique(key[fresh])
         logger.debug("pricing round %d: master %.9g, %d new pair columns", rounds,
                      solution.objective, new.size)
         if new.size == 0:
             break
-        left = _left(options, began)
+        left = _left(deadline)
         if left is not None and left <= 0:
             status = Status.FEASIBLE
             break
         if left is not None:
             master.set_time_limit(left)
         start, index, entries = new.matrix(data, scale)
-        master.add_columns(np.zeros(new.size), np.ones(new.size), start, index, entries)
+        # No upper bound of their own (the time rows keep them <= 1): a column of the
+        # master is then never priced in again, short of float noise.
+        master.add_columns(np.zeros(new.size), np.full(new.size, np.inf), start, index,
+                           entries)
         pairs = PairColumns(np.r_[pairs.a, new.a], np.r_[pairs.b, new.b],
                             np.r_[pairs.gpu_type, new.gpu_type])
+        known = np.union1d(known, key)
         rounds += 1
+    if kept is None:
+        return _none(policy, data, solution.status, solution.solver, began)
+    solution, covered = kept
+    assert solution.values is not None
+    pairs = PairColumns(pairs.a[:covered], pairs.b[:covered], pairs.gpu_type[:covered])
     share = built.shares(solution.values)
-    pair_share = np.clip(solution.values[built.job.size + 1:], 0.0, None)
+    pair_share = np.clip(solution.values[built.job.size + 1:][:covered], 0.0, None)
     rate_a, rate_b = pairs.rates(data)
     throughput = (data.rate * share).sum(axis=1)
     np.add.at(throughput, pairs.a, rate_a * pair_share)
     np.add.at(throughput, pairs.b, rate_b * pair_share)
-    value = float((throughput * scale).min())
+    value = float((throughput * scale).min()) / unit
     if policy is Policy.MAKESPAN:
-        value = 1.0 / float(throughput.min())
+        value = 1.0 / max(float(throughput.min()), 1e-300)
     used = int((pair_share > 1e-9).sum())
     logger.info("%s with space sharing: %s %.6g after %d pricing rounds, %d pair columns "
                 "(%d used), %.3f s", policy.value, status.value, value, rounds, pairs.size,
@@ -190,15 +379,30 @@ def _space_sharing(data: ThroughputData, policy: Policy, options: SolveOptions) 
 PAIRS_PER_KIND = 16
 
 
-def _left(options: SolveOptions, began: float) -> float | None:
-    """Seconds left of the time limit, or None without one."""
-    if options.time_limit_s is None:
+def _left(deadline: float | None) -> float | None:
+    """Seconds left before ``deadline``, or None without one."""
+    if deadline is None:
         return None
-    return options.time_limit_s - (time.perf_counter() - began)
+    return deadline - time.perf_counter()
+
+
+def _deal_gpus(gpus: FloatArray, parts: int) -> FloatArray:
+    """``(parts, T)`` each part's GPUs of each type: whole GPUs, dealt round-robin.
+
+    The GPUs are dealt one by one over the parts, type after type, so that each part gets
+    ``G // parts`` or one more in all, and every part some GPU when ``parts <= G``.
+    """
+    count = gpus.astype(np.int64)
+    base, extra = np.divmod(count, parts)
+    first = np.r_[0, np.cumsum(extra)[:-1]] % parts
+    k = np.arange(parts)[:, None]
+    dealt: FloatArray = (base[None, :] + ((k - first[None, :]) % parts < extra[None, :])
+                         ).astype(float)
+    return dealt
 
 
 def _partitioned(data: ThroughputData, policy: Policy, options: SolveOptions,
-                 floor: float) -> Allocation:
+                 floor: float, deadline: float | None) -> Allocation:
     """POP (Narayanan et al., SOSP 2021): job parts, each on a slice of every type.
 
     POP deals jobs at random; here the deal is stratified: jobs are sorted by gang size,
@@ -206,25 +410,25 @@ def _partitioned(data: ThroughputData, policy: Policy, options: SolveOptions,
     random, ``options.seed``), and dealt round-robin. Every part then holds the same mix
     of gangs and type preferences, which a max-min objective needs: its value is the
     worst part's, and a part that drew more big gangs than its GPUs' share drags it down
-    (on 2,048 Gavel jobs in 8 parts, random deals lost 9% of the max-min value). Each
-    type's GPUs are dealt out in whole GPUs as evenly as possible. Each part is solved
-    exactly on its own, and the merged shares, feasible for the whole fleet, are scored
-    on it.
+    (on 2,048 Gavel jobs in 8 parts, random deals lost 9% of the max-min value). The GPUs
+    are dealt out in whole GPUs, round-robin over the parts (:func:`_deal_gpus`). Each
+    part is solved exactly on its own, and the merged shares, feasible for the whole
+    fleet, are scored on it. The caller checks that there are no more parts than jobs or
+    GPUs (:func:`check_partitions`).
     """
     began = time.perf_counter()
-    parts = min(options.partitions, data.n_jobs)
+    parts = options.partitions
     tie = np.random.default_rng(options.seed).random(data.n_jobs)
     fastest = data.rate.max(axis=1, initial=0.0)
     slowest = np.where(data.rate > 0, data.rate, np.inf).min(axis=1)
     order = np.lexsort((tie, fastest / slowest, data.gang))
-    base, extra = np.divmod(data.gpus.astype(np.int64), parts)
+    dealt = _deal_gpus(data.gpus, parts)
     share = np.zeros_like(data.rate)
     solver = ""
     for k in range(parts):
         jobs = order[k::parts]
-        part = _exact(restrict(data, jobs, (base + (k < extra)).astype(float)), policy,
-                      options, floor)
-        if part.status is not Status.OPTIMAL:
+        part = _exact(restrict(data, jobs, dealt[k]), policy, options, floor, deadline)
+        if not part.status.has_plan:
             return dataclasses.replace(part, share=share, seconds=time.perf_counter() - began)
         share[jobs] = part.share
         solver = part.solver
@@ -235,11 +439,11 @@ def _partitioned(data: ThroughputData, policy: Policy, options: SolveOptions,
 
 
 def _exact(data: ThroughputData, policy: Policy, options: SolveOptions,
-           floor: float) -> Allocation:
-    """Solve one policy on the whole fleet, to optimality (LPs and QPs solve exactly)."""
+           floor: float, deadline: float | None) -> Allocation:
+    """Solve one policy on the whole fleet, to optimality unless the time limit stops it."""
     began = time.perf_counter()
     if policy is Policy.FINISH_TIME_FAIRNESS:
-        return _finish_time_fairness(data, options, began)
+        return _finish_time_fairness(data, options, began, deadline)
     built = {
         Policy.MAX_MIN_FAIRNESS: max_min_fairness_program,
         Policy.MAKESPAN: makespan_program,
@@ -247,14 +451,15 @@ def _exact(data: ThroughputData, policy: Policy, options: SolveOptions,
         Policy.MIN_COST: lambda d: min_cost_program(d, floor),
         Policy.QUADRATIC: quadratic_program,
     }[policy](data)
-    solution = _solve(built, options)
-    if solution.status is not Status.OPTIMAL or solution.values is None:
-        return Allocation(policy, solution.status, np.zeros_like(data.rate), None,
-                          np.zeros(data.n_jobs), solution.solver, time.perf_counter() - began)
+    solution = _solve(built, options, deadline)
+    if not solution.status.has_plan or solution.values is None:
+        return _none(policy, data, solution.status, solution.solver, began)
     share = built.shares(solution.values)
     value = float(solution.objective) if solution.objective is not None else None
     throughput = (data.rate * share).sum(axis=1)
     match policy:
+        case Policy.MAX_MIN_FAIRNESS:
+            value = None if value is None else value / fairness_scale(data)[1]
         case Policy.MAKESPAN:
             value = 1.0 / float(throughput.min()) if value else None
         case Policy.MIN_COST:
@@ -265,55 +470,60 @@ def _exact(data: ThroughputData, policy: Policy, options: SolveOptions,
                                                                  np.inf)).sum(axis=0)
     logger.info("%s: %s %s in %.3f s", policy.value, solution.status.value, value,
                 time.perf_counter() - began)
-    return Allocation(policy, Status.OPTIMAL, share, value, throughput, solution.solver,
+    return Allocation(policy, solution.status, share, value, throughput, solution.solver,
                       time.perf_counter() - began)
 
 
-def _finish_time_fairness(data: ThroughputData, options: SolveOptions,
-                          began: float) -> Allocation:
+def _finish_time_fairness(data: ThroughputData, options: SolveOptions, began: float,
+                          deadline: float | None) -> Allocation:
     """Bisection on the largest finish-time ratio ``rho``, one LP feasibility check each.
 
     ``rho = 1`` is feasible (the equal share meets it); the lower end starts at the ratio
-    every job would have with the whole fleet to itself.
+    every job would have with the whole fleet to itself. The bisection takes at most
+    ``log2(1 / BISECTION_TOLERANCE)`` steps; stopped by the time limit, it keeps the best
+    ratio proven so far (``feasible``).
     """
+    policy = Policy.FINISH_TIME_FAIRNESS
     equal = data.equal_share_rate()
     finish_equal = data.release + 1.0 / equal
     if not data.release.any():
         # rho_j = equal_j / throughput_j: max-min fairness with unit weights, one LP.
         built = rate_program(data, 1.0 / equal)
-        best = _solve(built, options)
-        if best.status is not Status.OPTIMAL or best.values is None:
-            return Allocation(Policy.FINISH_TIME_FAIRNESS, best.status,
-                              np.zeros_like(data.rate), None, np.zeros(data.n_jobs),
-                              best.solver, time.perf_counter() - began)
-        return _ratio_allocation(data, built, best, finish_equal, began)
+        best = _solve(built, options, deadline)
+        if not best.status.has_plan or best.values is None:
+            return _none(policy, data, best.status, best.solver, began)
+        return _ratio_allocation(data, built, best, finish_equal, began, best.status)
     alone = data.release + 1.0 / (data.rate * np.minimum(1.0, data.gpus / data.gang[:, None])
                                   ).max(axis=1)
     low, high = float(np.max(alone / finish_equal, initial=0.0)), 1.0
     built = finish_time_program(data, high)
-    best = _solve(built, options)
-    if best.status is not Status.OPTIMAL:
-        return Allocation(Policy.FINISH_TIME_FAIRNESS, best.status, np.zeros_like(data.rate),
-                          None, np.zeros(data.n_jobs), best.solver, time.perf_counter() - began)
+    best = _solve(built, options, deadline)
+    if not best.status.has_plan or best.values is None:
+        return _none(policy, data, best.status, best.solver, began)
+    status = best.status
     while high - low > BISECTION_TOLERANCE * high:
         middle = 0.5 * (low + high)
         trial = finish_time_program(data, middle)
-        solution = _solve(trial, options)
-        if solution.status is Status.OPTIMAL:
+        solution = _solve(trial, options, deadline)
+        if solution.status.has_plan and solution.values is not None:
             high, best, built = middle, solution, trial
-        else:
+        elif solution.status is Status.INFEASIBLE:
             low = middle
-    return _ratio_allocation(data, built, best, finish_equal, began)
+        else:
+            # Stopped by the time limit: ``high`` is the best ratio proven feasible.
+            status = Status.FEASIBLE
+            break
+    return _ratio_allocation(data, built, best, finish_equal, began, status)
 
 
 def _ratio_allocation(data: ThroughputData, built: AllocationProgram, best: ProgramSolution,
-                      finish_equal: FloatArray, began: float) -> Allocation:
+                      finish_equal: FloatArray, began: float, status: Status) -> Allocation:
     """The finish-time fairness allocation of a solved program, with its largest ratio."""
     assert best.values is not None
     share = built.shares(best.values)
     throughput = (data.rate * share).sum(axis=1)
     value = float(np.max((data.release + 1.0 / np.maximum(throughput, 1e-300)) / finish_equal))
-    return Allocation(Policy.FINISH_TIME_FAIRNESS, Status.OPTIMAL, share, value, throughput,
+    return Allocation(Policy.FINISH_TIME_FAIRNESS, status, share, value, throughput,
                       best.solver, time.perf_counter() - began)
 
 
@@ -331,28 +541,64 @@ class BalanceSolver:
     def solve(self, instance: Instance, options: SolveOptions) -> Result:
         """Solve the policy, then realise its shares round by round (or place the work).
 
+        The time limit covers the whole solve (see the module docstring); the status is
+        ``optimal`` only when the plan's objective meets the bound, which is a bound on the
+        instance's objective (never the policy's value).
+
         Parameters
         ----------
         instance
             A time-based instance that passed the presolve checks.
         options
             ``policy``, ``round_s`` and ``floor``; time limit and threads for HiGHS.
+
+        Raises
+        ------
+        InputError
+            If ``--partitions`` exceeds the jobs or GPUs, or ``--round`` would need more
+            than :data:`~gpuplan.solvers.rounds.MAX_ROUNDS` rounds; before any work.
         """
+        began = time.perf_counter()
+        deadline = _deadline(options, began)
         policy = Policy(options.policy)
         data = ThroughputData.from_instance(instance)
-        allocation = solve_policy(data, policy, options, floor=options.floor)
-        bound = simple_bound(instance, options)
+        if options.partitions > 1:
+            check_partitions(options.partitions, data)
+        if policy is not Policy.QUADRATIC:
+            check_round(instance, options.round_s)
+        # With a time limit, a valid plan is at hand from the start (milliseconds).
+        listed = time.perf_counter()
+        fallback = list_schedule(instance) if deadline is not None else None
+        listing_s = time.perf_counter() - listed
+        bound = _bound(instance, options, deadline)
+        # Quadratic balancing lists the jobs again after its QP: keep the time for it.
+        until = (deadline - 1.5 * listing_s if deadline is not None
+                 and policy is Policy.QUADRATIC else deadline)
+        allocation = solve_policy(data, policy, options, floor=options.floor, deadline=until)
         summary = f"{allocation.solver}; {policy.value} {allocation.value:.6g}" \
             if allocation.value is not None else allocation.solver
         if not allocation.status.has_plan:
+            if fallback is not None and allocation.status is Status.NO_SOLUTION:
+                return _instead(fallback, bound, f"{summary}; no {policy.value} allocation "
+                                "within the time limit")
             reason = (f"policy {policy.value} has no allocation ({allocation.status.value}): "
-                      + _why(policy, data, options, instance))
+                      + _why(policy, data, options, instance, deadline))
             return Result(status=allocation.status, objective=None, bound=bound,
                           solver=summary, unplaced=dict.fromkeys(range(instance.n_jobs), reason))
         if policy is Policy.QUADRATIC:
             return self._placement(instance, allocation, bound, summary)
-        rounds = plan_rounds(instance, allocation.share, options.round_s, allocation.pairs,
-                             allocation.pair_share)
+        stop = None if deadline is None else deadline - MARGIN_SHARE * float(
+            options.time_limit_s or 0.0)
+        try:
+            rounds = plan_rounds(instance, allocation.share, options.round_s, allocation.pairs,
+                                 allocation.pair_share, deadline=stop,
+                                 segment_cost_s=SEGMENT_COST_S)
+        except TooManyRoundsError as error:
+            raise InputError("--round", "", _too_many(error, options.round_s)) from None
+        if rounds is None:
+            assert fallback is not None
+            return _instead(fallback, bound, f"{summary}; the round-based plan of {policy.value} "
+                            f"did not fit in the time limit")
         summary += (f"; {rounds.rounds} rounds of {options.round_s:g} s, tracking error mean "
                     f"{rounds.tracking_error.mean():.3f} max {rounds.tracking_error.max():.3f}")
         logger.info("balance: %s", summary)
@@ -380,6 +626,41 @@ class BalanceSolver:
                       end=placed.end, gpus=placed.gpus, unplaced=placed.unplaced)
 
 
+def _bound(instance: Instance, options: SolveOptions, deadline: float | None) -> float:
+    """A bound on the instance's objective: :func:`simple_bound` in a share of the limit.
+
+    Its makespan LP gets at most :data:`BOUND_SHARE` of the time limit, and is skipped
+    (the combinatorial bound only) once the limit is spent.
+    """
+    if deadline is None or options.time_limit_s is None:
+        return simple_bound(instance, options)
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return objective_bound(instance)
+    return simple_bound(instance, dataclasses.replace(
+        options, time_limit_s=min(left, BOUND_SHARE * options.time_limit_s)))
+
+
+def _instead(fallback: Result, bound: float, why: str) -> Result:
+    """The greedy plan made at the start, returned when the policy's plan is not in time."""
+    logger.info("balance: %s; greedy list-scheduling plan instead", why)
+    return dataclasses.replace(fallback, status=plan_status(fallback.objective, bound),
+                               bound=bound,
+                               solver=f"{why}; greedy list-scheduling plan instead")
+
+
+def _too_many(error: TooManyRoundsError, round_s: float) -> str:
+    """The ``--round`` message of a plan that ran out of rounds.
+
+    The rounds still needed are estimated from the share of the work done, with a
+    tenth more for the tail, and never less than twice the rounds tried.
+    """
+    least = _round_up(round_s * max(2.0, 1.1 / max(error.done, 1e-9)))
+    return (f"the round-based plan needs more than {MAX_ROUNDS:,} rounds of {round_s:g} s "
+            f"(they covered {error.covered_s:g} s and {error.done:.1%} of the work); use "
+            f"--round of at least {least:g}, or --method greedy or cp")
+
+
 def _late(instance: Instance, job: IntArray, end: FloatArray) -> dict[int, str]:
     """Jobs whose last segment ends after their deadline, with the reason."""
     finish = np.full(instance.n_jobs, -np.inf)
@@ -391,12 +672,14 @@ def _late(instance: Instance, job: IntArray, end: FloatArray) -> dict[int, str]:
 
 
 def _why(policy: Policy, data: ThroughputData, options: SolveOptions,
-         instance: Instance) -> str:
+         instance: Instance, deadline: float | None) -> str:
     """The conflicting rows of an infeasible policy LP, by job id."""
     program = {Policy.MIN_COST: lambda: min_cost_program(data, options.floor).program}.get(
         policy)
     if program is None:
         return "the solver found none in time"
+    if deadline is not None and time.perf_counter() >= deadline:
+        return "the time limit left no time to name the conflicting throughput floors"
     text = explain_infeasible(program())
     return re.sub(r"throughput\[(\d+)\]",
                   lambda m: f"throughput floor of job {instance.job_ids[int(m[1])]!r}", text)

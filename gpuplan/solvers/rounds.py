@@ -17,10 +17,20 @@ interval, each at its colocation speed (the form the verifier recognises).
 The realised shares differ from the allocation by a *tracking error*: per job, half the sum
 over types of ``|realised - share|`` over the rounds it was runnable, counting time on a
 type alone or paired (0 is perfect, 1 is disjoint), reported as mean and maximum.
+
+**Bounded work.** A plan has at most :data:`MAX_ROUNDS` rounds (:class:`TooManyRoundsError`
+otherwise). Rounds that must repeat the last one are not planned one by one: when no job
+ended in a round, no pair could run, and either every runnable job ran on the only type
+its share names (or, with no share, wherever it ran) or only jobs that keep their GPUs
+ran, the next rounds are the same until a job ends or one is released, and they are
+planned in one step. Rounds in which nothing can run are skipped to the next release.
+Given a ``deadline``, planning stops there and returns None: no partial plan.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,8 +38,32 @@ import numpy as np
 from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.models.allocation import PairColumns
 
-#: Rounds of planning after which the loop gives up (a guard; plans end much sooner).
-MAX_ROUNDS = 1_000_000
+#: Most rounds a round-based plan may have. A round in which jobs contend for GPUs takes
+#: about 35 us to plan for 4 jobs on one GPU and 0.3 ms for 500 jobs on 128 GPUs
+#: (measured), so this many take from 3 s to about a minute; rounds that repeat the last
+#: one are planned in one step and cost next to nothing.
+MAX_ROUNDS = 100_000
+
+
+class TooManyRoundsError(Exception):
+    """A round-based plan needs more than :data:`MAX_ROUNDS` rounds.
+
+    Parameters
+    ----------
+    rounds
+        Rounds planned when the limit was reached.
+    covered_s
+        Seconds of plan those rounds covered.
+    done
+        Share of the jobs' work those rounds did.
+    """
+
+    def __init__(self, rounds: int, covered_s: float, done: float) -> None:
+        self.rounds = rounds
+        self.covered_s = covered_s
+        self.done = done
+        super().__init__(f"{rounds} rounds cover {covered_s:g} s of the plan and "
+                         f"{done:.1%} of the work")
 
 
 @dataclass(frozen=True)
@@ -47,7 +81,7 @@ class RoundPlan:
     tracking_error
         ``(J,)`` per job, see the module docstring.
     rounds
-        Rounds planned.
+        Rounds planned (those planned in one step count one by one).
     """
 
     job: IntArray
@@ -60,9 +94,64 @@ class RoundPlan:
     rounds: int
 
 
+#: Above any free count: marks groups too small for a gang.
+_NO_ROOM = np.iinfo(np.int64).max
+
+
+class _Fleet:
+    """The GPUs by (node, type) group, with each round's free GPUs.
+
+    A gang takes the GPUs it held last round when they are free, else the lowest-numbered
+    free GPUs of the group (one node, one type) with the fewest free GPUs that still holds
+    it, keeping big blocks for big gangs. Work per take is one group's GPUs, not the fleet.
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        n_types = instance.n_types
+        group = instance.gpu_node.astype(np.int64) * n_types + instance.gpu_type
+        ids, self.group_of = np.unique(group, return_inverse=True)
+        order = np.argsort(self.group_of, kind="stable")
+        self.size = np.bincount(self.group_of, minlength=ids.size)
+        bounds = np.r_[0, np.cumsum(self.size)]
+        self.members = [order[bounds[g]:bounds[g + 1]] for g in range(ids.size)]
+        # Groups of each type by node (ids are node-major, so np.unique sorted them).
+        kind = ids % n_types
+        self.of_type = [np.flatnonzero(kind == t) for t in range(n_types)]
+        self.largest = np.array([self.size[g].max(initial=0) for g in self.of_type])
+        self.n_gpus = instance.n_gpus
+        self.free = np.ones(self.n_gpus, dtype=bool)
+        self.group_free = self.size.copy()
+
+    def reset(self) -> None:
+        """Every GPU free, for a new round."""
+        self.free[:] = True
+        self.group_free[:] = self.size
+
+    def hold(self, gpus: IntArray) -> None:
+        """Mark a gang's GPUs (one group) busy for the round."""
+        self.free[gpus] = False
+        self.group_free[self.group_of[gpus[0]]] -= gpus.size
+
+    def take(self, k: int, t: int, last: IntArray | None) -> IntArray | None:
+        """``k`` free GPUs of type ``t`` on one node (``last``, GPUs of ``t``, if free)."""
+        if last is not None and self.free[last].all():
+            return last
+        groups = self.of_type[t]
+        counts = self.group_free[groups]
+        fits = counts >= k
+        if not fits.any():
+            return None
+        g = int(groups[np.argmin(np.where(fits, counts, _NO_ROOM))])
+        members = self.members[g]
+        picked: IntArray = members[self.free[members]][:k]
+        return picked
+
+
 def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                 pairs: PairColumns | None = None,
-                pair_share: FloatArray | None = None) -> RoundPlan:
+                pair_share: FloatArray | None = None,
+                deadline: float | None = None,
+                segment_cost_s: float = 0.0) -> RoundPlan | None:
     """Realise ``share`` (and pair shares) round by round until every job is done.
 
     Parameters
@@ -77,10 +166,27 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
         Space sharing: pair columns and their time shares. A pair is ranked like a job,
         by its own share over what it received; chosen, both jobs hold one gang for the
         round (the same GPUs, the same interval) and run at their colocation speeds.
+    deadline
+        A :func:`time.perf_counter` instant: planning that has not ended by then stops
+        and returns None.
+    segment_cost_s
+        Seconds each segment will cost after planning (translation, verification,
+        writing); counted against ``deadline``.
+
+    Raises
+    ------
+    TooManyRoundsError
+        If the plan needs more than :data:`MAX_ROUNDS` rounds.
     """
     n_jobs, n_types = instance.n_jobs, instance.n_types
-    gpu_type, gpu_node = instance.gpu_type, instance.gpu_node
+    gpu_type = instance.gpu_type
+    fleet = _Fleet(instance)
     duration = np.where(instance.eligible, instance.duration, np.inf)
+    gang = instance.gang.tolist()
+    fits = instance.eligible & (instance.gang[:, None] <= fleet.largest[None, :])
+    if not fits.any(axis=1).all():
+        j = int(np.flatnonzero(~fits.any(axis=1))[0])
+        raise RuntimeError(f"job {instance.job_ids[j]!r} fits on no node of its types")
     remaining = np.ones(n_jobs)
     finish = np.full(n_jobs, np.inf)
     received = np.zeros((n_jobs, n_types))
@@ -98,119 +204,208 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
     np.add.at(target, (pair_b, pair_t), pair_share)
     held: list[IntArray | None] = [None] * n_jobs
     pinned = np.zeros(n_jobs, dtype=bool)
-    segments: list[list[float]] = []  # job, type, start, end, work, partner job (-1)
-    segment_gpus: list[IntArray] = []
+    preemptible = instance.preemptible.tolist()
+    # Types with no share rank after every shared one, fastest first.
+    fallback = -1.0 - duration / duration.max(initial=1.0, where=np.isfinite(duration))
+    has_share = share > 0
+    # Jobs whose share names at most one type: they hold still when nothing contends.
+    one_type = has_share.sum(axis=1) <= 1
+    # Segments: job, type, start, end, work, partner job (-1), GPUs.
+    seg_job: list[int] = []
+    seg_type: list[int] = []
+    seg_start: list[float] = []
+    seg_end: list[float] = []
+    seg_work: list[float] = []
+    seg_partner: list[int] = []
+    seg_gpus: list[IntArray] = []
     open_segment = np.full(n_jobs, -1)
     # Unfinished predecessors per job; a job that ends in a round is done by the next.
     blocking = np.array([len(p) for p in instance.predecessors], dtype=np.int64)
+    n_single = n_jobs * n_types
     now, rounds = 0.0, 0
     while (remaining > 0).any():
         if rounds >= MAX_ROUNDS:
-            raise RuntimeError("round-based planning did not finish; a job cannot run")
+            raise TooManyRoundsError(rounds, now, 1.0 - float(remaining.mean()))
+        if deadline is not None and (time.perf_counter() + len(seg_job) * segment_cost_s
+                                     > deadline):
+            return None
         ready = (remaining > 0) & (instance.release <= now) & (blocking == 0)
         if not ready.any():
             # Nothing runs: jump to the round of the next release.
             later = instance.release[(instance.release > now) & (remaining > 0)]
             if later.size == 0:
                 raise RuntimeError("round-based planning is stuck: no job can become ready")
-            now = float(np.ceil(later.min() / round_s) * round_s)
+            first = float(later.min())
+            jump = math.ceil(first / round_s) * round_s
+            now = jump if jump >= first else jump + round_s
             open_segment[:] = -1
             continue
-        free = np.ones(instance.n_gpus, dtype=bool)
-        free_of_type = np.bincount(gpu_type, minlength=n_types)
+        fleet.reset()
+        free_of_type = np.bincount(gpu_type, minlength=n_types).tolist()
+        free_total = fleet.n_gpus
         # Each run: jobs, their speeds, type and GPUs (two jobs when space-shared).
         runs: list[tuple[tuple[int, ...], tuple[float, ...], int, IntArray]] = []
-        for pin in np.flatnonzero(pinned & ready).tolist():
+        was_pinned = pinned & ready
+        for pin in np.flatnonzero(was_pinned).tolist():
             gpus = held[pin]
             assert gpus is not None
-            free[gpus] = False
-            free_of_type[gpu_type[gpus[0]]] -= gpus.size
-            runs.append(((pin,), (1.0,), int(gpu_type[gpus[0]]), gpus))
-        chosen = pinned.copy()
+            fleet.hold(gpus)
+            t = int(gpu_type[gpus[0]])
+            free_of_type[t] -= gpus.size
+            free_total -= gpus.size
+            runs.append(((pin,), (1.0,), t, gpus))
+        n_pinned = len(runs)
+        chosen = pinned.tolist()
         lag = np.where(ready[:, None] & instance.eligible & ~pinned[:, None],
                        share / np.maximum(alone / np.maximum(active[:, None], 1e-12), 1e-9),
                        -np.inf)
-        # Types with no share rank after every shared one, fastest first.
-        fallback = -1.0 - duration / duration.max(initial=1.0, where=np.isfinite(duration))
-        priority = np.where(share > 0, lag, np.where(np.isfinite(lag), fallback, -np.inf))
+        priority = np.where(has_share, lag, np.where(np.isfinite(lag), fallback, -np.inf))
+        # Entries whose gang exceeds what is left of their type after the pinned jobs
+        # cannot be served this round.
+        room = np.array(free_of_type)
+        priority[instance.gang[:, None] > room[None, :]] = -np.inf
         both = ready[pair_a] & ready[pair_b]
         pair_priority = np.where(both, pair_share / np.maximum(
             pair_got / np.maximum(pair_active, 1e-12), 1e-9), -np.inf)
         # One ranking of single (job, type) entries, then pairs, highest first.
         ranked = np.r_[priority.ravel(), pair_priority]
-        order = np.argsort(-ranked, kind="stable")
-        for flat in order[: int(np.isfinite(ranked).sum())].tolist():
-            if flat < priority.size:
-                j, t = divmod(flat, n_types)
-                members: tuple[int, ...] = (j,)
-                speeds: tuple[float, ...] = (1.0,)
-            else:
-                p = flat - priority.size
-                j, t = int(pair_a[p]), int(pair_t[p])
-                members, speeds = (j, int(pair_b[p])), (speed_a[p], speed_b[p])
-            if chosen[list(members)].any() or free_of_type[t] < instance.gang[j]:
-                continue
-            gpus = _take(instance, free, j, t, held[j], gpu_type, gpu_node)
-            if gpus is None:
-                continue
-            chosen[list(members)] = True
-            free[gpus] = False
-            free_of_type[t] -= gpus.size
-            runs.append((members, speeds, t, gpus))
-            if len(members) == 2:
-                pair_got[flat - priority.size] += 1.0
-            if not free_of_type.any():
-                break
+        candidates = np.flatnonzero(np.isfinite(ranked))
+        order = candidates[np.argsort(-ranked[candidates], kind="stable")]
+        if free_total > 0:
+            for flat in order.tolist():
+                if flat < n_single:
+                    j, t = divmod(flat, n_types)
+                    if chosen[j] or free_of_type[t] < gang[j]:
+                        continue
+                    members: tuple[int, ...] = (j,)
+                    speeds: tuple[float, ...] = (1.0,)
+                else:
+                    p = flat - n_single
+                    j, b, t = int(pair_a[p]), int(pair_b[p]), int(pair_t[p])
+                    if chosen[j] or chosen[b] or free_of_type[t] < gang[j]:
+                        continue
+                    members, speeds = (j, b), (float(speed_a[p]), float(speed_b[p]))
+                last = held[j]
+                gpus = fleet.take(gang[j], t, last if last is not None
+                                  and int(gpu_type[last[0]]) == t else None)
+                if gpus is None:
+                    continue
+                for m in members:
+                    chosen[m] = True
+                fleet.hold(gpus)
+                free_of_type[t] -= gpus.size
+                free_total -= gpus.size
+                runs.append((members, speeds, t, gpus))
+                if len(members) == 2:
+                    pair_got[flat - n_single] += 1.0
+                if free_total == 0:
+                    break
         end_of_round = now + round_s
         pair_active[both] += 1.0
+        ran = np.zeros(n_jobs, dtype=bool)
+        ended = False
         for members, speeds, t, gpus in runs:
             # A shared gang runs until the round ends or one of its jobs is done.
-            left = [remaining[j] * duration[j, t] / v for j, v in zip(members, speeds,
-                                                                      strict=True)]
+            left = [float(remaining[j]) * float(duration[j, t]) / v
+                    for j, v in zip(members, speeds, strict=True)]
             length = min(round_s, *left)
             stop = now + length
             for j, v, need in zip(members, speeds, left, strict=True):
-                done = length * v / duration[j, t]
-                if need - length <= 1e-12 * max(1.0, need):
-                    done = remaining[j]
+                ran[j] = True
+                done = length * v / float(duration[j, t])
+                # Done when what is left is float noise of the job's whole run time.
+                if need - length <= 1e-9 * max(1.0, float(duration[j, t]) / v):
+                    done = float(remaining[j])
                 remaining[j] -= done
                 received[j, t] += length
                 if len(members) == 1:
                     alone[j, t] += length
-                partner = float(sum(members) - j) if len(members) == 2 else -1.0
+                partner = sum(members) - j if len(members) == 2 else -1
                 k = int(open_segment[j])
-                if k >= 0 and segments[k][1] == t and np.array_equal(segment_gpus[k], gpus) \
-                        and segments[k][3] == now and segments[k][5] == partner:
-                    segments[k][3] = stop
-                    segments[k][4] += done
+                if k >= 0 and seg_type[k] == t and seg_end[k] == now \
+                        and seg_partner[k] == partner and (
+                            seg_gpus[k] is gpus or np.array_equal(seg_gpus[k], gpus)):
+                    seg_end[k] = stop
+                    seg_work[k] += done
                 else:
-                    open_segment[j] = len(segments)
-                    segments.append([float(j), float(t), now, float(stop), float(done),
-                                     partner])
-                    segment_gpus.append(gpus)
+                    open_segment[j] = len(seg_job)
+                    seg_job.append(j)
+                    seg_type.append(t)
+                    seg_start.append(now)
+                    seg_end.append(stop)
+                    seg_work.append(done)
+                    seg_partner.append(partner)
+                    seg_gpus.append(gpus)
                 held[j] = gpus
-                if not instance.preemptible[j]:
+                if not preemptible[j]:
                     pinned[j] = True
                 if remaining[j] <= 0:
                     remaining[j] = 0.0
                     finish[j] = stop
                     pinned[j] = False
+                    ended = True
                     for s in instance.successors[j]:
                         blocking[s] -= 1
-        stopped = np.setdiff1d(np.flatnonzero(open_segment >= 0),
-                               [j for run in runs for j in run[0]])
-        open_segment[stopped] = -1
-        active[ready] += np.array([min(round_s, (finish[j] if np.isfinite(finish[j])
-                                                 else end_of_round) - now)
-                                   for j in np.flatnonzero(ready)])
+        open_segment[~ran] = -1
+        active[ready] += np.minimum(round_s, np.where(np.isfinite(finish[ready]),
+                                                      finish[ready], end_of_round) - now)
         now = end_of_round
         rounds += 1
+        if ended or both.any():
+            continue
+        # Do the next rounds repeat this one? (See the module docstring.)
+        ranked_runs = runs[n_pinned:]
+        if ranked_runs:
+            if not ran[ready].all():
+                continue
+            steady = all(not preemptible[j] or (one_type[j] and (has_share[j, t]
+                                                                 or not has_share[j].any()))
+                         for (j,), _, t, _ in ranked_runs)
+            if not steady:
+                continue
+        repeat = _repeats(instance, runs, remaining, duration, ready, blocking, now, round_s)
+        repeat = min(repeat, MAX_ROUNDS - rounds)
+        if repeat <= 0:
+            continue
+        span = repeat * round_s
+        for (j,), _, t, _ in runs:
+            work = span / float(duration[j, t])
+            remaining[j] -= work
+            received[j, t] += span
+            alone[j, t] += span
+            k = int(open_segment[j])
+            seg_end[k] += span
+            seg_work[k] += work
+        active[ready] += span
+        now += span
+        rounds += repeat
     realised = received / np.maximum(active[:, None], 1e-12)
     error = 0.5 * np.abs(realised - target).sum(axis=1)
-    table = np.array(segments, dtype=float).reshape(-1, 6)
-    return RoundPlan(job=table[:, 0].astype(np.int64), gpu_type=table[:, 1].astype(np.int64),
-                     start=table[:, 2], end=table[:, 3], gpus=tuple(segment_gpus),
-                     work=table[:, 4], tracking_error=error, rounds=rounds)
+    return RoundPlan(job=np.array(seg_job, dtype=np.int64),
+                     gpu_type=np.array(seg_type, dtype=np.int64),
+                     start=np.array(seg_start, dtype=float), end=np.array(seg_end, dtype=float),
+                     gpus=tuple(seg_gpus), work=np.array(seg_work, dtype=float),
+                     tracking_error=error, rounds=rounds)
+
+
+def _repeats(instance: Instance, runs: list[tuple[tuple[int, ...], tuple[float, ...], int,
+                                                   IntArray]],
+             remaining: FloatArray, duration: FloatArray, ready: np.ndarray,
+             blocking: IntArray, now: float, round_s: float) -> int:
+    """Whole rounds after ``now`` in which no running job ends and no job is released.
+
+    One round of margin on each side keeps float rounding from moving an event.
+    """
+    count = float("inf")
+    for (j,), _, t, _ in runs:
+        count = min(count, float(remaining[j]) * float(duration[j, t]) / round_s - 1.0)
+    # Jobs that wait for their release only (no job ended, so none was unblocked).
+    waiting = (remaining > 0) & ~ready & (blocking == 0)
+    if waiting.any():
+        count = min(count, (float(instance.release[waiting].min()) - now) / round_s - 1.0)
+    if not math.isfinite(count):
+        return 0
+    return max(0, math.floor(count))
 
 
 def _pair_speeds(instance: Instance, a: IntArray, b: IntArray,
@@ -220,22 +415,3 @@ def _pair_speeds(instance: Instance, a: IntArray, b: IntArray,
         return np.zeros(0), np.zeros(0)
     cls, speed = instance.job_class, instance.colocation_speed
     return speed[cls[a], cls[b], t], speed[cls[b], cls[a], t]
-
-
-def _take(instance: Instance, free: np.ndarray, j: int, t: int, last: IntArray | None,
-          gpu_type: IntArray, gpu_node: IntArray) -> IntArray | None:
-    """Free GPUs of type ``t`` for job ``j``'s gang on one node: its last ones if free."""
-    k = int(instance.gang[j])
-    if last is not None and gpu_type[last[0]] == t and free[last].all():
-        return last
-    candidates = np.flatnonzero(free & (gpu_type == t))
-    if candidates.size < k:
-        return None
-    nodes, counts = np.unique(gpu_node[candidates], return_counts=True)
-    fits = nodes[counts >= k]
-    if fits.size == 0:
-        return None
-    # The node with the fewest free GPUs that still fits: keep big blocks for big gangs.
-    node = fits[np.argmin(counts[counts >= k])]
-    picked: IntArray = candidates[gpu_node[candidates] == node][:k]
-    return picked
