@@ -513,3 +513,17 @@ def test_max_min_fairness_with_weights_a_billion_apart() -> None:
                           Policy.MAX_MIN_FAIRNESS, OPTIONS)
     assert result.value == pytest.approx(1e-9)
     assert result.share[0, 0] == pytest.approx(1.0)
+
+
+def test_more_jobs_than_the_rounds_can_hold_is_an_input_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every job takes a round: 30 jobs on one GPU with at most 10 rounds is refused at once.
+
+    No --round helps, so the error names --method and the methods that can plan it.
+    """
+    monkeypatch.setattr(balance, "MAX_ROUNDS", 10)
+    instance = one_gpu([{"id": f"j{i}", "demand": {"compute": 1.0}, "duration_s": 1.0}
+                        for i in range(30)])
+    with pytest.raises(InputError) as error:
+        balance.BalanceSolver().solve(instance, SolveOptions())
+    assert error.value.source == "--method" and "greedy or cp" in error.value.message
