@@ -558,7 +558,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     solve.add_argument(
         "--round", type=_positive_float, default=360.0, metavar="S",
-        help="--method balance: round length of the round-based plan (default: 360, Gavel's)",
+        help="--method balance: round length of the round-based plan (default: 360, Gavel's); "
+        "a plan has at most 100,000 rounds",
     )
     solve.add_argument(
         "--floor", type=_floor, default=1.0, metavar="F",
@@ -568,7 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument(
         "--partitions", type=_positive_int, default=1, metavar="K",
         help="--method balance: solve the policy POP-style in K parts of the jobs and GPUs "
-        "(default: 1, exact)",
+        "(at most the jobs and the GPUs; default: 1, exact)",
     )
     solve.add_argument(
         "--space-sharing", action="store_true",
