@@ -3,19 +3,32 @@
 from __future__ import annotations
 
 import itertools
+import json
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import INSTANCES, run_cli
+from conftest import DATA, INSTANCES, run_cli
 from ortools.sat.python import cp_model
 
-from gpuplan import Instance, ObjectiveKind, Status, plan, read_instance
+from gpuplan import Instance, ObjectiveKind, Schedule, Status, plan, read_instance
+from gpuplan.errors import InputError
+from gpuplan.generate import generate_document
 from gpuplan.models.machine_load import MachineLoadModel, sequencing_free
-from gpuplan.models.scheduling import SchedulingModel, TickScale
+from gpuplan.models.scheduling import (
+    OutOfTimeError,
+    SchedulingModel,
+    TickScale,
+    decimal,
+    to_ticks,
+)
 from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.schedule import OPTIMAL_GAP, relative_gap
 from gpuplan.solvers import SolveOptions
+from gpuplan.solvers.cp import _twins_by_load
+from gpuplan.solvers.greedy import list_schedule
 
 OPTIONS = SolveOptions(time_limit_s=20, seed=0)
 
@@ -264,3 +277,210 @@ def test_textbook_peer_keeps_release_dependency_and_deadline() -> None:
     schedule = plan(fleet(jobs, "makespan", gpus=2), "textbook", OPTIONS)
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.objective == pytest.approx(400)
+
+
+def honest(schedule: Schedule) -> None:
+    """A plan's bound is at most its objective, and 'optimal' has a gap of at most 1e-4."""
+    assert schedule.objective is not None and schedule.bound is not None
+    assert schedule.bound <= schedule.objective * (1 + 1e-9)
+    if schedule.status is Status.OPTIMAL:
+        gap = relative_gap(schedule.objective, schedule.bound)
+        assert gap is not None and gap <= OPTIMAL_GAP
+
+
+def test_exact_means_an_exact_multiple() -> None:
+    """Whole ticks are exact multiples: 0.3 s is three ticks of 0.1 s, 0.1 + 0.2 s is not.
+
+    10^9 + 0.5 s is no whole number of 10^6-s ticks, so it rounds up (or down), never to
+    the nearest.
+    """
+    ticks, whole = to_ticks(np.array([0.3, 0.1 + 0.2, 7.0, 0.0]), decimal(0.1), up=True)
+    assert ticks.tolist() == [3, 4, 70, 0] and whole.tolist() == [True, False, True, True]
+    big = np.array([1_000_000_000.5])
+    assert to_ticks(big, decimal(1e6), up=True)[0].tolist() == [1001]
+    assert to_ticks(big, decimal(1e6), up=False)[0].tolist() == [1000]
+    assert not to_ticks(big, decimal(1e6), up=True)[1].any()
+    assert to_ticks(big, decimal(0.5), up=True) [0].tolist() == [2_000_000_001]
+
+
+def test_half_a_second_past_whole_ticks_is_planned_not_infeasible() -> None:
+    """A 999,000,000.5-s job due by 999,000,000.9 s is planned and proven optimal.
+
+    It was called infeasible: 10^6 s passed as an exact tick within a relative 1e-9, so
+    the job took 1000 ticks and its deadline 999.
+    """
+    instance = fleet([job("a", 999_000_000.5, deadline_s=999_000_000.9)], "makespan")
+    assert not TickScale.at(instance, 1e6).exact
+    schedule, by_job = solved(instance)
+    assert schedule.status is Status.OPTIMAL
+    assert by_job["a"].end_s == pytest.approx(999_000_000.5, abs=1e-3)
+    honest(schedule)
+
+
+def test_the_reported_billion_second_job_is_never_called_infeasible(tmp_path: Path) -> None:
+    """``gpuplan solve --method cp`` never calls the 1,000,000,000.5-s job infeasible.
+
+    The issue's file (deadline 1,000,000,001 s) is refused as input or planned.
+    """
+    path = tmp_path / "billion.json"
+    path.write_text(json.dumps({
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "n", "gpus": {"G": 1}}],
+        "jobs": [{"id": "a", "demand": {"compute": 1.0}, "duration_s": 1_000_000_000.5,
+                  "deadline_s": 1_000_000_001}],
+        "objective": "makespan",
+    }))
+    done = run_cli("solve", path, "--method", "cp", "-o", tmp_path / "plan.json")
+    assert done.returncode in (0, 2), done.stderr
+    assert "infeasible" not in done.stdout + done.stderr
+
+
+def test_a_coarse_tick_on_valid_small_still_plans(tmp_path: Path) -> None:
+    """--tick 1e6 on valid_small.json gives a plan (exit 0), not 'infeasible'.
+
+    Every job rounds up to 10^6 s and the deadline 2000 s down to 0, so the rounded model
+    has no plan; the instance has one, and cp returns list scheduling's.
+    """
+    out = tmp_path / "plan.json"
+    done = run_cli("solve", DATA / "valid_small.json", "--method", "cp", "--tick", "1e6",
+                   "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert "infeasible" not in done.stderr
+    schedule = Schedule.read(out)
+    assert schedule.status.has_plan and len(schedule.placements) == 5
+    assert "rounded" in schedule.solver
+
+
+def test_infeasible_at_a_rounded_tick_is_no_proof() -> None:
+    """An infeasible model at a rounded tick gives no_solution, never 'infeasible'.
+
+    At a tick of 7 s the conflicting deadlines also fail, but rounding proves nothing; the
+    reason names the conflict and the exact tick (10 s).
+    """
+    jobs = [job("a", 100, deadline_s=150), job("b", 100, deadline_s=150), job("c", 10)]
+    schedule = plan(fleet(jobs, "makespan"), "cp", SolveOptions(time_limit_s=20, tick_s=7))
+    assert schedule.status is Status.NO_SOLUTION
+    reason = {u.job: u.reason for u in schedule.unplaced}["a"]
+    assert "'a'" in reason and "'b'" in reason
+    assert "no proof" in reason and "--tick 10" in reason
+
+
+@pytest.mark.parametrize("objective", ["makespan", "weighted-completion", "tardiness", "cost"])
+def test_a_rounded_model_never_bounds_above_the_plan(objective: str) -> None:
+    """An inexact tick never gives a bound above the plan's objective.
+
+    With --tick 1e6, jobs of 900,000,000.5 s and 800,000,000.5 s round up to whole ticks
+    (a bound from that rounded model was once reported, above the objective).
+    """
+    jobs = [job("a", 900_000_000.5, due_s=0),
+            job("b", 800_000_000.5, depends_on=["a"], due_s=0)]
+    schedule, _ = solved(fleet(jobs, objective), SolveOptions(time_limit_s=20, tick_s=1e6))
+    assert "rounded" in schedule.solver
+    honest(schedule)
+
+
+def test_a_tick_too_fine_for_cp_sat_is_an_input_error(small: Instance) -> None:
+    """A tick that puts the horizon past 2**53 ticks is an input error (exit 2).
+
+    The message names the limit and a tick that works (1e-12 s on valid_small), which
+    does work; a tick of 1e-20 s was an internal error.
+    """
+    with pytest.raises(InputError, match=r"2\*\*53.*--tick 1e-12"):
+        plan(small, "cp", SolveOptions(tick_s=1e-13))
+    done = run_cli("solve", DATA / "valid_small.json", "--method", "cp", "--tick", "1e-20")
+    assert done.returncode == 2, done.stderr
+    assert "--tick" in done.stderr and "Traceback" not in done.stderr
+    assert plan(small, "cp", SolveOptions(time_limit_s=5, tick_s=1e-12)).status.has_plan
+
+
+def test_the_automatic_tick_falls_back_to_a_coarser_rounded_one() -> None:
+    """Without --tick, a horizon too long for exact ticks gets a coarser, rounded tick.
+
+    Microsecond durations over 1.08e10 s would need 10^16 ticks: cp says it rounds, and
+    plans at the real times all the same.
+    """
+    jobs = [job(f"j{k}", 900_000_000.000001 + k) for k in range(12)]
+    instance = fleet(jobs, "makespan")
+    scale = TickScale.choose(instance)
+    assert not scale.exact and scale.tick_s > 1e-6
+    schedule, by_job = solved(instance)
+    assert "rounded" in schedule.solver
+    assert by_job["j3"].end_s - by_job["j3"].start_s == pytest.approx(900_000_003.000001)
+    honest(schedule)
+
+
+@pytest.mark.parametrize("case", ["then", "warm-start", "preemptible", "coarse-tick"])
+def test_optimal_only_with_a_bound_within_1e_4(case: str) -> None:
+    """'optimal' always comes with a bound within 1e-4 of the objective.
+
+    So on every path: --then, a warm start, a rounded tick, and preemptible jobs, which cp
+    plans whole (200 s) against a preemptive bound of 150 s, so only feasible.
+    """
+    quickstart = read_instance(INSTANCES / "quickstart.json")
+    options = SolveOptions(time_limit_s=3)
+    if case == "then":
+        schedule = plan(quickstart, "cp", SolveOptions(time_limit_s=3,
+                                                       then=ObjectiveKind.COST))
+    elif case == "warm-start":
+        schedule = plan(quickstart, "cp", options, warm="sa")
+    elif case == "coarse-tick":
+        schedule = plan(quickstart, "cp", SolveOptions(time_limit_s=3, tick_s=1000))
+    else:
+        jobs = [job(f"p{k}", 100, preemptible=True) for k in range(3)]
+        schedule = plan(fleet(jobs, "makespan", gpus=2), "cp", options)
+        assert schedule.status is Status.FEASIBLE
+        assert schedule.objective == pytest.approx(200) and schedule.bound == pytest.approx(150)
+    assert schedule.verification is not None and schedule.verification.ok
+    honest(schedule)
+
+
+@pytest.mark.parametrize("formulation", [SchedulingModel, MachineLoadModel])
+def test_list_scheduling_hint_is_a_solution_of_the_model(formulation: Any) -> None:
+    """CP-SAT starts from list scheduling's plan as a valid solution, not one to repair.
+
+    Both models break the symmetry of twin GPUs: on GPUs that jobs may share, the first
+    job that may use a group sits on its lowest GPUs; in the load model, twins' loads
+    decrease. The hint renames twin GPUs to match (it broke both rules before).
+    """
+    if formulation is SchedulingModel:
+        instance = build_instance(parse_document(generate_document(60, 3, seed=2), "<gen>"),
+                                  "<gen>")
+    else:
+        rng = np.random.default_rng(0)
+        instance = fleet([job(f"j{k}", int(rng.integers(10, 100))) for k in range(12)],
+                         "makespan", gpus=4)
+        assert sequencing_free(instance)
+    greedy = list_schedule(instance)
+    model = formulation.build(instance, TickScale.choose(instance))
+    gpus = (_twins_by_load(model, greedy.job, greedy.gpus)
+            if formulation is MachineLoadModel else greedy.gpus)
+    model.hint(greedy.job, gpus, greedy.start)
+    solver = cp_model.CpSolver()
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.max_time_in_seconds = 10
+    assert solver.solve(model.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    assert greedy.objective is not None
+    assert solver.objective_value * model.objective_scale <= greedy.objective * (1 + 1e-9)
+
+
+def test_building_stops_when_its_time_is_up(small: Instance) -> None:
+    """A model given no time to be built raises OutOfTimeError rather than running on."""
+    with pytest.raises(OutOfTimeError):
+        SchedulingModel.build(small, TickScale.choose(small), stop_at=time.perf_counter())
+
+
+@pytest.mark.parametrize("limit", [0.3, 1.5])
+def test_the_time_limit_covers_building_the_model(limit: float) -> None:
+    """The time limit covers building the model: a verified plan within the limit + slack.
+
+    1000 jobs that may share 128 GPUs make a model of 140,000 literals, whose solve took
+    4 s at a limit of 1.5 s; the slack is for a busy machine.
+    """
+    instance = build_instance(parse_document(generate_document(1000, 16, seed=1), "<gen>"),
+                              "<gen>")
+    started = time.perf_counter()
+    schedule = plan(instance, "cp", SolveOptions(time_limit_s=limit))
+    elapsed = time.perf_counter() - started
+    assert elapsed <= limit * 1.1 + 1.0, f"{elapsed:.2f} s at a limit of {limit} s"
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.status.has_plan

@@ -21,28 +21,85 @@ propagation and the solver's bound. Times are integers: see :class:`TickScale`.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.errors import InputError
+from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.bounds import resource_share
 from gpuplan.models.linear import LinearProgram, RowBuilder
 
 #: Powers of ten tried as the tick, from the coarsest.
 TICK_EXPONENTS = range(6, -7, -1)
-#: Largest horizon in ticks; CP-SAT needs sums of coefficients times values to fit int64.
-MAX_TICKS = 10**12
+#: CP-SAT's integers are int64 and it reports objective values and bounds as doubles: times
+#: in ticks, and objective values (weights times times), stay below this, where doubles are
+#: still exact integers.
+CP_LIMIT = 2**53
 #: With no exact tick, durations are rounded up by at most this share of the shortest one.
 ROUNDING_SHARE = 1e-3
 #: Scales tried for weights, costs and per-GPU demands to make them integral.
 VALUE_SCALES = (1, 10, 100, 1000, 10000)
 
 
-def _is_multiple(values: FloatArray, step: float) -> bool:
-    scaled = values / step
-    return bool(np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, scaled)))
+class OutOfTimeError(Exception):
+    """Building a CP-SAT model passed the time it was given (see ``stop_at``)."""
+
+
+def decimal(step: float) -> Fraction:
+    """A step (a tick, or one over a scale) as the decimal its shortest repr spells.
+
+    ``0.1`` is 1/10 here, not the double nearest to it, so that 0.3 s is three ticks of 0.1 s.
+    """
+    return Fraction(repr(float(step)))
+
+
+def _represents(values: FloatArray, count: FloatArray, step: Fraction) -> BoolArray:
+    """Whether each value is, bit for bit, the double nearest to ``count`` steps.
+
+    ``count * step`` is formed exactly and rounded once (as the reader rounded the decimal
+    the user wrote), so this is an exact test: 1,000,000,000.5 is not 1000 ticks of 10^6 s,
+    and 0.3 is three ticks of 0.1 s.
+    """
+    a, b = step.numerator, step.denominator
+    product = count * float(a)
+    # Products below 2**53 are exact doubles, and one division rounds them correctly.
+    fast = (np.abs(product) < 2.0**53) & (a < 2**53) & (b < 2**53)
+    same: BoolArray = np.zeros(values.shape, dtype=bool)
+    same[fast] = product[fast] / float(b) == values[fast]
+    for i in np.flatnonzero(~fast).tolist():
+        same[i] = float(int(count[i]) * step) == float(values[i])
+    return same
+
+
+def to_ticks(values: ArrayLike, step: Fraction, up: bool) -> tuple[IntArray, BoolArray]:
+    """Values in whole steps, rounded up or down exactly, and which ones are whole steps.
+
+    A value that is a whole number of steps (:func:`_represents`) becomes that number;
+    any other is rounded up (or down) from its exact value, never by float noise.
+    """
+    array = np.asarray(values, dtype=float)
+    flat, inverse = np.unique(array.ravel(), return_inverse=True)
+    scaled = flat / float(step)
+    nearest = np.rint(scaled)
+    # Away from a whole number, the float quotient (off by a few ulps) rounds correctly.
+    near = np.abs(scaled - nearest) <= 1e-6 * np.abs(scaled)
+    result = (np.ceil(scaled) if up else np.floor(scaled)).astype(np.int64)
+    whole: BoolArray = np.zeros(flat.shape, dtype=bool)
+    close = np.flatnonzero(near)
+    if close.size:
+        same = _represents(flat[close], nearest[close], step)
+        whole[close[same]] = True
+        result[close[same]] = nearest[close[same]].astype(np.int64)
+        for i in close[~same].tolist():
+            exact = Fraction(float(flat[i])) / step
+            result[i] = math.ceil(exact) if up else math.floor(exact)
+    result, whole = result[inverse], whole[inverse]
+    return result.reshape(array.shape), whole.reshape(array.shape)
 
 
 def _time_data(instance: Instance) -> FloatArray:
@@ -64,6 +121,19 @@ def horizon_s(instance: Instance) -> float:
     return float(instance.release.max(initial=0.0) + instance.min_duration.sum())
 
 
+def tick_limit(instance: Instance) -> int:
+    """The most ticks the horizon may span: times and objective values stay below CP_LIMIT.
+
+    For weighted completion and tardiness the objective is weights times times, so the
+    limit is :data:`CP_LIMIT` over the sum of the (integer-scaled) weights.
+    """
+    total = 1
+    if instance.objective in (ObjectiveKind.WEIGHTED_COMPLETION, ObjectiveKind.TARDINESS):
+        total = max(1, int(integer_weights(instance.weight)[0].sum()))
+    # Rounding up adds up to one tick per job and release.
+    return max(1, CP_LIMIT // total - instance.n_jobs - 1)
+
+
 @dataclass(frozen=True)
 class TickScale:
     """Integer time for CP-SAT: ``seconds = ticks * tick_s``.
@@ -73,16 +143,44 @@ class TickScale:
     tick_s
         Seconds per tick.
     exact
-        Whether every time of the instance is a whole number of ticks. Then the integer
-        model is the instance itself (some optimal plan starts every job at a release or
-        another job's end) and the solver's bound holds for it. Otherwise durations are
-        rounded up, releases up and deadlines down: every plan of the integer model is
-        still a plan at the real times, but the solver's bound refers to the rounded
-        problem and is not reported.
+        Whether every duration, release, deadline and due date is a whole number of ticks
+        (exactly, see :func:`to_ticks`). Then the integer model is the instance itself
+        (some optimal plan starts every job at a release or another job's end) and the
+        solver's bound and infeasibility proofs hold for it, up to :attr:`slack_s`.
+        Otherwise durations are rounded up, releases up and deadlines down: every plan of
+        the integer model is still a plan at the real times, but the solver's bound and
+        infeasibility refer to the rounded problem, not to the instance.
+    shift_s
+        The most any time moved when rounded to ticks (0 when exact).
+    slack_s
+        When exact, how far the instance's doubles may add up away from the decimals the
+        ticks stand for, along a plan: (jobs + 2) half-ulps of the largest time. A bound
+        from the integer model is lowered by it.
     """
 
     tick_s: float
     exact: bool
+    shift_s: float = field(default=0.0, compare=False)
+    slack_s: float = field(default=0.0, compare=False)
+
+    @property
+    def step(self) -> Fraction:
+        """The tick as an exact decimal (see :func:`decimal`)."""
+        return decimal(self.tick_s)
+
+    @classmethod
+    def at(cls, instance: Instance, tick_s: float) -> TickScale:
+        """The scale with a given tick, exact or not, and how far rounding moves times."""
+        step = decimal(tick_s)
+        times = _time_data(instance)
+        ticks_up, whole = to_ticks(times, step, up=True)
+        ticks_down, _ = to_ticks(times, step, up=False)
+        moved = np.maximum(ticks_up * tick_s - times, times - ticks_down * tick_s)
+        largest = float(np.abs(times).max(initial=0.0))
+        slack = (instance.n_jobs + 2) * float(np.spacing(largest)) / 2
+        exact = bool(whole.all()) and slack < tick_s / 2
+        return cls(float(tick_s), exact, 0.0 if exact else float(moved.max(initial=0.0)),
+                   slack if exact else 0.0)
 
     @classmethod
     def choose(cls, instance: Instance, tick_s: float | None = None) -> TickScale:
@@ -94,41 +192,70 @@ class TickScale:
             The instance.
         tick_s
             A tick requested by the user; exactness is checked for it.
+
+        Raises
+        ------
+        InputError
+            If the requested tick is so fine that the horizon in ticks exceeds CP-SAT's
+            integers (:func:`tick_limit`).
         """
         times = _time_data(instance)
-        horizon = max(horizon_s(instance), float(times.max(initial=1.0)), 1.0)
+        horizon = max(horizon_s(instance), float(np.abs(times).max(initial=1.0)), 1.0)
+        limit = tick_limit(instance)
         if tick_s is not None:
-            return cls(tick_s, _is_multiple(times, tick_s))
+            if horizon / tick_s > limit:
+                coarsest = 10.0 ** math.ceil(math.log10(horizon / limit))
+                raise InputError(
+                    "--tick", "", f"a tick of {tick_s:g} s makes the horizon of "
+                    f"{horizon:g} s {horizon / tick_s:.3g} ticks, beyond the {limit:.3g} "
+                    "that CP-SAT's integers allow here (2**53"
+                    f"{'' if limit >= CP_LIMIT // 2 else ' over the sum of the weights'}); "
+                    f"use --tick {coarsest:g} or coarser")
+            return cls.at(instance, tick_s)
         for exponent in TICK_EXPONENTS:
             step = 10.0**exponent
-            if horizon / step <= MAX_TICKS and _is_multiple(times, step):
-                return cls(step, True)
+            if horizon / step <= limit:
+                scale = cls.at(instance, step)
+                if scale.exact:
+                    return scale
         shortest = float(instance.min_duration.min(initial=np.inf))
         shortest = shortest if np.isfinite(shortest) and shortest > 0 else 1.0
         step = 10.0 ** math.floor(math.log10(max(shortest * ROUNDING_SHARE, 1e-6)))
-        step = max(step, 10.0 ** math.ceil(math.log10(horizon / MAX_TICKS)))
-        return cls(step, False)
+        step = max(step, 10.0 ** math.ceil(math.log10(horizon / limit)))
+        return cls.at(instance, step)
 
-    def up(self, seconds: FloatArray) -> IntArray:
-        """Ticks covering ``seconds`` (rounded up, up to float noise)."""
-        return np.ceil(np.asarray(seconds) / self.tick_s - 1e-9).astype(np.int64)
+    def up(self, seconds: ArrayLike) -> IntArray:
+        """Ticks covering ``seconds``: whole ticks as they are, anything else rounded up."""
+        return to_ticks(seconds, self.step, up=True)[0]
 
-    def down(self, seconds: FloatArray) -> IntArray:
-        """Whole ticks within ``seconds`` (rounded down, up to float noise)."""
-        return np.floor(np.asarray(seconds) / self.tick_s + 1e-9).astype(np.int64)
+    def down(self, seconds: ArrayLike) -> IntArray:
+        """Whole ticks within ``seconds``: whole ticks as they are, anything else down."""
+        return to_ticks(seconds, self.step, up=False)[0]
+
+    def describe(self) -> str:
+        """The tick in words, for the solver string and messages."""
+        if self.exact:
+            return f"tick {self.tick_s:g} s"
+        if self.shift_s == 0.0:
+            return (f"tick {self.tick_s:g} s, finer than the float precision of the times, "
+                    "so no proofs")
+        return (f"tick {self.tick_s:g} s, durations rounded up, releases up and deadlines "
+                f"down by up to {self.shift_s:.3g} s")
 
 
 def integer_weights(values: FloatArray) -> tuple[IntArray, int, bool]:
     """Values scaled to integers: the scaled values, the scale, and whether exactly.
 
-    When no scale in :data:`VALUE_SCALES` is exact the values are rounded *down* at the
-    largest, so that a bound computed with them stays a valid bound for the real values.
+    When no scale in :data:`VALUE_SCALES` is exact (:func:`to_ticks`) the values are
+    rounded *down* at the largest, so that a bound computed with them stays a valid bound
+    for the real values.
     """
     for scale in VALUE_SCALES:
-        if _is_multiple(values * scale, 1.0):
-            return np.round(values * scale).astype(np.int64), scale, True
+        scaled, whole = to_ticks(values, Fraction(1, scale), up=False)
+        if whole.all():
+            return scaled, scale, True
     scale = VALUE_SCALES[-1]
-    return np.floor(values * scale + 1e-9).astype(np.int64), scale, False
+    return to_ticks(values, Fraction(1, scale), up=False)[0], scale, False
 
 
 def exclusive_types(instance: Instance) -> np.ndarray:
@@ -232,10 +359,18 @@ class SchedulingModel:
     horizon: int
     #: Makespan variables, hinted with the latest end of a hinted plan.
     auxiliary: list[Any] = field(default_factory=list)
+    #: Whether the constraints are the instance's exactly (times and per-GPU demands), so
+    #: that an infeasible model proves the instance infeasible; weights do not matter here.
+    exact_constraints: bool = True
+    #: Whether GPU sharing was left out where the instance allows it (``share_gpus``):
+    #: the plans are the instance's, but not all of them, so the solver's bound and
+    #: infeasibility do not hold for the instance.
+    restricted: bool = False
 
     @classmethod
     def build(cls, instance: Instance, scale: TickScale,
-              deadlines_as_assumptions: bool = False) -> SchedulingModel:
+              deadlines_as_assumptions: bool = False, *, share_gpus: bool = True,
+              stop_at: float | None = None) -> SchedulingModel:
         """Formulate a time-based instance.
 
         Parameters
@@ -248,13 +383,23 @@ class SchedulingModel:
             Enforce each deadline through an assumption literal (see
             :attr:`deadline_job`), so that an infeasible solve names the deadlines
             in conflict.
+        share_gpus
+            Model GPU sharing on the types that allow it (a literal per job and GPU).
+            False pools every type like an exclusive one: a far smaller model whose
+            plans never share a GPU (:attr:`restricted`).
+        stop_at
+            A :func:`time.perf_counter` time: building raises :class:`OutOfTimeError`
+            once it is passed.
+
+        Raises
+        ------
+        OutOfTimeError
+            If ``stop_at`` passes before the model is complete.
         """
         from ortools.sat.python import cp_model
 
         model = cp_model.CpModel()
-        counts = instance.node_gpus.ravel()
-        groups = np.flatnonzero(counts)
-        group_type = groups % instance.n_types
+        counts, groups, group_type = _groups(instance)
         first = np.r_[0, np.cumsum(counts)][groups]
         group_gpus = [np.arange(f, f + counts[q]) for q, f in zip(groups, first, strict=True)]
         duration = np.where(instance.eligible, instance.duration, 0.0)
@@ -265,11 +410,16 @@ class SchedulingModel:
         # One job at a time after the last release, each on its fastest type (in ticks).
         fastest = np.where(instance.eligible, ticks, np.iinfo(np.int64).max).min(axis=1)
         horizon = int(release.max(initial=0)) + int(fastest.sum())
-        exclusive = exclusive_types(instance)
+        shareable = ~exclusive_types(instance)
+        exclusive = ~shareable if share_gpus else np.ones(instance.n_types, dtype=bool)
+        fits = instance.eligible[:, group_type] & (counts[groups][None, :]
+                                                   >= instance.gang[:, None])
 
         start, end, alternatives = [], [], []
         deadline_job: dict[int, int] = {}
         for j in range(instance.n_jobs):
+            if j % 64 == 0:
+                _check(stop_at)
             latest = horizon
             if deadline[j] >= 0 and not deadlines_as_assumptions:
                 latest = int(deadline[j])
@@ -281,14 +431,13 @@ class SchedulingModel:
                 model.add_assumption(meets)
                 deadline_job[meets.index] = j
             options = []
-            for place in np.flatnonzero(instance.eligible[j, group_type]
-                                    & (counts[groups] >= instance.gang[j])):
+            for place in np.flatnonzero(fits[j]).tolist():
                 length = int(ticks[j, group_type[place]])
                 present = model.new_bool_var(f"on_{j}_{place}")
-                interval = model.new_optional_fixed_size_interval_var(
-                    s, length, present, f"run_{j}_{place}")
-                model.add(e == s + length).only_enforce_if(present)
-                options.append(Alternative(j, int(place), length, present, interval))
+                # The interval ties end to start + length whenever it is present.
+                interval = model.new_optional_interval_var(s, length, e, present,
+                                                           f"run_{j}_{place}")
+                options.append(Alternative(j, place, length, present, interval))
             model.add_exactly_one(a.present for a in options)
             start.append(s)
             end.append(e)
@@ -303,6 +452,7 @@ class SchedulingModel:
             for a in options:
                 by_group[a.group].append(a)
         for q, members in enumerate(by_group):
+            _check(stop_at)
             t = int(group_type[q])
             if not members:
                 continue
@@ -311,7 +461,7 @@ class SchedulingModel:
                                      [int(instance.gang[a.job]) for a in members],
                                      int(counts[groups[q]]))
             else:
-                exact &= _per_gpu(model, instance, members, group_gpus[q], t)
+                exact &= _per_gpu(model, instance, members, group_gpus[q], t, stop_at)
         for kind in np.flatnonzero(exclusive):
             members = [a for q in np.flatnonzero(group_type == kind) for a in by_group[q]]
             if len(members) > 1 and (group_type == kind).sum() > 1:
@@ -319,10 +469,35 @@ class SchedulingModel:
                                      [int(instance.gang[a.job]) for a in members],
                                      int(counts[groups[group_type == kind]].sum()))
 
+        restricted = bool(not share_gpus and shareable[np.unique(group_type)].any())
         built = cls(instance, scale, model, start, end, alternatives,
-                    group_type, group_gpus, 1.0, exact, deadline_job, horizon)
+                    group_type, group_gpus, 1.0, exact, deadline_job, horizon,
+                    exact_constraints=exact, restricted=restricted)
         built.set_objective()
+        _check(stop_at)
         return built
+
+    def bound_slack(self) -> float:
+        """How far a bound of the integer model may lie above the instance's optimum.
+
+        Zero but for the difference between the instance's doubles and the decimals the
+        ticks and integer weights stand for (:attr:`TickScale.slack_s`, and a few ulps of
+        each weight or cost), which adds up over the jobs.
+        """
+        instance = self.instance
+        n = instance.n_jobs
+        match instance.objective:
+            case ObjectiveKind.MAKESPAN:
+                return self.scale.slack_s
+            case ObjectiveKind.WEIGHTED_COMPLETION | ObjectiveKind.TARDINESS:
+                weight = np.abs(instance.weight)
+                latest = self.horizon * self.scale.tick_s
+                return (self.scale.slack_s * float(weight.sum())
+                        + n * float(np.spacing(weight.max(initial=0.0))) * latest)
+            case ObjectiveKind.COST:
+                cost = np.abs(np.nan_to_num(instance.cost))
+                return n * float(np.spacing(cost.max(initial=0.0)))
+        return 0.0
 
     def objective_expression(self, kind: ObjectiveKind | None = None) -> Any:
         """The CP expression of an objective (the instance's by default), and its units.
@@ -418,6 +593,7 @@ class SchedulingModel:
         gpu_group = np.full(self.instance.n_gpus, -1)
         for q, members in enumerate(self.group_gpus):
             gpu_group[members] = q
+        rename = self._first_user_first(job, gpus, gpu_group)
         # Re-time the plan in ticks, in its own order and on its own GPUs: rounded-up
         # durations only push jobs later, so the hint stays feasible.
         release = self.scale.up(self.instance.release)
@@ -425,7 +601,7 @@ class SchedulingModel:
         end = np.zeros(self.instance.n_jobs, dtype=np.int64)
         latest = 0
         for i in np.lexsort((job, start_s)):
-            j, used = int(job[i]), gpus[i]
+            j, used = int(job[i]), rename[gpus[i]]
             group = int(gpu_group[used[0]])
             chosen = next(a for a in self.alternatives[j] if a.group == group)
             s = max(int(release[j]), int(free[used].max()),
@@ -434,12 +610,40 @@ class SchedulingModel:
             latest = max(latest, int(end[j]))
             self.model.add_hint(self.start[j], s)
             self.model.add_hint(self.end[j], int(end[j]))
+            on = set(used.tolist())
             for a in self.alternatives[j]:
                 self.model.add_hint(a.present, a.group == group)
                 for g, literal in a.on_gpu.items():
-                    self.model.add_hint(literal, a.group == group and g in used)
+                    self.model.add_hint(literal, a.group == group and g in on)
         for variable in self.auxiliary:
             self.model.add_hint(variable, latest)
+
+    def _first_user_first(self, job: IntArray, gpus: tuple[IntArray, ...],
+                          gpu_group: IntArray) -> IntArray:
+        """A renaming of twin GPUs that gives each shared group's first user its lowest GPUs.
+
+        The model fixes the first job that may use a shared group to the group's lowest
+        GPUs when it runs there (:func:`_per_gpu`); a plan on other GPUs of the group is
+        the same plan with twins renamed, which keeps the hint feasible.
+        """
+        rename = np.arange(self.instance.n_gpus)
+        first_user: dict[int, int] = {}
+        for options in self.alternatives:
+            for a in options:
+                if a.on_gpu:
+                    first_user[a.group] = min(first_user.get(a.group, a.job), a.job)
+        where = {int(j): used for j, used in zip(job.tolist(), gpus, strict=True)}
+        for q, j in first_user.items():
+            used = where.get(j)
+            if used is None or gpu_group[used[0]] != q:
+                continue
+            members = self.group_gpus[q]
+            taken = set(used.tolist())
+            lowest = members[:used.size]
+            rename[np.sort(used)] = lowest
+            rest = [g for g in members.tolist() if g not in taken]
+            rename[rest] = [g for g in members.tolist() if g not in set(lowest.tolist())]
+        return rename
 
     def hint_solution(self, solver: Any) -> None:
         """Offer the solver's last solution as the next solve's first guess."""
@@ -502,19 +706,22 @@ def scaled_capacity(capacity: float, demand: FloatArray) -> tuple[int, IntArray,
     """
     values = np.r_[capacity, demand]
     for scale in VALUE_SCALES:
-        if _is_multiple(values * scale, 1.0):
-            return (round(capacity * scale), np.round(demand * scale).astype(np.int64), True)
-    scale = VALUE_SCALES[-1]
-    return (math.floor(capacity * scale + 1e-9),
-            np.ceil(demand * scale - 1e-9).astype(np.int64), False)
+        scaled, whole = to_ticks(values, Fraction(1, scale), up=True)
+        if whole.all():
+            return int(scaled[0]), scaled[1:], True
+    step = Fraction(1, VALUE_SCALES[-1])
+    return (int(to_ticks(np.array([capacity]), step, up=False)[0][0]),
+            to_ticks(demand, step, up=True)[0], False)
 
 
 def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: IntArray,
-             t: int) -> bool:
+             t: int, stop_at: float | None = None) -> bool:
     """Exact per-GPU capacity over time on a shared type's group; False if rounded."""
     first_user = min(a.job for a in members)
     intervals: dict[int, list[Any]] = {g: [] for g in gpus.tolist()}
-    for a in members:
+    for n, a in enumerate(members):
+        if n % 64 == 0:
+            _check(stop_at)
         k = int(instance.gang[a.job])
         for g in gpus.tolist():
             a.on_gpu[g] = model.new_bool_var(f"gpu_{a.job}_{g}")
@@ -535,3 +742,33 @@ def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: I
         for g in gpus.tolist():
             model.add_cumulative(intervals[g], demand.tolist(), capacity)
     return exact
+
+
+def _check(stop_at: float | None) -> None:
+    """Raise :class:`OutOfTimeError` once ``stop_at`` (a perf_counter time) has passed."""
+    if stop_at is not None and time.perf_counter() > stop_at:
+        raise OutOfTimeError
+
+
+def _groups(instance: Instance) -> tuple[IntArray, IntArray, IntArray]:
+    """GPUs per (node, type) cell, the cells that have GPUs (the groups), and their types."""
+    counts = instance.node_gpus.ravel()
+    groups = np.flatnonzero(counts)
+    return counts, groups, groups % instance.n_types
+
+
+def model_size(instance: Instance, share_gpus: bool = True) -> tuple[int, int]:
+    """The size of :meth:`SchedulingModel.build`'s model, before building it.
+
+    Returns the number of (job, group) alternatives, each an interval and a literal, and
+    of (job, GPU) literals on the types where jobs may share GPUs, each a literal and an
+    interval too. Building, loading and freeing the model take time in proportion.
+    """
+    counts, groups, group_type = _groups(instance)
+    fits = instance.eligible[:, group_type] & (counts[groups][None, :]
+                                               >= instance.gang[:, None])
+    alternatives = int(fits.sum())
+    if not share_gpus:
+        return alternatives, 0
+    shared = ~exclusive_types(instance)[group_type]
+    return alternatives, int((fits[:, shared] * counts[groups][shared]).sum())

@@ -11,7 +11,11 @@ from gpuplan.solvers.highs import HighsBackend
 
 
 def simple_bound(instance: Instance, options: SolveOptions) -> float:
-    """The best bound that needs no search: combinatorial, and the workload LP for makespan."""
+    """The best bound that needs no search: combinatorial, and the workload LP for makespan.
+
+    The LP runs within ``options.time_limit_s``; when it stops before its optimum, only the
+    combinatorial bound is returned (a stopped LP proves nothing).
+    """
     bound = objective_bound(instance)
     if instance.objective is ObjectiveKind.MAKESPAN:
         solution = HighsBackend().solve_program(workload_program(instance), options)
