@@ -13,7 +13,7 @@ from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.linear import LinearProgram
 from gpuplan.readers.instance_file import MAX_TIME_S
-from gpuplan.schedule import Status, relative_gap
+from gpuplan.schedule import OPTIMAL_GAP, Status, relative_gap
 
 #: Seeds every method takes (CP-SAT's and numpy's common range).
 MAX_SEED = 2**31 - 1
@@ -192,10 +192,15 @@ class ProgramSolution:
 
 
 def plan_status(objective: float | None, bound: float | None) -> Status:
-    """The status of a heuristic plan: none, feasible, or optimal when it meets the bound."""
+    """The status of a heuristic plan: none, feasible, or optimal when it meets the bound.
+
+    A plan meets the bound when their gap is within :data:`~gpuplan.schedule.OPTIMAL_GAP`,
+    the verifier's definition of optimal.
+    """
     if objective is None:
         return Status.NO_SOLUTION
-    return Status.OPTIMAL if relative_gap(objective, bound) == 0.0 else Status.FEASIBLE
+    gap = relative_gap(objective, bound)
+    return Status.OPTIMAL if gap is not None and gap <= OPTIMAL_GAP else Status.FEASIBLE
 
 
 def time_objective(
