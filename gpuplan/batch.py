@@ -1,10 +1,37 @@
 """Plan many instance files at once: in local processes, or on a Dask cluster.
 
 Each instance is one task (:func:`plan_file`): read, plan, verify, write its schedule
-atomically, and return a summary row. A task never raises: a bad or infeasible file is a
-row that says so, and the batch goes on. Rows whose schedule is already on disk, newer
-than the instance and planned by the same method, are taken from it instead of being
-planned again, so an interrupted batch resumes where it stopped.
+atomically, and return a summary row. A task never raises: a bad or infeasible file, and
+any other error while planning it (an internal error such as a ``RecursionError``, labelled
+``internal error`` and logged), is that instance's row, and the batch goes on. Only
+``KeyboardInterrupt`` and ``SystemExit`` in the main process end a batch. A local worker
+process that dies (killed, out of memory, a crash inside a solver) costs the batch its pool,
+not its run: the tasks it may have been running are run again one at a time, and the one
+whose process dies again is an error row.
+
+Resume
+    Beside each schedule ``OUT/NAME.json`` its task writes a key,
+    ``OUT/.gpuplan-batch/NAME.json`` (both atomically, the key first): the instance file's
+    resolved path and SHA-256, the method, every option that changes a plan (all of
+    :class:`~gpuplan.solvers.SolveOptions` but ``threads``; a task whose options are not
+    plain data, such as a warm start, has no key) and the SHA-256 of the schedule file it
+    writes. One small key per schedule, written by the worker that planned it, needs no
+    shared file that concurrent workers (or Dask workers on other machines) would have to
+    update together. A rerun takes a schedule from disk instead of planning again only when
+    its key equals the task's, the schedule file is the one the key was written for, and
+    the schedule has a plan that passes :func:`~gpuplan.verify.verify_schedule` against the
+    instance as read now. Anything else is planned again.
+
+Interruption
+    Local workers ignore SIGINT. When the batch is interrupted (Ctrl-C, or any exception in
+    the main process), the main process kills its workers, removes the temporary files of
+    writes they had not finished, and :func:`run_batch` reports, before it re-raises, the
+    rows of the tasks that had finished and of every schedule this run wrote (its key was
+    written since the batch began, matches, and verifies). A summary written from the rows
+    reported therefore lists every schedule file of the run.
+
+Workers die with the main process: on Linux through ``PR_SET_PDEATHSIG``, and everywhere
+through a thread that ends the worker as soon as its parent is gone.
 
 Locally, tasks go to a :class:`concurrent.futures.ProcessPoolExecutor`; with a scheduler
 address, the same function goes to an existing Dask ``distributed`` cluster, which
@@ -13,25 +40,36 @@ operators start as Dask documents (``dask scheduler`` and ``dask worker`` proces
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import ctypes
+import dataclasses
 import glob
+import hashlib
 import io
 import json
 import logging
+import multiprocessing
 import os
+import signal
+import sys
+import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuplan.errors import BackendUnavailableError, InputError, VerificationError
+from gpuplan.instance import Instance
 from gpuplan.io import write_text_atomic
 from gpuplan.planning import plan
 from gpuplan.readers import read_instance
 from gpuplan.schedule import Schedule
 from gpuplan.solvers import SolveOptions
+from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +80,23 @@ FIELDS = ("instance", "file", "status", "objective", "bound", "gap", "seconds", 
 #: Instance file suffixes a folder contributes.
 SUFFIXES = (".json", ".yaml", ".yml")
 
+#: Folder of the output folder that holds each schedule's resume key.
+KEYS = ".gpuplan-batch"
+
+#: Bytes of a file name left free for ``-k`` suffixes and writers' temporary names.
+NAME_ROOM = 40
+
+#: Longest error text a row keeps.
+MAX_ERROR = 2000
+
+#: Seconds between a worker's checks that its parent still runs.
+WATCH_S = 0.5
+
 #: A summary row.
 Row = dict[str, Any]
+
+#: Called with each row as it is known: the task's index and its row.
+Emit = Callable[[int, Row], None]
 
 
 @dataclass(frozen=True)
@@ -77,17 +130,103 @@ def make_tasks(sources: Sequence[Path], out: Path, method: str,
                options: SolveOptions) -> list[BatchTask]:
     """One task per source, its schedule at ``OUT/<stem>.json``.
 
-    When two sources share a stem, the later ones get ``<stem>-2.json`` and so on.
+    Output names never collide. A stem an earlier source already has (compared without
+    case, as on macOS and Windows file systems) becomes the first of ``<stem>-2``,
+    ``<stem>-3``, ... that is free and is not another source's own stem, so a file named
+    ``x-2.json`` keeps its name beside two ``x.json``. ``summary`` is the summary's. A stem
+    too long for the file system (with :data:`NAME_ROOM` bytes to spare) is cut and ends
+    in a hash of the whole stem.
     """
-    tasks, taken = [], set()
-    for source in sources:
-        name, k = source.stem, 1
-        while name in taken:
+    limit = _name_limit(out)
+    stems = [_shorten(source.stem, limit) for source in sources]
+    own = {stem.casefold() for stem in stems}
+    taken = {"summary"}
+    tasks = []
+    for source, stem in zip(sources, stems, strict=True):
+        name, k = stem, 1
+        while name.casefold() in taken or (k > 1 and name.casefold() in own):
             k += 1
-            name = f"{source.stem}-{k}"
-        taken.add(name)
+            name = f"{stem}-{k}"
+        taken.add(name.casefold())
         tasks.append(BatchTask(str(source), str(out / f"{name}.json"), method, options))
     return tasks
+
+
+def _name_limit(folder: Path) -> int:
+    """The longest file name (bytes) the folder's file system takes; 255 if unknown."""
+    try:
+        return min(255, os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def _shorten(stem: str, limit: int) -> str:
+    """The stem, or if its ``.json`` name would leave less than NAME_ROOM bytes, a cut."""
+    budget = limit - NAME_ROOM - len(".json")
+    if len(os.fsencode(stem)) <= budget:
+        return stem
+    digest = hashlib.sha256(os.fsencode(stem)).hexdigest()[:8]
+    cut = stem[:budget]
+    while len(os.fsencode(cut)) > budget - len(digest) - 1:
+        cut = cut[:-1]
+    return f"{cut}-{digest}"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _key_path(target: Path) -> Path:
+    return target.parent / KEYS / target.name
+
+
+def _task_key(task: BatchTask) -> dict[str, Any] | None:
+    """What a schedule must have been planned from to be taken for this task.
+
+    None when the task can have no key: its instance file cannot be read (its task reports
+    why), or an option is not plain data (a warm start, a callback).
+    """
+    try:
+        data = Path(task.source).read_bytes()
+        resolved = str(Path(task.source).resolve())
+    except (OSError, RuntimeError):
+        return None
+    options = {field.name: getattr(task.options, field.name)
+               for field in dataclasses.fields(task.options) if field.name != "threads"}
+    key = {"instance": resolved, "instance_sha256": _sha256(data), "method": task.method,
+           "options": options}
+    try:
+        text = json.dumps(key, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def _resumable(task: BatchTask, key: dict[str, Any], instance: Instance) -> Schedule | None:
+    """The task's schedule on disk, freshly verified, if its key matches and it passes."""
+    target = Path(task.target)
+    try:
+        stored = json.loads(_key_path(target).read_text(encoding="utf-8"))
+        data = target.read_bytes()
+        if not isinstance(stored, dict) or stored.pop("schedule_sha256", None) != _sha256(data):
+            return None
+        if stored != key:
+            return None
+        schedule = Schedule.from_json(data.decode("utf-8"), str(target))
+        if schedule.method != task.method or not schedule.status.has_plan:
+            return None
+        verification = verify_schedule(instance, schedule)
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # a damaged key or schedule: plan again
+        logger.info("%s: not resumed (%s: %s)", task.target, type(exc).__name__, exc)
+        return None
+    if not verification.ok:
+        logger.warning("%s: the schedule on disk fails verification against %s now; "
+                       "planning again", task.target, task.source)
+        return None
+    return schedule.model_copy(update={"verification": verification})
 
 
 def _row(task: BatchTask, schedule: Schedule, seconds: float, resumed: bool) -> Row:
@@ -99,41 +238,105 @@ def _row(task: BatchTask, schedule: Schedule, seconds: float, resumed: bool) -> 
             "error": ""}
 
 
-def _current(task: BatchTask) -> Schedule | None:
-    """The task's schedule on disk, if newer than its instance and by the same method."""
-    target, source = Path(task.target), Path(task.source)
+def _text(exc: BaseException) -> str:
+    """``str(exc)``, which can itself fail, cut to :data:`MAX_ERROR` characters."""
     try:
-        if target.stat().st_mtime < source.stat().st_mtime:
-            return None
-        schedule = Schedule.read(target)
-    except (OSError, ValueError, InputError):
-        return None
-    return schedule if schedule.method == task.method else None
+        text = str(exc)
+    except Exception:
+        text = f"<{type(exc).__name__} that cannot be shown>"
+    return text if len(text) <= MAX_ERROR else text[:MAX_ERROR - 3] + "..."
+
+
+def _failed(task: BatchTask, seconds: float | None, exc: BaseException | str) -> Row:
+    """The row of a task that raised ``exc`` (or, given a string, failed as it says)."""
+    if isinstance(exc, str):
+        error = f"internal error: {exc}"
+        logger.error("%s: %s", task.source, error)
+    elif isinstance(exc, InputError | BackendUnavailableError):
+        error = _text(exc)
+    elif isinstance(exc, VerificationError):
+        error = f"verification failed (a bug): {_text(exc)}"
+        logger.error("%s: %s", task.source, error)
+    else:
+        error = f"internal error: {type(exc).__name__}: {_text(exc)}"
+        logger.error("%s: %s", task.source, error, exc_info=logger.isEnabledFor(logging.DEBUG))
+    return {"instance": Path(task.source).stem, "file": task.source, "status": "error",
+            "objective": None, "bound": None, "gap": None,
+            "seconds": None if seconds is None else round(seconds, 4), "verified": False,
+            "resumed": False, "error": error}
 
 
 def plan_file(task: BatchTask) -> Row:
     """Plan one instance file and write its schedule; a row, never an exception.
 
-    A verifier failure is a bug: it is logged as an error and recorded in the row.
+    Any exception but ``KeyboardInterrupt`` and ``SystemExit`` becomes the row's error: the
+    file's own fault (``InputError``) as it says, anything else labelled ``internal error``
+    (or ``verification failed (a bug)``) and logged.
     """
     began = time.perf_counter()
-    done = _current(task)
-    if done is not None:
-        return _row(task, done, done.wall_time_s, resumed=True)
-    failed = {"instance": Path(task.source).stem, "file": task.source, "status": "error",
-              "objective": None, "bound": None, "gap": None, "verified": False,
-              "resumed": False}
     try:
+        key = _task_key(task)
         instance = read_instance(task.source)
+        if key is not None:
+            done = _resumable(task, key, instance)
+            if done is not None:
+                return _row(task, done, done.wall_time_s, resumed=True)
         schedule = plan(instance, task.method, task.options)
-        schedule.write(task.target)
-    except (InputError, BackendUnavailableError) as exc:
-        return {**failed, "seconds": round(time.perf_counter() - began, 4), "error": str(exc)}
-    except VerificationError as exc:
-        logger.error("%s: %s", task.source, exc)
-        return {**failed, "seconds": round(time.perf_counter() - began, 4),
-                "error": f"verification failed (a bug): {exc}"}
+        if schedule.verification is None:
+            raise ValueError("refusing to write a schedule that has not been verified")
+        _write(task, key, schedule.to_json())
+    except Exception as exc:  # any error is this instance's row, never the batch's end
+        return _failed(task, time.perf_counter() - began, exc)
     return _row(task, schedule, time.perf_counter() - began, resumed=False)
+
+
+def _write(task: BatchTask, key: dict[str, Any] | None, text: str) -> None:
+    """Write the task's key, then its schedule, each atomically.
+
+    The key goes first: a key naming a schedule that never got written matches nothing.
+
+    Raises
+    ------
+    InputError
+        If the output folder cannot be written (full, read-only, a name it refuses).
+    """
+    target = Path(task.target)
+    try:
+        if key is not None:
+            _key_path(target).parent.mkdir(parents=True, exist_ok=True)
+            key["schedule_sha256"] = _sha256(text.encode("utf-8"))
+            write_text_atomic(_key_path(target), json.dumps(key, indent=1) + "\n")
+        write_text_atomic(target, text)
+    except OSError as exc:
+        raise InputError(task.target, "", f"cannot write the schedule: "
+                         f"{exc.strerror or exc}") from None
+
+
+def _written_rows(tasks: Sequence[BatchTask], since: float,
+                 skip: Sequence[int] = ()) -> list[tuple[int, Row]]:
+    """Rows of the schedules planned since ``since`` (a ``time.time()``) and still valid.
+
+    A task counts when its key was written since then, still matches, and its schedule
+    verifies against the instance; ``skip`` lists the indices to leave out (those whose
+    rows are known). :func:`run_batch` reports these when interrupted.
+    """
+    found, known = [], set(skip)
+    for index, task in enumerate(tasks):
+        if index in known:
+            continue
+        try:
+            # A second of slack: file times may lag the clock by a tick.
+            if _key_path(Path(task.target)).stat().st_mtime < since - 1.0:
+                continue
+            key = _task_key(task)
+            if key is None:
+                continue
+            schedule = _resumable(task, key, read_instance(task.source))
+        except Exception:  # not a schedule of this run after all
+            continue
+        if schedule is not None:
+            found.append((index, _row(task, schedule, schedule.wall_time_s, resumed=False)))
+    return found
 
 
 def run_batch(tasks: Sequence[BatchTask], workers: int, scheduler: str | None = None,
@@ -150,54 +353,228 @@ def run_batch(tasks: Sequence[BatchTask], workers: int, scheduler: str | None = 
     scheduler
         A Dask scheduler address (``tcp://host:port``), or None to run locally.
     on_row
-        Called with each row as it completes (progress reporting).
+        Called with each row as it completes (progress reporting), once per task.
 
-    If interrupted (``KeyboardInterrupt``), pending tasks are cancelled and the exception
-    propagates; every schedule already written is whole.
+    Raises
+    ------
+    InputError
+        If ``scheduler`` is not a Dask address, or no scheduler answers there.
+
+    If interrupted (``KeyboardInterrupt``, or any exception in this process), local
+    workers are killed and pending tasks cancelled; before the exception propagates,
+    ``on_row`` is also called with the row of every task that finished and of every
+    schedule this run wrote (see the module docstring). Every file left is whole.
     """
     rows: dict[int, Row] = {}
-    stream = (_dask(tasks, scheduler) if scheduler is not None
-              else _local(tasks, workers))
-    for index, row in stream:
-        rows[index] = row
-        if on_row is not None:
-            on_row(row)
+    since = time.time()
+
+    def emit(index: int, row: Row) -> None:
+        if index not in rows:
+            rows[index] = row
+            if on_row is not None:
+                on_row(row)
+
+    try:
+        if scheduler is not None:
+            _dask(tasks, scheduler, emit)
+        else:
+            _local(tasks, workers, emit)
+    except BaseException:
+        for index, row in _written_rows(tasks, since, list(rows)):
+            emit(index, row)
+        raise
     return [rows[i] for i in sorted(rows)]
 
 
-def _local(tasks: Sequence[BatchTask], workers: int) -> Iterator[tuple[int, Row]]:
+def _local(tasks: Sequence[BatchTask], workers: int, emit: Emit,
+           work: Callable[[BatchTask], Row] = plan_file) -> None:
+    """Run the tasks in this process (one worker) or in a pool of worker processes.
+
+    When a worker process dies, the pool breaks and every unfinished task fails with it.
+    The pool starts tasks in order, so the ones the dead worker may have been running are
+    the first ``workers + 1`` of those: each runs again alone, and if its process dies
+    again its row says so. The others go to a new pool.
+    """
     if workers <= 1:
         for index, task in enumerate(tasks):
-            yield index, plan_file(task)
+            emit(index, work(task))
         return
-    pool = ProcessPoolExecutor(max_workers=workers)
+    left = list(range(len(tasks)))
+    while left:
+        broken = _pool_run(tasks, left, workers, emit, work)
+        suspects, left = broken[:workers + 1], broken[workers + 1:]
+        for index in suspects:
+            if _pool_run(tasks, [index], 1, emit, work):
+                emit(index, _failed(tasks[index], None, "the worker process planning this "
+                                    "file died (killed, out of memory, or a crash in a "
+                                    "solver)"))
+
+
+def _pool_run(tasks: Sequence[BatchTask], indices: Sequence[int], workers: int, emit: Emit,
+              work: Callable[[BatchTask], Row]) -> list[int]:
+    """Run ``indices`` in a new pool; return those (in order) left undone by a broken pool."""
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(indices)),
+                               initializer=_worker_init, initargs=(_expected_parent(),))
+    futures: dict[Future[Row], int] = {}
+    reported: set[int] = set()
+
+    def report(future: Future[Row]) -> None:
+        index = futures[future]
+        if index not in reported:
+            reported.add(index)
+            emit(index, _outcome(future, tasks[index]))
+
+    def done(future: Future[Row]) -> bool:
+        return (future.done() and not future.cancelled()
+                and not isinstance(future.exception(), BrokenProcessPool))
+
     try:
-        pending: dict[Future[Row], int] = {pool.submit(plan_file, t): i
-                                           for i, t in enumerate(tasks)}
+        for index in indices:
+            futures[pool.submit(work, tasks[index])] = index
+        pending = set(futures)
         while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                yield pending.pop(future), future.result()
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            if not all(done(f) for f in finished):
+                break
+            for future in sorted(finished, key=futures.__getitem__):
+                report(future)
+    except BaseException:
+        _stop(pool, [tasks[i] for i in indices])
+        # Rows that arrived but were not reported yet: some (errors) are nowhere else.
+        for future in sorted(futures, key=futures.__getitem__):
+            if done(future):
+                report(future)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    undone = []
+    for future in sorted(futures, key=futures.__getitem__):
+        if done(future):
+            report(future)
+        else:
+            undone.append(futures[future])
+    return undone
 
 
-def _dask(tasks: Sequence[BatchTask], address: str) -> Iterator[tuple[int, Row]]:
+def _outcome(future: Future[Row], task: BatchTask) -> Row:
+    """A finished future's row, or its task's error row (say, a solver's SystemExit)."""
+    exc = future.exception()
+    return future.result() if exc is None else _failed(task, None, exc)
+
+
+def _stop(pool: ProcessPoolExecutor, tasks: Sequence[BatchTask]) -> None:
+    """Interrupted: kill the workers, end the pool, and remove the workers' leftovers.
+
+    The pool marks what was running or queued as failed (broken pool); what finished keeps
+    its row.
+    """
+    processes = list((pool._processes or {}).values())
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(timeout=10)
+    pool.shutdown(wait=True, cancel_futures=True)
+    _remove_temporaries(tasks, [p.pid for p in processes if p.pid is not None])
+
+
+def _remove_temporaries(tasks: Sequence[BatchTask], pids: Sequence[int]) -> None:
+    """Remove the temporary files killed writers left for these tasks' schedules and keys.
+
+    Both names :func:`gpuplan.io.write_bytes_atomic` has given temporaries are known:
+    ``.gpuplan-PID-XXXXXXXX.tmp`` and ``.NAME.XXXXXXXX.tmp``.
+    """
+    prefixes = tuple(f".gpuplan-{pid}-" for pid in pids) + tuple(
+        f".{Path(task.target).name}." for task in tasks)
+    folders = {Path(task.target).parent for task in tasks}
+    for folder in folders | {folder / KEYS for folder in folders}:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".tmp") and name.startswith(prefixes):
+                with contextlib.suppress(OSError):
+                    (folder / name).unlink()
+
+
+def _expected_parent() -> int | None:
+    """The parent local workers will have: this process, unless a fork server starts them."""
+    return None if multiprocessing.get_start_method() == "forkserver" else os.getpid()
+
+
+def _worker_init(parent: int | None) -> None:
+    """Start a local worker: leave Ctrl-C to the main process, and die with it.
+
+    ``parent`` is the process that started this one (None: a fork server, which ends with
+    the main process); if it is gone already, so is the worker.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    threading.Thread(target=_watch_parent, args=(parent or os.getppid(),), daemon=True,
+                     name="gpuplan-watch-parent").start()
+
+
+def _die_with_parent() -> None:
+    """On Linux, have the kernel kill this process when its parent ends."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+
+
+def _watch_parent(parent: int) -> None:
+    """End this process as soon as its parent is gone (it then has another parent)."""
+    while os.getppid() == parent:
+        time.sleep(WATCH_S)
+    os._exit(1)
+
+
+def _dask(tasks: Sequence[BatchTask], address: str, emit: Emit) -> None:
     try:
         from distributed import Client, as_completed
+        from distributed.comm.addressing import get_address_host_port, parse_address
     except ImportError as exc:
         raise BackendUnavailableError("dask", "distributed", exc) from None
+    try:
+        # Checked before a Client exists: a Client that fails to start can stall its
+        # process for 20 s when it is collected (it closes on its stopped event loop).
+        if parse_address(address)[0] not in ("inproc", "ucx"):
+            port = get_address_host_port(address)[1]
+            if not 0 < port < 65536:
+                raise ValueError(f"port {port} is out of range")
+    except Exception as exc:  # distributed says ValueError, TypeError, ...
+        raise InputError("--scheduler", "", f"{address!r} is not a Dask scheduler address "
+                         f"such as tcp://HOST:8786 ({exc})") from None
     try:
         client = Client(address, timeout="10s")
     except (OSError, TimeoutError) as exc:
         raise InputError("--scheduler", "", f"cannot reach the Dask scheduler {address!r}: "
                          f"{exc}") from None
+    except Exception as exc:  # distributed says ValueError, TypeError, ... for bad addresses
+        raise InputError("--scheduler", "", f"{address!r} is not a Dask scheduler address "
+                         f"such as tcp://HOST:8786 ({type(exc).__name__}: {exc})") from None
     with client:
         futures = client.map(plan_file, tasks, pure=False)
         index = {future.key: i for i, future in enumerate(futures)}
+
+        def outcome(future: Any) -> Row:
+            try:
+                row: Row = future.result()
+            except Exception as exc:  # a worker that died (KilledWorker), a lost future
+                return _failed(tasks[index[future.key]], None, exc)
+            return row
+
         try:
             for future in as_completed(futures):
-                yield index[future.key], future.result()
+                emit(index[future.key], outcome(future))
+        except BaseException:
+            for future in futures:
+                if future.status in ("finished", "error"):
+                    emit(index[future.key], outcome(future))
+            raise
         finally:
             client.cancel(futures)
 
