@@ -651,7 +651,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Plan every instance file (files, folders, globs): one schedule JSON "
         "per instance in OUTDIR plus summary.json and summary.csv. A bad or infeasible file "
         "is recorded in the summary and never stops the batch; schedules already in OUTDIR, "
-        "planned from the same file (path and content) by the same method and options that still verify, are kept (resume).",
+        "planned from the same file (path and content) by the same method and options, "
+        "are kept if they still verify (resume).",
     )
     batch.add_argument("inputs", nargs="+", metavar="INPUT")
     batch.add_argument("-o", "--output", required=True, metavar="OUTDIR")
