@@ -64,11 +64,12 @@ from typing import Any
 
 from gpuplan.errors import BackendUnavailableError, InputError, VerificationError
 from gpuplan.instance import Instance
-from gpuplan.io import write_text_atomic
+from gpuplan.io import remove_stale_temporaries, write_text_atomic
 from gpuplan.planning import plan
 from gpuplan.readers import read_instance
 from gpuplan.schedule import Schedule
 from gpuplan.solvers import SolveOptions
+from gpuplan.solvers.base import CORES
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ SUFFIXES = (".json", ".yaml", ".yml")
 #: Folder of the output folder that holds each schedule's resume key.
 KEYS = ".gpuplan-batch"
 
-#: Bytes of a file name left free for ``-k`` suffixes and writers' temporary names.
+#: Bytes of a file name left free for ``-k`` suffixes.
 NAME_ROOM = 40
 
 #: Longest error text a row keeps.
@@ -468,7 +469,9 @@ def _stop(pool: ProcessPoolExecutor, tasks: Sequence[BatchTask]) -> None:
     The pool marks what was running or queued as failed (broken pool); what finished keeps
     its row.
     """
-    processes = list((pool._processes or {}).values())
+    # The pool's workers are this process's multiprocessing children (the pool has no
+    # public way to kill them before 3.14).
+    processes = multiprocessing.active_children()
     for process in processes:
         with contextlib.suppress(Exception):
             process.kill()
@@ -476,27 +479,9 @@ def _stop(pool: ProcessPoolExecutor, tasks: Sequence[BatchTask]) -> None:
         with contextlib.suppress(Exception):
             process.join(timeout=10)
     pool.shutdown(wait=True, cancel_futures=True)
-    _remove_temporaries(tasks, [p.pid for p in processes if p.pid is not None])
-
-
-def _remove_temporaries(tasks: Sequence[BatchTask], pids: Sequence[int]) -> None:
-    """Remove the temporary files killed writers left for these tasks' schedules and keys.
-
-    Both names :func:`gpuplan.io.write_bytes_atomic` has given temporaries are known:
-    ``.gpuplan-PID-XXXXXXXX.tmp`` and ``.NAME.XXXXXXXX.tmp``.
-    """
-    prefixes = tuple(f".gpuplan-{pid}-" for pid in pids) + tuple(
-        f".{Path(task.target).name}." for task in tasks)
-    folders = {Path(task.target).parent for task in tasks}
-    for folder in folders | {folder / KEYS for folder in folders}:
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            if name.endswith(".tmp") and name.startswith(prefixes):
-                with contextlib.suppress(OSError):
-                    (folder / name).unlink()
+    for folder in {Path(task.target).parent for task in tasks}:
+        remove_stale_temporaries(folder)
+        remove_stale_temporaries(folder / KEYS)
 
 
 def _expected_parent() -> int | None:
@@ -532,15 +517,24 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _dask(tasks: Sequence[BatchTask], address: str, emit: Emit) -> None:
+def check_scheduler(address: str) -> None:
+    """Check that ``address`` is a Dask scheduler address, before any work or output.
+
+    Checked before a Client exists: a Client that fails to start can stall its process
+    for 20 s when it is collected (it closes on its stopped event loop).
+
+    Raises
+    ------
+    BackendUnavailableError
+        If ``distributed`` is not installed.
+    InputError
+        Naming ``--scheduler``, for an address Dask cannot parse or a port out of range.
+    """
     try:
-        from distributed import Client, as_completed
         from distributed.comm.addressing import get_address_host_port, parse_address
     except ImportError as exc:
         raise BackendUnavailableError("dask", "distributed", exc) from None
     try:
-        # Checked before a Client exists: a Client that fails to start can stall its
-        # process for 20 s when it is collected (it closes on its stopped event loop).
         if parse_address(address)[0] not in ("inproc", "ucx"):
             port = get_address_host_port(address)[1]
             if not 0 < port < 65536:
@@ -548,6 +542,14 @@ def _dask(tasks: Sequence[BatchTask], address: str, emit: Emit) -> None:
     except Exception as exc:  # distributed says ValueError, TypeError, ...
         raise InputError("--scheduler", "", f"{address!r} is not a Dask scheduler address "
                          f"such as tcp://HOST:8786 ({exc})") from None
+
+
+def _dask(tasks: Sequence[BatchTask], address: str, emit: Emit) -> None:
+    try:
+        from distributed import Client, as_completed
+    except ImportError as exc:
+        raise BackendUnavailableError("dask", "distributed", exc) from None
+    check_scheduler(address)
     try:
         client = Client(address, timeout="10s")
     except (OSError, TimeoutError) as exc:
@@ -593,4 +595,4 @@ def write_summary(rows: Sequence[Row], out: Path) -> tuple[Path, Path]:
 
 def default_workers() -> int:
     """One worker per core."""
-    return max(1, os.cpu_count() or 1)
+    return CORES

@@ -30,7 +30,14 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuplan import __version__
-from gpuplan.batch import default_workers, expand_inputs, make_tasks, run_batch, write_summary
+from gpuplan.batch import (
+    check_scheduler,
+    default_workers,
+    expand_inputs,
+    make_tasks,
+    run_batch,
+    write_summary,
+)
 from gpuplan.bench import (
     COLUMNS,
     NAMED,
@@ -351,6 +358,8 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     sources = expand_inputs(args.inputs)
     if not sources:
         raise InputError(" ".join(args.inputs), "", "no instance files found")
+    if args.scheduler is not None:
+        check_scheduler(args.scheduler)
     out = check_output_folder(args.output, sources)
     workers = args.workers or default_workers()
     # Solver threads times local workers never exceed the cores; on Dask every worker
@@ -373,13 +382,19 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             rows.append(row)
             progress.advance(bar)
 
+        started = True
         try:
             run_batch(tasks, workers, args.scheduler, on_row=advance)
+        except InputError:
+            # The cluster could not be reached: nothing ran, earlier summaries stay.
+            started = False
+            raise
         finally:
             # Also on Ctrl-C: the summary lists what finished, and every file is whole.
-            order = {t.source: i for i, t in enumerate(tasks)}
-            rows.sort(key=lambda r: order.get(str(r["file"]), 0))
-            as_json, as_csv = write_summary(rows, out)
+            if started:
+                order = {t.source: i for i, t in enumerate(tasks)}
+                rows.sort(key=lambda r: order.get(str(r["file"]), 0))
+                as_json, as_csv = write_summary(rows, out)
     failed = [r for r in rows if not r["verified"]]
     console.print(f"{len(rows)} instances, {len(rows) - len(failed)} planned and verified, "
                   f"{sum(bool(r['resumed']) for r in rows)} up to date; summary in {as_json} "

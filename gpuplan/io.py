@@ -14,10 +14,12 @@ given twice in one object, nesting deeper than :data:`MAX_DEPTH` and integers lo
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import secrets
+import socket
 import stat
 import time
 from collections import Counter
@@ -37,7 +39,9 @@ MAX_INT_DIGITS = 100
 #: A temporary file whose writer is gone, or that is older than this, is removed.
 STALE_AFTER_S = 3600.0
 
-_TEMPORARY = re.compile(r"^\.gpuplan-(\d+)-[0-9a-f]{8}\.tmp$")
+#: This machine's tag in temporary names: a process id says something only on its host.
+HOST_TAG = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+_TEMPORARY = re.compile(r"^\.gpuplan-([0-9a-f]{6})-(\d+)-[0-9a-f]{8}\.tmp$")
 
 
 def read_text(path: Path) -> str:
@@ -143,6 +147,16 @@ def parse_json(text: str, source: str) -> Any:
 class _StrictLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a key given twice in one mapping."""
 
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        # An alias repeats a node without its text: a few lines can stand for 2**40 nodes.
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.constructor.ConstructorError(
+                None, None, f"aliases (*{event.anchor}) are not allowed; write the value out",
+                event.start_mark)
+        node: yaml.Node | None = super().compose_node(parent, index)
+        return node
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
         for key_node, _ in node.value:
@@ -211,8 +225,9 @@ def _same_file(a: Path, b: Path) -> bool:
 def remove_stale_temporaries(folder: Path) -> None:
     """Remove the temporary files of writes that never finished (their writer was killed).
 
-    A temporary file is stale when the process that made it no longer runs, or when it is
-    older than :data:`STALE_AFTER_S` (a writer on another machine sharing the folder).
+    A temporary file is stale when the process on this machine that made it no longer
+    runs, or when it is older than :data:`STALE_AFTER_S` (a writer on another machine
+    sharing the folder, whose process id says nothing here).
     """
     try:
         names = os.listdir(folder)
@@ -223,8 +238,9 @@ def remove_stale_temporaries(folder: Path) -> None:
         if match is None:
             continue
         path = folder / name
+        here = match.group(1) == HOST_TAG
         with contextlib.suppress(OSError):
-            if not _running(int(match.group(1))) or \
+            if (here and not _running(int(match.group(2)))) or \
                     time.time() - path.stat().st_mtime > STALE_AFTER_S:
                 path.unlink()
 
@@ -355,8 +371,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         os.umask(umask)
         mode = 0o666 & ~umask
     # A short name of its own: a temporary named after a long file name would pass the
-    # file system's limit. The pid lets a later run tell a killed writer's leftovers.
-    tmp = target.parent / f".gpuplan-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    # file system's limit. Host and pid let a later run tell a killed writer's leftovers.
+    tmp = target.parent / f".gpuplan-{HOST_TAG}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
     handle = os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
     try:
         with handle:

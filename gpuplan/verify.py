@@ -24,7 +24,8 @@ from gpuplan.schedule import (
     relative_gap,
 )
 
-#: Relative tolerance for times, capacities and objective values.
+#: Tolerance for capacities and objective values (relative), and for times (absolute
+#: seconds, plus the float rounding of times far from zero, see :func:`_rounding`).
 TOLERANCE = 1e-6
 #: At most this many violations of one kind are listed; the rest are counted.
 MAX_LISTED = 20
@@ -180,8 +181,7 @@ def _check_placements(instance: Instance, schedule: Schedule, out: _Collector) -
             out.add(ViolationKind.DURATION,
                     f"job {p.job!r} has a segment of length {p.end_s - p.start_s:g} s")
         elif not segmented and abs((p.end_s - p.start_s) - instance.duration[j, t]) > (
-                TOLERANCE * max(1.0, float(instance.duration[j, t]))
-                + _rounding(p.start_s, p.end_s)):
+                TOLERANCE + _rounding(p.start_s, p.end_s)):
             out.add(
                 ViolationKind.DURATION,
                 f"job {p.job!r} runs {p.end_s - p.start_s:g} s on {p.gpu_type} but takes "
@@ -199,9 +199,7 @@ def _check_placements(instance: Instance, schedule: Schedule, out: _Collector) -
                 f"job {p.job!r} starts at {p.start_s:g} s, before its release at "
                 f"{instance.release[j]:g} s",
             )
-        if not static and p.end_s > instance.deadline[j] + TOLERANCE * max(
-            1.0, float(instance.deadline[j])
-        ):
+        if not static and p.end_s > instance.deadline[j] + TOLERANCE + _rounding(p.end_s):
             out.add(
                 ViolationKind.DEADLINE,
                 f"job {p.job!r} ends at {p.end_s:g} s, after its deadline at "
@@ -287,8 +285,8 @@ def _check_segments(instance: Instance, placed: _Placed, out: _Collector) -> Non
                                                     > 0)):
         mine = np.flatnonzero(job == j)
         mine = mine[np.argsort(start[mine], kind="stable")]
-        overlap = np.flatnonzero(start[mine[1:]] < end[mine[:-1]] - TOLERANCE * np.maximum(
-            1.0, end[mine[:-1]]))
+        overlap = np.flatnonzero(start[mine[1:]] < end[mine[:-1]] - TOLERANCE
+                                 - 8.0 * np.spacing(np.abs(end[mine[:-1]])))
         if overlap.size:
             at = float(start[mine[1:]][overlap[0]])
             out.add(ViolationKind.SEGMENT, f"job {instance.job_ids[j]!r} runs in two places "
@@ -311,7 +309,7 @@ def _check_dependencies(instance: Instance, placed: _Placed, out: _Collector) ->
                     f"job {instance.job_ids[j]!r} runs but its predecessor "
                     f"{instance.job_ids[p]!r} is not placed",
                 )
-            elif start < end[p] - TOLERANCE * max(1.0, float(end[p])):
+            elif start < end[p] - TOLERANCE - _rounding(float(end[p])):
                 out.add(
                     ViolationKind.DEPENDENCY,
                     f"job {instance.job_ids[j]!r} starts at {start:g} s, before its "

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import DATA, INSTANCES, ROOT, run_cli
 
-from gpuplan import Schedule, batch, read_instance
+from gpuplan import Schedule, batch, cli, read_instance
 from gpuplan.batch import KEYS, expand_inputs, make_tasks, run_batch
 from gpuplan.bench import QUOTE, quote_tables, refresh_quotes
 from gpuplan.errors import InputError
@@ -533,6 +533,18 @@ def test_a_scheduler_that_is_no_address_is_an_input_error(tmp_path: Path, addres
     with pytest.raises(InputError, match=r"--scheduler.*not a Dask scheduler address"):
         run_batch(tasks, 1, scheduler=address)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_scheduler_leaves_the_last_summary(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 2 for --scheduler before any work: the earlier run's summary is not emptied."""
+    inputs = generated(tmp_path / "in", 1)
+    out = tmp_path / "out"
+    assert cli.main(["batch", str(inputs[0]), "-o", str(out)]) == 0
+    before = (out / "summary.json").read_text()
+    assert cli.main(["batch", str(inputs[0]), "-o", str(out), "--scheduler", "notaurl"]) == 2
+    assert "--scheduler" in capsys.readouterr().err
+    assert (out / "summary.json").read_text() == before
 
 
 def test_bench_folder_suite_writes_the_table(tmp_path: Path) -> None:

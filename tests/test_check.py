@@ -175,3 +175,30 @@ def test_schedule_with_a_key_given_twice_is_bad_input(
     path.write_text(text)
     assert main(["check", str(SMALL), str(path)]) == 2
     assert "key 'objective' is given 2 times" in capsys.readouterr().err
+
+
+def test_lateness_is_caught_at_the_largest_times() -> None:
+    """Near 1e9 s a plan 900 s late, or started before its predecessor ends, still fails."""
+    from gpuplan.readers.instance_file import build_instance, parse_document
+
+    document = {"gpu_types": [{"id": "A", "capacity": {"memory": 1}}],
+                "nodes": [{"id": "n", "gpus": {"A": 2}}],
+                "jobs": [{"id": "a", "duration_s": 5e8, "release_s": 4e8, "deadline_s": 9e8},
+                         {"id": "b", "duration_s": 1.5, "depends_on": ["a"]}],
+                "objective": "makespan"}
+    instance = build_instance(parse_document(document, "big"), "big")
+
+    def schedule(a_start: float, b_start: float) -> Schedule:
+        placements = [{"job": "a", "node": "n", "gpu_type": "A", "gpu_ids": ["n/0"],
+                       "start_s": a_start, "end_s": a_start + 5e8},
+                      {"job": "b", "node": "n", "gpu_type": "A", "gpu_ids": ["n/1"],
+                       "start_s": b_start, "end_s": b_start + 1.5}]
+        return Schedule.model_validate_json(json.dumps({
+            "instance": instance.name, "objective_kind": "makespan", "status": "feasible",
+            "objective": None, "bound": None, "gap": None, "method": "hand", "solver": "hand",
+            "wall_time_s": 0.0, "seed": 0, "gpuplan_version": "test",
+            "placements": placements, "unplaced": []}))
+
+    assert verify_schedule(instance, schedule(4e8, 9e8)).ok
+    kinds = {v.kind.value for v in verify_schedule(instance, schedule(4e8 + 900, 9e8)).violations}
+    assert kinds == {"deadline", "dependency"}

@@ -317,10 +317,10 @@ def test_half_a_second_past_whole_ticks_is_planned_not_infeasible() -> None:
     honest(schedule)
 
 
-def test_the_reported_billion_second_job_is_never_called_infeasible(tmp_path: Path) -> None:
-    """``gpuplan solve --method cp`` never calls the 1,000,000,000.5-s job infeasible.
+def test_the_reported_billion_second_job_is_refused_as_input(tmp_path: Path) -> None:
+    """The issue's file (a 1,000,000,000.5-s job) is past the format's 1e9 s: exit 2, no plan.
 
-    The issue's file (deadline 1,000,000,001 s) is refused as input or planned.
+    cp's side of the report is the 999,000,000.5-s job above.
     """
     path = tmp_path / "billion.json"
     path.write_text(json.dumps({
@@ -331,8 +331,8 @@ def test_the_reported_billion_second_job_is_never_called_infeasible(tmp_path: Pa
         "objective": "makespan",
     }))
     done = run_cli("solve", path, "--method", "cp", "-o", tmp_path / "plan.json")
-    assert done.returncode in (0, 2), done.stderr
-    assert "infeasible" not in done.stdout + done.stderr
+    assert done.returncode == 2 and "less than or equal to 1000000000" in done.stderr
+    assert not (tmp_path / "plan.json").exists()
 
 
 def test_a_coarse_tick_on_valid_small_still_plans(tmp_path: Path) -> None:

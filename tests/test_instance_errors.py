@@ -72,6 +72,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "huge_integer.json": ("jobs[1].gpus (job 'train')", "less than or equal to 100000"),
     "integer_too_long.json": ("", "integer at line 47, column 14 has more than 100 digits"),
     "duplicate_key.json": ("jobs[1]", "key 'gpus' is given 2 times in one object (2 and 4)"),
+    "yaml_alias.yaml": ("", "YAML at line 2, column 10: aliases (*a0) are not allowed"),
     "duplicate_key.yaml": ("", "YAML at line 40, column 3: key 'weight' is given twice in one "
                            "mapping (lines 30 and 40)"),
 }

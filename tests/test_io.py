@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,13 @@ from conftest import DATA
 
 from gpuplan import cli
 from gpuplan.errors import InputError
-from gpuplan.io import check_output, remove_stale_temporaries, write_text_atomic
+from gpuplan.io import (
+    HOST_TAG,
+    STALE_AFTER_S,
+    check_output,
+    remove_stale_temporaries,
+    write_text_atomic,
+)
 
 SMALL = DATA / "valid_small.json"
 
@@ -103,14 +110,19 @@ def test_killed_writers_leave_nothing_behind(tmp_path: Path) -> None:
     """The temporary file of a writer that was killed is removed by the next run."""
     finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                               capture_output=True, text=True, check=True)
-    dead = tmp_path / f".gpuplan-{finished.stdout.strip()}-0123abcd.tmp"
+    dead = tmp_path / f".gpuplan-{HOST_TAG}-{finished.stdout.strip()}-0123abcd.tmp"
     dead.write_text('{"half": ')
-    mine = tmp_path / f".gpuplan-{os.getpid()}-0123abcd.tmp"
+    mine = tmp_path / f".gpuplan-{HOST_TAG}-{os.getpid()}-0123abcd.tmp"
     mine.write_text("in progress")
+    # Another machine's writer: its process id says nothing here, only its age does.
+    elsewhere = tmp_path / f".gpuplan-ffffff-{finished.stdout.strip()}-0123abcd.tmp"
+    elsewhere.write_text("in progress there")
     check_output(tmp_path / "out.json")
-    assert not dead.exists() and mine.exists()
+    assert not dead.exists() and mine.exists() and elsewhere.exists()
+    old = time.time() - 2 * STALE_AFTER_S
+    os.utime(elsewhere, (old, old))
     remove_stale_temporaries(tmp_path)
-    assert mine.exists()
+    assert mine.exists() and not elsewhere.exists()
 
 
 def test_a_rewrite_keeps_the_file_permissions(tmp_path: Path) -> None:

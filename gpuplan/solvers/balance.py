@@ -171,8 +171,6 @@ def check_partitions(partitions: int, data: ThroughputData) -> None:
     """
     gpus = int(data.gpus.sum())
     most = min(data.n_jobs, gpus)
-    if partitions < 1:
-        raise InputError("--partitions", "", f"must be at least 1, not {partitions}")
     if partitions > most:
         raise InputError("--partitions", "", f"{partitions} parts for {data.n_jobs} jobs on "
                          f"{gpus} GPUs: every part needs at least one job and one GPU; use "
@@ -221,8 +219,6 @@ def check_round(instance: Instance, round_s: float) -> None:
     InputError
         Naming ``--round``, with the shortest round that could work.
     """
-    if not (math.isfinite(round_s) and round_s > 0):
-        raise InputError("--round", "", f"must be a positive number of seconds, not {round_s}")
     # Every job takes a round at least, and a round runs gangs on each GPU once (twice
     # when jobs may share): however long the rounds, this many are needed.
     per_round = instance.n_gpus * (2 if instance.class_ids else 1)
