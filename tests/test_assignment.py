@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +19,14 @@ from test_greedy import instance_from
 
 from gpuplan import InputError, Instance, ObjectiveKind, Status, plan, read_instance
 from gpuplan.models.assignment import AssignmentModel, PooledModel
+from gpuplan.models.linear import LazyNames
 from gpuplan.models.textbook import ADDITIVE
+from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.readers.orlib_gap import gap_document
+from gpuplan.schedule import relative_gap
 from gpuplan.solvers import SolveOptions
-from gpuplan.solvers.highs import HighsBackend
+from gpuplan.solvers.base import CORES
+from gpuplan.solvers.highs import HighsBackend, wait_for
 from gpuplan.solvers.lns import subprogram
 from gpuplan.solvers.rounding import ROUNDINGS
 
@@ -269,3 +279,228 @@ def test_warm_start_from_a_schedule_file(tmp_path: Path) -> None:
     bad = run_cli("solve", instance, *args, "--method", "milp",
                   "--warm-start", ROOT / "tests" / "data" / "valid_small.json")
     assert bad.returncode == 2 and "instance: required field is missing" in bad.stderr
+
+
+# -- limits that hold: time, output, status -------------------------------------------
+
+#: The time limit of the time-limit tests, and the slack allowed past it (generous: the
+#: machine may be busy; the target is 10% + 0.5 s).
+LIMIT_S, SLACK_S = 1.0, 1.0
+
+
+def gap_instance(agents: int, jobs: int, seed: int = 0, sense: str = "min") -> Instance:
+    """A Chu-Beasley type D GAP problem (hard for branch-and-cut), built in memory.
+
+    Demands are U[1, 100], costs 111 minus the demand plus U[-10, 10], and each agent
+    (one GPU of its own type) holds 80% of an even share of all demand.
+    """
+    rng = np.random.default_rng(seed)
+    a = rng.integers(1, 101, size=(agents, jobs))
+    c = 111 - a + rng.integers(-10, 11, size=(agents, jobs))
+    b = (0.8 * a.sum(axis=1) / agents).astype(int)
+    document = gap_document("d-like", c, a, b, sense)  # type: ignore[arg-type]
+    return build_instance(parse_document(document, "<test>"), "<test>")
+
+
+@pytest.fixture(scope="module")
+def large_gap() -> Instance:
+    """50 agents x 1,600 jobs: 80,000 columns, seconds to build in Pyomo, hard to prove."""
+    return gap_instance(50, 1600)
+
+
+TIMED = [
+    pytest.param("milp", {"backend": "highs"}, None, id="milp-highs"),
+    pytest.param("milp", {"backend": "highs", "threads": 1}, None, id="milp-highs-1-thread"),
+    pytest.param("milp", {"backend": "cpsat"}, None, id="milp-cpsat"),
+    pytest.param("milp", {"backend": "pyomo"}, None, id="milp-pyomo"),
+    pytest.param("milp", {"backend": "highs"}, "greedy", id="milp-warm-greedy"),
+    pytest.param("milp", {"backend": "highs"}, "sa", id="milp-warm-sa"),
+    pytest.param("milp", {"backend": "cpsat"}, "ga", id="milp-cpsat-warm-ga"),
+    pytest.param("lp", {"rounding": "largest-share"}, None, id="lp-largest-share"),
+    pytest.param("lp", {"rounding": "randomized"}, None, id="lp-randomized"),
+    pytest.param("lp", {"backend": "pyomo"}, None, id="lp-pyomo"),
+    pytest.param("textbook", {"backend": "highs"}, None, id="textbook-highs"),
+    pytest.param("textbook", {"backend": "cpsat"}, None, id="textbook-cpsat"),
+    pytest.param("textbook", {"backend": "pyomo"}, None, id="textbook-pyomo"),
+]
+
+
+@pytest.mark.parametrize(("method", "settings", "warm"), TIMED)
+def test_time_limit_covers_the_whole_solve(large_gap: Instance, method: str,
+                                           settings: dict[str, Any], warm: str | None) -> None:
+    """Building, handing over, solving and reading back all fit in the time limit.
+
+    The plan is verified, or there is none and every job says why; a plan found by the
+    solver, or greedy's kept in its place, never claims more than it proves.
+    """
+    options = SolveOptions(time_limit_s=LIMIT_S, **settings)
+    schedule = plan(large_gap, method, options, warm=warm)
+    assert schedule.wall_time_s <= LIMIT_S + SLACK_S, schedule.solver
+    if schedule.status.has_plan:
+        assert schedule.verification is not None and schedule.verification.ok
+    else:
+        assert schedule.status is Status.NO_SOLUTION
+        assert all(u.reason for u in schedule.unplaced)
+    gap = relative_gap(schedule.objective, schedule.bound)
+    assert schedule.status is not Status.OPTIMAL or (gap is not None and gap <= 1e-4)
+
+
+def test_milp_keeps_greedys_plan_when_building_spends_the_limit(large_gap: Instance) -> None:
+    """A limit too short to build the model gives greedy's plan at once, and says why."""
+    instance = large_gap.with_objective(ObjectiveKind.MAX_WEIGHT)
+    schedule = plan(instance, "milp", SolveOptions(time_limit_s=1e-3))
+    assert schedule.status is Status.FEASIBLE and schedule.placements
+    assert schedule.verification is not None and schedule.verification.ok
+    assert "greedy plan kept (the time limit was spent building the model" in schedule.solver
+    assert schedule.wall_time_s < 0.5
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_optimal_only_within_the_gap_the_verifier_allows(backend: str) -> None:
+    """A solver told to stop at a 20% gap calls its plan optimal; gpuplan says feasible.
+
+    Unless the plan is within 0.01% of the bound, as the verifier requires of ``optimal``.
+    """
+    instance = gap_instance(10, 60, seed=2)
+    schedule = plan(instance, "milp", SolveOptions(backend=backend, gap_tolerance=0.2,
+                                                   threads=1))
+    gap = relative_gap(schedule.objective, schedule.bound)
+    assert schedule.status.has_plan and gap is not None
+    assert (schedule.status is Status.OPTIMAL) == (gap <= 1e-4)
+    assert gap > 1e-4, "the test needs an instance the solver stops on early"
+
+
+@pytest.mark.skipif(CORES < 2, reason="two lanes need two cores")
+def test_one_thread_runs_one_lane() -> None:
+    """With --threads 1 milp runs branch-and-cut alone; with 2 the LP lane runs beside it."""
+    instance = gap_instance(10, 80, seed=1)
+    alone = plan(instance, "milp", SolveOptions(time_limit_s=1, threads=1))
+    both = plan(instance, "milp", SolveOptions(time_limit_s=1, threads=2))
+    assert "||" not in alone.solver and "branch-and-cut ||" in both.solver
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_largest_seed_is_accepted(backend: str) -> None:
+    """Seeds up to 2**31 - 1 reach every backend (HiGHS and CP-SAT take 32-bit seeds)."""
+    schedule = plan(instance_from(TINY), "milp", SolveOptions(backend=backend, seed=2**31 - 1))
+    assert schedule.status is Status.OPTIMAL and schedule.seed == 2**31 - 1
+
+
+def test_a_highs_solve_prints_nothing(capfd: pytest.CaptureFixture[str]) -> None:
+    """Branch-and-cut, the LP relaxation and LNS write nothing to either terminal stream."""
+    plan(gap_instance(8, 40), "milp", SolveOptions(time_limit_s=0.5))
+    plan(gap_instance(8, 40), "lp", SolveOptions(time_limit_s=0.5))
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_the_highs_banner_goes_to_the_debug_log(tmp_path: Path) -> None:
+    """The banner HiGHS prints when a process makes its first Highs object is not shown.
+
+    Run in a fresh process whose standard output is a pipe (the case where C buffers it
+    until exit); with debug logging on, it is in the log instead.
+    """
+    code = ("import logging, sys; logging.basicConfig(stream=sys.stderr, level=logging.DEBUG,"
+            " format='LOG %(message)s'); logging.getLogger('pyomo').setLevel(logging.INFO);"
+            " from gpuplan.solvers.highs import new_highs; from gpuplan.solvers import "
+            "SolveOptions; new_highs(SolveOptions()); print('done')")
+    quiet = subprocess.run([sys.executable, "-c", code.replace("DEBUG", "WARNING")],
+                           capture_output=True, text=True, timeout=60)
+    assert quiet.stdout == "done\n" and quiet.stderr == ""
+    logged = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60)
+    assert logged.stdout == "done\n"
+    assert "LOG HiGHS: Running HiGHS" in logged.stderr
+
+
+@pytest.mark.parametrize(("method", "solver"), [
+    ("milp", "highs"), ("milp", "cpsat"), ("milp", "pyomo"), ("lp", "highs"),
+    ("lp", "pyomo"), ("textbook", "highs"), ("textbook", "cpsat"), ("textbook", "pyomo"),
+])
+def test_cli_output_is_the_schedule_and_the_summary_only(method: str, solver: str,
+                                                         tmp_path: Path) -> None:
+    """``-o -`` writes exactly the schedule JSON; stderr holds gpuplan's summary, no solver log."""
+    path = tmp_path / "gap.json"
+    path.write_text(json.dumps(gap_document(
+        "g", np.array([[5, 7, 3], [4, 2, 6]]), np.array([[3, 2, 2], [2, 3, 2]]),
+        np.array([5, 5]), "min")))
+    result = run_cli("solve", path, "--method", method, "--solver", solver,
+                     "--time-limit", "5", "-o", "-")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["verification"]["ok"]
+    for chatter in ("HiGHS", "Copyright", "Running", "WARNING", "Pyomo", "CP-SAT", "presolve"):
+        assert chatter not in result.stderr, result.stderr
+
+
+def test_empty_rows_and_tiny_coefficients_reach_every_backend() -> None:
+    """Symmetry rows without entries (zero demand) and capacities of 1e-9 solve correctly.
+
+    HiGHS drops matrix entries below 1e-9, Pyomo rejects a row without terms, and CP-SAT
+    needs integers; the plan must still hold every GPU's capacity (CP-SAT's rounded rows
+    prove nothing, so its plan is only feasible).
+    """
+    document = {
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1e-9, "mem": 1.0},
+                       "cost_per_hour": 1.0}],
+        "nodes": [{"id": "n", "gpus": {"G": 3}}],
+        "jobs": [{"id": f"j{k}", "demand": {"compute": 6e-10, "mem": 0.0},
+                  "duration_s": 1, "weight": 1} for k in range(4)],
+        "objective": "max-weight",
+    }
+    instance = instance_from(document)
+    for backend in BACKENDS:
+        schedule = plan(instance, "milp", SolveOptions(backend=backend))
+        assert schedule.objective == 3, backend
+        assert schedule.status is (Status.FEASIBLE if backend == "cpsat" else Status.OPTIMAL)
+
+
+def test_names_are_spelled_on_demand() -> None:
+    """Column and row names read like the model (x[job,gpu]) without being stored."""
+    model = AssignmentModel.build(instance_from(TINY))
+    names = model.program.col_names
+    assert names[0] == "x[j1,a/0]" and names[-1] == list(names)[-1]
+    assert isinstance(names, LazyNames) and len(list(names)) == model.program.n_cols
+    with pytest.raises(IndexError):
+        names[model.program.n_cols]
+
+
+def test_decoding_a_plan_that_places_nothing() -> None:
+    """Max-weight with every weight 0: any backend may place nothing, and that decodes."""
+    document = {**TINY, "objective": "max-weight",
+                "jobs": [{**job, "weight": 0} for job in TINY["jobs"]]}
+    instance = instance_from(document)
+    model = AssignmentModel.build(instance)
+    assert model.decode(np.zeros(model.program.n_cols)) == {}
+    for backend in BACKENDS:
+        assert plan(instance, "milp", SolveOptions(backend=backend)).objective == 0
+
+
+def test_one_thread_runs_the_warm_start_first(caplog: pytest.LogCaptureFixture) -> None:
+    """With one thread there is no lane beside branch-and-cut: --warm-start sa runs first.
+
+    Its plan is logged (``-v``) and the solve still fits the limit with a verified plan.
+    """
+    instance = gap_instance(10, 80, seed=1)
+    with caplog.at_level(logging.INFO, logger="gpuplan"):
+        schedule = plan(instance, "milp", SolveOptions(time_limit_s=1, threads=1), warm="sa")
+    assert any("warm start from sa" in r.getMessage() for r in caplog.records)
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.wall_time_s <= LIMIT_S + SLACK_S
+
+
+def test_a_solver_busy_past_its_limit_is_not_waited_for() -> None:
+    """HiGHS has steps that never read the clock (minutes on half a million columns).
+
+    A solve still running a little after its deadline is left to finish on its own
+    thread, and the caller goes on with what it has.
+    """
+    release = threading.Event()
+    busy = threading.Thread(target=release.wait, daemon=True)
+    busy.start()
+    began = time.perf_counter()
+    assert not wait_for(busy, deadline=began + 0.2, limit_s=0.2)
+    assert time.perf_counter() - began < 0.2 + 0.05 * 0.2 + 0.25 + 0.2
+    release.set()
+    done = threading.Thread(target=lambda: None)
+    done.start()
+    assert wait_for(done, deadline=time.perf_counter() + 5, limit_s=5)

@@ -11,6 +11,7 @@ from strategies import instance_documents
 
 from gpuplan import Instance, ObjectiveKind, Status, plan
 from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.solvers import SolveOptions
 
 
 def instance_from(document: dict[str, Any]) -> Instance:
@@ -138,3 +139,26 @@ def test_greedy_plans_always_verify(document: dict[str, Any]) -> None:
         assert schedule.objective == pytest.approx(schedule.verification.objective)
         better = schedule.objective >= schedule.bound - 1e-6
         assert better if objective.sense == "min" else schedule.objective <= schedule.bound + 1e-6
+
+
+def _many_jobs(objective: str, n: int = 2000) -> Instance:
+    return one_type([{"id": f"j{k}", "demand": {"compute": 0.25}, "duration_s": 10.0}
+                     for k in range(n)], 100, objective)
+
+
+def test_greedy_stops_at_its_time_limit() -> None:
+    """A limit too short for the pass leaves the jobs it did not reach out, saying so.
+
+    Under max-weight that is still a plan (verified); an objective that needs every job
+    gets no plan, and no claim.
+    """
+    partial = plan(_many_jobs("max-weight"), "greedy", SolveOptions(time_limit_s=1e-4))
+    assert partial.status is Status.FEASIBLE
+    assert partial.verification is not None and partial.verification.ok
+    assert 0 < len(partial.placements) < 2000
+    assert all("time limit" in u.reason for u in partial.unplaced)
+    none = plan(_many_jobs("makespan"), "greedy", SolveOptions(time_limit_s=1e-4))
+    assert none.status is Status.NO_SOLUTION and none.objective is None
+    assert any("time limit" in u.reason for u in none.unplaced)
+    whole = plan(_many_jobs("max-weight"), "greedy", SolveOptions(time_limit_s=60))
+    assert len(whole.placements) == 400

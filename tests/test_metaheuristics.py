@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from gpuplan.readers import read_instance
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.solvers import SolveOptions, get_solver
 from gpuplan.solvers.encodings import MOVES, AssignmentState
+from gpuplan.solvers.metaheuristics import StaticSearch
 
 GAP1 = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "gap" / "orlib" / "gap1.txt"
 HEURISTICS = ["sa", "ga"]
@@ -163,3 +165,61 @@ def test_search_ends_when_its_plan_meets_the_bound(method: str) -> None:
     found = plan(static_fleet("min-gpus"), method, SolveOptions(time_limit_s=60))
     assert found.status is Status.OPTIMAL and found.objective == found.bound
     assert found.wall_time_s < 10
+
+
+def large_static(objective: str) -> Instance:
+    """600 jobs on 16 nodes of 8 GPUs, gangs of 1 and 2: many blocks to price per step."""
+    rng = np.random.default_rng(5)
+    jobs = [{"id": f"j{k}", "gpus": 2 if k % 5 == 0 else 1,
+             "demand": {"memory": float(rng.integers(2, 12))}, "duration_s": 100.0,
+             "cost": {"A": float(rng.integers(5, 30)), "B": float(rng.integers(5, 30))}}
+            for k in range(600)]
+    return build_instance(parse_document({
+        "gpu_types": [{"id": "A", "capacity": {"memory": 16.0}, "cost_per_hour": 3.0},
+                      {"id": "B", "capacity": {"memory": 16.0}, "cost_per_hour": 1.0}],
+        "nodes": [{"id": f"n{i}", "gpus": {"AB"[i % 2]: 8}} for i in range(16)],
+        "jobs": jobs, "objective": objective,
+    }, "<test>"), "<test>")
+
+
+@pytest.mark.parametrize("method", HEURISTICS)
+@pytest.mark.parametrize("objective", ["max-weight", "makespan"])
+def test_time_limit_holds(method: str, objective: str) -> None:
+    """Set-up, search and the result fit in the limit; the plan is verified."""
+    instance = (large_static(objective) if objective == "max-weight"
+                else read_instance(INSTANCES / "gavel_cluster_500.json"))
+    found = plan(instance, method, SolveOptions(time_limit_s=1.0, seed=3))
+    assert found.wall_time_s <= 2.5
+    assert found.verification is not None and found.verification.ok
+
+
+@pytest.mark.parametrize("method", HEURISTICS)
+@pytest.mark.parametrize("objective", ["assign-cost", "makespan"])
+def test_largest_seed_is_accepted(method: str, objective: str) -> None:
+    """Seeds up to 2**31 - 1, the CLI's range, give verified plans."""
+    instance = (static_fleet(objective) if objective == "assign-cost"
+                else read_instance(INSTANCES / "quickstart.json"))
+    found = plan(instance, method, SolveOptions(iterations=5, seed=2**31 - 1))
+    assert found.verification is not None and found.verification.ok
+    assert found.seed == 2**31 - 1
+
+
+def test_penalty_stays_finite_over_long_searches() -> None:
+    """The capacity penalty moves within bounds, so long searches never overflow it.
+
+    It rises while plans over-fill and falls while they fit; an infinite or zero penalty
+    would turn move prices into NaN (numpy warnings, and moves drawn at random).
+    """
+    state = AssignmentState(static_fleet("assign-cost"))
+    state.greedy()
+    search = StaticSearch(state, list(MOVES), np.random.default_rng(0))
+    start = search.penalty
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(20_000):
+            search.note_window(crowded=False)
+        assert search.penalty == pytest.approx(start / 1e9)
+        for _ in range(20_000):
+            search.note_window(crowded=True)
+        assert search.penalty == pytest.approx(start * 1e9)
+        search.step(search.scale)

@@ -22,12 +22,19 @@ first resource otherwise. The LP method uses the aggregated relaxation instead (
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.models.linear import LinearProgram, RowBuilder
+from gpuplan.models.linear import (
+    LazyNames,
+    LinearProgram,
+    RowBuilder,
+    chain_names,
+    check_deadline,
+)
 
 
 def job_value(instance: Instance) -> FloatArray:
@@ -78,8 +85,22 @@ class AssignmentModel:
         return objective.is_static
 
     @classmethod
-    def build(cls, instance: Instance) -> AssignmentModel:
-        """Formulate the instance (which must have a static objective)."""
+    def build(cls, instance: Instance, deadline: float = math.inf) -> AssignmentModel:
+        """Formulate the instance (which must have a static objective).
+
+        Parameters
+        ----------
+        instance
+            A static-objective instance.
+        deadline
+            ``time.perf_counter()`` time to have built it by; the clock is read between
+            the stages of the build.
+
+        Raises
+        ------
+        OutOfTimeError
+            When the deadline passes before the model is built.
+        """
         objective = instance.objective
         if not cls.supports(objective):
             raise ValueError(f"the assignment model cannot express {objective.value!r}")
@@ -90,6 +111,7 @@ class AssignmentModel:
         usable = instance.eligible[:, gpu_type] & (instance.gang[:, None] <= group_size[None, :])
         x_job, x_gpu = (a.astype(np.int64) for a in np.nonzero(usable))
         nx = x_job.size
+        check_deadline(deadline, "columns")
         gang = instance.gang[x_job]
         multi = gang > 1
         pair = np.unique(x_job[multi] * (n_gpus * n_types + 1) + group_of[x_gpu[multi]])
@@ -142,6 +164,7 @@ class AssignmentModel:
                     for j, q in zip(y_job, y_group, strict=True)
                 ],
             )
+        check_deadline(deadline, "rows")
         # Capacity, only where the jobs that may use a GPU could exceed it.
         demand = instance.demand[x_job, gpu_type[x_gpu]]
         capacity = instance.capacity[gpu_type]
@@ -176,7 +199,7 @@ class AssignmentModel:
                 np.stack([np.arange(nx), u_start + x_gpu], axis=1).ravel(),
                 np.tile([1.0, -1.0], nx),
                 np.full(nx, -np.inf), np.zeros(nx),
-                [f"used[{job_names[j]},{gpu_names[g]}]" for j, g in zip(x_job, x_gpu, strict=True)],
+                LazyNames(nx, lambda k: f"used[{job_names[x_job[k]]},{gpu_names[x_gpu[k]]}]"),
             )
         if z_col >= 0:
             load_g, load_r = np.nonzero(total > 0)
@@ -199,31 +222,32 @@ class AssignmentModel:
                  for g, r in zip(load_g, load_r, strict=True)],
             )
         _symmetry_rows(rows, instance, x_job, x_gpu, demand, group_of, u_start)
+        check_deadline(deadline, "rows")
 
         col_upper = np.ones(n_cols)
         integer = np.ones(n_cols, dtype=bool)
         if z_col >= 0:
             col_upper[z_col] = np.inf
             integer[z_col] = False
-        names = [f"x[{job_names[j]},{gpu_names[g]}]" for j, g in zip(x_job, x_gpu, strict=True)]
-        names += [
-            f"y[{job_names[j]},{instance.node_ids[q // n_types]},{instance.type_ids[q % n_types]}]"
-            for j, q in zip(y_job, y_group, strict=True)
-        ]
-        if uses_u:
-            names += [f"u[{g}]" for g in gpu_names]
-        if z_col >= 0:
-            names.append("z")
-        program = rows.program(
-            objective.sense, cost, np.zeros(n_cols), col_upper, integer, tuple(names)
+        node_ids, type_ids = instance.node_ids, instance.type_ids
+        names = chain_names(
+            LazyNames(nx, lambda k: f"x[{job_names[x_job[k]]},{gpu_names[x_gpu[k]]}]"),
+            LazyNames(y_job.size, lambda k: f"y[{job_names[y_job[k]]},"
+                      f"{node_ids[y_group[k] // n_types]},{type_ids[y_group[k] % n_types]}]"),
+            [f"u[{g}]" for g in gpu_names] if uses_u else [],
+            ["z"] if z_col >= 0 else [],
         )
+        program = rows.program(objective.sense, cost, np.zeros(n_cols), col_upper, integer, names)
+        check_deadline(deadline, "matrix")
         return cls(instance, program, x_job, x_gpu, y_job, y_group, y_start, u_start, z_col)
 
     def decode(self, values: FloatArray) -> dict[int, IntArray]:
         """Placed jobs and their GPUs from a (near-)integral column vector."""
         chosen = values[: self.x_job.size] > 0.5
         jobs, gpus = self.x_job[chosen], self.x_gpu[chosen]
-        starts = np.flatnonzero(np.r_[True, jobs[1:] != jobs[:-1]]) if jobs.size else jobs
+        if not jobs.size:
+            return {}
+        starts = np.flatnonzero(np.r_[True, jobs[1:] != jobs[:-1]])
         return {
             int(jobs[s]): gpus[s:e]
             for s, e in zip(starts, np.r_[starts[1:], jobs.size], strict=True)
@@ -239,6 +263,7 @@ class AssignmentModel:
         values = np.zeros(self.program.n_cols)
         n_gpus, n_types = instance.n_gpus, instance.n_types
         key = self.x_job * n_gpus + self.x_gpu
+        y_key = self.y_job * (n_gpus * n_types + 1) + self.y_group
         used = np.zeros(n_gpus, dtype=bool)
         load = np.zeros((n_gpus, len(instance.resources)))
         for j, gpus in placed.items():
@@ -250,7 +275,6 @@ class AssignmentModel:
             load[gpus] += instance.demand[j, instance.gpu_type[gpus]]
             if instance.gang[j] > 1:
                 group = instance.gpu_node[gpus[0]] * n_types + instance.gpu_type[gpus[0]]
-                y_key = self.y_job * (n_gpus * n_types + 1) + self.y_group
                 at = np.searchsorted(y_key, j * (n_gpus * n_types + 1) + group)
                 if at < y_key.size and y_key[at] == j * (n_gpus * n_types + 1) + group:
                     values[self.y_start + at] = 1.0

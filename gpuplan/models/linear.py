@@ -8,13 +8,83 @@ takes directly and what the other backends walk row by row.
 
 from __future__ import annotations
 
+import bisect
 import math
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 
 from gpuplan.instance import BoolArray, FloatArray, IntArray
+
+
+class OutOfTimeError(Exception):
+    """The time limit was spent while a model was being built; the message says where."""
+
+
+def check_deadline(deadline: float, stage: str) -> None:
+    """Raise :class:`OutOfTimeError` naming ``stage`` once ``time.perf_counter()`` passes it."""
+    if time.perf_counter() > deadline:
+        raise OutOfTimeError(stage)
+
+
+class LazyNames(Sequence[str]):
+    """Row or column names spelled out only when one is asked for.
+
+    A model of half a million columns would spend a third of its build time formatting
+    names that only an export or an explanation of infeasibility ever reads.
+
+    Parameters
+    ----------
+    size
+        How many names there are.
+    spell
+        The name at an index in ``range(size)``.
+    """
+
+    def __init__(self, size: int, spell: Callable[[int], str]) -> None:
+        self._size = int(size)
+        self._spell = spell
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, key: int) -> str: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, key: int | slice) -> str | Sequence[str]:
+        if isinstance(key, slice):
+            return [self._spell(k) for k in range(self._size)[key]]
+        k = int(key)
+        if k < 0:
+            k += self._size
+        if not 0 <= k < self._size:
+            raise IndexError(f"name {key} of {self._size}")
+        return self._spell(k)
+
+
+def take_names(names: Sequence[str], indices: IntArray) -> Sequence[str]:
+    """The names at ``indices``, spelled out only when asked for."""
+    chosen = np.asarray(indices, dtype=np.int64)
+    return LazyNames(chosen.size, lambda i: names[int(chosen[i])])
+
+
+def chain_names(*parts: Sequence[str]) -> Sequence[str]:
+    """The names of several blocks one after another; lazy when any block is."""
+    if all(isinstance(part, (list, tuple)) for part in parts):
+        return tuple(name for part in parts for name in part)
+    ends = np.cumsum([len(part) for part in parts]).tolist()
+
+    def spell(k: int) -> str:
+        block = bisect.bisect_right(ends, k)
+        return parts[block][k - (ends[block - 1] if block else 0)]
+
+    return LazyNames(ends[-1] if ends else 0, spell)
 
 
 @dataclass(frozen=True)
@@ -37,7 +107,8 @@ class LinearProgram:
         CSR matrix: row ``i`` holds ``value[row_start[i]:row_start[i+1]]`` at columns
         ``col_index[row_start[i]:row_start[i+1]]``.
     col_names, row_names
-        Names for export and for explaining infeasibility.
+        Names for export and for explaining infeasibility (a :class:`LazyNames` spells
+        them out only when read).
     hessian
         ``(n,)`` diagonal of ``Q`` for a convex quadratic objective ``cost @ x + 1/2 x'Qx``
         (HiGHS' convention), or None for a linear one.
@@ -53,8 +124,8 @@ class LinearProgram:
     row_start: IntArray
     col_index: IntArray
     value: FloatArray
-    col_names: tuple[str, ...]
-    row_names: tuple[str, ...]
+    col_names: Sequence[str]
+    row_names: Sequence[str]
     hessian: FloatArray | None = None
 
     @property
@@ -85,6 +156,31 @@ class LinearProgram:
             value += 0.5 * float(self.hessian @ (x * x))
         return value
 
+    def equilibrated(self) -> LinearProgram:
+        """The program with rows of tiny or huge coefficients scaled by a power of two.
+
+        A row whose largest coefficient is below ``2**-20`` or above ``2**20`` (a demand of
+        1e-9 against a capacity of 1e-9) is multiplied by the power of two that brings
+        that coefficient into ``[1, 2)``, bounds included. Scaling by a power of two is
+        exact, so the solutions, column values and reduced costs are those of the program
+        itself; but no coefficient stays small enough for a solver to drop (HiGHS ignores
+        matrix entries below 1e-9). Other rows are left as they are.
+        """
+        lengths = np.diff(self.row_start)
+        filled = np.flatnonzero(lengths > 0)
+        if not filled.size:
+            return self
+        largest = np.zeros(self.n_rows)
+        largest[filled] = np.maximum.reduceat(np.abs(self.value), self.row_start[filled])
+        odd = (largest > 0) & ((largest < 2.0**-20) | (largest > 2.0**20))
+        if not odd.any():
+            return self
+        scale = np.ones(self.n_rows)
+        _, exponent = np.frexp(largest[odd])  # largest = m * 2**exponent, m in [0.5, 1)
+        scale[odd] = np.ldexp(1.0, 1 - exponent)
+        return replace(self, value=self.value * np.repeat(scale, lengths),
+                       row_lower=self.row_lower * scale, row_upper=self.row_upper * scale)
+
     def relaxed(self) -> LinearProgram:
         """The continuous relaxation: the same program with no integer columns."""
         return replace(self, integer=np.zeros_like(self.integer))
@@ -112,7 +208,7 @@ class RowBuilder:
         self._values: list[FloatArray] = []
         self._lower: list[FloatArray] = []
         self._upper: list[FloatArray] = []
-        self._names: list[str] = []
+        self._names: list[Sequence[str]] = []
         self.count = 0
 
     def add(
@@ -122,7 +218,7 @@ class RowBuilder:
         value: FloatArray,
         lower: FloatArray,
         upper: FloatArray,
-        names: list[str],
+        names: Sequence[str],
     ) -> None:
         """Add a block of rows.
 
@@ -135,14 +231,14 @@ class RowBuilder:
         lower, upper
             Bounds of each row in the block.
         names
-            One name per row in the block.
+            One name per row in the block (a :class:`LazyNames` for large blocks).
         """
         self._rows.append(np.asarray(row, dtype=np.int64) + self.count)
         self._cols.append(np.asarray(col, dtype=np.int64))
         self._values.append(np.asarray(value, dtype=float))
         self._lower.append(np.asarray(lower, dtype=float))
         self._upper.append(np.asarray(upper, dtype=float))
-        self._names.extend(names)
+        self._names.append(names)
         self.count += len(names)
 
     def program(
@@ -152,14 +248,20 @@ class RowBuilder:
         col_lower: FloatArray,
         col_upper: FloatArray,
         integer: BoolArray,
-        col_names: tuple[str, ...],
+        col_names: Sequence[str],
         hessian: FloatArray | None = None,
     ) -> LinearProgram:
         """The program with these columns and the rows added so far."""
         row = np.concatenate(self._rows) if self._rows else np.zeros(0, dtype=np.int64)
         col = np.concatenate(self._cols) if self._cols else np.zeros(0, dtype=np.int64)
         value = np.concatenate(self._values) if self._values else np.zeros(0)
-        order = np.lexsort((col, row))
+        n_cols = max(int(np.asarray(cost).size), 1)
+        if self.count * n_cols < 2**62:
+            # By row, then column, ties in the order given: what a lexsort gives, at a
+            # fifth of its time on millions of entries.
+            order = np.argsort(row * n_cols + col, kind="stable")
+        else:  # pragma: no cover - keys would overflow
+            order = np.lexsort((col, row))
         start = np.zeros(self.count + 1, dtype=np.int64)
         np.cumsum(np.bincount(row, minlength=self.count), out=start[1:])
         return LinearProgram(
@@ -174,6 +276,6 @@ class RowBuilder:
             col_index=col[order],
             value=value[order],
             col_names=col_names,
-            row_names=tuple(self._names),
+            row_names=chain_names(*self._names),
             hessian=None if hessian is None else np.asarray(hessian, dtype=float),
         )

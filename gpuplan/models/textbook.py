@@ -14,13 +14,14 @@ literature, single-GPU jobs and objectives that add up over placed jobs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpuplan.instance import Instance, IntArray, ObjectiveKind
 from gpuplan.models.assignment import job_value
-from gpuplan.models.linear import LinearProgram, RowBuilder
+from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder, check_deadline
 
 #: Objectives that are a sum over placed jobs.
 ADDITIVE = frozenset({ObjectiveKind.ASSIGN_COST, ObjectiveKind.ASSIGN_PROFIT,
@@ -49,8 +50,14 @@ class TextbookModel:
         return instance.objective in ADDITIVE and bool((instance.gang == 1).all())
 
     @classmethod
-    def build(cls, instance: Instance) -> TextbookModel:
-        """Write the model out, one column per eligible (job, GPU) pair."""
+    def build(cls, instance: Instance, deadline: float = math.inf) -> TextbookModel:
+        """Write the model out, one column per eligible (job, GPU) pair.
+
+        Raises
+        ------
+        OutOfTimeError
+            When ``deadline`` (a ``time.perf_counter()`` time) passes before it is built.
+        """
         jobs, gpus = (a.astype(np.int64) for a in
                       np.nonzero(instance.eligible[:, instance.gpu_type]))
         types = instance.gpu_type[gpus]
@@ -59,6 +66,7 @@ class TextbookModel:
         once = 0.0 if instance.objective.allows_unplaced else 1.0
         rows.add(jobs, np.arange(n_cols), np.ones(n_cols), np.full(n_jobs, once),
                  np.ones(n_jobs), [f"assign[{j}]" for j in instance.job_ids])
+        check_deadline(deadline, "rows")
         gpu_ids = instance.gpu_ids
         resources = range(n_res)
         rows.add((gpus[:, None] * n_res + np.arange(n_res)).ravel(),
@@ -69,6 +77,6 @@ class TextbookModel:
         program = rows.program(
             instance.objective.sense, job_value(instance)[jobs, types], np.zeros(n_cols),
             np.ones(n_cols), np.ones(n_cols, dtype=bool),
-            tuple(f"x[{instance.job_ids[j]},{gpu_ids[g]}]"
-                  for j, g in zip(jobs.tolist(), gpus.tolist(), strict=True)))
+            LazyNames(n_cols, lambda k: f"x[{instance.job_ids[jobs[k]]},{gpu_ids[gpus[k]]}]"))
+        check_deadline(deadline, "matrix")
         return cls(program, jobs, gpus)

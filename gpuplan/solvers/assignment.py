@@ -9,20 +9,26 @@ core MIP, then large-neighbourhood search around the incumbent
 ``lp`` solves the pooled-type LP relaxation (:class:`~gpuplan.models.assignment.PooledModel`),
 whose optimum is the reported bound, rounds it with a rounding from
 :data:`~gpuplan.solvers.rounding.ROUNDINGS`, and improves the plan by moving jobs.
+
+The time limit covers everything: building the model, handing it to the backend, the
+solve, rounding, repair and reading the plan back. A method whose budget is spent before
+its solver could run returns the best plan it has (greedy's, for ``milp``) and says why.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import threading
 import time
 
 import numpy as np
 
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.assignment import POOLED_OBJECTIVES, AssignmentModel, PooledModel, job_value
 from gpuplan.models.bounds import infeasibility_reasons, objective_bound
+from gpuplan.models.linear import OutOfTimeError
 from gpuplan.schedule import Status
 from gpuplan.solvers.backends import get_backend
 from gpuplan.solvers.base import ProgramSolution, Result, SolveOptions, plan_status
@@ -32,6 +38,8 @@ from gpuplan.solvers.highs import (
     explain_infeasible,
     new_highs,
     solve_relaxation,
+    still_busy,
+    wait_for,
 )
 from gpuplan.solvers.lns import improve, subprogram
 from gpuplan.solvers.rounding import ROUNDINGS, improve_by_moves, repair_by_ejection
@@ -47,6 +55,23 @@ SOLO_SECONDS = 1.0
 SOLO_SHARE = 0.1
 #: Assignment columns per job in the core problem, by smallest reduced cost.
 CORE_COLUMNS_PER_JOB = 3
+
+
+def deadline_of(options: SolveOptions, started: float) -> float:
+    """The ``time.perf_counter()`` time at which the options' limit ends (inf: none)."""
+    return math.inf if options.time_limit_s is None else started + options.time_limit_s
+
+
+def settled_status(status: Status, objective: float | None, bound: float | None) -> Status:
+    """The status a plan may claim: ``optimal`` exactly when its bound proves it.
+
+    That is when the relative gap between the plan and the reported bound is at most
+    :data:`~gpuplan.schedule.OPTIMAL_GAP`, as the verifier requires, whatever the solver
+    said: a solver measures its gap its own way (HiGHS and CP-SAT divide by at least 1,
+    and stop at the gap they are given), and the reported bound may not be the solver's.
+    Statuses without a plan stand as they are.
+    """
+    return plan_status(objective, bound) if status.has_plan else status
 
 
 def placements(result: Result) -> dict[int, IntArray]:
@@ -74,8 +99,7 @@ def static_result(
     """A result for a static plan: every placed job starts at 0 and runs its duration."""
     jobs = np.array(sorted(placed), dtype=np.int64)
     types = np.array([instance.gpu_type[placed[j][0]] for j in jobs], dtype=np.int64)
-    if plan_status(objective, bound) is Status.OPTIMAL:
-        status = Status.OPTIMAL
+    status = settled_status(status, objective, bound)
     return Result(
         status=status,
         objective=objective,
@@ -97,15 +121,92 @@ def _remaining(options: SolveOptions, started: float, share: float = 1.0) -> Sol
     return dataclasses.replace(options, time_limit_s=left * share)
 
 
-def _infeasible(instance: Instance, model: AssignmentModel, solver: str) -> Result:
+def _infeasible(instance: Instance, model: AssignmentModel, solver: str,
+                deadline: float = math.inf) -> Result:
+    left = None if math.isinf(deadline) else max(0.0, deadline - time.perf_counter())
     reasons = infeasibility_reasons(instance) or dict.fromkeys(
-        range(instance.n_jobs), explain_infeasible(model.program)
+        range(instance.n_jobs), explain_infeasible(model.program, left)
     )
     return Result(
         status=Status.INFEASIBLE, objective=None, bound=None, solver=solver,
         unplaced={j: reasons.get(j, "not planned: the instance is infeasible (see the jobs "
                                  "named)") for j in range(instance.n_jobs)},
     )
+
+
+def fits(instance: Instance, placed: dict[int, IntArray]) -> bool:
+    """Whether a static plan holds as it is.
+
+    Every job it names is on as many distinct GPUs as its gang, of one node and one
+    eligible type, within every GPU's capacity; and every job is placed unless the
+    objective lets jobs go.
+    """
+    if not instance.objective.allows_unplaced and len(placed) < instance.n_jobs:
+        return False
+    load = np.zeros((instance.n_gpus, len(instance.resources)))
+    for j, gpus in placed.items():
+        if not 0 <= j < instance.n_jobs or gpus.size != instance.gang[j]:
+            return False
+        if gpus.min(initial=0) < 0 or gpus.max(initial=0) >= instance.n_gpus:
+            return False
+        t = int(instance.gpu_type[gpus[0]])
+        if (np.unique(gpus).size != gpus.size or not instance.eligible[j, t]
+                or (instance.gpu_type[gpus] != t).any()
+                or (instance.gpu_node[gpus] != instance.gpu_node[gpus[0]]).any()):
+            return False
+        load[gpus] += instance.demand[j, t]
+    capacity = instance.capacity[instance.gpu_type]
+    return bool((load <= capacity * (1 + 1e-9)).all())
+
+
+def _sign(instance: Instance) -> float:
+    return -1.0 if instance.objective.sense == "max" else 1.0
+
+
+def kept_plan(instance: Instance, found: Result, fallback: Result | None, why: str) -> Result:
+    """The better of a solver's result and a plan known before it (greedy's, a warm start).
+
+    The fallback stands when the solver found no plan (its budget spent building, or no
+    incumbent in time) or a worse one; it then takes the solver's bound if tighter. ``why``
+    says, in the solver string, why the solver gave no better plan.
+    """
+    if found.status is Status.INFEASIBLE or fallback is None or not fallback.status.has_plan:
+        return found
+    assert fallback.objective is not None
+    if found.status.has_plan and found.objective is not None and (
+            _sign(instance) * found.objective <= _sign(instance) * fallback.objective):
+        return found
+    bound = _tighter(instance, found.bound, fallback.bound)
+    return dataclasses.replace(
+        fallback, bound=bound, status=settled_status(Status.FEASIBLE, fallback.objective, bound),
+        solver=f"{found.solver}; {fallback.solver} plan kept ({why})",
+    )
+
+
+def static_value(instance: Instance, placed: dict[int, IntArray]) -> float:
+    """The objective of a static plan, as the verifier computes it."""
+    gpu_type = instance.gpu_type
+    match instance.objective:
+        case ObjectiveKind.MIN_GPUS | ObjectiveKind.MIN_GPU_COST:
+            used = np.zeros(instance.n_gpus, dtype=bool)
+            for gpus in placed.values():
+                used[gpus] = True
+            if instance.objective is ObjectiveKind.MIN_GPUS:
+                return float(used.sum())
+            return float(instance.price_per_hour[gpu_type[used]].sum())
+        case ObjectiveKind.MIN_MAX_LOAD:
+            load = np.zeros((instance.n_gpus, len(instance.resources)))
+            for j, gpus in placed.items():
+                load[gpus] += instance.demand[j, gpu_type[gpus[0]]]
+            return float((load / instance.capacity[gpu_type]).max(initial=0.0))
+    values = job_value(instance)
+    return float(sum(values[j, gpu_type[g[0]]] for j, g in placed.items()))
+
+
+def no_plan(instance: Instance, solver: str, why: str, bound: float | None = None) -> Result:
+    """No plan: every job unplaced with the reason."""
+    return Result(status=Status.NO_SOLUTION, objective=None, bound=bound, solver=solver,
+                  unplaced=dict.fromkeys(range(instance.n_jobs), why))
 
 
 class SharedIncumbent:
@@ -197,8 +298,14 @@ class MilpSolver:
     def solve(self, instance: Instance, options: SolveOptions) -> Result:
         """Build the model, warm-start it from greedy, and solve it.
 
-        Without a time limit, or on CP-SAT or Pyomo, the backend solves the whole model.
-        With HiGHS and a time limit, two lanes run at once, one per core. One is
+        The time limit covers the greedy start, the build and the solve. When it is spent
+        before the backend can run (or the backend finds no plan in time, or a worse one),
+        the start plan is returned, greedy's or the warm start's, with the solver's bound
+        where it has one.
+
+        Without a time limit, with one thread, or on CP-SAT or Pyomo, the backend solves
+        the whole model.
+        With HiGHS, a time limit and two threads or more, two lanes run at once. One is
         branch-and-cut on the whole model for the whole time; it alone proves optimality,
         and when it does, the other lane stops. It runs alone for its first second (a tenth
         of the limit at most), so small instances are proven as fast as by the plain model.
@@ -221,18 +328,50 @@ class MilpSolver:
             Time limit, threads, seed, gap tolerance and backend.
         """
         started = time.perf_counter()
-        model = AssignmentModel.build(instance)
+        deadline = deadline_of(options, started)
         backend = get_backend(options.backend)
+        fallback = self._start_plan(instance, options, deadline)
+        try:
+            model = AssignmentModel.build(instance, deadline)
+        except OutOfTimeError as spent:
+            why = f"the time limit was spent building the model's {spent}"
+            return kept_plan(instance, no_plan(instance, f"{options.backend} not started",
+                                               f"no plan: {why}", fallback.bound),
+                             fallback, why)
+        alone = (not isinstance(backend, HighsBackend) or options.time_limit_s is None
+                 or options.threads < 2)
+        if alone and options.start_search is not None:
+            # No second lane to run the heuristic beside the solver: it runs first.
+            searched = options.start_search(_remaining(options, started))
+            fallback = kept_plan(instance, searched, fallback, "a better start")
         if options.warm_start is not None:
             start: FloatArray | None = model.encode(dict(options.warm_start))
         else:
-            warm = best_fit_decreasing(instance)
-            start = model.encode(placements(warm)) if warm.status.has_plan else None
-        if not isinstance(backend, HighsBackend) or options.time_limit_s is None:
-            solution = backend.solve_program(model.program, _remaining(options, started), start)
-            return self._result(instance, model, solution.status, solution.values,
-                                solution.bound, solution.solver)
-        return self._portfolio(instance, model, options, started, start)
+            start = model.encode(placements(fallback)) if fallback.status.has_plan else None
+        if alone:
+            left = _remaining(options, started)
+            solution = (backend.solve_bounded(model.program, left, start)
+                        if isinstance(backend, HighsBackend)
+                        else backend.solve_program(model.program, left, start))
+            found = self._result(instance, model, solution.status, solution.values,
+                                 solution.bound, solution.solver, deadline)
+        else:
+            found = self._portfolio(instance, model, options, started, start)
+        return kept_plan(instance, found, fallback, "no better plan within the time limit")
+
+    @staticmethod
+    def _start_plan(instance: Instance, options: SolveOptions, deadline: float) -> Result:
+        """The plan to fall back on: the warm start's when it holds, else greedy's."""
+        if options.start_plan is not None and options.start_plan.status.has_plan:
+            return options.start_plan
+        if options.warm_start is not None:
+            given = {int(j): np.asarray(g, dtype=np.int64)
+                     for j, g in options.warm_start.items()}
+            if fits(instance, given):
+                return static_result(instance, given, Status.FEASIBLE,
+                                     static_value(instance, given), objective_bound(instance),
+                                     "warm start", "left out by the warm start")
+        return best_fit_decreasing(instance, deadline=deadline)
 
     def _portfolio(
         self,
@@ -242,9 +381,13 @@ class MilpSolver:
         started: float,
         start: FloatArray | None,
     ) -> Result:
-        assert options.time_limit_s is not None
+        limit = options.time_limit_s
+        assert limit is not None
+        # Two lanes at once: each gets half of the threads, so that --threads holds for
+        # the solve as a whole.
+        options = dataclasses.replace(options, threads=max(1, options.threads // 2))
         program = model.program
-        deadline = started + options.time_limit_s
+        deadline = started + limit
         sense = -1.0 if program.sense == "max" else 1.0
 
         def better(a: FloatArray | None, b: FloatArray | None) -> FloatArray | None:
@@ -271,11 +414,12 @@ class MilpSolver:
                 core_solver.cancel()  # the other lane has nothing left to add
 
         new_highs(options)  # start HiGHS's thread pool before two threads use it
-        lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut")
+        lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut",
+                                daemon=True)
         lane.start()
         # Small instances are proven within a second when branch-and-cut has the machine to
         # itself, as the plain model does; only then does the second lane start.
-        lane.join(min(SOLO_SECONDS, SOLO_SHARE * options.time_limit_s))
+        lane.join(min(SOLO_SECONDS, SOLO_SHARE * limit))
         # Lane 2, here: a heuristic's start if asked, LP relaxation, reduced-cost core MIP,
         # then LNS.
         incumbent = start
@@ -329,20 +473,20 @@ class MilpSolver:
                 on_improvement=shared.update,
             )
             solver += f" + LNS ({steps} steps, {improved} improvements)"
-        lane.join()
-        outcome = full["solution"]
+        outcome = (full["solution"] if wait_for(lane, deadline, limit)
+                   else still_busy())
         if isinstance(outcome, BaseException):
             raise outcome
         solver = f"{outcome.solver} (branch-and-cut || {solver})"
         if outcome.status in (Status.OPTIMAL, Status.INFEASIBLE):
             return self._result(instance, model, outcome.status, outcome.values,
-                                outcome.bound, solver)
+                                outcome.bound, solver, deadline)
         bound = _tighter(instance, bound, outcome.bound)
         if outcome.values is not None:
             incumbent = better(np.where(program.integer, np.round(outcome.values),
                                         outcome.values), incumbent)
         status = Status.FEASIBLE if incumbent is not None else Status.NO_SOLUTION
-        return self._result(instance, model, status, incumbent, bound, solver)
+        return self._result(instance, model, status, incumbent, bound, solver, deadline)
 
     @staticmethod
     def _result(
@@ -352,9 +496,10 @@ class MilpSolver:
         values: FloatArray | None,
         bound: float | None,
         solver: str,
+        deadline: float = math.inf,
     ) -> Result:
         if status is Status.INFEASIBLE:
-            return _infeasible(instance, model, solver)
+            return _infeasible(instance, model, solver, deadline)
         bound = _tighter(instance, bound, objective_bound(instance))
         bound = None if bound is None else model.program.round_bound(bound)
         if values is None:
@@ -390,14 +535,16 @@ class LpSolver:
             Time limit, seed, backend (HiGHS or Pyomo) and rounding.
         """
         started = time.perf_counter()
+        deadline = deadline_of(options, started)
         pooled = PooledModel.build(instance)
         backend = get_backend(options.backend)
         relaxation: ProgramSolution = backend.solve_program(
             pooled.program, _remaining(options, started, 0.5)
         )
         if relaxation.status is Status.INFEASIBLE:
+            left = None if math.isinf(deadline) else max(0.0, deadline - time.perf_counter())
             reasons = infeasibility_reasons(instance) or dict.fromkeys(
-                range(instance.n_jobs), explain_infeasible(pooled.program)
+                range(instance.n_jobs), explain_infeasible(pooled.program, left)
             )
             return Result(status=Status.INFEASIBLE, objective=None, bound=None,
                           solver=relaxation.solver, unplaced=reasons)
@@ -405,22 +552,22 @@ class LpSolver:
             shares: FloatArray = np.where(instance.eligible, 1.0, 0.0)
         else:
             shares = pooled.shares(relaxation.values)
-        rounded = ROUNDINGS[options.rounding](instance, shares, options.seed)
+        rounded = ROUNDINGS[options.rounding](instance, shares, options.seed, deadline)
         bound = _tighter(instance, relaxation.objective if relaxation.status is Status.OPTIMAL
                          else None, objective_bound(instance))
         solver = f"{relaxation.solver} + {options.rounding} rounding"
-        limit = options.time_limit_s if options.time_limit_s is not None else 60.0
         placed = placements(rounded)
         if not instance.objective.allows_unplaced and len(placed) < instance.n_jobs:
-            placed = repair_by_ejection(instance, placed, started + limit)
+            placed = repair_by_ejection(instance, placed, deadline)
             if len(placed) < instance.n_jobs:
+                out_of_time = time.perf_counter() > deadline
                 return static_result(
                     instance, placed, Status.NO_SOLUTION, None, bound, solver + " + repair",
-                    "rounding and repair found no GPU with room for it",
+                    "the time limit ended rounding and repair before every job had a GPU"
+                    if out_of_time else "rounding and repair found no GPU with room for it",
                 )
-        placed, moves = improve_by_moves(instance, placed, started + limit)
-        values = job_value(instance)
-        value = float(sum(values[j, instance.gpu_type[g[0]]] for j, g in placed.items()))
+        placed, moves = improve_by_moves(instance, placed, deadline)
+        value = static_value(instance, placed)
         return static_result(instance, placed, Status.FEASIBLE, value, bound,
                              f"{solver} + {moves} moves",
                              "left out: no GPU had room after rounding")

@@ -3,11 +3,15 @@
 These are the field's simplest real planners and the baseline every other method must
 beat. Both are deterministic (ties go to the lower index), never change the instance, and
 work on numpy arrays over all GPUs at once, so one job costs a handful of vector operations.
+Both read the clock as they go when given a deadline: jobs not reached by then are left
+out, and say so.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
+import time
 
 import numpy as np
 
@@ -18,6 +22,15 @@ from gpuplan.solvers.base import Result, SolveOptions, plan_status, time_objecti
 #: Capacity slack (relative) within which a demand counts as fitting; far below the
 #: verifier's tolerance, so a plan the greedy accepts is never rejected for rounding.
 _FIT_EPS = 1e-9
+#: Jobs placed between two readings of the clock.
+CLOCK_EVERY = 64
+#: Why a job is left out when the time limit ends the pass before it.
+NOT_REACHED = "the time limit was reached before the greedy pass got to it"
+
+
+def _expired(deadline: float, done: int) -> bool:
+    """Whether ``deadline`` has passed, read every :data:`CLOCK_EVERY` jobs."""
+    return done % CLOCK_EVERY == 0 and done > 0 and time.perf_counter() > deadline
 
 
 def _blocking_resource(instance: Instance, j: int, residual: FloatArray) -> str:
@@ -93,7 +106,8 @@ def _static_order(instance: Instance) -> IntArray:
 
 
 def best_fit_decreasing(
-    instance: Instance, order: IntArray | None = None, type_rank: FloatArray | None = None
+    instance: Instance, order: IntArray | None = None, type_rank: FloatArray | None = None,
+    deadline: float = math.inf,
 ) -> Result:
     """Place the batch at once, largest jobs first, each where it fits best.
 
@@ -116,6 +130,8 @@ def best_fit_decreasing(
     type_rank
         ``(J, T)`` preference per type, lower first, instead of the objective's rule; used
         to follow a fractional solution, falling back to other types when full.
+    deadline
+        ``time.perf_counter()`` time after which the remaining jobs are left out.
     """
     objective = instance.objective
     gpu_type, n_types = instance.gpu_type, instance.n_types
@@ -129,7 +145,10 @@ def best_fit_decreasing(
 
     placed: list[tuple[int, int, IntArray, float, float]] = []
     unplaced: dict[int, str] = {}
-    for j in order:
+    for done, j in enumerate(order.tolist()):
+        if _expired(deadline, done):
+            unplaced.update(dict.fromkeys(order[done:].tolist(), NOT_REACHED))
+            break
         k = int(instance.gang[j])
         demand = instance.demand[j][gpu_type]
         fits = instance.eligible[j][gpu_type] & (
@@ -239,7 +258,9 @@ def list_order(instance: Instance, keys: FloatArray | None = None) -> list[int]:
     return order
 
 
-def list_schedule(instance: Instance, keys: FloatArray | None = None) -> Result:
+def list_schedule(
+    instance: Instance, keys: FloatArray | None = None, deadline: float = math.inf
+) -> Result:
     """Schedule jobs one by one, each at its earliest finish on whole GPUs.
 
     Jobs are taken in a dependency-respecting priority order (:func:`_priority`, or
@@ -255,6 +276,8 @@ def list_schedule(instance: Instance, keys: FloatArray | None = None) -> Result:
         A time-based-objective instance.
     keys
         ``(J,)`` priorities (lower first) that replace the priority rule.
+    deadline
+        ``time.perf_counter()`` time after which the remaining jobs are left out.
     """
     objective = instance.objective
     n_types = instance.n_types
@@ -274,7 +297,11 @@ def list_schedule(instance: Instance, keys: FloatArray | None = None) -> Result:
     end = np.full(instance.n_jobs, np.nan)
     placed: list[tuple[int, int, IntArray, float, float]] = []
     unplaced: dict[int, str] = {}
-    for j in list_order(instance, keys):
+    order = list_order(instance, keys)
+    for done, j in enumerate(order):
+        if _expired(deadline, done):
+            unplaced.update(dict.fromkeys(order[done:], NOT_REACHED))
+            break
         missing = [p for p in instance.predecessors[j] if np.isnan(end[p])]
         if missing:
             unplaced[j] = f"its predecessor {instance.job_ids[missing[0]]!r} is not placed"
@@ -324,15 +351,18 @@ class GreedySolver:
         return True
 
     def solve(self, instance: Instance, options: SolveOptions) -> Result:
-        """Plan the instance greedily; runs in well under any sensible time limit.
+        """Plan the instance greedily; one pass, well within any sensible time limit.
 
         Parameters
         ----------
         instance
             The validated problem.
         options
-            Unused: the greedy is deterministic and has no search to limit.
+            The time limit: jobs the pass has not reached when it is spent are left out
+            (the plan then places every job only where the objective allows dropping some).
         """
+        deadline = (math.inf if options.time_limit_s is None
+                    else time.perf_counter() + options.time_limit_s)
         if instance.objective.is_static:
-            return best_fit_decreasing(instance)
-        return list_schedule(instance)
+            return best_fit_decreasing(instance, deadline=deadline)
+        return list_schedule(instance, deadline=deadline)

@@ -18,7 +18,7 @@ import numpy as np
 
 from gpuplan.instance import BoolArray, FloatArray, IntArray
 from gpuplan.models.assignment import AssignmentModel
-from gpuplan.models.linear import LinearProgram
+from gpuplan.models.linear import LinearProgram, take_names
 from gpuplan.schedule import Status
 from gpuplan.solvers.base import SolveOptions
 from gpuplan.solvers.highs import HighsBackend
@@ -75,8 +75,8 @@ def subprogram(
         row_start=start,
         col_index=new_col[program.col_index[keep]][order],
         value=program.value[keep][order],
-        col_names=tuple(program.col_names[k] for k in columns),
-        row_names=tuple(program.row_names[r] for r in touched),
+        col_names=take_names(program.col_names, columns),
+        row_names=take_names(program.row_names, touched),
     )
     return sub, columns
 

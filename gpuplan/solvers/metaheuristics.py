@@ -59,6 +59,10 @@ CHILD_TEMPERATURE = 0.02
 PENALTY_WINDOW = 20
 INFEASIBLE_SHARE = 0.5
 PENALTY_UP, PENALTY_DOWN = 1.3, 1.1
+#: The penalty stays within this factor of its start either way: unbounded, a long search
+#: that keeps over-filling (or never does) takes it to infinity (or zero), and prices
+#: become NaN (infinite penalty times no excess, or zero times a forbidden move).
+PENALTY_RANGE = 1e9
 #: Generations when there is no time limit.
 DEFAULT_GENERATIONS = 100
 @dataclasses.dataclass(frozen=True)
@@ -168,6 +172,7 @@ class StaticSearch:
         #: Mean value change of a move from the start: temperatures are relative to it.
         self.scale = float(value.mean()) if value.size else 1.0
         self.penalty = 2.0 * self.scale / (float(excess.mean()) if excess.size else 1.0)
+        self._penalty_bounds = (self.penalty / PENALTY_RANGE, self.penalty * PENALTY_RANGE)
         self.steps = 0
         #: Moves made over all steps (a step makes one or more).
         self.moves_made = 0
@@ -246,9 +251,17 @@ class StaticSearch:
         self.steps += 1
         self._infeasible += self.state.excess >= NO_EXCESS
         if self.steps % PENALTY_WINDOW == 0:
-            crowded = self._infeasible > INFEASIBLE_SHARE * PENALTY_WINDOW
-            self.penalty *= PENALTY_UP if crowded else 1 / PENALTY_DOWN
+            self.note_window(self._infeasible > INFEASIBLE_SHARE * PENALTY_WINDOW)
             self._infeasible = 0
+
+    def note_window(self, crowded: bool) -> None:
+        """Adapt the penalty after a window of steps: up if most of them over-filled.
+
+        It stays within :data:`PENALTY_RANGE` of its start.
+        """
+        low, high = self._penalty_bounds
+        self.penalty = min(max(self.penalty * (PENALTY_UP if crowded else 1 / PENALTY_DOWN),
+                               low), high)
 
 
 def _no_plan(instance: Instance, solver: str, why: str) -> Result:

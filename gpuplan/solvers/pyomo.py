@@ -2,23 +2,44 @@
 
 This is the portable path: the model can be written as LP or MPS for any solver
 (``gpuplan export-model``), and solved by whichever solver Pyomo has.
+
+Pyomo spends seconds of Python on a model of a hundred thousand columns, first building
+it and then handing it to HiGHS, before HiGHS starts. The time limit covers both: rows are
+built, and handed over, a few at a time with the clock read in between, and HiGHS gets
+what is left. When the budget is spent first, the answer is ``no_solution`` with the
+stage it was spent in. Pyomo's log messages and HiGHS's output go to the debug log.
 """
 
 from __future__ import annotations
 
+import io
+import itertools
 import logging
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from gpuplan.errors import BackendUnavailableError
-from gpuplan.instance import FloatArray
-from gpuplan.models.linear import LinearProgram
+from gpuplan.instance import FloatArray, IntArray
+from gpuplan.models.linear import LinearProgram, OutOfTimeError, check_deadline
 from gpuplan.schedule import Status
 from gpuplan.solvers.base import ProgramSolution, SolveOptions
-from gpuplan.solvers.highs import divert_banner
+from gpuplan.solvers.highs import quiet_banner, reserve_s
 
 logger = logging.getLogger(__name__)
+
+#: Matrix entries built, or handed to HiGHS, between two readings of the clock.
+ENTRIES_PER_CHECK = 4096
+#: Columns (or objective terms) made between two readings of the clock.
+COLUMNS_PER_CHECK = 4096
+#: Handing the objective to HiGHS, which cannot be split, takes about this many times as
+#: long per term as handing over the rows takes per nonzero (0.36 s for 128,000 terms
+#: against 1.06 s for 256,000 nonzeros); it is not begun when less time is left.
+OBJECTIVE_COST = 1.5
 
 
 def _pyomo() -> Any:
@@ -29,52 +50,112 @@ def _pyomo() -> Any:
     return pyo
 
 
-def pyomo_model(program: LinearProgram) -> Any:
-    """The program as a Pyomo ``ConcreteModel`` with named variables and constraints."""
+@contextmanager
+def pyomo_log_to_debug() -> Iterator[None]:
+    """Send what Pyomo logs (its own handler prints to the terminal) to the debug log."""
+    from pyomo.common.log import LoggingIntercept
+
+    sink = io.StringIO()
+    with LoggingIntercept(sink, "pyomo", logging.DEBUG):
+        yield
+    if sink.getvalue().strip():
+        logger.debug("Pyomo: %s", sink.getvalue().strip())
+
+
+def pyomo_model(program: LinearProgram, deadline: float = math.inf) -> Any:
+    """The program as a Pyomo ``ConcreteModel`` with named variables and constraints.
+
+    Parameters
+    ----------
+    program
+        The model in canonical form.
+    deadline
+        ``time.perf_counter()`` time by which the model must be built.
+
+    Raises
+    ------
+    OutOfTimeError
+        When the deadline passes first (see :func:`~gpuplan.models.linear.check_deadline`).
+    """
     pyo = _pyomo()
+    with pyomo_log_to_debug():
+        return _build(pyo, program, deadline)
+
+
+def _build(pyo: Any, program: LinearProgram, deadline: float) -> Any:
+    def check(stage: str) -> None:
+        check_deadline(deadline, stage)
+
     model = pyo.ConcreteModel(name="gpuplan")
-    model.columns = pyo.Set(initialize=program.col_names, ordered=True)
-    names = program.col_names
+    names = list(program.col_names)
+    model.columns = pyo.Set(initialize=names, ordered=True)
+    lower, upper = program.col_lower.tolist(), program.col_upper.tolist()
+    integer = program.integer.tolist()
+    index = {name: k for k, name in enumerate(names)}
 
     def domain(_: Any, name: str) -> Any:
-        return pyo.Integers if program.integer[index[name]] else pyo.Reals
+        return pyo.Integers if integer[index[name]] else pyo.Reals
 
     def bounds(_: Any, name: str) -> tuple[float | None, float | None]:
         k = index[name]
-        lo, hi = program.col_lower[k], program.col_upper[k]
-        return (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+        lo, hi = lower[k], upper[k]
+        return (lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None)
 
-    index = {name: k for k, name in enumerate(names)}
-    model.x = pyo.Var(model.columns, domain=domain, bounds=bounds)
-    variables = [model.x[name] for name in names]
-
-    row_index = {name: i for i, name in enumerate(program.row_names)}
-
-    def row(_: Any, name: str) -> Any:
-        i = row_index[name]
+    check("columns")
+    # Sparse: each variable is made when first asked for, a few thousand at a time here.
+    model.x = pyo.Var(model.columns, domain=domain, bounds=bounds, dense=False)
+    variables: list[Any] = []
+    for first in range(0, len(names), COLUMNS_PER_CHECK):
+        check("columns")
+        variables.extend(model.x[name] for name in names[first:first + COLUMNS_PER_CHECK])
+    check("rows")
+    model.row_names = pyo.Set(initialize=list(program.row_names), ordered=True)
+    model.rows = pyo.Constraint(model.row_names)
+    row_lower, row_upper = program.row_lower.tolist(), program.row_upper.tolist()
+    checks = set(_batches(program).tolist())
+    for i, name in enumerate(model.row_names):
+        if i in checks:
+            check("rows")
         cols, coefficients = program.row(i)
-        expression = pyo.quicksum(
-            float(c) * variables[k] for k, c in zip(cols, coefficients, strict=True)
-        )
-        lo, hi = program.row_lower[i], program.row_upper[i]
-        return (lo if np.isfinite(lo) else None, expression, hi if np.isfinite(hi) else None)
-
-    model.row_names = pyo.Set(initialize=program.row_names, ordered=True)
-    model.rows = pyo.Constraint(model.row_names, rule=row)
-    linear = pyo.quicksum(float(c) * v for c, v in zip(program.cost, variables, strict=True) if c)
+        if cols.size:
+            expression = pyo.quicksum(c * variables[k] for k, c in
+                                      zip(cols.tolist(), coefficients.tolist(), strict=True))
+        else:
+            # A row without entries (a symmetry row among jobs of zero demand) is the
+            # constant 0, which Pyomo refuses as a constraint: a column fixed at 0 stands in.
+            if not hasattr(model, "zero"):
+                model.zero = pyo.Var(bounds=(0, 0))
+            expression = model.zero
+        lo, hi = row_lower[i], row_upper[i]
+        model.rows[name] = (lo if math.isfinite(lo) else None, expression,
+                            hi if math.isfinite(hi) else None)
+    cost = program.cost.tolist()
+    parts: list[Any] = []
+    for first in range(0, len(names), COLUMNS_PER_CHECK):
+        check("objective")
+        chunk = range(first, min(first + COLUMNS_PER_CHECK, len(names)))
+        parts.append(pyo.quicksum(cost[k] * variables[k] for k in chunk if cost[k]))
+    linear = pyo.quicksum(parts)
     if program.hessian is not None:
-        linear += pyo.quicksum(0.5 * float(q) * v**2
-                               for q, v in zip(program.hessian, variables, strict=True) if q)
+        linear += pyo.quicksum(0.5 * q * v**2
+                               for q, v in zip(program.hessian.tolist(), variables, strict=True)
+                               if q)
     model.objective = pyo.Objective(
         expr=linear, sense=pyo.maximize if program.sense == "max" else pyo.minimize)
     return model
 
 
+def _batches(program: LinearProgram) -> IntArray:
+    """First rows of batches of about :data:`ENTRIES_PER_CHECK` entries (0 first)."""
+    batch = program.row_start[:-1] // ENTRIES_PER_CHECK
+    return np.flatnonzero(np.r_[True, batch[1:] != batch[:-1]]) if batch.size else batch
+
+
 def write_model(program: LinearProgram, path: str, file_format: str) -> None:
     """Write the program as an LP or MPS file through Pyomo's writers."""
-    pyomo_model(program).write(
-        path, format=file_format, io_options={"symbolic_solver_labels": True}
-    )
+    model = pyomo_model(program)
+    with pyomo_log_to_debug():
+        model.write(path, format=file_format, io_options={"symbolic_solver_labels": True})
 
 
 class PyomoBackend:
@@ -92,11 +173,33 @@ class PyomoBackend:
         program
             The model in canonical form.
         options
-            Time limit, threads and gap tolerance.
+            Time limit (for building, handing over and solving), threads and gap tolerance.
         start
             Ignored: Pyomo's HiGHS interface takes no MIP start.
         """
+        began = time.perf_counter()
         _pyomo()
+        import pyomo
+
+        name = f"pyomo {pyomo.__version__} + highs"
+        deadline = (math.inf if options.time_limit_s is None
+                    else began + options.time_limit_s)
+        quiet_banner()
+        try:
+            with pyomo_log_to_debug():
+                model = _build(_pyomo(), program.equilibrated(), deadline)
+                return self._solve(program, model, options, deadline, name)
+        except OutOfTimeError as spent:
+            logger.debug("Pyomo: the time limit was spent on the model's %s", spent)
+            return ProgramSolution(Status.NO_SOLUTION, None, None, None,
+                                   f"{name} (not started: the time limit was spent on the "
+                                   f"model's {spent})")
+
+    @staticmethod
+    def _solve(program: LinearProgram, model: Any, options: SolveOptions, deadline: float,
+               name: str) -> ProgramSolution:
+        """Hand the model to HiGHS a few rows at a time, then solve in the time left."""
+        from pyomo.common.tee import capture_output
         from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
         from pyomo.contrib.solver.solvers.highs import Highs
 
@@ -107,20 +210,54 @@ class PyomoBackend:
             TerminationCondition.locallyInfeasible: Status.INFEASIBLE,
             TerminationCondition.infeasibleOrUnbounded: Status.INFEASIBLE,
         }
-        model = pyomo_model(program)
-        divert_banner()
         solver = Highs()
         if not solver.available():
             raise BackendUnavailableError("pyomo", "highspy", RuntimeError("HiGHS not found"))
+        # The persistent interface takes the rows in batches, then the objective; the model
+        # is not walked again at the solve (nothing changes in between).
+        updates = solver.config.auto_updates
+        for option in ("check_for_new_or_removed_constraints", "check_for_new_or_removed_vars",
+                       "check_for_new_or_removed_params", "update_constraints", "update_vars",
+                       "update_parameters", "update_named_expressions", "update_objective"):
+            setattr(updates, option, False)
+        rows = list(model.rows.values())
+        model.rows.deactivate()
+        model.objective.deactivate()
+        solver.set_instance(model)
+        model.rows.activate()
+        model.objective.activate()
+        began = time.perf_counter()
+        # HiGHS's own warnings while the rows arrive (Pyomo leaves its output on) go to
+        # the debug log, as Pyomo does with the solve's.
+        printed = io.StringIO()
+        try:
+            with capture_output(printed, capture_fd=True):
+                bounds = [*_batches(program).tolist(), len(rows)]
+                for first, end in itertools.pairwise(bounds):
+                    check_deadline(deadline, "rows, handing them to HiGHS")
+                    solver.add_constraints(rows[first:end])
+                per_entry = (time.perf_counter() - began) / max(int(program.value.size), 1)
+                terms = int(np.count_nonzero(program.cost))
+                if deadline - time.perf_counter() < OBJECTIVE_COST * per_entry * terms:
+                    raise OutOfTimeError("objective, handing it to HiGHS")
+                solver.set_objective(model.objective)
+        finally:
+            if printed.getvalue().strip():
+                logger.debug("HiGHS (through Pyomo): %s", printed.getvalue().strip())
         config: dict[str, Any] = {
             "threads": int(options.threads),
             "load_solutions": False,
             "raise_exception_on_nonoptimal_result": False,
             "solver_options": {"mip_rel_gap": float(options.gap_tolerance),
-                               "random_seed": int(options.seed)},
+                               "random_seed": int(options.seed),
+                               "output_flag": False},
         }
-        if options.time_limit_s is not None:
-            config["time_limit"] = float(options.time_limit_s)
+        if math.isfinite(deadline):
+            # HiGHS may run past its limit by up to its reserve (see highs.reserve_s).
+            left = deadline - time.perf_counter() - reserve_s(program)
+            if left <= 0:
+                raise OutOfTimeError("objective, handing it to HiGHS")
+            config["time_limit"] = float(left)
         results = solver.solve(model, **config)
         status = table.get(results.termination_condition, Status.NO_SOLUTION)
         has_solution = results.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
@@ -129,12 +266,11 @@ class PyomoBackend:
         values: FloatArray | None = None
         value: float | None = None
         if has_solution:
-            results.solution_loader.load_vars()
-            values = np.array([model.x[name].value or 0.0 for name in program.col_names])
+            primals = results.solution_loader.get_vars()
+            values = np.array([primals.get(v, 0.0) or 0.0 for v in model.x.values()])
             value = program.objective_value(values)
         bound = results.objective_bound
         bound = float(bound) if bound is not None and np.isfinite(bound) else None
-        import pyomo
-
-        logger.debug("Pyomo/HiGHS %s: %s", results.termination_condition, value)
-        return ProgramSolution(status, values, value, bound, f"pyomo {pyomo.__version__} + highs")
+        logger.debug("Pyomo/HiGHS %s: %s\n%s", results.termination_condition, value,
+                     results.solver_log)
+        return ProgramSolution(status, values, value, bound, name)

@@ -5,10 +5,15 @@ per-GPU capacity: it fixes an order and a type preference per job, and best-fit 
 (:func:`~gpuplan.solvers.greedy.best_fit_decreasing`) does the rest, falling back to the
 next preferred type when one is full (capacity-aware repair). :data:`ROUNDINGS` is the
 registry behind ``gpuplan solve --method lp --rounding NAME``.
+
+Every rounding, repair and improvement here takes a deadline (a ``time.perf_counter()``
+time, ``math.inf`` for none) and reads the clock as it goes; what is not done by then is
+left as it is.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -19,8 +24,10 @@ from gpuplan.models.assignment import job_value
 from gpuplan.solvers.base import Result
 from gpuplan.solvers.greedy import best_fit_decreasing, job_size
 
-#: A rounding: (instance, shares, seed) -> placement result.
-Rounding = Callable[[Instance, FloatArray, int], Result]
+#: A rounding: (instance, shares, seed, deadline) -> placement result.
+Rounding = Callable[[Instance, FloatArray, int, float], Result]
+#: Jobs (or GPUs) handled between two readings of the clock.
+CLOCK_EVERY = 32
 
 
 def _tie_break(instance: Instance) -> FloatArray:
@@ -36,7 +43,7 @@ def _base_rank(instance: Instance, shares: FloatArray) -> FloatArray:
     return np.where(instance.eligible, -shares + _tie_break(instance), np.inf)
 
 
-def _pack(instance: Instance, shares: FloatArray, rank: FloatArray) -> Result:
+def _pack(instance: Instance, shares: FloatArray, rank: FloatArray, deadline: float) -> Result:
     """Best-fit packing with the surest jobs first and the given type preference.
 
     Jobs the LP puts wholly on one type come first (largest share, then size), so that
@@ -45,7 +52,7 @@ def _pack(instance: Instance, shares: FloatArray, rank: FloatArray) -> Result:
     """
     confidence = shares.max(axis=1)
     order = np.lexsort((np.arange(instance.n_jobs), -job_size(instance), -confidence))
-    return best_fit_decreasing(instance, order=order, type_rank=rank)
+    return best_fit_decreasing(instance, order=order, type_rank=rank, deadline=deadline)
 
 
 def _better(candidate: Result, best: Result | None, sense: str) -> bool:
@@ -57,28 +64,33 @@ def _better(candidate: Result, best: Result | None, sense: str) -> bool:
     return sign * candidate.objective < sign * best.objective
 
 
-def largest_share(instance: Instance, shares: FloatArray, seed: int) -> Result:
+def largest_share(instance: Instance, shares: FloatArray, seed: int,
+                  deadline: float = math.inf) -> Result:
     """Each job prefers its types by decreasing LP share; the surest jobs are placed first."""
-    return _pack(instance, shares, _base_rank(instance, shares))
+    return _pack(instance, shares, _base_rank(instance, shares), deadline)
 
 
-def randomized(instance: Instance, shares: FloatArray, seed: int) -> Result:
+def randomized(instance: Instance, shares: FloatArray, seed: int,
+               deadline: float = math.inf) -> Result:
     """Raghavan-Thompson style: draw each job's first type with probability = its share.
 
-    Eight seeded draws are packed and the best plan is kept; within a draw a job falls back
-    to its other types, by share, when the drawn one is full.
+    Eight seeded draws are packed and the best plan is kept (fewer when the deadline comes
+    first; the first draw is always packed); within a draw a job falls back to its other
+    types, by share, when the drawn one is full.
     """
     rng = np.random.default_rng(seed)
     total = shares.sum(axis=1, keepdims=True)
     cumulative = np.cumsum(shares / np.where(total > 0, total, 1.0), axis=1)
     base = _base_rank(instance, shares)
     best: Result | None = None
-    for _ in range(8):
+    for k in range(8):
+        if k and time.perf_counter() > deadline:
+            break
         draw = rng.random(instance.n_jobs)[:, None] < cumulative
         jobs = np.flatnonzero(draw.any(axis=1))
         rank = base.copy()
         rank[jobs, draw[jobs].argmax(axis=1)] = -2.0
-        result = _pack(instance, shares, rank)
+        result = _pack(instance, shares, rank, deadline)
         if _better(result, best, instance.objective.sense):
             best = result
     assert best is not None
@@ -132,6 +144,8 @@ def improve_by_moves(
     while improved and time.perf_counter() < deadline:
         improved = False
         for j in range(instance.n_jobs):
+            if j % CLOCK_EVERY == 0 and time.perf_counter() > deadline:
+                break
             if instance.gang[j] != 1:
                 continue
             demand = instance.demand[j][gpu_type]
@@ -204,7 +218,9 @@ def repair_by_ejection(
             best: tuple[float, int, int, int] | None = (0.0, target, -1, -1)
         else:
             best = None
-            for g in map(int, np.flatnonzero(eligible)):
+            for i, g in enumerate(np.flatnonzero(eligible).tolist()):
+                if i % CLOCK_EVERY == 0 and time.perf_counter() > deadline:
+                    break
                 for k in on_gpu[g]:
                     freed = residual[g] + instance.demand[k, gpu_type[g]]
                     if (freed - need[g] < -slack[g]).any():

@@ -10,23 +10,32 @@ that a benchmark compares plans, not claims:
   job and GPU, no overlap per GPU, releases, deadlines and dependencies as bounds and
   precedences, durations rounded up to whole seconds, 2 workers, no hint.
 
-Both cover single-GPU jobs only, as the textbook models do.
+Both cover single-GPU jobs only, as the textbook models do. The time limit covers
+building the model too; a build that spends it returns ``no_solution`` and says so (the
+peer has no start plan to fall back on).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from typing import Any
 
 import numpy as np
 
 from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.models.linear import OutOfTimeError, check_deadline
 from gpuplan.models.textbook import TextbookModel
 from gpuplan.schedule import Status
-from gpuplan.solvers.assignment import static_result
+from gpuplan.solvers.assignment import deadline_of, no_plan, settled_status, static_result
 from gpuplan.solvers.backends import get_backend
 from gpuplan.solvers.base import Result, SolveOptions
 from gpuplan.solvers.cpsat import import_cp_model, status_table
+from gpuplan.solvers.highs import HighsBackend
+
+#: Jobs whose intervals are made between two readings of the clock.
+CLOCK_EVERY = 16
 
 
 class TextbookSolver:
@@ -52,10 +61,21 @@ class TextbookSolver:
         options
             Backend, time limit and threads.
         """
-        if instance.objective is ObjectiveKind.MAKESPAN:
-            return self._makespan(instance, options)
-        model = TextbookModel.build(instance)
-        solution = get_backend(options.backend).solve_program(model.program, options)
+        started = time.perf_counter()
+        deadline = deadline_of(options, started)
+        try:
+            if instance.objective is ObjectiveKind.MAKESPAN:
+                return self._makespan(instance, options, deadline)
+            model = TextbookModel.build(instance, deadline)
+        except OutOfTimeError as spent:
+            return no_plan(instance, f"textbook on {options.backend} (not started)",
+                           f"no plan: the time limit was spent building the model's {spent}")
+        left = (options if options.time_limit_s is None else dataclasses.replace(
+            options, time_limit_s=max(0.01, deadline - time.perf_counter())))
+        backend = get_backend(options.backend)
+        solution = (backend.solve_bounded(model.program, left)
+                    if isinstance(backend, HighsBackend)
+                    else backend.solve_program(model.program, left))
         solver = f"textbook on {solution.solver}"
         if solution.values is None:
             status = (Status.INFEASIBLE if solution.status is Status.INFEASIBLE
@@ -71,8 +91,14 @@ class TextbookSolver:
                              "left out by the textbook model")
 
     @staticmethod
-    def _makespan(instance: Instance, options: SolveOptions) -> Result:
-        """Unrelated machines on CP-SAT: optional intervals per job and GPU."""
+    def _makespan(instance: Instance, options: SolveOptions, deadline: float) -> Result:
+        """Unrelated machines on CP-SAT: optional intervals per job and GPU.
+
+        Raises
+        ------
+        OutOfTimeError
+            When the deadline passes while the model is being built.
+        """
         cp_model = import_cp_model()
         model = cp_model.CpModel()
         ticks = [[math.ceil(d) if math.isfinite(d) else -1 for d in row]
@@ -88,6 +114,8 @@ class TextbookSolver:
         # Per job, its options: (presence literal, GPU, whole-second duration).
         chosen: list[list[tuple[Any, int, int]]] = []
         for j in range(instance.n_jobs):
+            if j % CLOCK_EVERY == 0:
+                check_deadline(deadline, "intervals")
             start = model.new_int_var(release[j], horizon, f"s{j}")
             options_j = []
             for g in range(instance.n_gpus):
@@ -105,6 +133,7 @@ class TextbookSolver:
             model.add_exactly_one(p for p, _, _ in options_j)
             starts.append(start)
             chosen.append(options_j)
+        check_deadline(deadline, "precedences")
         for j, preds in enumerate(instance.predecessors):
             for p in preds:
                 for present, _, t in chosen[p]:
@@ -112,9 +141,12 @@ class TextbookSolver:
         for intervals in per_gpu:
             model.add_no_overlap(intervals)
         model.minimize(makespan)
+        check_deadline(deadline, "objective")
         solver = cp_model.CpSolver()
-        if options.time_limit_s is not None:
-            solver.parameters.max_time_in_seconds = options.time_limit_s
+        solver.parameters.log_search_progress = False
+        solver.parameters.log_to_stdout = False
+        if math.isfinite(deadline):
+            solver.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
         solver.parameters.num_workers = max(1, int(options.threads))
         solver.parameters.random_seed = int(options.seed)
         status = status_table(cp_model)[solver.solve(model)]
@@ -134,7 +166,8 @@ class TextbookSolver:
         exact = bool(np.all(instance.duration[np.isfinite(instance.duration)] % 1 == 0))
         bound = float(solver.best_objective_bound) if exact else None
         value = float(end_s.max(initial=0.0))
-        final = Status.OPTIMAL if status is Status.OPTIMAL and exact else Status.FEASIBLE
+        final = settled_status(Status.OPTIMAL if status is Status.OPTIMAL and exact
+                               else Status.FEASIBLE, value, bound)
         return Result(status=final, objective=value, bound=bound, solver=name, job=job,
                       gpu_type=gpu_type, start=start_s, end=end_s,
                       gpus=tuple(np.array([g], dtype=np.int64) for g in gpus))
