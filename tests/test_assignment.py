@@ -24,7 +24,7 @@ from gpuplan.models.textbook import ADDITIVE
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.readers.orlib_gap import gap_document
 from gpuplan.schedule import relative_gap
-from gpuplan.solvers import SolveOptions
+from gpuplan.solvers import SolveOptions, highs
 from gpuplan.solvers.base import CORES
 from gpuplan.solvers.highs import HighsBackend, wait_for
 from gpuplan.solvers.lns import subprogram
@@ -504,3 +504,19 @@ def test_a_solver_busy_past_its_limit_is_not_waited_for() -> None:
     done = threading.Thread(target=lambda: None)
     done.start()
     assert wait_for(done, deadline=time.perf_counter() + 5, limit_s=5)
+
+
+def test_lns_uses_the_time_branch_and_cut_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the model is too large for HiGHS to start in the time left, LNS goes on alone.
+
+    HiGHS's reserve per nonzero is raised so that branch-and-cut on the whole model
+    cannot start within the limit, while the small sub-MIPs of LNS still can.
+    """
+    instance = gap_instance(10, 80, seed=1).with_objective(ObjectiveKind.MAX_WEIGHT)
+    size = AssignmentModel.build(instance).program
+    monkeypatch.setattr(highs, "SECONDS_PER_NONZERO", 1.5 / (size.value.size + size.n_cols))
+    schedule = plan(instance, "milp", SolveOptions(time_limit_s=1.0))
+    assert "not started" in schedule.solver and "LNS (0 steps" not in schedule.solver
+    assert "LNS (" in schedule.solver
+    assert schedule.verification is not None and schedule.verification.ok
+    assert 0.8 <= schedule.wall_time_s <= LIMIT_S + SLACK_S

@@ -411,7 +411,22 @@ class MilpSolver:
             except BaseException as exc:  # re-raised on the caller's thread
                 full["solution"] = exc
             finally:
-                core_solver.cancel()  # the other lane has nothing left to add
+                if settled():
+                    core_solver.cancel()  # the other lane has nothing left to add
+
+        def settled() -> bool:
+            """Whether branch-and-cut ended with a proof (optimal or infeasible).
+
+            Ended otherwise (its time limit, or not started on a model too large for the
+            time left), it leaves the rest of the time to the other lane.
+            """
+            outcome = full.get("solution")
+            return not isinstance(outcome, ProgramSolution) or outcome.status in (
+                Status.OPTIMAL, Status.INFEASIBLE)
+
+        def going() -> bool:
+            """Whether this lane has work left: until a proof, or the deadline."""
+            return lane.is_alive() or not settled()
 
         new_highs(options)  # start HiGHS's thread pool before two threads use it
         lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut",
@@ -424,27 +439,27 @@ class MilpSolver:
         # then LNS.
         incumbent = start
         solver = "highs"
-        if options.start_search is not None and lane.is_alive():
+        if options.start_search is not None and going():
             found = options.start_search(dataclasses.replace(
-                _remaining(options, started), stop=lambda: not lane.is_alive()))
+                _remaining(options, started), stop=lambda: not going()))
             if found.status.has_plan:
                 incumbent = better(model.encode(placements(found)), incumbent)
                 assert incumbent is not None
                 shared.update(incumbent, float(program.cost @ incumbent))
                 solver += f" + {found.solver.split(' ')[0]} start"
         lp_value = relaxed = reduced = None
-        if lane.is_alive():
+        if going():
             _, lp_value, relaxed, reduced = solve_relaxation(
                 program, _remaining(options, started)
             )
         bound = lp_value
-        if relaxed is not None and lane.is_alive():
+        if relaxed is not None and going():
             fixed = _lp_fixed_plan(model, relaxed, core_solver,
                                    _remaining(options, started, LP_FIX_SHARE))
             if fixed is not None:
                 incumbent = better(fixed, incumbent)
                 solver += " + LP-fixed MIP"
-        if relaxed is not None and reduced is not None and lane.is_alive():
+        if relaxed is not None and reduced is not None and going():
             core = reduced_cost_core(model, reduced, relaxed, CORE_COLUMNS_PER_JOB)
             if incumbent is not None:
                 core |= incumbent > 0.5
@@ -467,9 +482,9 @@ class MilpSolver:
                 if solution.bound is not None and np.all(sense * reduced[~core] > gap + 1e-9):
                     bound = _tighter(instance, bound, solution.bound)
         bound = None if bound is None else program.round_bound(bound)
-        if incumbent is not None and lane.is_alive():
+        if incumbent is not None and going():
             incumbent, steps, improved = improve(
-                model, incumbent, options, deadline, bound, stop=lambda: not lane.is_alive(),
+                model, incumbent, options, deadline, bound, stop=lambda: not going(),
                 on_improvement=shared.update,
             )
             solver += f" + LNS ({steps} steps, {improved} improvements)"
