@@ -212,6 +212,10 @@ def plan(
     reasons = infeasibility_reasons(instance)
     if not reasons and warm is not None:
         options = _warm_started(instance, method, warm, options)
+    elif not reasons and options.time_limit_s is not None:
+        # The presolve checks above count against the same limit.
+        options = dataclasses.replace(options, time_limit_s=max(
+            0.01, options.time_limit_s - (time.perf_counter() - started)))
     result = _infeasible(instance, reasons) if reasons else solver.solve(instance, options)
     wall = time.perf_counter() - started
     schedule = to_schedule(instance, result, method, wall, options.seed)
