@@ -213,9 +213,10 @@ def plan(
     if not reasons and warm is not None:
         options = _warm_started(instance, method, warm, options)
     elif not reasons and options.time_limit_s is not None:
-        # The presolve checks above count against the same limit.
+        # The presolve checks above count against the same limit (a spent limit leaves the
+        # method a moment: it returns what it has at once).
         options = dataclasses.replace(options, time_limit_s=max(
-            0.01, options.time_limit_s - (time.perf_counter() - started)))
+            1e-9, options.time_limit_s - (time.perf_counter() - started)))
     result = _infeasible(instance, reasons) if reasons else solver.solve(instance, options)
     wall = time.perf_counter() - started
     schedule = to_schedule(instance, result, method, wall, options.seed)
