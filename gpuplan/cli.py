@@ -78,7 +78,7 @@ from gpuplan.readers.instance_file import (
 )
 from gpuplan.readers.orlib_gap import gap_documents
 from gpuplan.schedule import Schedule, Verification, ViolationKind
-from gpuplan.solvers import SOLVERS, SolveOptions
+from gpuplan.solvers import SOLVERS, SolveOptions, highs
 from gpuplan.solvers.backends import BACKENDS
 from gpuplan.solvers.base import CORES, MAX_SEED
 from gpuplan.solvers.encodings import CROSSOVERS, MOVES
@@ -805,5 +805,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def run() -> None:
+    """The ``gpuplan`` entry point: :func:`main`, then exit with its code.
+
+    A HiGHS solve left to finish on its own past the time limit would abort a normal
+    exit (C++ teardown under a running solve), so then the process ends at once, after
+    flushing what it wrote.
+    """
+    code = main()
+    if highs.abandoned():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

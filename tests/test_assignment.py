@@ -520,3 +520,25 @@ def test_lns_uses_the_time_branch_and_cut_cannot(monkeypatch: pytest.MonkeyPatch
     assert "LNS (" in schedule.solver
     assert schedule.verification is not None and schedule.verification.ok
     assert 0.8 <= schedule.wall_time_s <= LIMIT_S + SLACK_S
+
+
+@pytest.mark.parametrize("method", ["milp", "textbook"])
+def test_a_tightened_cpsat_model_never_claims_infeasible(method: str) -> None:
+    """Demands CP-SAT cannot scale exactly are tightened: its "infeasible" proves nothing.
+
+    Jobs of 0.1234567891 and 0.8765432109 fill one GPU exactly; rounded safely (tighter)
+    they no longer fit, and cpsat called the instance infeasible although greedy plans it.
+    """
+    document = {
+        "gpu_types": [{"id": "A", "capacity": {"memory": 1.0}}],
+        "nodes": [{"id": "n", "gpus": {"A": 2}}],
+        "jobs": [{"id": name, "duration_s": 1, "demand": {"memory": memory}, "cost": cost}
+                 for name, memory, cost in (("a", 0.1234567891, 1), ("b", 0.8765432109, 2),
+                                            ("c", 0.9, 3), ("d", 0.1, 4))],
+        "objective": "assign-cost",
+    }
+    instance = build_instance(parse_document(document, "tight"), "tight")
+    assert plan(instance, "greedy").status.has_plan
+    schedule = plan(instance, method, SolveOptions(backend="cpsat"))
+    assert schedule.status is not Status.INFEASIBLE
+    assert schedule.verification is not None

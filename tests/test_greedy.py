@@ -155,8 +155,8 @@ def test_greedy_stops_at_its_time_limit() -> None:
     partial = plan(_many_jobs("max-weight"), "greedy", SolveOptions(time_limit_s=1e-4))
     assert partial.status is Status.FEASIBLE
     assert partial.verification is not None and partial.verification.ok
-    assert 0 < len(partial.placements) < 2000
-    assert all("time limit" in u.reason for u in partial.unplaced)
+    assert 0 < len(partial.placements) < 400
+    assert partial.unplaced and all("time limit" in u.reason for u in partial.unplaced)
     none = plan(_many_jobs("makespan"), "greedy", SolveOptions(time_limit_s=1e-4))
     assert none.status is Status.NO_SOLUTION and none.objective is None
     assert any("time limit" in u.reason for u in none.unplaced)

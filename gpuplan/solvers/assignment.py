@@ -170,7 +170,9 @@ def kept_plan(instance: Instance, found: Result, fallback: Result | None, why: s
     incumbent in time) or a worse one; it then takes the solver's bound if tighter. ``why``
     says, in the solver string, why the solver gave no better plan.
     """
-    if found.status is Status.INFEASIBLE or fallback is None or not fallback.status.has_plan:
+    # A fallback plan stands even against a claim of infeasibility: a plan that fits
+    # disproves it.
+    if fallback is None or not fallback.status.has_plan:
         return found
     assert fallback.objective is not None
     if found.status.has_plan and found.objective is not None and (
@@ -488,8 +490,11 @@ class MilpSolver:
                 on_improvement=shared.update,
             )
             solver += f" + LNS ({steps} steps, {improved} improvements)"
-        outcome = (full["solution"] if wait_for(lane, deadline, limit)
-                   else still_busy())
+        if wait_for(lane, deadline, limit):
+            outcome = full["solution"]
+        else:
+            branch_and_cut_solver.cancel()  # it stops at HiGHS's next callback
+            outcome = still_busy()
         if isinstance(outcome, BaseException):
             raise outcome
         solver = f"{outcome.solver} (branch-and-cut || {solver})"

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.errors import BackendUnavailableError
+from gpuplan.errors import BackendUnavailableError, InputError
 from gpuplan.instance import FloatArray
 from gpuplan.models.linear import LinearProgram
 from gpuplan.schedule import Status
@@ -110,13 +110,16 @@ class CpSatBackend:
 
         Raises
         ------
-        ValueError
-            If the program has continuous columns.
+        InputError
+            Naming ``--solver``, if the program has continuous columns (an LP relaxation,
+            the load level of ``min-max-load``): CP-SAT solves integer programs only.
         """
         began = time.perf_counter()
         cp_model = import_cp_model()
         if not program.integer.all():
-            raise ValueError("CP-SAT needs integer columns; this model has continuous ones")
+            raise InputError("--solver", "", "cpsat solves integer programs only, and this "
+                             "method's model has continuous columns; use --solver highs or "
+                             "pyomo")
         model = cp_model.CpModel()
         # Unnamed: a name per column costs a third more time and is never read back.
         columns = []
@@ -207,5 +210,7 @@ class CpSatBackend:
                     status = Status.FEASIBLE  # optimal for the rounded objective only
             elif status is Status.OPTIMAL:
                 status = Status.FEASIBLE  # optimal for the tightened problem only
+        elif status is Status.INFEASIBLE and not exact:
+            status = Status.NO_SOLUTION  # the tightened problem only; proves nothing here
         logger.debug("CP-SAT %s: objective %s, bound %s", solver.status_name(code), value, bound)
         return ProgramSolution(status, values, value, bound, f"cpsat {version('ortools')}")

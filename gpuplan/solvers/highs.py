@@ -350,6 +350,15 @@ def wait_for(thread: threading.Thread, deadline: float, limit_s: float) -> bool:
     return True
 
 
+def abandoned() -> bool:
+    """Whether a HiGHS solve left to finish on its own (:func:`wait_for`) still runs.
+
+    A process must not exit normally then: C++ teardown under a running solve aborts it
+    (``terminate called without an active exception``); see :func:`gpuplan.cli.main`.
+    """
+    return any(thread.is_alive() for thread in _left_running)
+
+
 def still_busy() -> ProgramSolution:
     """The answer of a solve that was not waited for (see :func:`wait_for`)."""
     return ProgramSolution(Status.NO_SOLUTION, None, None, None,
@@ -375,8 +384,9 @@ class HighsBackend:
     def cancel(self) -> None:
         """Stop the solve in progress (and any started after), keeping its best solution."""
         self._cancelled = True
-        if self._running is not None:
-            self._running.cancelSolve()
+        running = self._running  # the solving thread may clear it meanwhile
+        if running is not None:
+            running.cancelSolve()
 
     def solve_bounded(
         self, program: LinearProgram, options: SolveOptions, start: FloatArray | None = None
