@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -189,6 +191,13 @@ class ProgramSolution:
     objective: float | None
     bound: float | None
     solver: str
+
+
+def seconds_left(options: SolveOptions, began: float) -> float:
+    """What is left of the options' time limit ``time.perf_counter() - began`` after."""
+    if options.time_limit_s is None:
+        return math.inf
+    return options.time_limit_s - (time.perf_counter() - began)
 
 
 def plan_status(objective: float | None, bound: float | None) -> Status:

@@ -27,7 +27,7 @@ from gpuplan.errors import BackendUnavailableError, InputError
 from gpuplan.instance import FloatArray
 from gpuplan.models.linear import LinearProgram
 from gpuplan.schedule import Status
-from gpuplan.solvers.base import ProgramSolution, SolveOptions
+from gpuplan.solvers.base import ProgramSolution, SolveOptions, seconds_left
 
 logger = logging.getLogger(__name__)
 
@@ -75,12 +75,6 @@ def integral_scale(numbers: FloatArray) -> int | None:
     return None
 
 
-def _seconds_left(options: SolveOptions, began: float) -> float:
-    if options.time_limit_s is None:
-        return math.inf
-    return options.time_limit_s - (time.perf_counter() - began)
-
-
 def _out_of_time(program: LinearProgram, built: str) -> ProgramSolution:
     logger.debug("CP-SAT not started: the time limit was spent building %s of %d columns, "
                  "%d rows", built, program.n_cols, program.n_rows)
@@ -125,14 +119,14 @@ class CpSatBackend:
         columns = []
         for k, (lo, hi) in enumerate(zip(program.col_lower.tolist(),
                                          program.col_upper.tolist(), strict=True)):
-            if k % CLOCK_EVERY == 0 and _seconds_left(options, began) <= 0:
+            if k % CLOCK_EVERY == 0 and seconds_left(options, began) <= 0:
                 return _out_of_time(program, "columns")
             columns.append(model.new_bool_var("") if lo == 0 and hi == 1
                            else model.new_int_var(int(lo), int(hi), ""))
         column_s = time.perf_counter() - began
         exact = True
         for i in range(program.n_rows):
-            if i % (CLOCK_EVERY // 16) == 0 and _seconds_left(options, began) <= 0:
+            if i % (CLOCK_EVERY // 16) == 0 and seconds_left(options, began) <= 0:
                 return _out_of_time(program, "rows")
             index, coefficient = program.row(i)
             lower, upper = program.row_lower[i], program.row_upper[i]
@@ -169,7 +163,7 @@ class CpSatBackend:
             objective_scale = max(objective_scale, 1)
             slack = 0.5 * float(program.col_upper[program.cost != 0].sum()) / objective_scale
         weights = np.round(program.cost * objective_scale).astype(np.int64).tolist()
-        if _seconds_left(options, began) < OBJECTIVE_COST * column_s:
+        if seconds_left(options, began) < OBJECTIVE_COST * column_s:
             return _out_of_time(program, "objective")
         objective = cp_model.LinearExpr.weighted_sum(columns, weights)
         if program.sense == "max":
@@ -179,10 +173,10 @@ class CpSatBackend:
         if start is not None:
             hints = np.round(start).astype(np.int64).tolist()
             for k, (column, hint) in enumerate(zip(columns, hints, strict=True)):
-                if k % CLOCK_EVERY == 0 and _seconds_left(options, began) <= 0:
+                if k % CLOCK_EVERY == 0 and seconds_left(options, began) <= 0:
                     return _out_of_time(program, "hints")
                 model.add_hint(column, hint)
-        left = _seconds_left(options, began)
+        left = seconds_left(options, began)
         if left <= 0:
             return _out_of_time(program, "hints")
         solver = cp_model.CpSolver()

@@ -25,7 +25,7 @@ import numpy as np
 from gpuplan.instance import FloatArray, IntArray
 from gpuplan.models.linear import LinearProgram
 from gpuplan.schedule import Status
-from gpuplan.solvers.base import ProgramSolution, SolveOptions
+from gpuplan.solvers.base import ProgramSolution, SolveOptions, seconds_left
 
 logger = logging.getLogger(__name__)
 
@@ -76,13 +76,6 @@ _left_running: list[threading.Thread] = []
 def reserve_s(program: LinearProgram) -> float:
     """Seconds HiGHS may run past its time limit on the program (kept out of the limit)."""
     return SECONDS_PER_NONZERO * float(program.value.size + program.n_cols)
-
-
-def seconds_left(options: SolveOptions, began: float) -> float:
-    """What is left of the options' time limit ``time.perf_counter() - began`` after."""
-    if options.time_limit_s is None:
-        return math.inf
-    return options.time_limit_s - (time.perf_counter() - began)
 
 
 def not_started(program: LinearProgram, left: float) -> ProgramSolution:
