@@ -7,18 +7,13 @@ into a :class:`~gpuplan.schedule.Schedule` and passes it through the independent
 :func:`~gpuplan.verify.verify_schedule` before anyone sees it.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("gpuplan")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
-
+from gpuplan._version import __version__
 from gpuplan.errors import InputError, VerificationError
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.planning import plan
 from gpuplan.readers import read_instance
-from gpuplan.schedule import Placement, Schedule, Status, Unplaced
+from gpuplan.schedule import Placement, Schedule, Unplaced
+from gpuplan.status import Status
 from gpuplan.verify import verify_schedule
 
 __all__ = [

@@ -29,7 +29,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from gpuplan import __version__
+from gpuplan._version import __version__
 from gpuplan.batch import (
     check_scheduler,
     default_workers,

@@ -13,19 +13,13 @@ import time
 
 import numpy as np
 
-from gpuplan import __version__
+from gpuplan._version import __version__
 from gpuplan.errors import InputError, VerificationError
 from gpuplan.instance import Instance, IntArray
 from gpuplan.models.bounds import infeasibility_reasons
-from gpuplan.schedule import (
-    Placement,
-    Schedule,
-    Status,
-    Unplaced,
-    ViolationKind,
-    relative_gap,
-)
+from gpuplan.schedule import Placement, Schedule, Unplaced, ViolationKind
 from gpuplan.solvers import SOLVERS, Result, SolveOptions, get_solver
+from gpuplan.status import Status, relative_gap
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)

@@ -14,31 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import InputError, json_path, validation_message
 from gpuplan.io import parse_json, read_text, write_text_atomic
+from gpuplan.status import Status
 
 FORMAT_VERSION = 1
-
-#: The largest relative gap at which a plan may be called ``optimal`` (HiGHS' default
-#: MIP gap); the verifier holds every schedule, and so every method, to it.
-OPTIMAL_GAP = 1e-4
-
-
-class Status(StrEnum):
-    """Outcome of a solve."""
-
-    #: A plan that is proven optimal: its bound is within :data:`OPTIMAL_GAP` of it.
-    OPTIMAL = "optimal"
-    #: A plan that satisfies every constraint; optimality is not proven.
-    FEASIBLE = "feasible"
-    #: Proven: no plan satisfies every constraint.
-    INFEASIBLE = "infeasible"
-    #: No plan was found (time limit, or a heuristic that failed); feasibility is unknown.
-    NO_SOLUTION = "no_solution"
-
-    @property
-    def has_plan(self) -> bool:
-        """Whether the schedule claims to satisfy every constraint."""
-        return self in (Status.OPTIMAL, Status.FEASIBLE)
-
 
 class ViolationKind(StrEnum):
     """The constraint a violation breaks."""
@@ -173,16 +151,3 @@ class Schedule(_Model):
         if self.verification is None:
             raise ValueError("refusing to write a schedule that has not been verified")
         write_text_atomic(Path(path), self.to_json())
-
-
-def relative_gap(objective: float | None, bound: float | None) -> float | None:
-    """The relative gap ``|objective - bound| / |objective|``, as HiGHS and CP-SAT define it.
-
-    Returns 0 when both are zero and None when either is missing.
-    """
-    if objective is None or bound is None:
-        return None
-    difference = abs(objective - bound)
-    if difference <= 1e-9 * max(1.0, abs(objective)):
-        return 0.0
-    return difference / abs(objective) if objective != 0 else float("inf")

@@ -14,15 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.schedule import (
-    OPTIMAL_GAP,
-    Schedule,
-    Status,
-    Verification,
-    Violation,
-    ViolationKind,
-    relative_gap,
-)
+from gpuplan.schedule import Schedule, Verification, Violation, ViolationKind
+from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
 
 #: Tolerance for capacities and objective values (relative), and for times (absolute
 #: seconds, plus the float rounding of times far from zero, see :func:`_rounding`).

@@ -23,12 +23,12 @@ from gpuplan.models.linear import LazyNames
 from gpuplan.models.textbook import ADDITIVE
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.readers.orlib_gap import gap_document
-from gpuplan.schedule import relative_gap
 from gpuplan.solvers import SolveOptions, highs
 from gpuplan.solvers.base import CORES
 from gpuplan.solvers.highs import HighsBackend, wait_for
 from gpuplan.solvers.lns import subprogram
 from gpuplan.solvers.rounding import ROUNDINGS
+from gpuplan.status import relative_gap
 
 GAP = ROOT.parent / "shared" / "benchmarks" / "gap" / "orlib"
 BACKENDS = ["highs", "cpsat", "pyomo"]

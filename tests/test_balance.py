@@ -21,13 +21,13 @@ from gpuplan.models.allocation import (
     quadratic_program,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.schedule import Status
 from gpuplan.solvers import balance
 from gpuplan.solvers import rounds as rounds_module
 from gpuplan.solvers.backends import BACKENDS
 from gpuplan.solvers.balance import solve_policy
 from gpuplan.solvers.base import SolveOptions
 from gpuplan.solvers.rounds import plan_rounds
+from gpuplan.status import Status
 
 OPTIONS = SolveOptions()
 

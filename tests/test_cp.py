@@ -25,10 +25,10 @@ from gpuplan.models.scheduling import (
     to_ticks,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.schedule import OPTIMAL_GAP, relative_gap
 from gpuplan.solvers import SolveOptions
 from gpuplan.solvers.cp import _twins_by_load
 from gpuplan.solvers.greedy import list_schedule
+from gpuplan.status import OPTIMAL_GAP, relative_gap
 
 OPTIONS = SolveOptions(time_limit_s=20, seed=0)
 

@@ -29,7 +29,6 @@ from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, Objectiv
 from gpuplan.models.assignment import POOLED_OBJECTIVES, AssignmentModel, PooledModel, job_value
 from gpuplan.models.bounds import infeasibility_reasons, objective_bound
 from gpuplan.models.linear import OutOfTimeError
-from gpuplan.schedule import Status
 from gpuplan.solvers.backends import get_backend
 from gpuplan.solvers.base import ProgramSolution, Result, SolveOptions, plan_status
 from gpuplan.solvers.greedy import best_fit_decreasing
@@ -43,6 +42,7 @@ from gpuplan.solvers.highs import (
 )
 from gpuplan.solvers.lns import improve, subprogram
 from gpuplan.solvers.rounding import ROUNDINGS, improve_by_moves, repair_by_ejection
+from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

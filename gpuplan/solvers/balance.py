@@ -49,7 +49,6 @@ from gpuplan.models.allocation import (
     restrict,
 )
 from gpuplan.models.bounds import objective_bound
-from gpuplan.schedule import Status
 from gpuplan.solvers.base import (
     ProgramSolution,
     Result,
@@ -61,6 +60,7 @@ from gpuplan.solvers.greedy import list_schedule
 from gpuplan.solvers.highs import HighsBackend, HighsMaster, explain_infeasible
 from gpuplan.solvers.rounds import MAX_ROUNDS, TooManyRoundsError, plan_rounds
 from gpuplan.solvers.time_bounds import simple_bound
+from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

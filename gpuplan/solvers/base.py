@@ -15,7 +15,7 @@ from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.linear import LinearProgram
 from gpuplan.readers.instance_file import MAX_TIME_S
-from gpuplan.schedule import OPTIMAL_GAP, Status, relative_gap
+from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
 
 #: Seeds every method takes (CP-SAT's and numpy's common range).
 MAX_SEED = 2**31 - 1

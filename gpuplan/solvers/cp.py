@@ -36,11 +36,11 @@ from gpuplan.models.scheduling import (
     exclusive_types,
     model_size,
 )
-from gpuplan.schedule import OPTIMAL_GAP, Status, relative_gap
 from gpuplan.solvers.base import Result, SolveOptions, time_objective
 from gpuplan.solvers.cpsat import import_cp_model, status_table
 from gpuplan.solvers.greedy import list_schedule
 from gpuplan.solvers.time_bounds import simple_bound
+from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
 
 logger = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ import numpy as np
 from gpuplan.errors import BackendUnavailableError, InputError
 from gpuplan.instance import FloatArray
 from gpuplan.models.linear import LinearProgram
-from gpuplan.schedule import Status
 from gpuplan.solvers.base import ProgramSolution, SolveOptions, seconds_left
+from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

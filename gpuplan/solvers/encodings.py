@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.schedule import Status
 from gpuplan.solvers.assignment import static_result
 from gpuplan.solvers.base import Result
 from gpuplan.solvers.greedy import best_fit_decreasing, list_order, list_schedule
+from gpuplan.status import Status
 
 #: A crossover: two parents (rows) to one child, with the generator.
 Crossover = Callable[[np.ndarray, np.ndarray, np.random.Generator], np.ndarray]

@@ -19,9 +19,9 @@ import numpy as np
 from gpuplan.instance import BoolArray, FloatArray, IntArray
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.models.linear import LinearProgram, take_names
-from gpuplan.schedule import Status
 from gpuplan.solvers.base import SolveOptions
 from gpuplan.solvers.highs import HighsBackend
+from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

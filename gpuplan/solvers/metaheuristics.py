@@ -33,7 +33,6 @@ import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.models.bounds import objective_bound
-from gpuplan.schedule import Status
 from gpuplan.solvers.base import Result, SolveOptions, plan_status
 from gpuplan.solvers.encodings import (
     CROSSOVERS,
@@ -43,6 +42,7 @@ from gpuplan.solvers.encodings import (
     PriorityEncoding,
 )
 from gpuplan.solvers.greedy import best_fit_decreasing
+from gpuplan.status import Status
 
 #: Steps per job (static) or decodes (time-based) when there is no time limit.
 DEFAULT_STEPS_PER_JOB = 20

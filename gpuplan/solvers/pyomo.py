@@ -26,9 +26,9 @@ import numpy as np
 from gpuplan.errors import BackendUnavailableError
 from gpuplan.instance import FloatArray, IntArray
 from gpuplan.models.linear import LinearProgram, OutOfTimeError, check_deadline
-from gpuplan.schedule import Status
 from gpuplan.solvers.base import ProgramSolution, SolveOptions
 from gpuplan.solvers.highs import quiet_banner, reserve_s
+from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

@@ -27,12 +27,12 @@ import numpy as np
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.models.linear import OutOfTimeError, check_deadline
 from gpuplan.models.textbook import TextbookModel
-from gpuplan.schedule import Status
 from gpuplan.solvers.assignment import deadline_of, no_plan, settled_status, static_result
 from gpuplan.solvers.backends import get_backend
 from gpuplan.solvers.base import Result, SolveOptions
 from gpuplan.solvers.cpsat import import_cp_model, status_table
 from gpuplan.solvers.highs import HighsBackend
+from gpuplan.status import Status
 
 #: Jobs whose intervals are made between two readings of the clock.
 CLOCK_EVERY = 16

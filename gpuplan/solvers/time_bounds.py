@@ -5,9 +5,9 @@ from __future__ import annotations
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.scheduling import workload_program
-from gpuplan.schedule import Status
 from gpuplan.solvers.base import SolveOptions
 from gpuplan.solvers.highs import HighsBackend
+from gpuplan.status import Status
 
 
 def simple_bound(instance: Instance, options: SolveOptions) -> float:
