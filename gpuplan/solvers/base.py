@@ -6,7 +6,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -15,6 +15,7 @@ from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.linear import LinearProgram
 from gpuplan.readers.instance_file import MAX_TIME_S
+from gpuplan.solution import Result
 from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
 
 #: Seeds every method takes (CP-SAT's and numpy's common range).
@@ -132,40 +133,6 @@ class SolveOptions:
                                  f"{'from' if closed else 'above'} {low} to {high:g}"
                                  if isinstance(high, float) else
                                  f"{value!r} is out of range: expected from {low} to {high}")
-
-
-@dataclass(frozen=True)
-class Result:
-    """A raw solution by index, before it becomes a :class:`~gpuplan.schedule.Schedule`.
-
-    Attributes
-    ----------
-    status
-        The solver's outcome, translated to gpuplan's statuses.
-    objective
-        The objective of the plan as the method computed it; None without a plan.
-    bound
-        A proven bound on the optimum (lower when minimising); None if the method has none.
-    solver
-        Name (and version) of what produced the plan.
-    job, gpu_type, start, end
-        One entry per placed job: its index, the type index and its times.
-    gpus
-        For each placed job, the indices of its GPUs.
-    unplaced
-        Job index to the reason it is not placed.
-    """
-
-    status: Status
-    objective: float | None
-    bound: float | None
-    solver: str
-    job: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    gpu_type: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    start: FloatArray = field(default_factory=lambda: np.zeros(0))
-    end: FloatArray = field(default_factory=lambda: np.zeros(0))
-    gpus: tuple[IntArray, ...] = ()
-    unplaced: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
