@@ -65,11 +65,11 @@ from typing import Any
 from gpuplan.errors import BackendUnavailableError, InputError, VerificationError
 from gpuplan.instance import Instance
 from gpuplan.io import remove_stale_temporaries, write_text_atomic
+from gpuplan.methods.base import CORES
 from gpuplan.planning import plan
 from gpuplan.readers import read_instance
 from gpuplan.schedule import Schedule
 from gpuplan.solvers import SolveOptions
-from gpuplan.solvers.base import CORES
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)

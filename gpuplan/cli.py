@@ -30,6 +30,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuplan._version import __version__
+from gpuplan.backends import BACKENDS
+from gpuplan.backends.pyomo import write_model
 from gpuplan.batch import (
     check_scheduler,
     default_workers,
@@ -55,6 +57,7 @@ from gpuplan.errors import BackendUnavailableError, ExitCode, InputError, Verifi
 from gpuplan.generate import SPEEDUP, generate_document
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import check_output, check_output_folder, write_bytes_atomic, write_text_atomic
+from gpuplan.methods.base import CORES, MAX_SEED
 from gpuplan.models.allocation import SPACE_SHARING, Policy
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.planning import WARM_HEURISTICS, plan, warm_start_from
@@ -78,12 +81,9 @@ from gpuplan.readers.instance_file import (
 )
 from gpuplan.readers.orlib_gap import gap_documents
 from gpuplan.schedule import Schedule, Verification, ViolationKind
+from gpuplan.search.lp_rounding import ROUNDINGS
+from gpuplan.search.plan_encodings import CROSSOVERS, MOVES
 from gpuplan.solvers import SOLVERS, SolveOptions, highs
-from gpuplan.solvers.backends import BACKENDS
-from gpuplan.solvers.base import CORES, MAX_SEED
-from gpuplan.solvers.encodings import CROSSOVERS, MOVES
-from gpuplan.solvers.pyomo import write_model
-from gpuplan.solvers.rounding import ROUNDINGS
 from gpuplan.verify import verify_schedule
 
 #: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.

@@ -7,18 +7,23 @@ in gpuplan: it raises :class:`~gpuplan.errors.VerificationError` instead of bein
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import time
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from gpuplan._version import __version__
+from gpuplan.backends import BACKENDS
+from gpuplan.backends.base import check_capabilities
+from gpuplan.budget import Budget, never
 from gpuplan.errors import InputError, VerificationError
-from gpuplan.instance import Instance, IntArray
+from gpuplan.instance import Instance
+from gpuplan.methods import METHODS, get_method
+from gpuplan.methods.base import Context, Method, RunSettings, WarmStart, build_options
 from gpuplan.models.bounds import infeasibility_reasons
 from gpuplan.schedule import Placement, Schedule, Unplaced, ViolationKind
-from gpuplan.solvers import SOLVERS, Result, SolveOptions, get_solver
+from gpuplan.solution import Result
 from gpuplan.status import Status, relative_gap
 from gpuplan.verify import verify_schedule
 
@@ -88,75 +93,104 @@ def to_schedule(
     )
 
 
-def warm_start_from(instance: Instance, schedule: Schedule, source: str) -> dict[int, IntArray]:
-    """Job index to GPU indices of a schedule's placements, for ``SolveOptions.warm_start``.
+def start_from(instance: Instance, schedule: Schedule, source: str) -> Result:
+    """A schedule file's plan as a result to start from (``--warm-start SCHEDULE.json``).
+
+    The file is verified against the instance first: a method keeps the plan it starts
+    from when it finds nothing better, so a plan that breaks a constraint is refused here.
 
     Raises
     ------
     InputError
-        If the schedule names a job or GPU the instance does not have.
+        If the schedule names a job or GPU the instance does not have, holds no plan, or
+        breaks a constraint.
     """
-    placed: dict[int, IntArray] = {}
-    for k, placement in enumerate(schedule.placements):
-        if placement.job not in instance.job_index:
-            raise InputError(source, f"placements[{k}].job", f"unknown job {placement.job!r}")
-        unknown = [g for g in placement.gpu_ids if g not in instance.gpu_index]
-        if unknown:
-            raise InputError(source, f"placements[{k}].gpu_ids", f"unknown GPU {unknown[0]!r}")
-        placed[instance.job_index[placement.job]] = np.array(
-            [instance.gpu_index[g] for g in placement.gpu_ids], dtype=np.int64
-        )
-    return placed
+    verification = verify_schedule(instance, schedule)
+    if not schedule.status.has_plan or not verification.ok:
+        problem = (f"status {schedule.status.value} holds no plan" if not
+                   schedule.status.has_plan else str(verification.violations[0]))
+        raise InputError(source, "", f"cannot start from this schedule: {problem}")
+    segments = schedule.placements
+    return Result(
+        status=schedule.status, objective=verification.objective, bound=None,
+        solver=f"start from {source}",
+        job=np.array([instance.job_index[p.job] for p in segments], dtype=np.int64),
+        gpu_type=np.array([instance.type_index[p.gpu_type] for p in segments], dtype=np.int64),
+        start=np.array([p.start_s for p in segments], dtype=float),
+        end=np.array([p.end_s for p in segments], dtype=float),
+        gpus=tuple(np.array([instance.gpu_index[g] for g in p.gpu_ids], dtype=np.int64)
+                   for p in segments),
+    )
 
 
-#: Share of the time limit a ``warm`` heuristic gets before the main method.
-WARM_SHARE = 0.3
+def _options(method: Method, options: Any) -> Any:
+    """The method's typed options from None, a mapping of settings, or the options."""
+    if options is None:
+        return method.options_type()
+    if isinstance(options, Mapping):
+        return build_options(method, options)
+    if not isinstance(options, method.options_type):
+        raise InputError("--method", "", f"method {method.name!r} takes "
+                         f"{method.options_type.__name__}, not {type(options).__name__}")
+    return options
 
-#: Methods that accept a plan to start from, and the heuristics that can give one.
-WARM_STARTED = ("milp", "cp")
-WARM_HEURISTICS = ("greedy", "ga", "sa")
 
+def _warm_heuristic(instance: Instance, method: Method, name: str,
+                    settings: RunSettings) -> Callable[[Budget], Result]:
+    """The heuristic ``name`` as a warm start for ``method``, run on a budget it is given.
 
-def _warm_started(instance: Instance, method: str, heuristic: str,
-                  options: SolveOptions) -> SolveOptions:
-    """The method's options with ``heuristic``'s plan to start from.
-
-    For ``milp`` on HiGHS with a time limit, ``ga`` and ``sa`` run on the second lane,
-    beside branch-and-cut, which keeps the whole time limit (``start_search``): taking
-    time from branch-and-cut cost it more than the start gave on GAP problems that it
-    closes near the limit. Otherwise the heuristic runs first, on :data:`WARM_SHARE` of
-    the time limit, and the method gets the rest with its plan.
+    Raises
+    ------
+    InputError
+        If ``method`` takes no warm start, or ``name`` is not a method that plans the
+        objective without a warm start of its own.
     """
-    if (method == "milp" and heuristic != "greedy" and options.backend == "highs"
-            and options.time_limit_s is not None):
-        budget = options.time_limit_s * WARM_SHARE
+    able = [m.name for m in METHODS.values() if not m.warm_starts and m is not method
+            and instance.objective in m.objectives]
+    if not method.warm_starts or name not in able:
+        takers = [m.name for m in METHODS.values() if m.warm_starts]
+        raise InputError("--warm-start", "", f"a heuristic warm start ({', '.join(able)}) "
+                         f"works with --method {' or '.join(takers)}; got {name!r} for "
+                         f"--method {method.name}")
+    heuristic = METHODS[name]
 
-        def search(given: SolveOptions) -> Result:
-            limit = min(budget, budget if given.time_limit_s is None else given.time_limit_s)
-            found = get_solver(heuristic).solve(instance, dataclasses.replace(
-                given, time_limit_s=limit, start_search=None))
-            logger.info("warm start from %s beside branch-and-cut: %s, objective %s",
-                        heuristic, found.status.value, found.objective)
-            return found
-        return dataclasses.replace(options, start_search=search)
-    began = time.perf_counter()
-    share = (None if options.time_limit_s is None
-             else dataclasses.replace(options, time_limit_s=options.time_limit_s * WARM_SHARE))
-    start = get_solver(heuristic).solve(instance, share or options)
-    logger.info("warm start from %s: %s, objective %s", heuristic, start.status.value,
-                start.objective)
-    left = (None if options.time_limit_s is None
-            else max(0.01, options.time_limit_s - (time.perf_counter() - began)))
-    if not start.status.has_plan:
-        return dataclasses.replace(options, time_limit_s=left)
-    placed = {int(j): g for j, g in zip(start.job, start.gpus, strict=True)}
-    return dataclasses.replace(options, time_limit_s=left, warm_start=placed,
-                               start_plan=start)
+    def run(budget: Budget) -> Result:
+        found = heuristic.solve(instance, heuristic.options_type(), Context(
+            budget, settings.seed, settings.threads, settings.gap))
+        logger.info("warm start from %s: %s, objective %s", name, found.status.value,
+                    found.objective)
+        return found
+    return run
+
+
+def check_method(instance: Instance, method: Method, options: Any,
+                 settings: RunSettings) -> None:
+    """Refuse a method, objective, backend and settings that cannot work together.
+
+    Raises
+    ------
+    InputError
+        Naming the flag, the method and what it does take.
+    """
+    if instance.objective not in method.objectives:
+        able = [m.name for m in METHODS.values() if instance.objective in m.objectives]
+        raise InputError("--method", "", f"method {method.name!r} cannot plan objective "
+                         f"{instance.objective.value!r}; methods that can: {', '.join(able)}")
+    if settings.iterations is not None and not method.iterative:
+        counting = [m.name for m in METHODS.values() if m.iterative]
+        raise InputError("--iterations", "", f"method {method.name!r} does not count "
+                         f"iterations; methods that do: {', '.join(counting)}")
+    if method.backends:
+        name = options.backend
+        check_capabilities(BACKENDS[name].capabilities, name, method.needs(instance, options),
+                           f"--method {method.name} for {instance.objective.value}")
+    method.check(instance, options)
 
 
 def plan(
-    instance: Instance, method: str = "greedy", options: SolveOptions | None = None,
-    warm: str | None = None,
+    instance: Instance, method: str = "greedy", options: Any = None,
+    settings: RunSettings | None = None, warm: str | Schedule | None = None,
+    stop: Callable[[], bool] | None = None, source: str = "--warm-start",
 ) -> Schedule:
     """Plan an instance with a registered method and return the verified schedule.
 
@@ -169,51 +203,49 @@ def plan(
     instance
         The validated problem.
     method
-        A name from :data:`gpuplan.solvers.SOLVERS`.
+        A name from :data:`gpuplan.methods.METHODS`.
     options
-        Time limit, seed, threads and tolerance.
+        The method's options: its ``options_type``, a mapping of settings by name or flag
+        (as ``gpuplan bench`` specs give them), or None for its defaults.
+    settings
+        Time limit, iterations, seed, threads and gap.
     warm
-        A heuristic (``greedy``, ``ga`` or ``sa``) whose plan starts ``milp`` or ``cp``;
-        it gets :data:`WARM_SHARE` of the time limit, beside ``milp``'s branch-and-cut or
-        before the method (see :func:`_warm_started`).
+        A heuristic's name whose plan starts the method (run first or beside it, as the
+        method declares), or a schedule whose plan it starts from.
+    stop
+        Called between steps: True ends the solve with the best plan so far.
+    source
+        Where ``warm`` came from, for messages.
 
     Raises
     ------
-    KeyError
-        If the method is unknown.
+    InputError
+        If the method, its options, the objective, the backend or the warm start cannot
+        work together; nothing is solved then.
     VerificationError
         If the method's schedule breaks a constraint: always a bug, never repaired.
     """
-    options = options or SolveOptions()
-    solver = get_solver(method)
-    if not solver.supports(instance):
-        able = [name for name, s in SOLVERS.items() if s.supports(instance)]
-        raise InputError(
-            "--method", "", f"method {method!r} cannot plan objective "
-            f"{instance.objective.value!r}; methods that can: {', '.join(able)}"
-        )
-    if warm is not None and (method not in WARM_STARTED or warm not in WARM_HEURISTICS):
-        raise InputError("--warm-start", "", f"a heuristic warm start "
-                         f"({', '.join(WARM_HEURISTICS)}) works with --method "
-                         f"{' or '.join(WARM_STARTED)}")
-    if options.then is not None and (method != "cp" or options.then.is_static
-                                     or instance.objective.is_static):
-        raise InputError(
-            "--then", "", "a secondary objective needs --method cp and two time-based "
-            "objectives (makespan, weighted-completion, tardiness, cost)"
-        )
-    started = time.perf_counter()
+    settings = settings or RunSettings()
+    chosen = get_method(method)
+    typed = _options(chosen, options)
+    check_method(instance, chosen, typed, settings)
+    start = warm_fn = None
+    if isinstance(warm, Schedule):
+        if WarmStart.PLAN not in chosen.warm_starts:
+            takers = [m.name for m in METHODS.values() if WarmStart.PLAN in m.warm_starts]
+            raise InputError("--warm-start", "", f"method {method!r} takes no plan to start "
+                             f"from; methods that do: {', '.join(takers)}")
+        start = start_from(instance, warm, source)
+    elif warm is not None:
+        warm_fn = _warm_heuristic(instance, chosen, warm, settings)
+    budget = Budget(settings.time_limit_s, settings.iterations,
+                    stop or never)
+    context = Context(budget, settings.seed, settings.threads, settings.gap, start, warm_fn)
+    # The presolve checks count against the same budget.
     reasons = infeasibility_reasons(instance)
-    if not reasons and warm is not None:
-        options = _warm_started(instance, method, warm, options)
-    elif not reasons and options.time_limit_s is not None:
-        # The presolve checks above count against the same limit (a spent limit leaves the
-        # method a moment: it returns what it has at once).
-        options = dataclasses.replace(options, time_limit_s=max(
-            1e-9, options.time_limit_s - (time.perf_counter() - started)))
-    result = _infeasible(instance, reasons) if reasons else solver.solve(instance, options)
-    wall = time.perf_counter() - started
-    schedule = to_schedule(instance, result, method, wall, options.seed)
+    result = _infeasible(instance, reasons) if reasons else chosen.solve(instance, typed, context)
+    wall = budget.elapsed()
+    schedule = to_schedule(instance, result, method, wall, settings.seed)
     verification = verify_schedule(instance, schedule)
     # Without a plan, jobs are expected to be missing; anything else is still a bug.
     allowed = set() if result.status.has_plan else {ViolationKind.UNPLACED}

@@ -38,12 +38,12 @@ def _figure(schedule: Schedule, instance: Instance | None) -> object:
 
     static = schedule.objective_kind in {k.value for k in ObjectiveKind if k.is_static}
     gpus = list(instance.gpu_ids) if instance is not None else sorted(
-        {g for p in schedule.placements for g in p.gpu_ids})
+        {g for p in schedule.segments for g in p.gpu_ids})
     row = {g: k for k, g in enumerate(gpus)}
     fig, (gantt, usage) = plt.subplots(
         2, 1, figsize=(12, 3 + 0.22 * len(gpus)), sharex=True,
         gridspec_kw={"height_ratios": [max(3, 0.22 * len(gpus)), 2]})
-    for p in schedule.placements:
+    for p in schedule.segments:
         colour = _colour(p.job)
         for g in p.gpu_ids:
             gantt.barh(row[g], p.end_s - p.start_s, left=p.start_s, height=0.8,
@@ -53,7 +53,7 @@ def _figure(schedule: Schedule, instance: Instance | None) -> object:
         if len(rows) > 1:
             gantt.plot([p.start_s, p.start_s], [rows[0] - 0.4, rows[-1] + 0.4],
                        color="black", linewidth=1.2)
-        if len(schedule.placements) <= 200:
+        if len(schedule.segments) <= 200:
             gantt.text(p.start_s, rows[0], f" {p.job}", va="center", fontsize=6, clip_on=True)
         if instance is not None:
             deadline = instance.deadline[instance.job_index[p.job]]
@@ -69,12 +69,12 @@ def _figure(schedule: Schedule, instance: Instance | None) -> object:
 
     # Utilisation: busy GPUs of each type over time, as a share of the type's GPUs.
     by_type: dict[str, list[tuple[float, float, int]]] = {}
-    for p in schedule.placements:
+    for p in schedule.segments:
         by_type.setdefault(p.gpu_type, []).append((p.start_s, p.end_s, len(p.gpu_ids)))
     for kind, spans in sorted(by_type.items()):
         total = (int(instance.node_gpus[:, instance.type_index[kind]].sum())
                  if instance is not None else
-                 len({g for p in schedule.placements if p.gpu_type == kind for g in p.gpu_ids}))
+                 len({g for p in schedule.segments if p.gpu_type == kind for g in p.gpu_ids}))
         times = np.array([t for s, e, _ in spans for t in (s, e)])
         delta = np.array([d for _, _, k in spans for d in (k, -k)], dtype=float)
         # Net change per instant, so a job ending as another starts draws no dip.

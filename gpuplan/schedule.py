@@ -1,22 +1,47 @@
-"""Schedule JSON v1: the one result document every method produces.
+"""Schedule JSON v2: the one result document every method produces.
 
 The pydantic models are the format's definition (``gpuplan schema schedule`` publishes them)
 and give a lossless JSON round trip. A schedule is only written once the verifier has
 filled in :attr:`Schedule.verification`.
+
+Version 2 lists *segments*: a job running on some GPUs of one type over an interval, with
+the share of the job's work it does, the job it shares its GPUs with (space sharing), the
+checkpoint/restore and migration overheads it paid at its start, and the GPUs it moved
+from; and the *events* of the run (start, preempt, resume, migrate, complete). Version 1
+files (``placements``, none of these facts) are still read, into the v2 model with the
+facts left to the verifier to infer; gpuplan writes only version 2.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import numpy as np
+from pydantic import (
+    AliasChoices,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+)
 
+from gpuplan._version import __version__
 from gpuplan.errors import InputError, json_path, validation_message
+from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.io import parse_json, read_text, write_text_atomic
-from gpuplan.status import Status
+from gpuplan.solution import EventKind, Result
+from gpuplan.status import Status, relative_gap
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: The oldest format version gpuplan still reads (and checks); it writes only
+#: :data:`FORMAT_VERSION`.
+OLDEST_READ_VERSION = 1
+
 
 class ViolationKind(StrEnum):
     """The constraint a violation breaks."""
@@ -29,6 +54,19 @@ class ViolationKind(StrEnum):
     DURATION = "duration"
     #: A preemptible job's segments overlap, or do not add up to its work.
     SEGMENT = "segment"
+    #: A segment declares a share of its job's work its interval does not give.
+    WORK = "work"
+    #: A declared space-sharing partner that does not share the segment's GPUs and
+    #: interval, does not name it back, or is of a class pair the instance does not list.
+    PARTNER = "partner"
+    #: Restore or migration overheads that are negative, outlast their segment, or are
+    #: paid by a job that is never paused.
+    OVERHEAD = "overhead"
+    #: ``migrated_from`` that does not name the job's previous GPUs, a "migration" that
+    #: does not move, or migration overhead paid without a migration.
+    MIGRATION = "migration"
+    #: An event the segments do not show (wrong time, kind, job or GPUs), or a missing one.
+    EVENT = "event"
     START = "start"
     RELEASE = "release"
     DEADLINE = "deadline"
@@ -45,8 +83,12 @@ class _Model(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-class Placement(_Model):
-    """Where and when one job runs."""
+class Segment(_Model):
+    """One job running on some GPUs of one type over an interval.
+
+    A job run whole has one segment; a preempted, migrated or space-shared job has several,
+    which never overlap and whose work adds up to the whole job.
+    """
 
     job: str
     node: str
@@ -54,6 +96,48 @@ class Placement(_Model):
     gpu_ids: list[str] = Field(description='GPU ids "<node>/<k>", one per GPU of the gang.')
     start_s: float
     end_s: float
+    work: float | None = Field(
+        default=None, gt=0, le=1,
+        description="Share of the job's work this segment does, in (0, 1]: its run time "
+        "(length minus restore_s and migrate_s) over the job's duration on gpu_type, times "
+        "the pair's colocation speed when it has a partner; the job's segments add up to 1. "
+        "Null (version 1 files): inferred from the interval.")
+    partner: str | None = Field(
+        default=None,
+        description="Job id of the segment sharing these GPUs over this same interval "
+        "(space sharing, at the instance's colocation speeds); null: none. Null in version "
+        "1 files, where the verifier infers pairs.")
+    restore_s: float = Field(
+        default=0.0, ge=0,
+        description="Checkpoint/restore overhead paid at the segment's start, in seconds: "
+        "part of its interval, doing no work.")
+    migrate_s: float = Field(
+        default=0.0, ge=0,
+        description="Migration overhead paid at the segment's start, in seconds: part of "
+        "its interval, doing no work; only when the segment moved the job (migrated_from).")
+    migrated_from: list[str] | None = Field(
+        default=None,
+        description="GPU ids of the job's previous segment when this segment moved it there "
+        "by migration; null otherwise.")
+
+
+#: Temporary alias of :class:`Segment` for code written against format version 1.
+#: TODO(issue 16): remove once every caller says Segment.
+Placement = Segment
+
+
+class Event(_Model):
+    """One event of the run: at ``time_s``, ``kind`` happens to ``job`` on ``gpu_ids``."""
+
+    time_s: float
+    kind: EventKind = Field(
+        description="start (first segment starts), preempt (a segment ends before the job "
+        "is done), resume (a later segment starts), migrate (a later segment starts on other "
+        "GPUs, moved there), complete (last segment ends).")
+    job: str
+    gpu_ids: list[str] = Field(
+        description="The GPUs of the segment that starts (start, resume, migrate) or ends "
+        "(preempt, complete).")
 
 
 class Unplaced(_Model):
@@ -83,6 +167,25 @@ class Verification(_Model):
     )
 
 
+_EPOCH = TypeAdapter(AwareDatetime)
+
+
+def parse_epoch(text: str, source: str) -> datetime:
+    """Parse an ISO-8601 date-time with a UTC offset, such as ``2026-12-01T08:00:00+01:00``.
+
+    Raises
+    ------
+    InputError
+        Naming ``source`` (e.g. ``--epoch``) when the text is no such date-time.
+    """
+    try:
+        return _EPOCH.validate_python(text, strict=False)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        raise InputError(source, "", f"{text!r} is not an ISO-8601 date-time with a UTC "
+                         f"offset: {validation_message(error)}") from None
+
+
 class Schedule(_Model):
     """A plan for one instance, with its status, quality certificate and verification."""
 
@@ -100,19 +203,126 @@ class Schedule(_Model):
     wall_time_s: float
     seed: int
     gpuplan_version: str
-    placements: list[Placement]
+    epoch: AwareDatetime | None = Field(
+        default=None,
+        description="Absolute time of t = 0, an ISO-8601 date-time with a UTC offset (e.g. "
+        "2026-12-01T08:00:00+01:00); exporters need it to start jobs at wall-clock times. "
+        "Null: times are relative only.")
+    # TODO(issue 16): the "placements" choice lets version-1 code build a Schedule; remove
+    # it with the placements property below.
+    segments: list[Segment] = Field(
+        validation_alias=AliasChoices("segments", "placements"),
+        description="The plan: every segment of every placed job, ordered by start time.")
+    events: list[Event] = Field(
+        default_factory=list,
+        description="What happens to the jobs, in time order; empty when the method does "
+        "not simulate the run (the segments alone are the plan).")
     unplaced: list[Unplaced]
     verification: Verification | None = Field(
         default=None, description="Always present in written schedules."
     )
 
+    @property
+    def placements(self) -> list[Segment]:
+        """The segments, under their version-1 name.
+
+        TODO(issue 16): temporary; remove once every caller says ``segments``.
+        """
+        return self.segments
+
+    @classmethod
+    def from_result(
+        cls, instance: Instance, result: Result, method: str, wall_time_s: float, seed: int,
+        epoch: datetime | None = None,
+    ) -> Schedule:
+        """Translate a method's result to an (unverified) schedule in ids, by start time.
+
+        Every segment states its work, partner, overheads and ``migrated_from``, and the
+        result's events come along. The facts the result leaves out are derived: the work
+        from the segment's run time (length minus overheads) at the type's speed and, when
+        shared, the pair's colocation speed (1 for a job in one segment); the partners, when
+        the result names none, from segments of two pairable jobs on the same GPUs over the
+        same interval. A work outside (0, 1] (a broken plan) is written as null, for the
+        verifier to report what is wrong with the segment.
+
+        Parameters
+        ----------
+        instance
+            The instance the result is for.
+        result
+            The method's result.
+        method
+            The registry name of the method.
+        wall_time_s
+            Seconds the solve took.
+        seed
+            The seed the method was given.
+        epoch
+            Absolute time of t = 0 (timezone-aware); None for relative times only.
+        """
+        order = np.lexsort((result.job, result.start))
+        restore, migrate = result.overheads()
+        partner = result.partners() if result.partner is not None else _paired(instance, result)
+        work = result.work if result.work is not None else _work(instance, result, partner)
+        migrated: dict[int, list[float]] = {}
+        for e in result.events:
+            if e.kind is EventKind.MIGRATE:
+                migrated.setdefault(int(e.job), []).append(float(e.time_s))
+        previous: dict[int, IntArray] = {}
+        segments = []
+        for i in order:
+            j, gpus, start = int(result.job[i]), result.gpus[i], float(result.start[i])
+            before = previous.get(j)
+            previous[j] = gpus
+            moved = before is not None and set(before.tolist()) != set(gpus.tolist()) and (
+                migrate[i] > 0 or any(abs(t - start) <= _SAME_INSTANT * max(1.0, abs(start))
+                                      for t in migrated.get(j, ())))
+            share = float(work[i])
+            segments.append(Segment(
+                job=instance.job_ids[j],
+                node=instance.node_ids[instance.gpu_node[gpus[0]]],
+                gpu_type=instance.type_ids[result.gpu_type[i]],
+                gpu_ids=[instance.gpu_ids[g] for g in gpus],
+                start_s=start,
+                end_s=float(result.end[i]),
+                work=min(share, 1.0) if 0 < share < 1 + _SAME_INSTANT else None,
+                partner=instance.job_ids[result.job[partner[i]]] if partner[i] >= 0 else None,
+                restore_s=float(restore[i]),
+                migrate_s=float(migrate[i]),
+                migrated_from=([instance.gpu_ids[g] for g in before]
+                               if moved and before is not None else None),
+            ))
+        events = [Event(time_s=float(e.time_s), kind=e.kind, job=instance.job_ids[e.job],
+                        gpu_ids=[instance.gpu_ids[g] for g in e.gpus]) for e in result.events]
+        unplaced = [
+            Unplaced(job=instance.job_ids[j], reason=reason)
+            for j, reason in sorted(result.unplaced.items())
+        ]
+        return cls(
+            instance=instance.name,
+            objective_kind=instance.objective.value,
+            status=result.status,
+            objective=result.objective,
+            bound=result.bound,
+            gap=relative_gap(result.objective, result.bound),
+            method=method,
+            solver=result.solver,
+            wall_time_s=round(wall_time_s, 6),
+            seed=seed,
+            gpuplan_version=__version__,
+            epoch=epoch,
+            segments=segments,
+            events=events,
+            unplaced=unplaced,
+        )
+
     def to_json(self) -> str:
-        """Serialise as indented JSON."""
+        """Serialise as indented JSON (always the current format version)."""
         return self.model_dump_json(indent=2) + "\n"
 
     @classmethod
     def from_json(cls, text: str, source: str) -> Schedule:
-        """Parse a schedule document.
+        """Parse a schedule document, of the current format version or version 1.
 
         Raises
         ------
@@ -121,8 +331,10 @@ class Schedule(_Model):
         """
         # Parsed once strictly for what pydantic's parser lets pass (keys given twice, deep
         # nesting, over-long integers), then validated from the text.
-        parse_json(text, source)
+        document = parse_json(text, source)
         try:
+            if _is_version_1(document):
+                return _ScheduleV1.model_validate_json(text).upgraded()
             return cls.model_validate_json(text)
         except ValidationError as exc:
             error = exc.errors(include_url=False)[0]
@@ -151,3 +363,107 @@ class Schedule(_Model):
         if self.verification is None:
             raise ValueError("refusing to write a schedule that has not been verified")
         write_text_atomic(Path(path), self.to_json())
+
+
+#: Relative tolerance for "the same instant" and for float noise in a work share.
+_SAME_INSTANT = 1e-9
+
+
+def _paired(instance: Instance, result: Result) -> IntArray:
+    """``(S,)`` each segment's space-sharing partner segment, -1 for none.
+
+    Two segments share when they hold the same GPUs over the same interval, their jobs are
+    preemptible with the same gang size, and the instance lists their classes as a pair
+    on the type (the form every method plans pairs in).
+    """
+    partner = np.full(result.n_segments, -1, dtype=np.int64)
+    if not instance.class_ids:
+        return partner
+    waiting: dict[tuple[tuple[int, ...], float, float], int] = {}
+    for k in range(result.n_segments):
+        j = int(result.job[k])
+        if not instance.preemptible[j] or instance.job_class[j] < 0:
+            continue
+        key = (tuple(sorted(result.gpus[k].tolist())), round(float(result.start[k]), 6),
+               round(float(result.end[k]), 6))
+        other = waiting.get(key)
+        if other is None:
+            waiting[key] = k
+            continue
+        a, b = instance.job_class[result.job[other]], instance.job_class[j]
+        t = result.gpu_type[k]
+        if (min(instance.colocation_speed[a, b, t], instance.colocation_speed[b, a, t]) > 0
+                and instance.gang[j] == instance.gang[result.job[other]]):
+            partner[other], partner[k] = k, other
+            del waiting[key]
+    return partner
+
+
+def _work(instance: Instance, result: Result, partner: IntArray) -> FloatArray:
+    """``(S,)`` each segment's share of its job's work, from its run time and speed."""
+    job, kind = result.job, result.gpu_type
+    restore, migrate = result.overheads()
+    run = result.end - result.start - restore - migrate
+    speed = np.ones(result.n_segments)
+    shared = np.flatnonzero(partner >= 0)
+    if shared.size:
+        klass = instance.job_class
+        speed[shared] = instance.colocation_speed[klass[job[shared]],
+                                                  klass[job[partner[shared]]], kind[shared]]
+    duration = np.where(instance.eligible[job, kind], instance.duration[job, kind], np.nan)
+    work: FloatArray = run * speed / duration
+    alone = np.bincount(job, minlength=instance.n_jobs)[job] == 1
+    work[alone] = 1.0
+    return work
+
+
+def _is_version_1(document: Any) -> bool:
+    """Whether a parsed document is a version-1 schedule (it says so, or lists placements)."""
+    if not isinstance(document, dict):
+        return False
+    if "format_version" in document:
+        version = document["format_version"]
+        return type(version) is int and version == OLDEST_READ_VERSION
+    return "placements" in document and "segments" not in document
+
+
+class _PlacementV1(_Model):
+    """A placement of a version-1 file: where and when one job (or segment) runs."""
+
+    job: str
+    node: str
+    gpu_type: str
+    gpu_ids: list[str]
+    start_s: float
+    end_s: float
+
+
+class _ScheduleV1(_Model):
+    """A version-1 schedule file, read only to be upgraded."""
+
+    format_version: int = Field(default=OLDEST_READ_VERSION, ge=OLDEST_READ_VERSION,
+                                le=OLDEST_READ_VERSION)
+    instance: str
+    objective_kind: str
+    status: Status
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    method: str
+    solver: str
+    wall_time_s: float
+    seed: int
+    gpuplan_version: str
+    placements: list[_PlacementV1]
+    unplaced: list[Unplaced]
+    verification: Verification | None = None
+
+    def upgraded(self) -> Schedule:
+        """The same schedule in the current model, with no events.
+
+        Its placements become segments whose work, partners and overheads the verifier
+        infers.
+        """
+        kept = {name: getattr(self, name) for name in type(self).model_fields
+                if name not in ("format_version", "placements")}
+        return Schedule(**kept, segments=[Segment(**p.model_dump()) for p in self.placements])

@@ -8,13 +8,15 @@ every result, and ``gpuplan check`` runs it on any schedule file.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.schedule import Schedule, Verification, Violation, ViolationKind
+from gpuplan.schedule import Schedule, Segment, Verification, Violation, ViolationKind
+from gpuplan.solution import EventKind
 from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
 
 #: Tolerance for capacities and objective values (relative), and for times (absolute
@@ -48,9 +50,11 @@ class _Collector:
 
 @dataclass
 class _Placed:
-    """The placements that reference known jobs, GPUs and types, by index.
+    """The segments that reference known jobs, GPUs and types, by index.
 
-    A preemptible job may have several placements (its segments); every other job has one.
+    A preemptible job may have several segments; every other job has one. What a segment
+    declares (its work, partner, overheads, the GPUs it migrated from) is kept to be
+    checked against what the instance gives.
     """
 
     job: list[int] = field(default_factory=list)
@@ -58,10 +62,35 @@ class _Placed:
     start: list[float] = field(default_factory=list)
     end: list[float] = field(default_factory=list)
     gpus: list[list[int]] = field(default_factory=list)
-    #: Per placement: its speed (below 1 while space-shared) and the placement it shares
-    #: its GPUs with (-1: none); set by :func:`_pair_up`.
+    restore: list[float] = field(default_factory=list)
+    migrate: list[float] = field(default_factory=list)
+    declared_work: list[float | None] = field(default_factory=list)
+    declared_partner: list[str | None] = field(default_factory=list)
+    migrated_from: list[list[str] | None] = field(default_factory=list)
+    #: Per segment: its speed (below 1 while space-shared) and the segment it shares its
+    #: GPUs with (-1: none); set by :func:`_check_partners` and :func:`_pair_up`.
     speed: FloatArray | None = None
     partner: IntArray | None = None
+
+    def add(self, j: int, t: int, gpus: list[int], segment: Segment) -> None:
+        """Keep one segment, by index."""
+        self.job.append(j)
+        self.gpu_type.append(t)
+        self.start.append(segment.start_s)
+        self.end.append(segment.end_s)
+        self.gpus.append(gpus)
+        self.restore.append(segment.restore_s)
+        self.migrate.append(segment.migrate_s)
+        self.declared_work.append(segment.work)
+        self.declared_partner.append(segment.partner)
+        self.migrated_from.append(segment.migrated_from)
+
+    def by_job(self) -> dict[int, list[int]]:
+        """Each placed job's segments, in start order."""
+        mine: dict[int, list[int]] = defaultdict(list)
+        for k in sorted(range(len(self.job)), key=lambda k: self.start[k]):
+            mine[self.job[k]].append(k)
+        return mine
 
     def first_start(self, n_jobs: int) -> FloatArray:
         """``(J,)`` each job's earliest segment start; NaN where not placed."""
@@ -76,18 +105,23 @@ class _Placed:
         return np.where(np.isinf(last), np.nan, last)
 
     def work(self, instance: Instance) -> FloatArray:
-        """Share of its job's work each placement does: its length over the duration.
+        """Share of its job's work each segment does: its run time over the duration.
 
-        A job that is not preemptible does all of its work in its one placement; a
-        space-shared segment does its work at its colocation speed.
+        The run time is the segment's length less its restore and migration overheads. A
+        job that is not preemptible (or any job, under a static objective) does all of its
+        work in its one segment; a space-shared segment does its work at its colocation
+        speed.
         """
         job = np.asarray(self.job, dtype=np.int64)
         kind = np.asarray(self.gpu_type, dtype=np.int64)
-        length = np.asarray(self.end, dtype=float) - np.asarray(self.start, dtype=float)
-        share = length / np.where(instance.eligible[job, kind], instance.duration[job, kind], 1.0)
+        run = np.maximum(0.0, np.asarray(self.end, dtype=float)
+                         - np.asarray(self.start, dtype=float) - np.asarray(self.restore)
+                         - np.asarray(self.migrate))
+        share = run / np.where(instance.eligible[job, kind], instance.duration[job, kind], 1.0)
         if self.speed is not None:
             share = share * self.speed
-        work: FloatArray = np.where(instance.preemptible[job], share, 1.0)
+        segmented = instance.preemptible[job] & (not instance.objective.is_static)
+        work: FloatArray = np.where(segmented, share, 1.0)
         return work
 
 
@@ -117,15 +151,15 @@ def _ineligibility(instance: Instance, j: int, t: int) -> str:
     return "the job does not allow it"
 
 
-def _check_placements(instance: Instance, schedule: Schedule, out: _Collector) -> _Placed:
-    """Check each placement on its own and translate the valid ones to indices."""
+def _check_each_segment(instance: Instance, schedule: Schedule, out: _Collector) -> _Placed:
+    """Check each segment on its own and translate the valid ones to indices."""
     placed = _Placed()
     seen: set[int] = set()
     static = instance.objective.is_static
-    for p in schedule.placements:
+    for p in schedule.segments:
         j = instance.job_index.get(p.job)
         if j is None:
-            out.add(ViolationKind.REFERENCE, f"placement of unknown job {p.job!r}")
+            out.add(ViolationKind.REFERENCE, f"segment of unknown job {p.job!r}")
             continue
         segmented = instance.preemptible[j] and not static
         if j in seen and not segmented:
@@ -198,11 +232,7 @@ def _check_placements(instance: Instance, schedule: Schedule, out: _Collector) -
                 f"job {p.job!r} ends at {p.end_s:g} s, after its deadline at "
                 f"{instance.deadline[j]:g} s",
             )
-        placed.job.append(j)
-        placed.gpu_type.append(t)
-        placed.start.append(p.start_s)
-        placed.end.append(p.end_s)
-        placed.gpus.append(indices)
+        placed.add(j, t, indices, p)
     return placed
 
 
@@ -237,35 +267,301 @@ def _check_coverage(
             )
 
 
-def _pair_up(instance: Instance, placed: _Placed) -> None:
-    """Find the space-shared segments and set their speeds.
+def _same_time(a: float, b: float) -> bool:
+    """Whether two instants are one, within the time tolerance."""
+    return abs(a - b) <= TOLERANCE + _rounding(a, b)
 
-    Two placements share GPUs when they hold the same GPUs of one type over the same
-    interval, their jobs are preemptible with the same gang size, and the instance lists
-    their classes as a pair on that type. Anything else that overlaps is ordinary
-    sharing, held to the GPUs' capacities.
+
+def _ids(instance: Instance, gpus: list[int] | frozenset[int]) -> str:
+    return ", ".join(instance.gpu_ids[g] for g in sorted(gpus))
+
+
+def _pair_speeds(instance: Instance, j: int, other: int, t: int) -> tuple[float, float] | None:
+    """The speeds of jobs ``j`` and ``other`` sharing GPUs of type ``t``; None: they may not.
+
+    Only preemptible jobs with the same gang size whose classes the instance lists as a pair
+    on the type share GPUs.
+    """
+    if (not instance.class_ids or not (instance.preemptible[j] and instance.preemptible[other])
+            or instance.gang[j] != instance.gang[other]):
+        return None
+    a, b = int(instance.job_class[j]), int(instance.job_class[other])
+    if a < 0 or b < 0:
+        return None
+    pair = (float(instance.colocation_speed[a, b, t]), float(instance.colocation_speed[b, a, t]))
+    return pair if min(pair) > 0 else None
+
+
+def _check_partners(instance: Instance, placed: _Placed, out: _Collector) -> None:
+    """Check the declared space-sharing partners and set the speeds of the valid pairs.
+
+    A segment naming a partner must hold exactly the GPUs, over the same interval, of a
+    segment of that job which names it back, and the two jobs must be able to share (see
+    :func:`_pair_speeds`). A segment whose partner fails this runs alone in every later
+    check. Under a static objective no job shares GPUs by pairing.
     """
     n = len(placed.job)
     speed, partner = np.ones(n), np.full(n, -1, dtype=np.int64)
     placed.speed, placed.partner = speed, partner
+    where: dict[tuple[int, tuple[int, ...]], list[int]] = defaultdict(list)
+    for k in range(n):
+        where[placed.job[k], tuple(sorted(placed.gpus[k]))].append(k)
+    for k, name in enumerate(placed.declared_partner):
+        if name is None:
+            continue
+        j, t = placed.job[k], placed.gpu_type[k]
+        me, gpus = instance.job_ids[j], tuple(sorted(placed.gpus[k]))
+        at = (f"on {_ids(instance, placed.gpus[k])} over [{placed.start[k]:g}, "
+              f"{placed.end[k]:g}] s")
+        other = instance.job_index.get(name)
+        if instance.objective.is_static:
+            out.add(ViolationKind.PARTNER, f"job {me!r} names {name!r} as its partner, but "
+                    f"objective {instance.objective.value!r} places the batch at once: jobs "
+                    "share GPUs only within their capacities")
+            continue
+        if other is None or other == j:
+            out.add(ViolationKind.PARTNER, f"job {me!r} names "
+                    + ("itself" if other == j else f"unknown job {name!r}") + " as its partner")
+            continue
+        mate = next((m for m in where.get((other, gpus), ())
+                     if _same_time(placed.start[m], placed.start[k])
+                     and _same_time(placed.end[m], placed.end[k])), None)
+        if mate is None:
+            out.add(ViolationKind.PARTNER, f"job {me!r} shares its GPUs {at} with job "
+                    f"{name!r}, which has no segment on exactly those GPUs over that interval")
+            continue
+        if placed.declared_partner[mate] != me:
+            back = placed.declared_partner[mate]
+            out.add(ViolationKind.PARTNER, f"job {me!r} names {name!r} as its partner {at}, "
+                    f"but {name!r} names " + ("no partner" if back is None else repr(back))
+                    + " there")
+            continue
+        pair = _pair_speeds(instance, j, other, t)
+        if pair is None:
+            if k < mate:
+                out.add(ViolationKind.PARTNER, f"jobs {me!r} and {name!r} share GPUs {at}, "
+                        "but the instance lists no colocation speeds for them on "
+                        f"{instance.type_ids[t]} (only preemptible jobs of a listed class "
+                        "pair, with the same gang size, share GPUs)")
+            continue
+        speed[k], partner[k] = pair[0], mate
+
+
+def _pair_up(instance: Instance, placed: _Placed) -> None:
+    """Find the space-shared segments among those that name no partner (version 1 files).
+
+    Two segments share GPUs when they hold the same GPUs of one type over the same
+    interval, their jobs are preemptible with the same gang size, and the instance lists
+    their classes as a pair on that type. Anything else that overlaps is ordinary
+    sharing, held to the GPUs' capacities.
+    """
+    assert placed.speed is not None and placed.partner is not None
+    speed, partner = placed.speed, placed.partner
     if not instance.class_ids:
         return
     waiting: dict[tuple[tuple[int, ...], float, float], int] = {}
-    for k in range(n):
+    for k in range(len(placed.job)):
         j = placed.job[k]
-        if not instance.preemptible[j] or instance.job_class[j] < 0:
+        if (placed.declared_partner[k] is not None or not instance.preemptible[j]
+                or instance.job_class[j] < 0):
             continue
         key = (tuple(sorted(placed.gpus[k])), round(placed.start[k], 6), round(placed.end[k], 6))
         other = waiting.get(key)
         if other is None:
             waiting[key] = k
             continue
-        a, b, t = instance.job_class[placed.job[other]], instance.job_class[j], placed.gpu_type[k]
-        pair = (instance.colocation_speed[a, b, t], instance.colocation_speed[b, a, t])
-        if min(pair) > 0 and instance.gang[j] == instance.gang[placed.job[other]]:
+        pair = _pair_speeds(instance, placed.job[other], j, placed.gpu_type[k])
+        if pair is not None:
             speed[other], speed[k] = pair
             partner[other], partner[k] = k, other
             del waiting[key]
+
+
+def _check_overheads(instance: Instance, placed: _Placed, out: _Collector) -> None:
+    """Overheads are not negative, fit in their segment, and only a paused job pays them."""
+    for k in range(len(placed.job)):
+        restore, migrate = placed.restore[k], placed.migrate[k]
+        if restore == 0 and migrate == 0:
+            continue
+        j = placed.job[k]
+        me, start, end = instance.job_ids[j], placed.start[k], placed.end[k]
+        paid = f"restore {restore:g} s, migration {migrate:g} s"
+        if restore < 0 or migrate < 0:
+            out.add(ViolationKind.OVERHEAD, f"job {me!r}: the segment at {start:g} s pays a "
+                    f"negative overhead ({paid})")
+        elif instance.objective.is_static or not instance.preemptible[j]:
+            why = ("it is not preemptible" if not instance.preemptible[j] else
+                   f"objective {instance.objective.value!r} places the batch at once")
+            out.add(ViolationKind.OVERHEAD, f"job {me!r} pays overheads ({paid}) at "
+                    f"{start:g} s, but it is never paused: {why}")
+        elif restore + migrate > end - start + TOLERANCE + _rounding(start, end):
+            out.add(ViolationKind.OVERHEAD, f"job {me!r}: the segment at {start:g} s pays "
+                    f"{restore + migrate:g} s of overheads ({paid}) but lasts "
+                    f"{end - start:g} s")
+
+
+def _check_work(instance: Instance, placed: _Placed, out: _Collector) -> None:
+    """Each declared work share is the one the segment's interval gives.
+
+    That is the run time (length less overheads) over the job's duration on the type,
+    times the pair's colocation speed when it shares; 1 for a job run whole.
+    """
+    computed = placed.work(instance)
+    static = instance.objective.is_static
+    for k, declared in enumerate(placed.declared_work):
+        j, t = placed.job[k], placed.gpu_type[k]
+        me, start, end = instance.job_ids[j], placed.start[k], placed.end[k]
+        overheads = placed.restore[k] + placed.migrate[k]
+        if declared is None or not instance.eligible[j, t] or overheads > end - start:
+            continue  # (too long overheads are reported by _check_overheads)
+        expected = float(computed[k])
+        if static or not instance.preemptible[j]:
+            if not _close(declared, expected):
+                out.add(ViolationKind.WORK, f"job {me!r} runs whole in one segment, which "
+                        f"does all its work (1), but declares work {declared:.6g}")
+            continue
+        duration = float(instance.duration[j, t])
+        speed = 1.0 if placed.speed is None else float(placed.speed[k])
+        slack = TOLERANCE + _rounding(start, end) * speed / duration
+        if abs(declared - expected) > slack:
+            run = end - start - overheads
+            shared = ("" if placed.partner is None or placed.partner[k] < 0
+                      else f" at its shared speed {speed:g}")
+            out.add(ViolationKind.WORK, f"job {me!r}: the segment at {start:g} s declares "
+                    f"work {declared:.6g}, but {run:g} s of run time on "
+                    f"{instance.type_ids[t]}{shared} do {expected:.6g} of the job (it takes "
+                    f"{duration:g} s there)")
+
+
+def _check_migrations(instance: Instance, placed: _Placed, out: _Collector) -> None:
+    """``migrated_from`` names the job's previous GPUs, which differ from its new ones.
+
+    Only a segment that migrated pays migration overhead.
+    """
+    for j, mine in placed.by_job().items():
+        me = instance.job_ids[j]
+        previous: set[str] | None = None
+        for k in mine:
+            source = placed.migrated_from[k]
+            here = {instance.gpu_ids[g] for g in placed.gpus[k]}
+            at = f"the segment at {placed.start[k]:g} s"
+            if source is None:
+                if placed.migrate[k] > 0:
+                    out.add(ViolationKind.MIGRATION, f"job {me!r}: {at} pays "
+                            f"{placed.migrate[k]:g} s of migration but does not migrate (its "
+                            "migrated_from is null)")
+            elif previous is None:
+                out.add(ViolationKind.MIGRATION, f"job {me!r}: {at} migrated from "
+                        f"{', '.join(source)}, but it is the job's first segment")
+            elif set(source) != previous:
+                out.add(ViolationKind.MIGRATION, f"job {me!r}: {at} migrated from "
+                        f"{', '.join(source)}, but the job's previous segment ran on "
+                        f"{', '.join(sorted(previous))}")
+            elif set(source) == here:
+                out.add(ViolationKind.MIGRATION, f"job {me!r}: {at} migrated from "
+                        f"{', '.join(source)}, the GPUs it runs on: a migration moves the job")
+            previous = here
+
+
+@dataclass
+class _Slot:
+    """An event the segments call for: its kind, instant and GPUs."""
+
+    kind: EventKind
+    time: float
+    gpus: frozenset[int]
+    #: False between two segments that continue each other (same GPUs, no gap, e.g. a new
+    #: partner): the job is not paused there, so the events may be left out.
+    required: bool
+    used: bool = False
+
+
+def _expected_events(placed: _Placed, mine: list[int]) -> list[_Slot]:
+    """The events one job's segments (in start order) call for."""
+    first, last = mine[0], mine[-1]
+    slots = [_Slot(EventKind.START, placed.start[first], frozenset(placed.gpus[first]), True)]
+    for before, k in itertools.pairwise(mine):
+        paused = not (set(placed.gpus[before]) == set(placed.gpus[k])
+                      and _same_time(placed.end[before], placed.start[k]))
+        slots.append(_Slot(EventKind.PREEMPT, placed.end[before],
+                           frozenset(placed.gpus[before]), paused))
+        moved = placed.migrated_from[k] is not None
+        slots.append(_Slot(EventKind.MIGRATE if moved else EventKind.RESUME, placed.start[k],
+                           frozenset(placed.gpus[k]), paused))
+    slots.append(_Slot(EventKind.COMPLETE, placed.end[last], frozenset(placed.gpus[last]), True))
+    return slots
+
+
+_WHEN = {
+    EventKind.START: "the start of the job's first segment",
+    EventKind.PREEMPT: "the end of one of the job's segments other than its last",
+    EventKind.RESUME: "the start of one of the job's segments other than its first",
+    EventKind.MIGRATE: "the start of a segment that migrated the job (migrated_from)",
+    EventKind.COMPLETE: "the end of the job's last segment",
+}
+
+
+def _stray_event(at: str, kind: EventKind, time: float, mine: list[_Slot]) -> str:
+    """Why an event matches none of its job's expected events."""
+    then = {s.kind for s in mine if _same_time(s.time, time)}
+    if kind is EventKind.MIGRATE and EventKind.RESUME in then:
+        return (f"{at} is no migration: the segment starting then does not move the job "
+                "(its migrated_from is null); that is a resume event")
+    if kind is EventKind.RESUME and EventKind.MIGRATE in then:
+        return f"{at} should be a migrate event: the segment starting then migrated the job"
+    if kind in then:
+        return f"{at} is given twice"
+    return f"{at} is not at {_WHEN[kind]}"
+
+
+def _check_events(instance: Instance, schedule: Schedule, placed: _Placed,
+                  out: _Collector) -> None:
+    """Given events are in time order and are exactly what the segments show.
+
+    Each placed job starts at its first segment's start and completes at its last
+    segment's end; between two segments it is preempted at the end of the one and resumes
+    (or migrates, when the later segment declares ``migrated_from``) at the start of the
+    next, each event on that segment's GPUs. A schedule without events has nothing to check.
+    """
+    if not schedule.events:
+        return
+    slots = {j: _expected_events(placed, mine) for j, mine in placed.by_job().items()}
+    latest = -np.inf
+    for event in schedule.events:
+        time, kind = event.time_s, event.kind
+        at = f"job {event.job!r}: the {kind.value} event at {time:g} s"
+        if time < latest - TOLERANCE - _rounding(latest):
+            out.add(ViolationKind.EVENT, f"{at} is listed after an event at {latest:g} s "
+                    "(events are in time order)")
+        latest = max(latest, time)
+        j = instance.job_index.get(event.job)
+        unknown = [g for g in event.gpu_ids if g not in instance.gpu_index]
+        if j is None:
+            out.add(ViolationKind.EVENT, f"a {kind.value} event at {time:g} s names unknown "
+                    f"job {event.job!r}")
+            continue
+        if unknown:
+            out.add(ViolationKind.EVENT, f"{at} names unknown GPU(s) {', '.join(unknown)}")
+            continue
+        mine = slots.get(j)
+        if mine is None:
+            out.add(ViolationKind.EVENT, f"{at} is for a job with no segments")
+            continue
+        slot = next((s for s in mine if not s.used and s.kind is kind
+                     and _same_time(s.time, time)), None)
+        if slot is None:
+            out.add(ViolationKind.EVENT, _stray_event(at, kind, time, mine))
+            continue
+        slot.used = True
+        gpus = [instance.gpu_index[g] for g in event.gpu_ids]
+        if frozenset(gpus) != slot.gpus or len(set(gpus)) != len(gpus):
+            out.add(ViolationKind.EVENT, f"{at} names GPU(s) {', '.join(event.gpu_ids)}, but "
+                    f"the segment then runs on {_ids(instance, slot.gpus)}")
+    for j, mine in slots.items():
+        for slot in mine:
+            if slot.required and not slot.used:
+                out.add(ViolationKind.EVENT, f"job {instance.job_ids[j]!r} has no "
+                        f"{slot.kind.value} event at {slot.time:g} s")
 
 
 def _check_segments(instance: Instance, placed: _Placed, out: _Collector) -> None:
@@ -313,7 +609,7 @@ def _check_dependencies(instance: Instance, placed: _Placed, out: _Collector) ->
 def _gpu_entries(
     instance: Instance, placed: _Placed
 ) -> tuple[IntArray, IntArray, FloatArray, FloatArray]:
-    """One row per (placement, GPU): placement number, GPU, start and end."""
+    """One row per (segment, GPU): segment number, GPU, start and end."""
     counts = np.array([len(g) for g in placed.gpus], dtype=np.int64)
     owner = np.repeat(np.arange(len(placed.gpus)), counts)
     gpu = np.array([g for gpus in placed.gpus for g in gpus], dtype=np.int64)
@@ -416,7 +712,7 @@ def _objective_value(instance: Instance, placed: _Placed, peak: FloatArray) -> f
 def _check_certificate(
     instance: Instance, schedule: Schedule, value: float, out: _Collector
 ) -> None:
-    """The certificate holds: status, objective, bound and gap agree with the placements.
+    """The certificate holds: status, objective, bound and gap agree with the segments.
 
     ``optimal`` needs a bound within :data:`~gpuplan.schedule.OPTIMAL_GAP` of the plan's
     value; a bound lies on the right side of that value; ``infeasible`` places nothing; a
@@ -426,9 +722,9 @@ def _check_certificate(
     if not status.has_plan and schedule.objective is not None:
         out.add(ViolationKind.OBJECTIVE, f"status {status.value!r} has no plan but claims "
                 f"objective {schedule.objective:g}")
-    if status is Status.INFEASIBLE and schedule.placements:
+    if status is Status.INFEASIBLE and schedule.segments:
         out.add(ViolationKind.STATUS, f"status 'infeasible' claims no plan exists, yet "
-                f"{len(schedule.placements)} placement(s) are given")
+                f"{len(schedule.segments)} segment(s) are given")
     if status is Status.OPTIMAL:
         proven = relative_gap(schedule.objective, schedule.bound)
         if proven is None:
@@ -439,7 +735,7 @@ def _check_certificate(
     if schedule.objective is not None and not _close(schedule.objective, value):
         out.add(
             ViolationKind.OBJECTIVE,
-            f"reported objective {schedule.objective:g} but the placements give {value:g}",
+            f"reported objective {schedule.objective:g} but the segments give {value:g}",
         )
     gap = relative_gap(schedule.objective, schedule.bound)
     if (gap is None) != (schedule.gap is None) or (
@@ -472,9 +768,14 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
     work; that each gang has its size, on one node and one type, that the type is
     allowed and fits, that durations match the chosen type, release times, deadlines and
     dependency order (time-based objectives), that no named resource of any GPU is exceeded
-    at any instant (a space-shared pair, see :func:`_pair_up`, counts once with the larger
-    demand and runs at its colocation speeds), and that the reported objective and bound
-    are consistent.
+    at any instant (a space-shared pair counts once with the larger demand and runs at its
+    colocation speeds), and that the reported objective and bound are consistent.
+
+    What a segment declares is checked, never used on trust: its work against its interval
+    (run time less overheads, at the type's speed and its pair's), its partner against the
+    segments and the instance's class pairs (segments naming none are paired as version 1
+    files are, see :func:`_pair_up`), its overheads against its length, ``migrated_from``
+    against the job's previous segment, and the events against the segments.
 
     Parameters
     ----------
@@ -496,12 +797,19 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
             f"the schedule was planned for {schedule.objective_kind!r}, the instance asks "
             f"for {instance.objective.value!r}",
         )
-    placed = _check_placements(instance, schedule, out)
+    placed = _check_each_segment(instance, schedule, out)
     _check_coverage(instance, schedule, placed, out)
-    if not instance.objective.is_static:
+    _check_partners(instance, placed, out)
+    static = instance.objective.is_static
+    if not static:
         _pair_up(instance, placed)
+    _check_overheads(instance, placed, out)
+    _check_work(instance, placed, out)
+    _check_migrations(instance, placed, out)
+    if not static:
         _check_segments(instance, placed, out)
         _check_dependencies(instance, placed, out)
+    _check_events(instance, schedule, placed, out)
     peak = _check_capacity(instance, placed, out)
     value = _objective_value(instance, placed, peak)
     _check_certificate(instance, schedule, value, out)

@@ -26,6 +26,7 @@ from typing import Any
 
 from gpuplan.bench import load_suite, markdown, run_bench, write_results
 from gpuplan.instance import Instance
+from gpuplan.methods.balance import solve_policy
 from gpuplan.models.allocation import Policy, ThroughputData
 from gpuplan.readers.gavel import (
     PRICES,
@@ -35,7 +36,6 @@ from gpuplan.readers.gavel import (
     trace_document,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.solvers.balance import solve_policy
 from gpuplan.solvers.base import SolveOptions
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from gpuplan.bench import load_suite, markdown, run_bench, write_results
+from gpuplan.search.lp_rounding import ROUNDINGS
 from gpuplan.solvers import SolveOptions
-from gpuplan.solvers.rounding import ROUNDINGS
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.

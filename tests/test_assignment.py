@@ -18,16 +18,16 @@ from conftest import ROOT, run_cli
 from test_greedy import instance_from
 
 from gpuplan import InputError, Instance, ObjectiveKind, Status, plan, read_instance
+from gpuplan.backends.highs import HighsBackend, wait_for
+from gpuplan.methods.base import CORES
 from gpuplan.models.assignment import AssignmentModel, PooledModel
 from gpuplan.models.linear import LazyNames
 from gpuplan.models.textbook import ADDITIVE
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.readers.orlib_gap import gap_document
+from gpuplan.search.lns import subprogram
+from gpuplan.search.lp_rounding import ROUNDINGS
 from gpuplan.solvers import SolveOptions, highs
-from gpuplan.solvers.base import CORES
-from gpuplan.solvers.highs import HighsBackend, wait_for
-from gpuplan.solvers.lns import subprogram
-from gpuplan.solvers.rounding import ROUNDINGS
 from gpuplan.status import relative_gap
 
 GAP = ROOT.parent / "shared" / "benchmarks" / "gap" / "orlib"
@@ -402,7 +402,7 @@ def test_the_highs_banner_goes_to_the_debug_log(tmp_path: Path) -> None:
     """
     code = ("import logging, sys; logging.basicConfig(stream=sys.stderr, level=logging.DEBUG,"
             " format='LOG %(message)s'); logging.getLogger('pyomo').setLevel(logging.INFO);"
-            " from gpuplan.solvers.highs import new_highs; from gpuplan.solvers import "
+            " from gpuplan.backends.highs import new_highs; from gpuplan.solvers import "
             "SolveOptions; new_highs(SolveOptions()); print('done')")
     quiet = subprocess.run([sys.executable, "-c", code.replace("DEBUG", "WARNING")],
                            capture_output=True, text=True, timeout=60)

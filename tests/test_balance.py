@@ -11,8 +11,10 @@ import pytest
 from conftest import INSTANCES, run_cli
 
 from gpuplan import Schedule, plan
+from gpuplan.backends import BACKENDS
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance
+from gpuplan.methods.balance import solve_policy
 from gpuplan.models.allocation import (
     Policy,
     ThroughputData,
@@ -21,12 +23,10 @@ from gpuplan.models.allocation import (
     quadratic_program,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.search.round_plans import plan_rounds
 from gpuplan.solvers import balance
 from gpuplan.solvers import rounds as rounds_module
-from gpuplan.solvers.backends import BACKENDS
-from gpuplan.solvers.balance import solve_policy
 from gpuplan.solvers.base import SolveOptions
-from gpuplan.solvers.rounds import plan_rounds
 from gpuplan.status import Status
 
 OPTIONS = SolveOptions()
@@ -295,7 +295,7 @@ def test_round_too_small_is_an_input_error_before_any_work(
     monkeypatch.setattr(balance, "solve_policy", no_work)
     monkeypatch.setattr(balance, "list_schedule", no_work)
     with pytest.raises(InputError) as error:
-        balance.BalanceSolver().solve(instance, SolveOptions(round_s=1e-3, time_limit_s=5.0))
+        balance.BalanceMethod().solve(instance, SolveOptions(round_s=1e-3, time_limit_s=5.0))
     assert error.value.source == "--round"
     assert "1,000,000,000 rounds" in error.value.message
     assert "use --round of at least 10" in error.value.message
@@ -351,7 +351,7 @@ def test_legal_extremes_end_in_seconds() -> None:
     }
     instance = instance_of(document)
     with pytest.raises(InputError) as error:
-        balance.BalanceSolver().solve(instance, SolveOptions())
+        balance.BalanceMethod().solve(instance, SolveOptions())
     least = float(error.value.message.rsplit(" ", 1)[1])
     assert least == pytest.approx(1e4)
     began = time.perf_counter()
@@ -525,5 +525,5 @@ def test_more_jobs_than_the_rounds_can_hold_is_an_input_error(
     instance = one_gpu([{"id": f"j{i}", "demand": {"compute": 1.0}, "duration_s": 1.0}
                         for i in range(30)])
     with pytest.raises(InputError) as error:
-        balance.BalanceSolver().solve(instance, SolveOptions())
+        balance.BalanceMethod().solve(instance, SolveOptions())
     assert error.value.source == "--method" and "greedy or cp" in error.value.message

@@ -11,8 +11,8 @@ from test_greedy import instance_from
 from gpuplan import Instance, ObjectiveKind, Status, plan
 from gpuplan.models.bounds import earliest_completion, infeasibility_reasons, objective_bound
 from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.search.time_bounds import simple_bound
 from gpuplan.solvers.base import SolveOptions
-from gpuplan.solvers.time_bounds import simple_bound
 
 
 def test_earliest_completion_follows_the_chain(small: Instance) -> None:

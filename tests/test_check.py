@@ -2,7 +2,9 @@
 
 Each case starts from the verified greedy schedule of ``tests/data/valid_small.json`` (optimal,
 makespan 1300) and changes one thing a careless or dishonest writer might: the claim of
-what it optimises, its status and bound, or the plan itself.
+what it optimises, its status and bound, or the plan itself. Every case runs on the schedule
+as gpuplan writes it now (v2, segments) and as version 1 wrote it (placements,
+``tests/data/schedule_v1_small.json``): old files are held to the same rules.
 """
 
 from __future__ import annotations
@@ -20,12 +22,21 @@ from gpuplan.cli import main
 from gpuplan.schedule import Schedule
 
 SMALL = DATA / "valid_small.json"
+V1_SMALL = DATA / "schedule_v1_small.json"
+SEGMENTS_SMALL = DATA / "segments_small.json"
+V2_SEGMENTS = DATA / "schedule_v2_segments.json"
 
 Document = dict[str, Any]
 
 
+def _plan_key(document: Document) -> str:
+    """Where the plan is: ``segments`` (v2) or ``placements`` (v1)."""
+    return "placements" if "placements" in document else "segments"
+
+
 def _placement(document: Document, job: str) -> Document:
-    return next(p for p in document["placements"] if p["job"] == job)
+    found: Document = next(p for p in document[_plan_key(document)] if p["job"] == job)
+    return found
 
 
 def _set(**fields: Any) -> Callable[[Document], None]:
@@ -50,21 +61,22 @@ def _edit(name: str, **fields: Any) -> Callable[[Document], None]:
 
 def _drop(job: str) -> Callable[[Document], None]:
     def change(document: Document) -> None:
-        document["placements"] = [p for p in document["placements"] if p["job"] != job]
+        key = _plan_key(document)
+        document[key] = [p for p in document[key] if p["job"] != job]
     return change
 
 
 def _claim_max_weight(document: Document) -> None:
     """A schedule that says max-weight places no job and so ignores every time rule."""
     document.update(objective_kind="max-weight", objective=0.0, bound=0.0, gap=0.0,
-                    placements=[],
                     unplaced=[{"job": j, "reason": "not worth it"}
                               for j in ("prep", "train", "eval", "sweep-a", "sweep-b")])
+    document[_plan_key(document)] = []
 
 
 def _duplicate(job: str) -> Callable[[Document], None]:
     def change(document: Document) -> None:
-        document["placements"].append(dict(_placement(document, job)))
+        document[_plan_key(document)].append(dict(_placement(document, job)))
     return change
 
 
@@ -105,19 +117,28 @@ TAMPERED: dict[str, tuple[Callable[[Document], None], str]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def verified() -> Document:
-    """The verified greedy schedule of the small instance, as a JSON document."""
+@pytest.fixture(scope="module", params=["v2", "v1"])
+def verified(request: pytest.FixtureRequest) -> Document:
+    """The verified greedy schedule of the small instance, as a JSON document (v2 or v1)."""
+    if request.param == "v1":
+        document: Document = json.loads(V1_SMALL.read_text())
+        assert document["format_version"] == 1 and document["verification"]["ok"]
+        return document
     schedule = plan(read_instance(SMALL), "greedy")
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.status.value == "optimal" and schedule.objective == 1300.0
-    document: Document = json.loads(schedule.to_json())
+    document = json.loads(schedule.to_json())
+    assert document["format_version"] == 2
     return document
 
 
 @pytest.mark.parametrize("name", sorted(TAMPERED))
 def test_tampered_schedule_is_caught(verified: Document, name: str) -> None:
-    """The verifier reports the tampering as a violation of the expected kind."""
+    """The verifier reports the tampering as a violation of the expected kind.
+
+    If this broke, `gpuplan check` would pass a schedule (new or version 1) that breaks a
+    constraint or claims what its plan does not show.
+    """
     change, kind = TAMPERED[name]
     document = json.loads(json.dumps(verified))
     change(document)
@@ -130,7 +151,10 @@ def test_tampered_schedule_is_caught(verified: Document, name: str) -> None:
                                   "optimal with a 13% gap", "optimal with a bound of -1e300"])
 def test_check_exits_1_on_a_false_claim(verified: Document, name: str, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """``gpuplan check`` says "violation" and exits 1 for claims the file cannot back."""
+    """``gpuplan check`` says "violation" and exits 1 for claims the file cannot back.
+
+    If this broke, scripts relying on the exit code would accept a false schedule.
+    """
     document = json.loads(json.dumps(verified))
     TAMPERED[name][0](document)
     path = tmp_path / "tampered.json"
@@ -141,7 +165,10 @@ def test_check_exits_1_on_a_false_claim(verified: Document, name: str, tmp_path:
 
 def test_check_takes_the_objective_from_the_instance_or_the_user(
         verified: Document, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The objective checked is the instance's, or --objective: the schedule's claim is data."""
+    """The objective checked is the instance's, or --objective: the schedule's claim is data.
+
+    If this broke, a schedule could choose the objective it is judged by.
+    """
     path = tmp_path / "s.json"
     path.write_text(json.dumps(verified))
     assert main(["check", str(SMALL), str(path)]) == 0
@@ -153,12 +180,15 @@ def test_check_takes_the_objective_from_the_instance_or_the_user(
 @pytest.mark.parametrize("status", ["no_solution", "infeasible"])
 def test_check_does_not_verify_a_file_without_a_plan(
         status: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A no_solution or infeasible file holds nothing to verify: exit 1, said plainly."""
+    """A no_solution or infeasible file holds nothing to verify: exit 1, said plainly.
+
+    If this broke, a file without a plan would look like a checked plan.
+    """
     instance = read_instance(SMALL)
     document = {"instance": instance.name, "objective_kind": "makespan", "status": status,
                 "objective": None, "bound": None, "gap": None, "method": "hand",
                 "solver": "hand", "wall_time_s": 0.0, "seed": 0, "gpuplan_version": "test",
-                "placements": [], "unplaced": [{"job": j, "reason": "none found"}
+                "segments": [], "unplaced": [{"job": j, "reason": "none found"}
                                                for j in instance.job_ids]}
     path = tmp_path / "empty.json"
     path.write_text(json.dumps(document))
@@ -168,7 +198,10 @@ def test_check_does_not_verify_a_file_without_a_plan(
 
 def test_schedule_with_a_key_given_twice_is_bad_input(
         verified: Document, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A schedule file that says "objective" twice is refused, not read with either value."""
+    """A schedule file that says "objective" twice is refused, not read with either value.
+
+    If this broke, gpuplan and another JSON reader could see different claims in one file.
+    """
     text = json.dumps(verified).replace('"objective": 1300.0', '"objective": 1300.0, '
                                         '"objective": 1.0', 1)
     path = tmp_path / "twice.json"
@@ -178,7 +211,10 @@ def test_schedule_with_a_key_given_twice_is_bad_input(
 
 
 def test_lateness_is_caught_at_the_largest_times() -> None:
-    """Near 1e9 s a plan 900 s late, or started before its predecessor ends, still fails."""
+    """Near 1e9 s a plan 900 s late, or started before its predecessor ends, still fails.
+
+    If this broke, late plans with large times would pass as rounding noise.
+    """
     from gpuplan.readers.instance_file import build_instance, parse_document
 
     document = {"gpu_types": [{"id": "A", "capacity": {"memory": 1}}],
@@ -189,7 +225,7 @@ def test_lateness_is_caught_at_the_largest_times() -> None:
     instance = build_instance(parse_document(document, "big"), "big")
 
     def schedule(a_start: float, b_start: float) -> Schedule:
-        placements = [{"job": "a", "node": "n", "gpu_type": "A", "gpu_ids": ["n/0"],
+        segments = [{"job": "a", "node": "n", "gpu_type": "A", "gpu_ids": ["n/0"],
                        "start_s": a_start, "end_s": a_start + 5e8},
                       {"job": "b", "node": "n", "gpu_type": "A", "gpu_ids": ["n/1"],
                        "start_s": b_start, "end_s": b_start + 1.5}]
@@ -197,8 +233,47 @@ def test_lateness_is_caught_at_the_largest_times() -> None:
             "instance": instance.name, "objective_kind": "makespan", "status": "feasible",
             "objective": None, "bound": None, "gap": None, "method": "hand", "solver": "hand",
             "wall_time_s": 0.0, "seed": 0, "gpuplan_version": "test",
-            "placements": placements, "unplaced": []}))
+            "segments": segments, "unplaced": []}))
 
     assert verify_schedule(instance, schedule(4e8, 9e8)).ok
     kinds = {v.kind.value for v in verify_schedule(instance, schedule(4e8 + 900, 9e8)).violations}
     assert kinds == {"deadline", "dependency"}
+
+
+@pytest.mark.parametrize(("instance", "schedule"), [(SMALL, V1_SMALL),
+                                                    (SEGMENTS_SMALL, V2_SEGMENTS)])
+def test_check_passes_valid_v1_and_v2_files(instance: Path, schedule: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``gpuplan check`` exits 0 on a version-1 file and on a v2 file with every new fact.
+
+    If this broke, users could not check the schedules older gpuplan versions wrote, or
+    plans with shared GPUs, overheads, migrations and events.
+    """
+    assert main(["check", str(instance), str(schedule)]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("work_mismatch.json", "work"), ("partner_without_segment.json", "partner"),
+    ("overhead_longer_than_segment.json", "overhead"),
+    ("migrated_from_wrong_gpus.json", "migration"), ("event_at_wrong_time.json", "event"),
+])
+def test_check_exits_1_on_a_false_segment_fact(name: str, kind: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``gpuplan check`` exits 1 and names the kind for each bad v2 schedule file.
+
+    If this broke, a tampered work share, partner, overhead, migration or event would pass
+    the command line's check.
+    """
+    path = DATA / "bad_schedules" / name
+    assert main(["check", str(SEGMENTS_SMALL), str(path)]) == 1
+    assert f"[{kind}]" in capsys.readouterr().err
+
+
+def test_check_refuses_an_epoch_without_offset(capsys: pytest.CaptureFixture[str]) -> None:
+    """A schedule whose epoch has no UTC offset is bad input (exit 2) naming "epoch".
+
+    If this broke, exporters could read a local time as UTC and start jobs hours off.
+    """
+    path = DATA / "bad_schedules" / "epoch_without_offset.json"
+    assert main(["check", str(SEGMENTS_SMALL), str(path)]) == 2
+    assert f"{path}: epoch: Input should have timezone info" in capsys.readouterr().err

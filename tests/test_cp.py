@@ -16,6 +16,8 @@ from ortools.sat.python import cp_model
 from gpuplan import Instance, ObjectiveKind, Schedule, Status, plan, read_instance
 from gpuplan.errors import InputError
 from gpuplan.generate import generate_document
+from gpuplan.methods.cp import _twins_by_load
+from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.machine_load import MachineLoadModel, sequencing_free
 from gpuplan.models.scheduling import (
     OutOfTimeError,
@@ -26,8 +28,6 @@ from gpuplan.models.scheduling import (
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.solvers import SolveOptions
-from gpuplan.solvers.cp import _twins_by_load
-from gpuplan.solvers.greedy import list_schedule
 from gpuplan.status import OPTIMAL_GAP, relative_gap
 
 OPTIONS = SolveOptions(time_limit_s=20, seed=0)
@@ -85,7 +85,7 @@ def test_both_formulations_solve_unrelated_machines(formulation: Any) -> None:
     """The load model and the interval model both prove the brute-force R||Cmax optimum."""
     instance, optimum = unrelated_machines()
     model = formulation.build(instance, TickScale.choose(instance))
-    solver = cp_model.CpSolver()
+    solver = cp_model.CpMethod()
     solver.parameters.max_time_in_seconds = 20
     solver.parameters.num_workers = 2
     assert solver.solve(model.model) == cp_model.OPTIMAL
@@ -455,7 +455,7 @@ def test_list_scheduling_hint_is_a_solution_of_the_model(formulation: Any) -> No
     gpus = (_twins_by_load(model, greedy.job, greedy.gpus)
             if formulation is MachineLoadModel else greedy.gpus)
     model.hint(greedy.job, gpus, greedy.start)
-    solver = cp_model.CpSolver()
+    solver = cp_model.CpMethod()
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.max_time_in_seconds = 10
     assert solver.solve(model.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)

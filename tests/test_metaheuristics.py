@@ -11,11 +11,11 @@ import pytest
 from conftest import INSTANCES, run_cli
 
 from gpuplan import Instance, ObjectiveKind, Schedule, Status, plan
+from gpuplan.methods.sa import StaticSearch
 from gpuplan.readers import read_instance
 from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.search.plan_encodings import MOVES, AssignmentState
 from gpuplan.solvers import SolveOptions, get_solver
-from gpuplan.solvers.encodings import MOVES, AssignmentState
-from gpuplan.solvers.metaheuristics import StaticSearch
 
 GAP1 = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "gap" / "orlib" / "gap1.txt"
 HEURISTICS = ["sa", "ga"]

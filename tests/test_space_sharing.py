@@ -12,7 +12,9 @@ import pytest
 from conftest import run_cli
 
 from gpuplan import Placement, Schedule, Status, verify_schedule
+from gpuplan.backends.highs import HighsMaster
 from gpuplan.instance import Instance
+from gpuplan.methods.balance import solve_policy
 from gpuplan.models.allocation import (
     Colocation,
     PairColumns,
@@ -22,9 +24,7 @@ from gpuplan.models.allocation import (
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.schedule import ViolationKind
-from gpuplan.solvers.balance import solve_policy
 from gpuplan.solvers.base import SolveOptions
-from gpuplan.solvers.highs import HighsMaster
 
 SHARING = SolveOptions(space_sharing=True)
 

@@ -1,27 +1,26 @@
-"""What every solver backend and heuristic shares: options, raw result and the protocol."""
+"""TEMPORARY: the old flat options, kept while methods move to gpuplan.methods.base."""
 
 from __future__ import annotations
 
 import math
+import os
 import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
+from gpuplan.backends.base import ProgramSolution
 from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+
+MAX_SEED = 2**31 - 1  # TEMPORARY copy while the shim lives
+CORES = max(1, os.cpu_count() or 1)
 from gpuplan.models.linear import LinearProgram
 from gpuplan.readers.instance_file import MAX_TIME_S
 from gpuplan.solution import Result
-from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
 
-#: Seeds every method takes (CP-SAT's and numpy's common range).
-MAX_SEED = 2**31 - 1
-#: Cores of this machine: the most solver threads a solve may ask for (more only thrash;
-#: HiGHS aborted with 1000 under a memory cap).
+MAX_SEED = 2**31 - 1  # TEMPORARY copy while the shim lives
 CORES = max(1, os.cpu_count() or 1)
 
 
@@ -66,9 +65,9 @@ class SolveOptions:
         Let ``--method balance`` pair jobs on GPUs where the instance gives pair speeds.
     moves
         Neighbourhood moves of ``--method sa`` (and the GA's improvement step), by name
-        (:data:`~gpuplan.solvers.encodings.MOVES`).
+        (:data:`~gpuplan.search.plan_encodings.MOVES`).
     crossover
-        Crossover of ``--method ga``, by name (:data:`~gpuplan.solvers.encodings.CROSSOVERS`).
+        Crossover of ``--method ga``, by name (:data:`~gpuplan.search.plan_encodings.CROSSOVERS`).
     iterations
         Steps of ``sa`` (moves or decodes) or ``ga`` (generations); None: until the time
         limit, or the method's default without one.
@@ -135,76 +134,11 @@ class SolveOptions:
                                  f"{value!r} is out of range: expected from {low} to {high}")
 
 
-@dataclass(frozen=True)
-class ProgramSolution:
-    """What a backend returns for a :class:`~gpuplan.models.linear.LinearProgram`.
-
-    Attributes
-    ----------
-    status
-        Translated through the backend's status table.
-    values
-        Column values of the best solution found, or None.
-    objective
-        Its objective value, or None.
-    bound
-        The proven bound on the optimum (the optimum itself for a solved LP), or None.
-    solver
-        Backend name and version.
-    """
-
-    status: Status
-    values: FloatArray | None
-    objective: float | None
-    bound: float | None
-    solver: str
-
-
 def seconds_left(options: SolveOptions, began: float) -> float:
     """What is left of the options' time limit ``time.perf_counter() - began`` after."""
     if options.time_limit_s is None:
         return math.inf
     return options.time_limit_s - (time.perf_counter() - began)
-
-
-def plan_status(objective: float | None, bound: float | None) -> Status:
-    """The status of a heuristic plan: none, feasible, or optimal when it meets the bound.
-
-    A plan meets the bound when their gap is within :data:`~gpuplan.schedule.OPTIMAL_GAP`,
-    the verifier's definition of optimal.
-    """
-    if objective is None:
-        return Status.NO_SOLUTION
-    gap = relative_gap(objective, bound)
-    return Status.OPTIMAL if gap is not None and gap <= OPTIMAL_GAP else Status.FEASIBLE
-
-
-def time_objective(
-    instance: Instance, job: IntArray, gpu_type: IntArray, end: FloatArray,
-    kind: ObjectiveKind | None = None, work: FloatArray | None = None,
-) -> float:
-    """The value of a time-based objective (the instance's by default) for a full plan.
-
-    ``job``, ``gpu_type`` and ``end`` are per placement; a preemptible job may have several
-    (its segments), each doing the share ``work`` of the job (1 by default). A job
-    completes at its last segment's end.
-    """
-    completion = np.full(instance.n_jobs, -np.inf)
-    np.maximum.at(completion, job, end)
-    done = np.flatnonzero(np.isfinite(completion))
-    finish = completion[done]
-    match kind or instance.objective:
-        case ObjectiveKind.MAKESPAN:
-            return float(finish.max(initial=0.0))
-        case ObjectiveKind.WEIGHTED_COMPLETION:
-            return float((instance.weight[done] * finish).sum())
-        case ObjectiveKind.TARDINESS:
-            late = np.maximum(0.0, finish - instance.due[done])
-            return float((instance.weight[done] * late).sum())
-        case ObjectiveKind.COST:
-            share = np.ones(job.size) if work is None else work
-            return float((instance.cost[job, gpu_type] * share).sum())
-    raise AssertionError(f"{kind or instance.objective} is not a time-based objective")
 
 
 class Backend(Protocol):

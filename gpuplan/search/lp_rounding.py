@@ -2,7 +2,7 @@
 
 A rounding turns an LP's ``(J, T)`` shares into an integral placement that respects
 per-GPU capacity: it fixes an order and a type preference per job, and best-fit packing
-(:func:`~gpuplan.solvers.greedy.best_fit_decreasing`) does the rest, falling back to the
+(:func:`~gpuplan.methods.greedy.best_fit_decreasing`) does the rest, falling back to the
 next preferred type when one is full (capacity-aware repair). :data:`ROUNDINGS` is the
 registry behind ``gpuplan solve --method lp --rounding NAME``.
 
@@ -20,9 +20,9 @@ from collections.abc import Callable
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.methods.greedy import best_fit_decreasing, job_size
 from gpuplan.models.assignment import job_value
-from gpuplan.solvers.base import Result
-from gpuplan.solvers.greedy import best_fit_decreasing, job_size
+from gpuplan.solution import Result
 
 #: A rounding: (instance, shares, seed, deadline) -> placement result.
 Rounding = Callable[[Instance, FloatArray, int, float], Result]

@@ -4,11 +4,11 @@
 warm-started from best-fit decreasing. With HiGHS and a time limit it runs branch-and-cut on
 the whole model beside an LP-guided lane: the MIP over the LP's split jobs, a reduced-cost
 core MIP, then large-neighbourhood search around the incumbent
-(:mod:`gpuplan.solvers.lns`); see :meth:`MilpSolver.solve`.
+(:mod:`gpuplan.search.lns`); see :meth:`MilpMethod.solve`.
 
 ``lp`` solves the pooled-type LP relaxation (:class:`~gpuplan.models.assignment.PooledModel`),
 whose optimum is the reported bound, rounds it with a rounding from
-:data:`~gpuplan.solvers.rounding.ROUNDINGS`, and improves the plan by moving jobs.
+:data:`~gpuplan.search.lp_rounding.ROUNDINGS`, and improves the plan by moving jobs.
 
 The time limit covers everything: building the model, handing it to the backend, the
 solve, rounding, repair and reading the plan back. A method whose budget is spent before
@@ -22,17 +22,13 @@ import logging
 import math
 import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.models.assignment import POOLED_OBJECTIVES, AssignmentModel, PooledModel, job_value
-from gpuplan.models.bounds import infeasibility_reasons, objective_bound
-from gpuplan.models.linear import OutOfTimeError
-from gpuplan.solvers.backends import get_backend
-from gpuplan.solvers.base import ProgramSolution, Result, SolveOptions, plan_status
-from gpuplan.solvers.greedy import best_fit_decreasing
-from gpuplan.solvers.highs import (
+from gpuplan.backends import get_backend
+from gpuplan.backends.base import ProgramSolution
+from gpuplan.backends.highs import (
     HighsBackend,
     explain_infeasible,
     new_highs,
@@ -40,8 +36,22 @@ from gpuplan.solvers.highs import (
     still_busy,
     wait_for,
 )
-from gpuplan.solvers.lns import improve, subprogram
-from gpuplan.solvers.rounding import ROUNDINGS, improve_by_moves, repair_by_ejection
+from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.methods.base import (
+    STATIC_OBJECTIVES,
+    WarmStart,
+    option,
+    plan_status,
+    solver_option,
+)
+from gpuplan.methods.greedy import best_fit_decreasing
+from gpuplan.models.assignment import POOLED_OBJECTIVES, AssignmentModel, PooledModel, job_value
+from gpuplan.models.bounds import infeasibility_reasons, objective_bound
+from gpuplan.models.linear import OutOfTimeError
+from gpuplan.search.lns import improve, subprogram
+from gpuplan.search.lp_rounding import ROUNDINGS, improve_by_moves, repair_by_ejection
+from gpuplan.solution import Result
+from gpuplan.solvers.base import SolveOptions
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
@@ -287,11 +297,23 @@ def _lp_fixed_plan(
     return base
 
 
-class MilpSolver:
+@dataclass(frozen=True)
+class MilpOptions:
+    """Options of ``--method milp``."""
+
+    backend: str = solver_option(("highs", "cpsat", "pyomo"), "the assignment MILP")
+
+
+class MilpMethod:
     """The exact assignment MILP on HiGHS (default), CP-SAT or Pyomo."""
 
     name = "milp"
     description = "assignment MILP (static objectives) on --solver; HiGHS adds core + LNS"
+    options_type = MilpOptions
+    objectives = STATIC_OBJECTIVES
+    backends: tuple[str, ...] = ("highs", "cpsat", "pyomo")
+    warm_starts: frozenset[WarmStart] = frozenset({WarmStart.PLAN, WarmStart.LANE})
+    iterative = False
 
     def supports(self, instance: Instance) -> bool:
         """The static objectives."""
@@ -534,11 +556,25 @@ class MilpSolver:
                              "left out: placing it does not improve the plan within capacity")
 
 
-class LpSolver:
+@dataclass(frozen=True)
+class LpOptions:
+    """Options of ``--method lp``."""
+
+    backend: str = solver_option(("highs", "pyomo"), "the pooled LP relaxation")
+    rounding: str = option("largest-share", "--rounding", "how the relaxation is rounded "
+                           "(default: largest-share)", choices=tuple(ROUNDINGS))
+
+
+class LpMethod:
     """LP relaxation over pooled GPU types, rounded and improved."""
 
     name = "lp"
     description = "pooled LP relaxation + --rounding + job moves (assign-cost/-profit, max-weight)"
+    options_type = LpOptions
+    objectives = POOLED_OBJECTIVES
+    backends: tuple[str, ...] = ("highs", "pyomo")
+    warm_starts: frozenset[WarmStart] = frozenset()
+    iterative = False
 
     def supports(self, instance: Instance) -> bool:
         """Objectives that sum a value per (job, type)."""

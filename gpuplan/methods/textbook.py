@@ -20,31 +20,49 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from gpuplan.backends import get_backend
+from gpuplan.backends.cpsat import import_cp_model, status_table
+from gpuplan.backends.highs import HighsBackend
 from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.methods.base import (
+    WarmStart,
+    solver_option,
+)
+from gpuplan.methods.milp import deadline_of, no_plan, settled_status, static_result
 from gpuplan.models.linear import OutOfTimeError, check_deadline
-from gpuplan.models.textbook import TextbookModel
-from gpuplan.solvers.assignment import deadline_of, no_plan, settled_status, static_result
-from gpuplan.solvers.backends import get_backend
-from gpuplan.solvers.base import Result, SolveOptions
-from gpuplan.solvers.cpsat import import_cp_model, status_table
-from gpuplan.solvers.highs import HighsBackend
+from gpuplan.models.textbook import ADDITIVE, TextbookModel
+from gpuplan.solution import Result
+from gpuplan.solvers.base import SolveOptions
 from gpuplan.status import Status
 
 #: Jobs whose intervals are made between two readings of the clock.
 CLOCK_EVERY = 16
 
 
-class TextbookSolver:
+@dataclass(frozen=True)
+class TextbookOptions:
+    """Options of ``--method textbook``."""
+
+    backend: str = solver_option(("highs", "cpsat"), "the textbook model")
+
+
+class TextbookMethod:
     """The textbook assignment MILP on HiGHS, CP-SAT or Pyomo (``--solver``)."""
 
     name = "textbook"
     description = ("the plain model on a solver, defaults only (a peer; single-GPU jobs: "
                    "assignment MILP on --solver for assign-cost/-profit and max-weight, "
                    "CP-SAT intervals for makespan)")
+    options_type = TextbookOptions
+    objectives = ADDITIVE | {ObjectiveKind.MAKESPAN}
+    backends: tuple[str, ...] = ("highs", "cpsat")
+    warm_starts: frozenset[WarmStart] = frozenset()
+    iterative = False
 
     def supports(self, instance: Instance) -> bool:
         """Single-GPU jobs, and an additive static objective or makespan."""
@@ -142,7 +160,7 @@ class TextbookSolver:
             model.add_no_overlap(intervals)
         model.minimize(makespan)
         check_deadline(deadline, "objective")
-        solver = cp_model.CpSolver()
+        solver = cp_model.CpMethod()
         solver.parameters.log_search_progress = False
         solver.parameters.log_to_stdout = False
         if math.isfinite(deadline):

@@ -23,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from gpuplan.backends.base import ProgramSolution
+from gpuplan.backends.highs import quiet_banner, reserve_s
 from gpuplan.errors import BackendUnavailableError
 from gpuplan.instance import FloatArray, IntArray
 from gpuplan.models.linear import LinearProgram, OutOfTimeError, check_deadline
-from gpuplan.solvers.base import ProgramSolution, SolveOptions
-from gpuplan.solvers.highs import quiet_banner, reserve_s
+from gpuplan.solvers.base import SolveOptions
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)

@@ -3,21 +3,29 @@
 These are the field's simplest real planners and the baseline every other method must
 beat. Both are deterministic (ties go to the lower index), never change the instance, and
 work on numpy arrays over all GPUs at once, so one job costs a handful of vector operations.
-Both read the clock as they go when given a deadline: jobs not reached by then are left
+Both read the clock as they go when given a budget: jobs not reached by then are left
 out, and say so.
 """
 
 from __future__ import annotations
 
 import heapq
-import math
-import time
+from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.budget import Budget
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.methods.base import (
+    ALL_OBJECTIVES,
+    Context,
+    PlainMethod,
+    WarmStart,
+    plan_status,
+    time_objective,
+)
 from gpuplan.models.bounds import objective_bound
-from gpuplan.solvers.base import Result, SolveOptions, plan_status, time_objective
+from gpuplan.solution import Result
 
 #: Capacity slack (relative) within which a demand counts as fitting; far below the
 #: verifier's tolerance, so a plan the greedy accepts is never rejected for rounding.
@@ -28,9 +36,9 @@ CLOCK_EVERY = 64
 NOT_REACHED = "the time limit was reached before the greedy pass got to it"
 
 
-def _expired(deadline: float, done: int) -> bool:
-    """Whether ``deadline`` has passed, read every :data:`CLOCK_EVERY` jobs."""
-    return done % CLOCK_EVERY == 0 and done > 0 and time.perf_counter() > deadline
+def _expired(budget: Budget | None, done: int) -> bool:
+    """Whether the budget is spent, read every :data:`CLOCK_EVERY` jobs."""
+    return budget is not None and done % CLOCK_EVERY == 0 and done > 0 and budget.spent()
 
 
 def _blocking_resource(instance: Instance, j: int, residual: FloatArray) -> str:
@@ -107,7 +115,7 @@ def _static_order(instance: Instance) -> IntArray:
 
 def best_fit_decreasing(
     instance: Instance, order: IntArray | None = None, type_rank: FloatArray | None = None,
-    deadline: float = math.inf,
+    budget: Budget | None = None,
 ) -> Result:
     """Place the batch at once, largest jobs first, each where it fits best.
 
@@ -130,8 +138,8 @@ def best_fit_decreasing(
     type_rank
         ``(J, T)`` preference per type, lower first, instead of the objective's rule; used
         to follow a fractional solution, falling back to other types when full.
-    deadline
-        ``time.perf_counter()`` time after which the remaining jobs are left out.
+    budget
+        When it is spent, the remaining jobs are left out; None: never.
     """
     objective = instance.objective
     gpu_type, n_types = instance.gpu_type, instance.n_types
@@ -146,7 +154,7 @@ def best_fit_decreasing(
     placed: list[tuple[int, int, IntArray, float, float]] = []
     unplaced: dict[int, str] = {}
     for done, j in enumerate(order.tolist()):
-        if _expired(deadline, done):
+        if _expired(budget, done):
             unplaced.update(dict.fromkeys(order[done:].tolist(), NOT_REACHED))
             break
         k = int(instance.gang[j])
@@ -259,7 +267,7 @@ def list_order(instance: Instance, keys: FloatArray | None = None) -> list[int]:
 
 
 def list_schedule(
-    instance: Instance, keys: FloatArray | None = None, deadline: float = math.inf
+    instance: Instance, keys: FloatArray | None = None, budget: Budget | None = None
 ) -> Result:
     """Schedule jobs one by one, each at its earliest finish on whole GPUs.
 
@@ -276,8 +284,8 @@ def list_schedule(
         A time-based-objective instance.
     keys
         ``(J,)`` priorities (lower first) that replace the priority rule.
-    deadline
-        ``time.perf_counter()`` time after which the remaining jobs are left out.
+    budget
+        When it is spent, the remaining jobs are left out; None: never.
     """
     objective = instance.objective
     n_types = instance.n_types
@@ -299,7 +307,7 @@ def list_schedule(
     unplaced: dict[int, str] = {}
     order = list_order(instance, keys)
     for done, j in enumerate(order):
-        if _expired(deadline, done):
+        if _expired(budget, done):
             unplaced.update(dict.fromkeys(order[done:], NOT_REACHED))
             break
         missing = [p for p in instance.predecessors[j] if np.isnan(end[p])]
@@ -340,17 +348,23 @@ def list_schedule(
     return _finish(instance, value, placed, unplaced)
 
 
-class GreedySolver:
+@dataclass(frozen=True)
+class GreedyOptions:
+    """``greedy`` takes no options of its own: it is deterministic and fast."""
+
+
+class GreedyMethod(PlainMethod):
     """Best-fit decreasing for static objectives, list scheduling for time-based ones."""
 
     name = "greedy"
     description = "best-fit decreasing (static) / list scheduling (time-based); no bound search"
+    options_type = GreedyOptions
+    objectives = ALL_OBJECTIVES
+    backends: tuple[str, ...] = ()
+    warm_starts: frozenset[WarmStart] = frozenset()
+    iterative = False
 
-    def supports(self, instance: Instance) -> bool:
-        """Greedy plans every objective."""
-        return True
-
-    def solve(self, instance: Instance, options: SolveOptions) -> Result:
+    def solve(self, instance: Instance, options: GreedyOptions, context: Context) -> Result:
         """Plan the instance greedily; one pass, well within any sensible time limit.
 
         Parameters
@@ -358,11 +372,11 @@ class GreedySolver:
         instance
             The validated problem.
         options
-            The time limit: jobs the pass has not reached when it is spent are left out
-            (the plan then places every job only where the objective allows dropping some).
+            None of its own.
+        context
+            The budget: jobs the pass has not reached when it is spent are left out (the
+            plan then places every job only where the objective allows dropping some).
         """
-        deadline = (math.inf if options.time_limit_s is None
-                    else time.perf_counter() + options.time_limit_s)
         if instance.objective.is_static:
-            return best_fit_decreasing(instance, deadline=deadline)
-        return list_schedule(instance, deadline=deadline)
+            return best_fit_decreasing(instance, budget=context.budget)
+        return list_schedule(instance, budget=context.budget)

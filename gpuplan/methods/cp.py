@@ -22,12 +22,22 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
 import numpy as np
 
-from gpuplan.instance import Instance, IntArray
+from gpuplan.backends.cpsat import import_cp_model, status_table
+from gpuplan.instance import Instance, IntArray, ObjectiveKind
+from gpuplan.methods.base import (
+    TIME_OBJECTIVES,
+    WarmStart,
+    option,
+    parse_seconds,
+    time_objective,
+)
+from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.machine_load import MachineLoadModel, sequencing_free
 from gpuplan.models.scheduling import (
     OutOfTimeError,
@@ -36,10 +46,9 @@ from gpuplan.models.scheduling import (
     exclusive_types,
     model_size,
 )
-from gpuplan.solvers.base import Result, SolveOptions, time_objective
-from gpuplan.solvers.cpsat import import_cp_model, status_table
-from gpuplan.solvers.greedy import list_schedule
-from gpuplan.solvers.time_bounds import simple_bound
+from gpuplan.search.time_bounds import simple_bound
+from gpuplan.solution import Result
+from gpuplan.solvers.base import SolveOptions
 from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
 
 logger = logging.getLogger(__name__)
@@ -135,11 +144,36 @@ def _units(instance: Instance, load_model: bool, share_gpus: bool) -> int:
     return alternatives + literals
 
 
-class CpSolver:
+def _objective(text: str) -> ObjectiveKind:
+    try:
+        return ObjectiveKind(text)
+    except ValueError:
+        known = ", ".join(k.value for k in ObjectiveKind)
+        raise ValueError(f"unknown objective {text!r}; choose from {known}") from None
+
+
+@dataclass(frozen=True)
+class CpOptions:
+    """Options of ``--method cp``."""
+
+    tick_s: float | None = option(
+        None, "--tick", "seconds per time step (default: the coarsest exact power of ten, "
+        "else about 0.1%% of the shortest duration)", parse=parse_seconds, metavar="S")
+    then: ObjectiveKind | None = option(
+        None, "--then", "a second time-based objective, optimised with the first held at its "
+        "best (e.g. --objective makespan --then cost)", parse=_objective, metavar="NAME")
+
+
+class CpMethod:
     """CP-SAT over interval variables per GPU group, for plans with start times."""
 
     name = "cp"
     description = "CP-SAT scheduling with start times (time-based objectives), bound and gap"
+    options_type = CpOptions
+    objectives = TIME_OBJECTIVES
+    backends: tuple[str, ...] = ()
+    warm_starts: frozenset[WarmStart] = frozenset({WarmStart.PLAN})
+    iterative = False
 
     def supports(self, instance: Instance) -> bool:
         """The time-based objectives: makespan, weighted completion, tardiness and cost."""
@@ -221,7 +255,7 @@ class CpSolver:
             search /= 2
         presolve_s = (LOAD_PRESOLVE_UNIT_S if load_model else PRESOLVE_UNIT_S) * units
         presolve = search is None or presolve_s <= PRESOLVE_SHARE * search
-        solver = cp_model.CpSolver()
+        solver = cp_model.CpMethod()
         _configure(solver, options, search, presolve)
         code = solver.solve(model.model)
         status = status_table(cp_model).get(code, Status.NO_SOLUTION)
@@ -300,7 +334,7 @@ class CpSolver:
         model.model.add(primary <= round(solver.objective_value))
         model.set_objective(options.then)
         model.hint_solution(solver)
-        second = import_cp_model().CpSolver()
+        second = import_cp_model().CpMethod()
         _configure(second, options, search,
                    search is None or PRESOLVE_UNIT_S * units <= PRESOLVE_SHARE * search)
         code = second.solve(model.model)
@@ -390,7 +424,7 @@ class CpSolver:
             EXPLAIN_LIMIT_S, left - AFTER_UNIT_S * units)
         if limit < MIN_SEARCH_S:
             return ""
-        solver = import_cp_model().CpSolver()
+        solver = import_cp_model().CpMethod()
         _configure(solver, dataclasses.replace(options, threads=1), limit)
         solver.solve(explained.model)
         core = sorted(explained.deadline_job[i]

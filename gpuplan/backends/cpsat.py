@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from gpuplan.backends.base import ProgramSolution
 from gpuplan.errors import BackendUnavailableError, InputError
 from gpuplan.instance import FloatArray
 from gpuplan.models.linear import LinearProgram
-from gpuplan.solvers.base import ProgramSolution, SolveOptions, seconds_left
+from gpuplan.solvers.base import SolveOptions, seconds_left
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
@@ -179,7 +180,7 @@ class CpSatBackend:
         left = seconds_left(options, began)
         if left <= 0:
             return _out_of_time(program, "hints")
-        solver = cp_model.CpSolver()
+        solver = cp_model.CpMethod()
         solver.parameters.log_search_progress = False
         solver.parameters.log_to_stdout = False
         solver.parameters.num_workers = max(1, int(options.threads))

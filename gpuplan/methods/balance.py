@@ -3,8 +3,8 @@
 :func:`solve_policy` solves a policy with HiGHS and returns an :class:`Allocation`: the time
 shares, the policy's value and each job's throughput. Max-min style policies are one LP;
 finish-time fairness is a bisection over LP feasibility checks; quadratic balancing is a
-QP. :class:`BalanceSolver` turns the shares into a plan: round by round
-(:func:`~gpuplan.solvers.rounds.plan_rounds`) for the time-share policies, and whole jobs
+QP. :class:`BalanceMethod` turns the shares into a plan: round by round
+(:func:`~gpuplan.search.round_plans.plan_rounds`) for the time-share policies, and whole jobs
 on the type holding most of their work (list-scheduled) for quadratic balancing.
 
 **Time limit.** ``--time-limit`` covers everything: building and solving the programs
@@ -26,8 +26,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.backends.base import ProgramSolution
+from gpuplan.backends.highs import HighsBackend, HighsMaster, explain_infeasible
 from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.methods.base import (
+    TIME_OBJECTIVES,
+    WarmStart,
+    check_range,
+    option,
+    parse_bool,
+    parse_number,
+    parse_seconds,
+    plan_status,
+    solver_option,
+    time_objective,
+)
+from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.allocation import (
     SPACE_SHARING,
     AllocationProgram,
@@ -49,17 +64,11 @@ from gpuplan.models.allocation import (
     restrict,
 )
 from gpuplan.models.bounds import objective_bound
-from gpuplan.solvers.base import (
-    ProgramSolution,
-    Result,
-    SolveOptions,
-    plan_status,
-    time_objective,
-)
-from gpuplan.solvers.greedy import list_schedule
-from gpuplan.solvers.highs import HighsBackend, HighsMaster, explain_infeasible
-from gpuplan.solvers.rounds import MAX_ROUNDS, TooManyRoundsError, plan_rounds
-from gpuplan.solvers.time_bounds import simple_bound
+from gpuplan.readers.instance_file import MAX_TIME_S
+from gpuplan.search.round_plans import MAX_ROUNDS, TooManyRoundsError, plan_rounds
+from gpuplan.search.time_bounds import simple_bound
+from gpuplan.solution import Result
+from gpuplan.solvers.base import SolveOptions
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
@@ -208,7 +217,7 @@ def _count(value: float) -> str:
 
 
 def check_round(instance: Instance, round_s: float) -> None:
-    """``--round`` must cover the plan in at most :data:`~gpuplan.solvers.rounds.MAX_ROUNDS`.
+    """``--round`` must cover the plan in at most :data:`~gpuplan.search.round_plans.MAX_ROUNDS`.
 
     The plan's rounds run jobs for :func:`busy_time` seconds at least, so more than
     ``MAX_ROUNDS`` rounds of ``round_s`` are certain when ``busy_time / round_s`` exceeds
@@ -523,12 +532,46 @@ def _ratio_allocation(data: ThroughputData, built: AllocationProgram, best: Prog
                       best.solver, time.perf_counter() - began)
 
 
-class BalanceSolver:
+@dataclass(frozen=True)
+class BalanceOptions:
+    """Options of ``--method balance``."""
+
+    backend: str = solver_option(("highs",), "the allocation LP/QP")
+    policy: str = option(Policy.MAX_MIN_FAIRNESS.value, "--policy",
+                         "the allocation policy (default: max-min-fairness)",
+                         choices=tuple(p.value for p in Policy))
+    round_s: float = option(360.0, "--round", "round length of the round-based plan "
+                            "(default: 360, Gavel's); a plan has at most 100,000 rounds",
+                            parse=parse_seconds, metavar="S")
+    floor: float = option(1.0, "--floor", "--policy min-cost: each job's throughput floor as "
+                          "a multiple of its equal-share throughput (default: 1)",
+                          parse=parse_number(float, 0, 1e6), metavar="F")
+    partitions: int = option(1, "--partitions", "solve the policy POP-style in K parts of "
+                             "the jobs and GPUs (at most the jobs and the GPUs; default: 1, "
+                             "exact)", parse=parse_number(int, 1, 10**9), metavar="K")
+    space_sharing: bool = option(False, "--space-sharing", "let pairs of jobs share GPUs at "
+                                 "the instance's colocation speeds (policies max-min-fairness "
+                                 "and makespan, priced in by column generation)",
+                                 parse=parse_bool)
+
+    def __post_init__(self) -> None:
+        """Refuse values out of range, whoever gives them."""
+        check_range("--round", self.round_s, 0, MAX_TIME_S, closed=False)
+        check_range("--floor", self.floor, 0, 1e6)
+        check_range("--partitions", self.partitions, 1, 10**9)
+
+
+class BalanceMethod:
     """An allocation policy, rounded to a verified plan (``--method balance``)."""
 
     name = "balance"
     description = ("allocation policies (max-min fairness, makespan, ...) by LP/QP, rounded "
                    "to a round-based plan")
+    options_type = BalanceOptions
+    objectives = TIME_OBJECTIVES
+    backends: tuple[str, ...] = ("highs",)
+    warm_starts: frozenset[WarmStart] = frozenset()
+    iterative = False
 
     def supports(self, instance: Instance) -> bool:
         """The time-based objectives: the plan has start times."""
@@ -552,7 +595,7 @@ class BalanceSolver:
         ------
         InputError
             If ``--partitions`` exceeds the jobs or GPUs, or ``--round`` would need more
-            than :data:`~gpuplan.solvers.rounds.MAX_ROUNDS` rounds; before any work.
+            than :data:`~gpuplan.search.round_plans.MAX_ROUNDS` rounds; before any work.
         """
         began = time.perf_counter()
         deadline = _deadline(options, began)

@@ -22,9 +22,10 @@ from typing import Any
 import highspy
 import numpy as np
 
+from gpuplan.backends.base import ProgramSolution
 from gpuplan.instance import FloatArray, IntArray
 from gpuplan.models.linear import LinearProgram
-from gpuplan.solvers.base import ProgramSolution, SolveOptions, seconds_left
+from gpuplan.solvers.base import SolveOptions, seconds_left
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """``--method sa`` and ``--method ga``: simulated annealing and a genetic algorithm.
 
-Both search the encodings of :mod:`gpuplan.solvers.encodings`: block per job for static
+Both search the encodings of :mod:`gpuplan.search.plan_encodings`: block per job for static
 objectives, random keys decoded by the list scheduler for time-based ones. Both start
 from the greedy plan, are reproducible under ``--seed``, and are anytime: they stop at
 ``--time-limit`` (or after ``--iterations``) with the best plan found that has no
@@ -28,20 +28,29 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.methods.base import (
+    ALL_OBJECTIVES,
+    WarmStart,
+    option,
+    plan_status,
+)
+from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.models.bounds import objective_bound
-from gpuplan.solvers.base import Result, SolveOptions, plan_status
-from gpuplan.solvers.encodings import (
+from gpuplan.search.plan_encodings import (
     CROSSOVERS,
     NO_EXCESS,
     AssignmentState,
     MoveTable,
     PriorityEncoding,
+    moves_option,
 )
-from gpuplan.solvers.greedy import best_fit_decreasing
+from gpuplan.solution import Result
+from gpuplan.solvers.base import SolveOptions
 from gpuplan.status import Status
 
 #: Steps per job (static) or decodes (time-based) when there is no time limit.
@@ -157,7 +166,7 @@ class StaticSearch:
     state
         The plan to search from; changed in place.
     moves
-        Names of :data:`~gpuplan.solvers.encodings.MOVES`.
+        Names of :data:`~gpuplan.search.plan_encodings.MOVES`.
     rng
         The seeded generator.
     """
@@ -302,11 +311,23 @@ def _timed_result(instance: Instance, best: Result, solver: str) -> Result:
                   start=best.start, end=best.end, gpus=best.gpus)
 
 
-class AnnealingSolver:
+@dataclass(frozen=True)
+class AnnealingOptions:
+    """Options of ``--method sa``."""
+
+    moves: tuple[str, ...] = moves_option("the annealing")
+
+
+class AnnealingMethod:
     """Simulated annealing over the block (static) or key (time-based) encoding."""
 
     name = "sa"
     description = "simulated annealing from the greedy plan (anytime; --moves, --seed)"
+    options_type = AnnealingOptions
+    objectives = ALL_OBJECTIVES
+    backends: tuple[str, ...] = ()
+    warm_starts: frozenset[WarmStart] = frozenset()
+    iterative = True
 
     def supports(self, instance: Instance) -> bool:
         """Every objective."""
@@ -371,11 +392,25 @@ class AnnealingSolver:
         return _timed_result(instance, best, f"sa ({budget.done} decodes, seed {options.seed})")
 
 
-class GeneticSolver:
+@dataclass(frozen=True)
+class GeneticOptions:
+    """Options of ``--method ga``."""
+
+    crossover: str = option("uniform", "--crossover", "crossover operator (default: uniform, "
+                            "biased 70/30)", choices=tuple(CROSSOVERS))
+    moves: tuple[str, ...] = moves_option("the improvement step of each child")
+
+
+class GeneticMethod:
     """A steady-generation genetic algorithm over the same encodings."""
 
     name = "ga"
     description = "genetic algorithm seeded with the greedy plan (anytime; --crossover, --seed)"
+    options_type = GeneticOptions
+    objectives = ALL_OBJECTIVES
+    backends: tuple[str, ...] = ()
+    warm_starts: frozenset[WarmStart] = frozenset()
+    iterative = True
 
     def supports(self, instance: Instance) -> bool:
         """Every objective."""

@@ -8,7 +8,7 @@
   relative excess) that the search weighs adaptively, and only plans without excess are
   kept as results.
 - :class:`PriorityEncoding` (time-based objectives): one random key per job, decoded by the
-  list scheduler (:func:`~gpuplan.solvers.greedy.list_schedule`) into a plan that respects
+  list scheduler (:func:`~gpuplan.methods.greedy.list_schedule`) into a plan that respects
   dependencies and capacity; jobs that would miss their deadline are left out and counted.
 
 :data:`CROSSOVERS` and :data:`MOVES` are the named operator registries that
@@ -19,14 +19,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.solvers.assignment import static_result
-from gpuplan.solvers.base import Result
-from gpuplan.solvers.greedy import best_fit_decreasing, list_order, list_schedule
+from gpuplan.methods.base import option
+from gpuplan.methods.greedy import best_fit_decreasing, list_order, list_schedule
+from gpuplan.methods.milp import static_result
+from gpuplan.solution import Result
 from gpuplan.status import Status
+
+
+def parse_moves(text: str) -> tuple[str, ...]:
+    """``shift,swap`` as a tuple of known move names."""
+    names = tuple(v for v in text.split(",") if v)
+    unknown = [v for v in names if v not in MOVES]
+    if unknown or not names:
+        raise ValueError(f"expected moves from {', '.join(MOVES)}, got {text!r}")
+    return names
+
+
+def moves_option(what: str) -> Any:
+    """The ``--moves`` option of the methods that search by moves."""
+    return option(MOVES, "--moves", f"{what}: neighbourhood moves ({', '.join(MOVES)}; "
+                  "default: all)", parse=parse_moves, metavar="NAME,...")
+
 
 #: A crossover: two parents (rows) to one child, with the generator.
 Crossover = Callable[[np.ndarray, np.ndarray, np.random.Generator], np.ndarray]

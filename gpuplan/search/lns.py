@@ -16,11 +16,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from gpuplan.backends.highs import HighsBackend
 from gpuplan.instance import BoolArray, FloatArray, IntArray
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.models.linear import LinearProgram, take_names
 from gpuplan.solvers.base import SolveOptions
-from gpuplan.solvers.highs import HighsBackend
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)

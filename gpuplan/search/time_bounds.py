@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from gpuplan.backends.highs import HighsBackend
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.scheduling import workload_program
 from gpuplan.solvers.base import SolveOptions
-from gpuplan.solvers.highs import HighsBackend
 from gpuplan.status import Status
 
 

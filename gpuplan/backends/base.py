@@ -1,0 +1,215 @@
+"""What every backend shares: the limits it takes, the capabilities it declares, the protocol.
+
+A backend solves a :class:`~gpuplan.models.linear.LinearProgram` (the canonical form every
+model is built in) within :class:`Limits`. Like cvxpy's solver interfaces, each declares
+its :class:`Capabilities`, so that a method asking for what a backend lacks is refused
+before anything is solved (:func:`check_capabilities`), and maps its own status codes to
+:class:`~gpuplan.status.Status`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Protocol
+
+from gpuplan.budget import Budget
+from gpuplan.errors import InputError
+from gpuplan.instance import FloatArray, IntArray
+from gpuplan.models.linear import LinearProgram
+from gpuplan.status import OPTIMAL_GAP, Status
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a backend may spend and how it may search: the methods' options stay above.
+
+    Attributes
+    ----------
+    budget
+        The solve's time budget; the backend stops when it is spent.
+    threads
+        Threads the backend may use.
+    seed
+        Random seed of the backend's search.
+    gap
+        Relative gap at which the backend may stop and call its solution optimal.
+    """
+
+    budget: Budget
+    threads: int = 1
+    seed: int = 0
+    gap: float = OPTIMAL_GAP
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do (cvxpy's solver capability flags, for gpuplan's programs).
+
+    Attributes
+    ----------
+    integer
+        Integer columns (MILPs).
+    continuous
+        Continuous columns (LPs, and MILPs that mix them).
+    quadratic
+        A convex quadratic objective.
+    warm_start
+        Starts from given column values (a MIP start or a hint).
+    time_limit
+        Honours the budget's time limit inside its solve.
+    threads
+        Uses more than one thread.
+    incremental
+        Holds a program open, adds columns and re-solves (:meth:`Backend.open`), with
+        row duals (column generation).
+    relaxation
+        Solves the LP relaxation with column values and reduced costs
+        (:meth:`Backend.relax`).
+    explain
+        Names an irreducible infeasible subsystem (:meth:`Backend.explain_infeasible`).
+    """
+
+    integer: bool = False
+    continuous: bool = False
+    quadratic: bool = False
+    warm_start: bool = False
+    time_limit: bool = False
+    threads: bool = False
+    incremental: bool = False
+    relaxation: bool = False
+    explain: bool = False
+
+    def missing(self, needed: Capabilities) -> list[str]:
+        """The capabilities ``needed`` asks for and this one lacks, by name."""
+        return [f.name for f in fields(self) if getattr(needed, f.name)
+                and not getattr(self, f.name)]
+
+
+@dataclass(frozen=True)
+class ProgramSolution:
+    """What a backend returns for a :class:`~gpuplan.models.linear.LinearProgram`.
+
+    Attributes
+    ----------
+    status
+        Translated through the backend's status table.
+    values
+        Column values of the best solution found, or None.
+    objective
+        Its objective value, or None.
+    bound
+        The proven bound on the optimum (the optimum itself for a solved LP), or None.
+    solver
+        Backend name and version.
+    """
+
+    status: Status
+    values: FloatArray | None
+    objective: float | None
+    bound: float | None
+    solver: str
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """The LP relaxation of a program, solved.
+
+    Attributes
+    ----------
+    status
+        ``optimal``, ``infeasible``, or ``no_solution`` when the budget ran out.
+    objective
+        The relaxation's optimum, or None.
+    values
+        Its column values, or None.
+    reduced_costs
+        Its reduced costs, or None.
+    """
+
+    status: Status
+    objective: float | None
+    values: FloatArray | None
+    reduced_costs: FloatArray | None
+
+
+class Session(Protocol):
+    """A program held open by an incremental backend: add columns, re-solve."""
+
+    def solve(self, budget: Budget) -> tuple[ProgramSolution, FloatArray | None]:
+        """Solve within the budget; the solution (all columns so far) and row duals if optimal."""
+        ...
+
+    def add_columns(self, cost: FloatArray, upper: FloatArray, start: IntArray,
+                    index: IntArray, value: FloatArray) -> None:
+        """Append columns with lower bound 0, given column-wise (CSC ``start``, ``index``)."""
+        ...
+
+
+class Backend(Protocol):
+    """A solver for canonical linear programs.
+
+    Operations beyond :meth:`solve_program` are offered only by backends that declare the
+    capability; :func:`check_capabilities` refuses the others before any solve.
+    """
+
+    #: Registry name, as given to ``gpuplan solve --solver``.
+    name: str
+    #: What the backend can do.
+    capabilities: Capabilities
+
+    def solve_program(self, program: LinearProgram, limits: Limits,
+                      start: FloatArray | None = None) -> ProgramSolution:
+        """Solve within the limits, from an optional start (a warm start or hint).
+
+        Parameters
+        ----------
+        program
+            The model in canonical form.
+        limits
+            Budget, threads, seed and gap.
+        start
+            Column values of a known (possibly partial) solution.
+        """
+        ...
+
+    def relax(self, program: LinearProgram, limits: Limits) -> Relaxation:
+        """Solve the LP relaxation (capability ``relaxation``)."""
+        ...
+
+    def open(self, program: LinearProgram, limits: Limits) -> Session:
+        """Hold the program open for column generation (capability ``incremental``)."""
+        ...
+
+    def explain_infeasible(self, program: LinearProgram, limits: Limits) -> str:
+        """Name the rows of an irreducible infeasible subsystem (capability ``explain``)."""
+        ...
+
+    def cancel(self) -> None:
+        """End the running solve from another thread; it returns its best so far."""
+        ...
+
+
+def check_capabilities(backend: Capabilities, name: str, needed: Capabilities,
+                       what: str) -> None:
+    """Refuse a backend that lacks what a method needs, before anything is solved.
+
+    Parameters
+    ----------
+    backend
+        The backend's capabilities.
+    name
+        The backend's registry name.
+    needed
+        What the method needs for this instance and these options.
+    what
+        The method and objective, for the message (``"milp for min-max-load"``).
+
+    Raises
+    ------
+    InputError
+        Naming ``--solver``, the backend, the method and what is missing.
+    """
+    missing = backend.missing(needed)
+    if missing:
+        raise InputError("--solver", "", f"{what} needs {', '.join(missing)}, which the "
+                         f"{name} backend does not have")

@@ -1,0 +1,41 @@
+"""Planning methods by name: the registry behind ``gpuplan solve --method``.
+
+Every entry follows :class:`~gpuplan.methods.base.Method`: it declares its options, the
+objectives it plans, its backends and warm starts, and returns one
+:class:`~gpuplan.solution.Result`. A method added to gpuplan is one module and one line
+here; the CLI's choices and flags, ``gpuplan bench`` specs and the contract tests follow.
+"""
+
+from __future__ import annotations
+
+from gpuplan.errors import InputError
+from gpuplan.methods.balance import BalanceMethod
+from gpuplan.methods.base import Method
+from gpuplan.methods.cp import CpMethod
+from gpuplan.methods.greedy import GreedyMethod
+from gpuplan.methods.milp import LpMethod, MilpMethod
+from gpuplan.methods.sa import AnnealingMethod, GeneticMethod
+from gpuplan.methods.textbook import TextbookMethod
+
+METHODS: dict[str, Method] = {
+    method.name: method
+    for method in (GreedyMethod(), MilpMethod(), LpMethod(), CpMethod(), BalanceMethod(),
+                   AnnealingMethod(), GeneticMethod(), TextbookMethod())
+}
+
+__all__ = ["METHODS", "Method", "get_method"]
+
+
+def get_method(name: str) -> Method:
+    """Return the registered method called ``name``.
+
+    Raises
+    ------
+    InputError
+        Naming ``--method`` and the known names, if there is no such method.
+    """
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise InputError("--method", "", f"unknown method {name!r}; choose one of: "
+                         f"{', '.join(METHODS)}") from None

@@ -1,0 +1,1 @@
+"""Building blocks the methods share: LNS, plan encodings, LP rounding, round plans, bounds."""
