@@ -9,8 +9,9 @@ before anything is solved (:func:`check_capabilities`), and maps its own status 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from gpuplan.budget import Budget
 from gpuplan.errors import InputError
@@ -67,6 +68,9 @@ class Capabilities:
         (:meth:`Backend.relax`).
     explain
         Names an irreducible infeasible subsystem (:meth:`Backend.explain_infeasible`).
+    incumbents
+        Takes better solutions found elsewhere during its search (:attr:`Backend.offer`),
+        and can be cancelled from another thread (:meth:`Backend.cancel`).
     """
 
     integer: bool = False
@@ -78,6 +82,7 @@ class Capabilities:
     incremental: bool = False
     relaxation: bool = False
     explain: bool = False
+    incumbents: bool = False
 
     def missing(self, needed: Capabilities) -> list[str]:
         """The capabilities ``needed`` asks for and this one lacks, by name."""
@@ -155,7 +160,10 @@ class Backend(Protocol):
     #: Registry name, as given to ``gpuplan solve --solver``.
     name: str
     #: What the backend can do.
-    capabilities: Capabilities
+    capabilities: ClassVar[Capabilities]
+    #: With capability ``incumbents``: called during the search with the incumbent's
+    #: objective, it may return the column values of a better solution found elsewhere.
+    offer: Callable[[float], FloatArray | None] | None
 
     def solve_program(self, program: LinearProgram, limits: Limits,
                       start: FloatArray | None = None) -> ProgramSolution:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
