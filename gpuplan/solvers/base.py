@@ -12,9 +12,6 @@ from typing import Protocol
 from gpuplan.backends.base import ProgramSolution
 from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-
-MAX_SEED = 2**31 - 1  # TEMPORARY copy while the shim lives
-CORES = max(1, os.cpu_count() or 1)
 from gpuplan.models.linear import LinearProgram
 from gpuplan.readers.instance_file import MAX_TIME_S
 from gpuplan.solution import Result
