@@ -14,6 +14,13 @@ from gpuplan import Instance, read_instance
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 INSTANCES = ROOT / "instances"
+#: Published benchmark files the known-answer tests need, copied from ../shared/benchmarks
+#: in the same layout (sources and licences in its SOURCES.md).
+BENCHMARKS = DATA / "benchmarks"
+#: OR-Library's gap1-12 files.
+ORLIB_GAP = BENCHMARKS / "gap" / "orlib"
+#: Gavel's measured throughputs and physical-cluster traces.
+GAVEL = BENCHMARKS / "gpu-traces" / "gavel"
 
 
 @pytest.fixture
