@@ -12,10 +12,11 @@ import time
 from typing import Any
 
 import pytest
+from conftest import INSTANCES, run_cli
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from strategies import instance_documents
 
-from conftest import INSTANCES, run_cli
 from gpuplan import InputError, ObjectiveKind, read_instance
 from gpuplan.generate import generate_document
 from gpuplan.instance import Instance
@@ -23,7 +24,6 @@ from gpuplan.methods import METHODS
 from gpuplan.methods.base import RunSettings
 from gpuplan.planning import plan
 from gpuplan.readers.instance_file import build_instance, parse_document
-from strategies import instance_documents
 
 #: Every registered method with every objective it declares.
 DECLARED = [(name, objective) for name, method in METHODS.items()
