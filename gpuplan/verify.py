@@ -303,6 +303,8 @@ def _check_partners(instance: Instance, placed: _Placed, out: _Collector) -> Non
     n = len(placed.job)
     speed, partner = np.ones(n), np.full(n, -1, dtype=np.int64)
     placed.speed, placed.partner = speed, partner
+    if all(name is None for name in placed.declared_partner):
+        return
     where: dict[tuple[int, tuple[int, ...]], list[int]] = defaultdict(list)
     for k in range(n):
         where[placed.job[k], tuple(sorted(placed.gpus[k]))].append(k)
@@ -379,14 +381,12 @@ def _pair_up(instance: Instance, placed: _Placed) -> None:
 
 def _check_overheads(instance: Instance, placed: _Placed, out: _Collector) -> None:
     """Overheads are not negative, fit in their segment, and only a paused job pays them."""
-    for k in range(len(placed.job)):
-        restore, migrate = placed.restore[k], placed.migrate[k]
-        if restore == 0 and migrate == 0:
-            continue
+    restore, migrate = np.asarray(placed.restore), np.asarray(placed.migrate)
+    for k in np.flatnonzero((restore != 0) | (migrate != 0)).tolist():
         j = placed.job[k]
         me, start, end = instance.job_ids[j], placed.start[k], placed.end[k]
-        paid = f"restore {restore:g} s, migration {migrate:g} s"
-        if restore < 0 or migrate < 0:
+        paid = f"restore {restore[k]:g} s, migration {migrate[k]:g} s"
+        if restore[k] < 0 or migrate[k] < 0:
             out.add(ViolationKind.OVERHEAD, f"job {me!r}: the segment at {start:g} s pays a "
                     f"negative overhead ({paid})")
         elif instance.objective.is_static or not instance.preemptible[j]:
@@ -394,9 +394,9 @@ def _check_overheads(instance: Instance, placed: _Placed, out: _Collector) -> No
                    f"objective {instance.objective.value!r} places the batch at once")
             out.add(ViolationKind.OVERHEAD, f"job {me!r} pays overheads ({paid}) at "
                     f"{start:g} s, but it is never paused: {why}")
-        elif restore + migrate > end - start + TOLERANCE + _rounding(start, end):
+        elif restore[k] + migrate[k] > end - start + TOLERANCE + _rounding(start, end):
             out.add(ViolationKind.OVERHEAD, f"job {me!r}: the segment at {start:g} s pays "
-                    f"{restore + migrate:g} s of overheads ({paid}) but lasts "
+                    f"{restore[k] + migrate[k]:g} s of overheads ({paid}) but lasts "
                     f"{end - start:g} s")
 
 
@@ -404,33 +404,40 @@ def _check_work(instance: Instance, placed: _Placed, out: _Collector) -> None:
     """Each declared work share is the one the segment's interval gives.
 
     That is the run time (length less overheads) over the job's duration on the type,
-    times the pair's colocation speed when it shares; 1 for a job run whole.
+    times the pair's colocation speed when it shares; 1 for a job run whole. Segments on a
+    type the job may not use, or whose overheads outlast them, are reported as such
+    instead.
     """
+    declared = np.array([np.nan if w is None else w for w in placed.declared_work])
+    if np.isnan(declared).all():
+        return
+    job = np.asarray(placed.job, dtype=np.int64)
+    kind = np.asarray(placed.gpu_type, dtype=np.int64)
+    start, end = np.asarray(placed.start), np.asarray(placed.end)
+    overheads = np.asarray(placed.restore) + np.asarray(placed.migrate)
     computed = placed.work(instance)
-    static = instance.objective.is_static
-    for k, declared in enumerate(placed.declared_work):
-        j, t = placed.job[k], placed.gpu_type[k]
-        me, start, end = instance.job_ids[j], placed.start[k], placed.end[k]
-        overheads = placed.restore[k] + placed.migrate[k]
-        if declared is None or not instance.eligible[j, t] or overheads > end - start:
-            continue  # (too long overheads are reported by _check_overheads)
-        expected = float(computed[k])
-        if static or not instance.preemptible[j]:
-            if not _close(declared, expected):
-                out.add(ViolationKind.WORK, f"job {me!r} runs whole in one segment, which "
-                        f"does all its work (1), but declares work {declared:.6g}")
+    eligible = instance.eligible[job, kind]
+    duration = np.where(eligible, instance.duration[job, kind], 1.0)
+    speed = np.ones(job.size) if placed.speed is None else placed.speed
+    whole = ~instance.preemptible[job] | instance.objective.is_static
+    rounding = 8.0 * np.spacing(np.maximum(np.abs(start), np.abs(end)))
+    slack = np.where(whole, TOLERANCE * np.maximum(1.0, np.maximum(np.abs(declared),
+                                                                   np.abs(computed))),
+                     TOLERANCE + rounding * speed / duration)
+    with np.errstate(invalid="ignore"):
+        wrong = eligible & (overheads <= end - start) & (np.abs(declared - computed) > slack)
+    for k in np.flatnonzero(wrong).tolist():
+        me, t = instance.job_ids[job[k]], int(kind[k])
+        if whole[k]:
+            out.add(ViolationKind.WORK, f"job {me!r} runs whole in one segment, which "
+                    f"does all its work (1), but declares work {declared[k]:.6g}")
             continue
-        duration = float(instance.duration[j, t])
-        speed = 1.0 if placed.speed is None else float(placed.speed[k])
-        slack = TOLERANCE + _rounding(start, end) * speed / duration
-        if abs(declared - expected) > slack:
-            run = end - start - overheads
-            shared = ("" if placed.partner is None or placed.partner[k] < 0
-                      else f" at its shared speed {speed:g}")
-            out.add(ViolationKind.WORK, f"job {me!r}: the segment at {start:g} s declares "
-                    f"work {declared:.6g}, but {run:g} s of run time on "
-                    f"{instance.type_ids[t]}{shared} do {expected:.6g} of the job (it takes "
-                    f"{duration:g} s there)")
+        shared = ("" if placed.partner is None or placed.partner[k] < 0
+                  else f" at its shared speed {speed[k]:g}")
+        out.add(ViolationKind.WORK, f"job {me!r}: the segment at {start[k]:g} s declares "
+                f"work {declared[k]:.6g}, but {end[k] - start[k] - overheads[k]:g} s of run "
+                f"time on {instance.type_ids[t]}{shared} do {computed[k]:.6g} of the job (it "
+                f"takes {duration[k]:g} s there)")
 
 
 def _check_migrations(instance: Instance, placed: _Placed, out: _Collector) -> None:
@@ -438,29 +445,31 @@ def _check_migrations(instance: Instance, placed: _Placed, out: _Collector) -> N
 
     Only a segment that migrated pays migration overhead.
     """
+    if all(m is None for m in placed.migrated_from) and not any(m > 0 for m in placed.migrate):
+        return
     for j, mine in placed.by_job().items():
         me = instance.job_ids[j]
-        previous: set[str] | None = None
-        for k in mine:
+        for before, k in zip([None, *mine], mine, strict=False):
             source = placed.migrated_from[k]
-            here = {instance.gpu_ids[g] for g in placed.gpus[k]}
             at = f"the segment at {placed.start[k]:g} s"
             if source is None:
                 if placed.migrate[k] > 0:
                     out.add(ViolationKind.MIGRATION, f"job {me!r}: {at} pays "
                             f"{placed.migrate[k]:g} s of migration but does not migrate (its "
                             "migrated_from is null)")
-            elif previous is None:
+                continue
+            if before is None:
                 out.add(ViolationKind.MIGRATION, f"job {me!r}: {at} migrated from "
                         f"{', '.join(source)}, but it is the job's first segment")
-            elif set(source) != previous:
+                continue
+            previous = {instance.gpu_ids[g] for g in placed.gpus[before]}
+            if set(source) != previous:
                 out.add(ViolationKind.MIGRATION, f"job {me!r}: {at} migrated from "
                         f"{', '.join(source)}, but the job's previous segment ran on "
                         f"{', '.join(sorted(previous))}")
-            elif set(source) == here:
+            elif set(source) == {instance.gpu_ids[g] for g in placed.gpus[k]}:
                 out.add(ViolationKind.MIGRATION, f"job {me!r}: {at} migrated from "
                         f"{', '.join(source)}, the GPUs it runs on: a migration moves the job")
-            previous = here
 
 
 @dataclass
