@@ -374,10 +374,11 @@ def _paired(instance: Instance, result: Result) -> IntArray:
 
     Two segments share when they hold the same GPUs over the same interval, their jobs are
     preemptible with the same gang size, and the instance lists their classes as a pair
-    on the type (the form every method plans pairs in).
+    on the type (the form every method plans pairs in). Static objectives place the batch
+    at once: nothing is paired there.
     """
     partner = np.full(result.n_segments, -1, dtype=np.int64)
-    if not instance.class_ids:
+    if not instance.class_ids or instance.objective.is_static:
         return partner
     waiting: dict[tuple[tuple[int, ...], float, float], int] = {}
     for k in range(result.n_segments):

@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 from conftest import DATA, INSTANCES
 
-from gpuplan import InputError, Instance, Schedule, plan, read_instance, verify_schedule
+from gpuplan import (
+    InputError,
+    Instance,
+    ObjectiveKind,
+    Schedule,
+    plan,
+    read_instance,
+    verify_schedule,
+)
 from gpuplan.readers import load_data
 from gpuplan.readers.instance_file import InstanceDocument
 from gpuplan.schedule import FORMAT_VERSION, parse_epoch
@@ -322,3 +330,18 @@ def test_from_result_leaves_a_broken_work_share_to_the_verifier() -> None:
     assert schedule.segments[3].work is None
     kinds = {v.kind.value for v in verify_schedule(instance, schedule).violations}
     assert {"duration", "segment"} <= kinds
+
+
+def test_from_result_pairs_nothing_under_a_static_objective() -> None:
+    """Two pairable jobs on one GPU in a static plan are not written as partners.
+
+    If this broke, a static plan of jobs with colocation classes would fail verification
+    (a partner where the batch is placed at once) and gpuplan would report a bug.
+    """
+    instance = read_instance(DATA / "segments_small.json").with_objective(
+        ObjectiveKind.MIN_GPUS)
+    result = _migrating_result(job=_ids(0, 1), gpu_type=_ids(0, 0), start=np.zeros(2),
+                               end=np.array([100.0, 100.0]), gpus=(_ids(0), _ids(0)),
+                               restore_s=None, migrate_s=None, events=())
+    schedule = Schedule.from_result(instance, result, "hand", 0.0, 0)
+    assert [(s.partner, s.work) for s in schedule.segments] == [(None, 1.0), (None, 1.0)]
