@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan._version import __version__
 from gpuplan.backends import BACKENDS
 from gpuplan.backends.base import check_capabilities
 from gpuplan.budget import Budget, never
@@ -22,9 +21,9 @@ from gpuplan.instance import Instance
 from gpuplan.methods import METHODS, get_method
 from gpuplan.methods.base import Context, Method, RunSettings, WarmStart, build_options
 from gpuplan.models.bounds import infeasibility_reasons
-from gpuplan.schedule import Placement, Schedule, Unplaced, ViolationKind
+from gpuplan.schedule import Schedule, ViolationKind
 from gpuplan.solution import Result
-from gpuplan.status import Status, relative_gap
+from gpuplan.status import Status
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)
@@ -38,57 +37,6 @@ def _infeasible(instance: Instance, reasons: dict[int, str]) -> Result:
     }
     return Result(
         status=Status.INFEASIBLE, objective=None, bound=None, solver="gpuplan-presolve",
-        unplaced=unplaced,
-    )
-
-
-def to_schedule(
-    instance: Instance, result: Result, method: str, wall_time_s: float, seed: int
-) -> Schedule:
-    """Translate a raw result to an (unverified) schedule in ids, ordered by start time.
-
-    Parameters
-    ----------
-    instance
-        The instance the result is for.
-    result
-        The solver's raw result.
-    method
-        The registry name of the method.
-    wall_time_s
-        Seconds the solve took.
-    seed
-        The seed the method was given.
-    """
-    order = np.lexsort((result.job, result.start))
-    placements = [
-        Placement(
-            job=instance.job_ids[result.job[i]],
-            node=instance.node_ids[instance.gpu_node[result.gpus[i][0]]],
-            gpu_type=instance.type_ids[result.gpu_type[i]],
-            gpu_ids=[instance.gpu_ids[g] for g in result.gpus[i]],
-            start_s=float(result.start[i]),
-            end_s=float(result.end[i]),
-        )
-        for i in order
-    ]
-    unplaced = [
-        Unplaced(job=instance.job_ids[j], reason=reason)
-        for j, reason in sorted(result.unplaced.items())
-    ]
-    return Schedule(
-        instance=instance.name,
-        objective_kind=instance.objective.value,
-        status=result.status,
-        objective=result.objective,
-        bound=result.bound,
-        gap=relative_gap(result.objective, result.bound),
-        method=method,
-        solver=result.solver,
-        wall_time_s=round(wall_time_s, 6),
-        seed=seed,
-        gpuplan_version=__version__,
-        placements=placements,
         unplaced=unplaced,
     )
 
@@ -110,7 +58,7 @@ def start_from(instance: Instance, schedule: Schedule, source: str) -> Result:
         problem = (f"status {schedule.status.value} holds no plan" if not
                    schedule.status.has_plan else str(verification.violations[0]))
         raise InputError(source, "", f"cannot start from this schedule: {problem}")
-    segments = schedule.placements
+    segments = schedule.segments
     return Result(
         status=schedule.status, objective=verification.objective, bound=None,
         solver=f"start from {source}",
@@ -245,7 +193,7 @@ def plan(
     reasons = infeasibility_reasons(instance)
     result = _infeasible(instance, reasons) if reasons else chosen.solve(instance, typed, context)
     wall = budget.elapsed()
-    schedule = to_schedule(instance, result, method, wall, settings.seed)
+    schedule = Schedule.from_result(instance, result, method, wall, settings.seed)
     verification = verify_schedule(instance, schedule)
     # Without a plan, jobs are expected to be missing; anything else is still a bug.
     allowed = set() if result.status.has_plan else {ViolationKind.UNPLACED}
