@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import ClassVar, Protocol
+from typing import ClassVar, NoReturn, Protocol
 
 from gpuplan.budget import Budget
 from gpuplan.errors import InputError
@@ -53,7 +53,9 @@ class Capabilities:
     continuous
         Continuous columns (LPs, and MILPs that mix them).
     quadratic
-        A convex quadratic objective.
+        A convex quadratic objective over continuous columns.
+    integer_quadratic
+        A convex quadratic objective with integer columns too (MIQP).
     warm_start
         Starts from given column values (a MIP start or a hint).
     time_limit
@@ -76,6 +78,7 @@ class Capabilities:
     integer: bool = False
     continuous: bool = False
     quadratic: bool = False
+    integer_quadratic: bool = False
     warm_start: bool = False
     time_limit: bool = False
     threads: bool = False
@@ -192,8 +195,19 @@ class Backend(Protocol):
         """Name the rows of an irreducible infeasible subsystem (capability ``explain``)."""
         ...
 
+    def prepare(self, limits: Limits) -> None:
+        """Get ready for solves with these limits from several threads at once.
+
+        HiGHS sizes its process-wide thread pool here, which is unsafe once two threads
+        solve; a backend without such shared state does nothing.
+        """
+        ...
+
     def cancel(self) -> None:
-        """End the running solve from another thread; it returns its best so far."""
+        """End the running solve from another thread (capability ``incumbents``).
+
+        The solve returns its best so far, and solves started later return at once.
+        """
         ...
 
 
@@ -221,3 +235,42 @@ def check_capabilities(backend: Capabilities, name: str, needed: Capabilities,
     if missing:
         raise InputError("--solver", "", f"{what} needs {', '.join(missing)}, which the "
                          f"{name} backend does not have")
+
+
+def program_needs(program: LinearProgram) -> Capabilities:
+    """What a backend must be able to do to solve a program."""
+    integer = bool(program.integer.any())
+    return Capabilities(integer=integer, continuous=not program.integer.all(),
+                        quadratic=program.hessian is not None and not integer,
+                        integer_quadratic=program.hessian is not None and integer)
+
+
+def check_program(backend: Backend, program: LinearProgram) -> None:
+    """Refuse a program the backend cannot solve.
+
+    Planning refuses such a combination before anything is built
+    (:func:`check_capabilities` with the method's needs); this guards the backends' own
+    entry points for callers that skip it.
+
+    Raises
+    ------
+    InputError
+        Naming ``--solver``, the backend and what the program needs.
+    """
+    check_capabilities(backend.capabilities, backend.name, program_needs(program),
+                       "the method's model")
+
+
+
+def lacks(backend: str, capability: str) -> NoReturn:
+    """Refuse an operation the backend does not declare: reaching it is a bug.
+
+    Planning refuses a method that needs the capability on this backend before solving
+    (:func:`check_capabilities`).
+
+    Raises
+    ------
+    NotImplementedError
+        Naming the backend and the capability.
+    """
+    raise NotImplementedError(f"the {backend} backend has no capability {capability!r}")

@@ -9,8 +9,8 @@ six significant digits and rounded; its bound is widened by the largest error th
 rounding can cause, so it stays valid.
 
 The time limit covers building the CP-SAT model, which on half a million columns takes
-seconds of Python: the clock is read as the columns and rows are made, and a build that
-spends the budget ends with status ``no_solution`` and no solve. CP-SAT logs nothing.
+seconds of Python: the budget is read as the columns and rows are made, and a build that
+spends it ends with status ``no_solution`` and no solve. CP-SAT logs nothing.
 """
 
 from __future__ import annotations
@@ -18,16 +18,24 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from importlib.metadata import version
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.backends.base import ProgramSolution
-from gpuplan.errors import BackendUnavailableError, InputError
+from gpuplan.backends.base import (
+    Capabilities,
+    Limits,
+    ProgramSolution,
+    Relaxation,
+    Session,
+    check_program,
+    lacks,
+)
+from gpuplan.errors import BackendUnavailableError
 from gpuplan.instance import FloatArray
 from gpuplan.models.linear import LinearProgram
-from gpuplan.solvers.base import SolveOptions, seconds_left
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
@@ -62,6 +70,28 @@ def status_table(cp_model: Any) -> dict[int, Status]:
     }
 
 
+def new_solver(limits: Limits, seconds: float | None = None) -> Any:
+    """A silent ``CpSolver`` with the limits' workers, seed and gap, and a time limit.
+
+    Parameters
+    ----------
+    limits
+        Threads (CP-SAT workers), seed and relative gap.
+    seconds
+        The solve's time limit (at least 10 ms), or None for none.
+    """
+    solver = import_cp_model().CpSolver()
+    parameters = solver.parameters
+    parameters.log_search_progress = False
+    parameters.log_to_stdout = False
+    parameters.num_workers = max(1, int(limits.threads))
+    parameters.random_seed = int(limits.seed)
+    parameters.relative_gap_limit = float(limits.gap)
+    if seconds is not None:
+        parameters.max_time_in_seconds = max(float(seconds), 0.01)
+    return solver
+
+
 def integral_scale(numbers: FloatArray) -> int | None:
     """The smallest power of ten that makes all numbers integral, or None.
 
@@ -84,22 +114,33 @@ def _out_of_time(program: LinearProgram, built: str) -> ProgramSolution:
                            f"spent building the model's {built})")
 
 
+
 class CpSatBackend:
-    """CP-SAT with solution hints, for programs whose columns are all integer."""
+    """CP-SAT with solution hints, for linear programs whose columns are all integer.
+
+    It declares no incumbents: :attr:`offer` is not read and :meth:`cancel` does nothing,
+    the search ending at the budget's time limit.
+    """
 
     name = "cpsat"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        integer=True, warm_start=True, time_limit=True, threads=True,
+    )
 
-    def solve_program(
-        self, program: LinearProgram, options: SolveOptions, start: FloatArray | None = None
-    ) -> ProgramSolution:
+    def __init__(self) -> None:
+        self.offer: Callable[[float], FloatArray | None] | None = None
+
+    def solve_program(self, program: LinearProgram, limits: Limits,
+                      start: FloatArray | None = None) -> ProgramSolution:
         """Solve with CP-SAT; a start vector becomes a solution hint.
 
         Parameters
         ----------
         program
-            The model in canonical form; every column must be integer.
-        options
-            Time limit, threads (CP-SAT workers), seed and gap tolerance.
+            The model in canonical form; every column must be integer, the objective
+            linear.
+        limits
+            Budget (for building and search), threads (CP-SAT workers), seed and gap.
         start
             Column values of a known solution, given as a hint.
 
@@ -107,27 +148,25 @@ class CpSatBackend:
         ------
         InputError
             Naming ``--solver``, if the program has continuous columns (an LP relaxation,
-            the load level of ``min-max-load``): CP-SAT solves integer programs only.
+            the load level of ``min-max-load``) or a quadratic objective.
         """
+        check_program(self, program)
+        budget = limits.budget
         began = time.perf_counter()
         cp_model = import_cp_model()
-        if not program.integer.all():
-            raise InputError("--solver", "", "cpsat solves integer programs only, and this "
-                             "method's model has continuous columns; use --solver highs or "
-                             "pyomo")
         model = cp_model.CpModel()
         # Unnamed: a name per column costs a third more time and is never read back.
         columns = []
         for k, (lo, hi) in enumerate(zip(program.col_lower.tolist(),
                                          program.col_upper.tolist(), strict=True)):
-            if k % CLOCK_EVERY == 0 and seconds_left(options, began) <= 0:
+            if k % CLOCK_EVERY == 0 and budget.spent():
                 return _out_of_time(program, "columns")
             columns.append(model.new_bool_var("") if lo == 0 and hi == 1
                            else model.new_int_var(int(lo), int(hi), ""))
         column_s = time.perf_counter() - began
         exact = True
         for i in range(program.n_rows):
-            if i % (CLOCK_EVERY // 16) == 0 and seconds_left(options, began) <= 0:
+            if i % (CLOCK_EVERY // 16) == 0 and budget.spent():
                 return _out_of_time(program, "rows")
             index, coefficient = program.row(i)
             lower, upper = program.row_lower[i], program.row_upper[i]
@@ -164,7 +203,7 @@ class CpSatBackend:
             objective_scale = max(objective_scale, 1)
             slack = 0.5 * float(program.col_upper[program.cost != 0].sum()) / objective_scale
         weights = np.round(program.cost * objective_scale).astype(np.int64).tolist()
-        if seconds_left(options, began) < OBJECTIVE_COST * column_s:
+        if budget.left() < OBJECTIVE_COST * column_s or budget.stop():
             return _out_of_time(program, "objective")
         objective = cp_model.LinearExpr.weighted_sum(columns, weights)
         if program.sense == "max":
@@ -174,20 +213,13 @@ class CpSatBackend:
         if start is not None:
             hints = np.round(start).astype(np.int64).tolist()
             for k, (column, hint) in enumerate(zip(columns, hints, strict=True)):
-                if k % CLOCK_EVERY == 0 and seconds_left(options, began) <= 0:
+                if k % CLOCK_EVERY == 0 and budget.spent():
                     return _out_of_time(program, "hints")
                 model.add_hint(column, hint)
-        left = seconds_left(options, began)
-        if left <= 0:
+        if budget.spent():
             return _out_of_time(program, "hints")
-        solver = cp_model.CpMethod()
-        solver.parameters.log_search_progress = False
-        solver.parameters.log_to_stdout = False
-        solver.parameters.num_workers = max(1, int(options.threads))
-        solver.parameters.random_seed = int(options.seed)
-        solver.parameters.relative_gap_limit = float(options.gap_tolerance)
-        if math.isfinite(left):
-            solver.parameters.max_time_in_seconds = float(left)
+        left = budget.left()
+        solver = new_solver(limits, left if math.isfinite(left) else None)
         code = solver.solve(model)
         status = status_table(cp_model).get(code, Status.NO_SOLUTION)
         values: FloatArray | None = None
@@ -199,7 +231,7 @@ class CpSatBackend:
             if exact:
                 sign = 1.0 if program.sense == "max" else -1.0
                 bound = float(solver.best_objective_bound) / objective_scale + sign * slack
-                if status is Status.OPTIMAL and abs(value - bound) > options.gap_tolerance * max(
+                if status is Status.OPTIMAL and abs(value - bound) > limits.gap * max(
                     abs(value), 1e-9
                 ):
                     status = Status.FEASIBLE  # optimal for the rounded objective only
@@ -209,3 +241,21 @@ class CpSatBackend:
             status = Status.NO_SOLUTION  # the tightened problem only; proves nothing here
         logger.debug("CP-SAT %s: objective %s, bound %s", solver.status_name(code), value, bound)
         return ProgramSolution(status, values, value, bound, f"cpsat {version('ortools')}")
+
+    def relax(self, program: LinearProgram, limits: Limits) -> Relaxation:
+        """Not offered: CP-SAT has no continuous columns (capability ``relaxation``)."""
+        lacks(self.name, "relaxation")
+
+    def open(self, program: LinearProgram, limits: Limits) -> Session:
+        """Not offered: CP-SAT holds no program open (capability ``incremental``)."""
+        lacks(self.name, "incremental")
+
+    def explain_infeasible(self, program: LinearProgram, limits: Limits) -> str:
+        """Not offered: CP-SAT names no infeasible subsystem here (capability ``explain``)."""
+        lacks(self.name, "explain")
+
+    def prepare(self, limits: Limits) -> None:
+        """Nothing to prepare: each solve makes its own workers."""
+
+    def cancel(self) -> None:
+        """Nothing: CP-SAT takes no incumbents here, and its solve ends at its time limit."""

@@ -1,8 +1,14 @@
-"""HiGHS through highspy: the default backend for MILPs and LPs.
+"""HiGHS through highspy: the default backend for MILPs, LPs and convex QPs.
 
 HiGHS never writes to the terminal here: its banner, printed when a process makes its
 first Highs object, goes to the debug log (:func:`quiet_banner`), and every Highs object
 has its output switched off before anything else is done with it.
+
+A solve with a time limit holds it. HiGHS gets what is left of the budget less a reserve
+for the steps where it does not read its clock (:func:`reserve_s`), is not started when
+less than that is left, and runs on a thread of its own that is waited for only a little
+past the limit (:func:`run_guarded`): a solve still busy then is cancelled and left to
+finish on its own, and the answer says so.
 """
 
 from __future__ import annotations
@@ -15,20 +21,27 @@ import os
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import highspy
 import numpy as np
 
-from gpuplan.backends.base import ProgramSolution
+from gpuplan.backends.base import (
+    Capabilities,
+    Limits,
+    ProgramSolution,
+    Relaxation,
+    check_program,
+)
+from gpuplan.budget import Budget
 from gpuplan.instance import FloatArray, IntArray
 from gpuplan.models.linear import LinearProgram
-from gpuplan.solvers.base import SolveOptions, seconds_left
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _MS = highspy.HighsModelStatus
 #: HiGHS model status -> gpuplan status when no solution is at hand; with a feasible
@@ -63,28 +76,28 @@ VERSION = (f"highs {highspy.HIGHS_VERSION_MAJOR}.{highspy.HIGHS_VERSION_MINOR}."
            f"{highspy.HIGHS_VERSION_PATCH}")
 
 
-#: How long past its deadline a HiGHS solve is waited for (a share of the time limit plus
-#: seconds) before it is left to finish on its own: on the 521,002 columns of a 2,000-job
-#: max-weight model, the set-up of branch-and-cut after presolve (a clique partition of
-#: the objective) ran for minutes without reading the clock.
+#: How long past its time limit a HiGHS solve is waited for (a share of the time it was
+#: given plus seconds) before it is left to finish on its own: on the 521,002 columns of a
+#: 2,000-job max-weight model, the set-up of branch-and-cut after presolve (a clique
+#: partition of the objective) ran for minutes without reading the clock.
 GRACE_SHARE, GRACE_S = 0.05, 0.25
 
-#: Solves left running past their deadline, on daemon threads (they end at HiGHS's next
+#: Solves left running past their time limit, on daemon threads (they end at HiGHS's next
 #: reading of its clock). While one runs, the thread pool is not resized.
 _left_running: list[threading.Thread] = []
+
+#: The sentence of an infeasibility that HiGHS could not narrow down in time.
+UNNAMED = "the solver proved that no plan satisfies every constraint"
 
 
 def reserve_s(program: LinearProgram) -> float:
     """Seconds HiGHS may run past its time limit on the program (kept out of the limit)."""
-    return SECONDS_PER_NONZERO * float(program.value.size + program.n_cols)
+    return _reserve_of(int(program.value.size) + program.n_cols)
 
 
-def not_started(program: LinearProgram, left: float) -> ProgramSolution:
-    """The answer of a solve that was not started: too little time was left for it."""
-    logger.debug("HiGHS not started: %.3f s left, %.3f s kept for %d nonzeros",
-                 left, reserve_s(program), program.value.size)
-    return ProgramSolution(Status.NO_SOLUTION, None, None, None,
-                           f"{VERSION} (not started: {max(left, 0.0):.2f} s left)")
+def _reserve_of(size: int) -> float:
+    """:func:`reserve_s` of a program with ``size`` nonzeros and columns in all."""
+    return SECONDS_PER_NONZERO * float(size)
 
 
 def pass_program(highs: highspy.Highs, program: LinearProgram) -> None:
@@ -163,19 +176,17 @@ def quiet_banner() -> None:
         _banner_shown.append(True)
 
 
-def new_highs(options: SolveOptions) -> highspy.Highs:
-    """A configured, silent Highs object."""
+def _new_highs(limits: Limits) -> highspy.Highs:
+    """A silent Highs object with the limits' threads, seed and gap (no time limit yet).
+
+    The first with a new thread count resizes HiGHS's process-wide thread pool, unless a
+    solve left running past its time limit still uses it.
+    """
     quiet_banner()
     highs = highspy.Highs()
-    configure(highs, options)
-    return highs
-
-
-def configure(highs: highspy.Highs, options: SolveOptions) -> None:
-    """Apply time limit, threads, seed and gap tolerance, with all output off."""
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("log_to_console", False)
-    threads = max(1, int(options.threads))
+    threads = max(1, int(limits.threads))
     _left_running[:] = [thread for thread in _left_running if thread.is_alive()]
     if _pool_threads and _pool_threads[0] != threads and _left_running:
         # Resizing the pool under a running solve is unsafe: keep its size.
@@ -185,14 +196,13 @@ def configure(highs: highspy.Highs, options: SolveOptions) -> None:
         _pool_threads.clear()
     if not _pool_threads:
         _pool_threads.append(threads)
-    highs.setOptionValue("random_seed", int(options.seed))
-    highs.setOptionValue("mip_rel_gap", float(options.gap_tolerance))
+    highs.setOptionValue("random_seed", int(limits.seed))
+    highs.setOptionValue("mip_rel_gap", float(limits.gap))
     highs.setOptionValue("threads", threads)
-    if options.time_limit_s is not None:
-        highs.setOptionValue("time_limit", float(max(options.time_limit_s, 0.01)))
+    return highs
 
 
-def read_solution(highs: highspy.Highs, program: LinearProgram) -> ProgramSolution:
+def _read_solution(highs: highspy.Highs, program: LinearProgram) -> ProgramSolution:
     """Translate the state of a Highs object after ``run()``."""
     model_status = highs.getModelStatus()
     info = highs.getInfo()
@@ -212,136 +222,86 @@ def read_solution(highs: highspy.Highs, program: LinearProgram) -> ProgramSoluti
     return ProgramSolution(status, values, objective, bound, VERSION)
 
 
-def _limit_run(highs: highspy.Highs, program: LinearProgram, options: SolveOptions,
-               began: float) -> float | None:
-    """Limit the run to what is left less the reserve; None if nothing would be left."""
-    left = seconds_left(options, began)
-    reserve = reserve_s(program)
+def _why_not(budget: Budget, reserve: float) -> str | None:
+    """Why HiGHS is not started within the budget, or None when it may be."""
+    if budget.stop():
+        return "not started: the caller stopped"
+    left = budget.left()
     if left < reserve:
-        return None
-    if math.isfinite(left):
-        highs.setOptionValue("time_limit", max(float(left - reserve), 1e-3))
-    return left
+        return f"not started: {max(left, 0.0):.2f} s left"
+    return None
 
 
-def solve_relaxation(
-    program: LinearProgram, options: SolveOptions
-) -> tuple[Status, float | None, FloatArray | None, FloatArray | None]:
-    """Solve the continuous relaxation; return status, value, solution and reduced costs.
+def _limit_run(highs: highspy.Highs, budget: Budget, reserve: float) -> str | None:
+    """Limit the run to what is left of the budget less the reserve; why not, if it cannot.
 
-    The time limit covers loading the program too; when too little of it is left for
-    HiGHS to start, the status is ``no_solution`` and nothing else is returned.
+    Without a time limit the run has none (a held-open program may have had one).
     """
-    began = time.perf_counter()
-    relaxed = program.relaxed().equilibrated()
-    if seconds_left(options, began) < reserve_s(relaxed):
-        return Status.NO_SOLUTION, None, None, None
-    highs = new_highs(options)
-    highs.setOptionValue("solver", "ipm")
-    pass_program(highs, relaxed)
-    if _limit_run(highs, relaxed, options, began) is None:
-        return Status.NO_SOLUTION, None, None, None
-    highs.run()
-    if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        status = STATUS_TABLE.get(highs.getModelStatus(), Status.NO_SOLUTION)
-        return status, None, None, None
-    solution = highs.getSolution()
-    return (
-        Status.OPTIMAL,
-        float(highs.getInfo().objective_function_value),
-        np.asarray(solution.col_value),
-        np.asarray(solution.col_dual),
-    )
+    why = _why_not(budget, reserve)
+    if why is None:
+        left = budget.left()
+        highs.setOptionValue("time_limit",
+                             max(float(left - reserve), 1e-3) if math.isfinite(left)
+                             else highspy.kHighsInf)
+    return why
 
 
-class HighsMaster:
-    """An LP held open in HiGHS: columns are added and the LP re-solved from the last basis.
+def wait_for(thread: threading.Thread, budget: Budget) -> bool:
+    """Wait for a thread running HiGHS until the budget's end plus the grace; True if it ended.
 
-    The master problem of column generation. The first solve runs the interior point
-    method (with crossover, so a basis exists); later ones restart dual/primal simplex from
-    the basis, which after a few new columns takes a fraction of a cold solve.
+    The grace is :data:`GRACE_SHARE` of the budget's time limit plus :data:`GRACE_S`. A
+    thread that has not ended by then is left to finish on its own (a daemon thread: HiGHS
+    stops at its next reading of the clock, its time limit being past), and
+    :func:`abandoned` is true while it runs.
     """
-
-    def __init__(self, program: LinearProgram, options: SolveOptions) -> None:
-        self._highs = new_highs(options)
-        self._highs.setOptionValue("solver", "ipm")
-        pass_program(self._highs, program)
-        self._program = program
-        self._solved = False
-
-    def solve(self) -> tuple[ProgramSolution, FloatArray | None]:
-        """Solve; return the solution (all columns so far) and the row duals, if optimal."""
-        if self._solved:
-            self._highs.setOptionValue("solver", "simplex")
-        self._highs.run()
-        self._solved = True
-        solution = read_solution(self._highs, self._program)
-        duals = (np.asarray(self._highs.getSolution().row_dual)
-                 if solution.status is Status.OPTIMAL else None)
-        return solution, duals
-
-    def add_columns(self, cost: FloatArray, upper: FloatArray, start: IntArray,
-                    index: IntArray, value: FloatArray) -> None:
-        """Append columns with lower bound 0, given column-wise (CSC ``start``, ``index``)."""
-        n = int(cost.size)
-        self._highs.addCols(n, np.asarray(cost, dtype=float), np.zeros(n),
-                            np.asarray(upper, dtype=float), int(index.size),
-                            np.asarray(start[:-1], dtype=np.int32),
-                            np.asarray(index, dtype=np.int32), np.asarray(value, dtype=float))
-
-    def set_time_limit(self, seconds: float) -> None:
-        """Limit the next solve."""
-        self._highs.setOptionValue("time_limit", float(max(seconds, 0.01)))
-
-
-def explain_infeasible(program: LinearProgram, time_limit_s: float | None = None) -> str:
-    """Name the constraints of an irreducible infeasible subsystem of the LP relaxation.
-
-    Parameters
-    ----------
-    program
-        A program the solver proved infeasible.
-    time_limit_s
-        Seconds the relaxation may take; without them (or without an answer in them) the
-        sentence says what was proved and names no constraint.
-    """
-    unnamed = "the solver proved that no plan satisfies every constraint"
-    began = time.perf_counter()
-    relaxed = program.relaxed().equilibrated()
-    options = SolveOptions(time_limit_s=time_limit_s)
-    if seconds_left(options, began) < reserve_s(relaxed):
-        return unnamed
-    highs = new_highs(options)
-    pass_program(highs, relaxed)
-    if _limit_run(highs, relaxed, options, began) is None:
-        return unnamed
-    highs.run()
-    status = highs.getModelStatus()
-    if status == highspy.HighsModelStatus.kTimeLimit:
-        return unnamed
-    if status != highspy.HighsModelStatus.kInfeasible:
-        return (
-            f"{unnamed}; the continuous "
-            "relaxation is feasible, so the conflict lies in packing whole jobs onto GPUs"
-        )
-    _, iis = highs.getIis()
-    rows = [program.row_names[i] for i in iis.row_index_][:12]
-    return "infeasible: these constraints conflict: " + ", ".join(rows)
-
-
-def wait_for(thread: threading.Thread, deadline: float, limit_s: float) -> bool:
-    """Wait for a thread running HiGHS until its deadline plus the grace; True if it ended.
-
-    One that has not ended by then is left to finish on its own (it is a daemon thread,
-    and HiGHS stops at its next reading of the clock, the deadline being past).
-    """
-    thread.join(max(0.0, deadline + GRACE_SHARE * limit_s + GRACE_S - time.perf_counter()))
+    if budget.time_limit_s is None:
+        thread.join()
+        return True
+    thread.join(max(0.0, budget.left() + GRACE_SHARE * budget.time_limit_s + GRACE_S))
     if thread.is_alive():
-        logger.debug("HiGHS still busy %.2f s past its deadline; not waited for",
-                     time.perf_counter() - deadline)
+        logger.debug("HiGHS still busy %.2f s past its time limit; not waited for",
+                     -budget.left())
         _left_running.append(thread)
         return False
     return True
+
+
+def run_guarded(work: Callable[[], T], budget: Budget,
+                cancel: Callable[[], None]) -> T | None:
+    """Run ``work`` (a solve through HiGHS) so that the budget's time limit holds.
+
+    Without a time limit it runs on the caller's thread. With one, it runs on a thread of
+    its own, waited for (:func:`wait_for`) until the limit of what is left now plus the
+    grace; a solve still busy then is cancelled and left to finish on its own.
+
+    Returns
+    -------
+    object or None
+        What ``work`` returned, or None when it was not waited for.
+
+    Raises
+    ------
+    BaseException
+        Whatever ``work`` raised, on the caller's thread.
+    """
+    if not budget.limited:
+        return work()
+    answer: list[T | BaseException] = []
+
+    def run() -> None:
+        try:
+            answer.append(work())
+        except BaseException as exc:  # re-raised on the caller's thread
+            answer.append(exc)
+
+    thread = threading.Thread(target=run, name="gpuplan-highs", daemon=True)
+    thread.start()
+    if not wait_for(thread, budget.part()):
+        cancel()
+        return None
+    if isinstance(answer[0], BaseException):
+        raise answer[0]
+    return answer[0]
 
 
 def abandoned() -> bool:
@@ -353,23 +313,60 @@ def abandoned() -> bool:
     return any(thread.is_alive() for thread in _left_running)
 
 
-def still_busy() -> ProgramSolution:
-    """The answer of a solve that was not waited for (see :func:`wait_for`)."""
-    return ProgramSolution(Status.NO_SOLUTION, None, None, None,
-                           f"{VERSION} (still busy at the time limit, not waited for)")
+def _no_solution(why: str) -> ProgramSolution:
+    """The answer of a solve that gave nothing, with why in the solver string."""
+    return ProgramSolution(Status.NO_SOLUTION, None, None, None, f"{VERSION} ({why})")
+
+
+#: Why a solve gave nothing when it was not waited for (:func:`run_guarded`).
+BUSY = "still busy at the time limit, not waited for"
+
+
+class _Run:
+    """One run of a Highs object, which another thread may cancel before or while it runs.
+
+    The order of the reads and writes closes the race: :meth:`cancel` sets the flag before
+    it looks for the object, :meth:`__call__` sets the object before it looks at the flag.
+    """
+
+    def __init__(self) -> None:
+        self._highs: highspy.Highs | None = None
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        """Stop the run (it keeps its best solution), or keep it from starting."""
+        self._cancelled = True
+        highs = self._highs  # the running thread may clear it meanwhile
+        if highs is not None:
+            highs.cancelSolve()
+
+    def __call__(self, highs: highspy.Highs) -> None:
+        """Run, unless cancelled already."""
+        self._highs = highs
+        if not self._cancelled:
+            highs.run()
+        self._highs = None
 
 
 class HighsBackend:
-    """HiGHS (simplex for LPs, branch-and-cut for MILPs) with warm starts.
+    """HiGHS: simplex or interior point for LPs and convex QPs, branch-and-cut for MILPs.
 
-    :meth:`cancel` may be called from another thread to end the running solve early; it
-    then returns the best solution found so far.
+    It takes MIP starts and incumbents found elsewhere during branch-and-cut
+    (:attr:`offer`), solves relaxations with reduced costs, holds an LP open for column
+    generation, and names an irreducible infeasible subsystem. :meth:`cancel` may be
+    called from another thread to end the running solve early; it then returns the best
+    solution found so far. HiGHS has no MIQP: a quadratic objective needs continuous
+    columns.
     """
 
     name = "highs"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        integer=True, continuous=True, quadratic=True, warm_start=True, time_limit=True,
+        threads=True, incremental=True, relaxation=True, explain=True, incumbents=True,
+    )
 
     def __init__(self) -> None:
-        self._running: highspy.Highs | None = None
+        self._run: _Run | None = None
         self._cancelled = False
         #: Called during branch-and-cut with the incumbent's objective; may return a better
         #: solution found elsewhere (another lane), which HiGHS then adopts.
@@ -378,85 +375,275 @@ class HighsBackend:
     def cancel(self) -> None:
         """Stop the solve in progress (and any started after), keeping its best solution."""
         self._cancelled = True
-        running = self._running  # the solving thread may clear it meanwhile
-        if running is not None:
-            running.cancelSolve()
+        run = self._run  # the solving thread may replace it meanwhile
+        if run is not None:
+            run.cancel()
 
-    def solve_bounded(
-        self, program: LinearProgram, options: SolveOptions, start: FloatArray | None = None
-    ) -> ProgramSolution:
-        """:meth:`solve_program` on a thread of its own, waited for until the time limit.
+    def prepare(self, limits: Limits) -> None:
+        """Size HiGHS's process-wide thread pool for the limits' threads.
 
-        HiGHS has steps that do not read the clock; a solve still in one a little past
-        its time limit (:func:`wait_for`) is left to finish on its own, and the answer is
-        ``no_solution``, so that the caller's limit holds.
+        Call it before two threads solve at once with these limits: resizing the pool
+        under a running solve is unsafe.
         """
-        if options.time_limit_s is None:
-            return self.solve_program(program, options, start)
-        deadline = time.perf_counter() + options.time_limit_s
-        answer: list[ProgramSolution | BaseException] = []
+        _new_highs(limits)
 
-        def run() -> None:
-            try:
-                answer.append(self.solve_program(program, options, start))
-            except BaseException as exc:  # re-raised on the caller's thread
-                answer.append(exc)
+    def _solve(self, size: int, limits: Limits, set_up: Callable[[highspy.Highs], None],
+               read: Callable[[highspy.Highs], T], nothing: Callable[[str], T]) -> T:
+        """Set up a fresh Highs object and run it within the limits (:func:`run_guarded`).
 
-        thread = threading.Thread(target=run, name="gpuplan-highs", daemon=True)
-        thread.start()
-        if not wait_for(thread, deadline, options.time_limit_s):
-            self.cancel()
-            return still_busy()
-        if isinstance(answer[0], BaseException):
-            raise answer[0]
-        return answer[0]
+        Parameters
+        ----------
+        size
+            Nonzeros and columns of the program HiGHS gets, for its reserve.
+        limits
+            Budget, threads, seed and gap.
+        set_up
+            Loads the program and sets what else the run needs.
+        read
+            The answer from the Highs object after its run.
+        nothing
+            The answer when there was no run to read, from why.
+        """
+        budget = limits.budget
+        reserve = _reserve_of(size)
+        why = _why_not(budget, reserve)
+        if why is not None:
+            logger.debug("HiGHS %s, %.3f s kept for a program of %d nonzeros and columns",
+                         why, reserve, size)
+            return nothing(why)
+        run = _Run()
+        self._run = run
+        if self._cancelled:
+            run.cancel()
 
-    def solve_program(
-        self, program: LinearProgram, options: SolveOptions, start: FloatArray | None = None
-    ) -> ProgramSolution:
+        def work() -> T:
+            highs = _new_highs(limits)
+            set_up(highs)
+            why = _limit_run(highs, budget, reserve)
+            if why is not None:
+                return nothing(why)
+            run(highs)
+            return read(highs)
+
+        answer = run_guarded(work, budget, run.cancel)
+        return nothing(BUSY) if answer is None else answer
+
+    def solve_program(self, program: LinearProgram, limits: Limits,
+                      start: FloatArray | None = None) -> ProgramSolution:
         """Solve with HiGHS; a start vector is offered as a MIP starting solution.
 
-        The time limit covers loading the program: HiGHS is limited to what is left of it
-        less the time it may run past its limit on a program of this size
-        (:func:`reserve_s`), and not started (status ``no_solution``) when nothing is left.
+        The time limit covers loading the program, and holds (see the module's notes);
+        when too little of it is left to start, the status is ``no_solution``, as it is
+        for a solve not waited for.
 
         Parameters
         ----------
         program
             The model in canonical form.
-        options
-            Time limit, threads, seed and gap tolerance.
+        limits
+            Budget, threads, seed and gap.
         start
             Column values of a known solution, tried as the first incumbent.
+
+        Raises
+        ------
+        InputError
+            Naming ``--solver``, for a quadratic objective with integer columns.
         """
-        began = time.perf_counter()
-        if seconds_left(options, began) < reserve_s(program):
-            return not_started(program, seconds_left(options, began))
-        highs = new_highs(options)
-        if not program.integer.any() and program.hessian is None:
-            # Interior point (with crossover, for a vertex to round) is several times faster
-            # than simplex on the large, degenerate assignment LPs measured here.
-            highs.setOptionValue("solver", "ipm")
-        pass_program(highs, program.equilibrated())
-        if start is not None and program.integer.any():
-            solution = highspy.HighsSolution()
-            solution.col_value = np.asarray(start, dtype=float)
-            solution.value_valid = True
-            highs.setSolution(solution)
+        check_program(self, program)
+        integer = bool(program.integer.any())
         offer = self.offer
-        if offer is not None and program.integer.any():
 
-            def adopt(event: Any) -> None:
-                values = offer(float(event.data_out.objective_function_value))
-                if values is not None:
-                    event.data_in.user_has_solution = True
-                    event.data_in.user_solution[:] = values
+        def set_up(highs: highspy.Highs) -> None:
+            if not integer and program.hessian is None:
+                # Interior point (with crossover, for a vertex to round) is several times
+                # faster than simplex on the large, degenerate assignment LPs measured here.
+                highs.setOptionValue("solver", "ipm")
+            pass_program(highs, program.equilibrated())
+            if start is not None and integer:
+                solution = highspy.HighsSolution()
+                solution.col_value = np.asarray(start, dtype=float)
+                solution.value_valid = True
+                highs.setSolution(solution)
+            if offer is not None and integer:
 
-            highs.cbMipUserSolution.subscribe(adopt)
-        if _limit_run(highs, program, options, began) is None:
-            return not_started(program, seconds_left(options, began))
-        self._running = highs
-        if not self._cancelled:
-            highs.run()
-        self._running = None
-        return read_solution(highs, program)
+                def adopt(event: Any) -> None:
+                    values = offer(float(event.data_out.objective_function_value))
+                    if values is not None:
+                        event.data_in.user_has_solution = True
+                        event.data_in.user_solution[:] = values
+
+                highs.cbMipUserSolution.subscribe(adopt)
+
+        return self._solve(int(program.value.size) + program.n_cols, limits, set_up,
+                           lambda highs: _read_solution(highs, program), _no_solution)
+
+    def relax(self, program: LinearProgram, limits: Limits) -> Relaxation:
+        """Solve the continuous relaxation by interior point: value, columns, reduced costs.
+
+        The time limit covers loading the program too; the status is ``no_solution`` with
+        nothing else when it is spent first.
+        """
+        relaxed = program.relaxed().equilibrated()
+
+        def set_up(highs: highspy.Highs) -> None:
+            highs.setOptionValue("solver", "ipm")
+            pass_program(highs, relaxed)
+
+        def read(highs: highspy.Highs) -> Relaxation:
+            if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                status = STATUS_TABLE.get(highs.getModelStatus(), Status.NO_SOLUTION)
+                return Relaxation(status, None, None, None)
+            solution = highs.getSolution()
+            return Relaxation(Status.OPTIMAL, float(highs.getInfo().objective_function_value),
+                              np.asarray(solution.col_value), np.asarray(solution.col_dual))
+
+        return self._solve(int(relaxed.value.size) + relaxed.n_cols, limits, set_up, read,
+                           lambda _: Relaxation(Status.NO_SOLUTION, None, None, None))
+
+    def explain_infeasible(self, program: LinearProgram, limits: Limits) -> str:
+        """Name the constraints of an irreducible infeasible subsystem of the LP relaxation.
+
+        Parameters
+        ----------
+        program
+            A program the solver proved infeasible.
+        limits
+            What the relaxation may spend; without an answer in time the sentence says
+            what was proved and names no constraint.
+        """
+        relaxed = program.relaxed().equilibrated()
+
+        def read(highs: highspy.Highs) -> str:
+            status = highs.getModelStatus()
+            if status == highspy.HighsModelStatus.kTimeLimit:
+                return UNNAMED
+            if status != highspy.HighsModelStatus.kInfeasible:
+                return (f"{UNNAMED}; the continuous relaxation is feasible, so the conflict "
+                        "lies in packing whole jobs onto GPUs")
+            _, iis = highs.getIis()
+            rows = [program.row_names[i] for i in iis.row_index_][:12]
+            return "infeasible: these constraints conflict: " + ", ".join(rows)
+
+        return self._solve(int(relaxed.value.size) + relaxed.n_cols, limits,
+                           lambda highs: pass_program(highs, relaxed), read,
+                           lambda _: UNNAMED)
+
+    def open(self, program: LinearProgram, limits: Limits) -> HighsSession:
+        """Hold an LP open in HiGHS for column generation (:class:`HighsSession`)."""
+        check_program(self, program)
+        return HighsSession(program, limits)
+
+
+class HighsSession:
+    """An LP held open in HiGHS: columns are added and the LP re-solved from the last basis.
+
+    The master problem of column generation. The first solve runs the interior point
+    method (with crossover, so a basis exists); later ones restart dual/primal simplex from
+    the basis, which after a few new columns takes a fraction of a cold solve. Each solve
+    holds its budget's time limit as :meth:`HighsBackend.solve_program` does; once one was
+    not waited for, the session is done and every later solve gives nothing.
+
+    The rows are given as they are (not equilibrated), so that the row duals are those of
+    the program.
+    """
+
+    def __init__(self, program: LinearProgram, limits: Limits) -> None:
+        self._highs = _new_highs(limits)
+        self._highs.setOptionValue("solver", "ipm")
+        pass_program(self._highs, program)
+        self._program = program
+        self._size = int(program.value.size) + program.n_cols
+        self._solved = False
+        self._busy = False
+
+    def solve(self, budget: Budget) -> tuple[ProgramSolution, FloatArray | None]:
+        """Solve within the budget; the solution (all columns so far) and row duals if optimal."""
+        if self._busy:
+            return _no_solution(BUSY), None
+        highs = self._highs
+        why = _limit_run(highs, budget, _reserve_of(self._size))
+        if why is not None:
+            return _no_solution(why), None
+        if self._solved:
+            highs.setOptionValue("solver", "simplex")
+        run = _Run()
+
+        def work() -> bool:
+            run(highs)
+            return True
+
+        self._busy = run_guarded(work, budget, run.cancel) is None
+        if self._busy:
+            return _no_solution(BUSY), None
+        self._solved = True
+        solution = _read_solution(highs, self._program)
+        duals = (np.asarray(highs.getSolution().row_dual)
+                 if solution.status is Status.OPTIMAL else None)
+        return solution, duals
+
+    def add_columns(self, cost: FloatArray, upper: FloatArray, start: IntArray,
+                    index: IntArray, value: FloatArray) -> None:
+        """Append columns with lower bound 0, given column-wise (CSC ``start``, ``index``)."""
+        n = int(cost.size)
+        self._highs.addCols(n, np.asarray(cost, dtype=float), np.zeros(n),
+                            np.asarray(upper, dtype=float), int(index.size),
+                            np.asarray(start[:-1], dtype=np.int32),
+                            np.asarray(index, dtype=np.int32), np.asarray(value, dtype=float))
+        self._size += n + int(index.size)
+
+
+# TEMPORARY (issue 16): the old entry points, for the modules not yet moved to the
+# protocol (methods/milp.py, methods/balance.py, methods/textbook.py and their tests).
+# Delete with gpuplan/solvers/base.py.
+
+
+def _limits_of(options: Any) -> Limits:
+    """The limits of an old ``SolveOptions``."""
+    return Limits(Budget(options.time_limit_s), options.threads, options.seed,
+                  options.gap_tolerance)
+
+
+def new_highs(options: Any) -> None:
+    """TEMPORARY: :meth:`HighsBackend.prepare`."""
+    HighsBackend().prepare(_limits_of(options))
+
+
+def solve_relaxation(
+    program: LinearProgram, options: Any
+) -> tuple[Status, float | None, FloatArray | None, FloatArray | None]:
+    """TEMPORARY: :meth:`HighsBackend.relax`."""
+    relaxation = HighsBackend().relax(program, _limits_of(options))
+    return (relaxation.status, relaxation.objective, relaxation.values,
+            relaxation.reduced_costs)
+
+
+def explain_infeasible(program: LinearProgram, time_limit_s: float | None = None) -> str:
+    """TEMPORARY: :meth:`HighsBackend.explain_infeasible`."""
+    return HighsBackend().explain_infeasible(program, Limits(Budget(time_limit_s)))
+
+
+def still_busy() -> ProgramSolution:
+    """TEMPORARY: the answer of a solve not waited for."""
+    return _no_solution(BUSY)
+
+
+class HighsMaster:
+    """TEMPORARY: :class:`HighsSession` with the old time limits."""
+
+    def __init__(self, program: LinearProgram, options: Any) -> None:
+        self._session = HighsSession(program, _limits_of(options))
+        self._budget = Budget(options.time_limit_s)
+
+    def solve(self) -> tuple[ProgramSolution, FloatArray | None]:
+        """TEMPORARY: :meth:`HighsSession.solve`."""
+        return self._session.solve(self._budget)
+
+    def add_columns(self, cost: FloatArray, upper: FloatArray, start: IntArray,
+                    index: IntArray, value: FloatArray) -> None:
+        """TEMPORARY: :meth:`HighsSession.add_columns`."""
+        self._session.add_columns(cost, upper, start, index, value)
+
+    def set_time_limit(self, seconds: float) -> None:
+        """TEMPORARY: limit the next solve."""
+        self._budget = Budget(seconds)

@@ -5,9 +5,16 @@ This is the portable path: the model can be written as LP or MPS for any solver
 
 Pyomo spends seconds of Python on a model of a hundred thousand columns, first building
 it and then handing it to HiGHS, before HiGHS starts. The time limit covers both: rows are
-built, and handed over, a few at a time with the clock read in between, and HiGHS gets
-what is left. When the budget is spent first, the answer is ``no_solution`` with the
-stage it was spent in. Pyomo's log messages and HiGHS's output go to the debug log.
+built, and handed over, a few at a time with the budget read in between, and HiGHS gets
+what is left less its reserve (:func:`~gpuplan.backends.highs.reserve_s`). When the budget
+is spent first, the answer is ``no_solution`` with the stage it was spent in. Pyomo's log
+messages and HiGHS's output go to the debug log.
+
+Unlike a direct HiGHS solve, this one is not run on a thread left behind when it is busy
+past its time limit (:func:`~gpuplan.backends.highs.run_guarded`): Pyomo points the
+process's standard output at a pipe of its own while HiGHS runs, so a solve left running
+would swallow what the caller writes next (the schedule of ``gpuplan solve -o -``). HiGHS
+still stops at its first reading of the clock past the limit.
 """
 
 from __future__ import annotations
@@ -17,18 +24,26 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.backends.base import ProgramSolution
+from gpuplan.backends.base import (
+    Capabilities,
+    Limits,
+    ProgramSolution,
+    Relaxation,
+    Session,
+    check_program,
+    lacks,
+)
 from gpuplan.backends.highs import quiet_banner, reserve_s
+from gpuplan.budget import Budget
 from gpuplan.errors import BackendUnavailableError
 from gpuplan.instance import FloatArray, IntArray
-from gpuplan.models.linear import LinearProgram, OutOfTimeError, check_deadline
-from gpuplan.solvers.base import SolveOptions
+from gpuplan.models.linear import LinearProgram, OutOfTimeError, check_budget
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
@@ -63,29 +78,29 @@ def pyomo_log_to_debug() -> Iterator[None]:
         logger.debug("Pyomo: %s", sink.getvalue().strip())
 
 
-def pyomo_model(program: LinearProgram, deadline: float = math.inf) -> Any:
+def pyomo_model(program: LinearProgram, budget: Budget | None = None) -> Any:
     """The program as a Pyomo ``ConcreteModel`` with named variables and constraints.
 
     Parameters
     ----------
     program
         The model in canonical form.
-    deadline
-        ``time.perf_counter()`` time by which the model must be built.
+    budget
+        What building may spend; None for no limit.
 
     Raises
     ------
     OutOfTimeError
-        When the deadline passes first (see :func:`~gpuplan.models.linear.check_deadline`).
+        When the budget is spent first (see :func:`~gpuplan.models.linear.check_budget`).
     """
     pyo = _pyomo()
     with pyomo_log_to_debug():
-        return _build(pyo, program, deadline)
+        return _build(pyo, program, Budget() if budget is None else budget)
 
 
-def _build(pyo: Any, program: LinearProgram, deadline: float) -> Any:
+def _build(pyo: Any, program: LinearProgram, budget: Budget) -> Any:
     def check(stage: str) -> None:
-        check_deadline(deadline, stage)
+        check_budget(budget, stage)
 
     model = pyo.ConcreteModel(name="gpuplan")
     names = list(program.col_names)
@@ -160,36 +175,49 @@ def write_model(program: LinearProgram, path: str, file_format: str) -> None:
 
 
 class PyomoBackend:
-    """Pyomo's HiGHS interface; starts are not passed on (it does not take MIP starts)."""
+    """Pyomo's HiGHS interface, for LPs, MILPs and convex QPs.
+
+    Starts are not passed on (it takes no MIP start), and it declares no incumbents:
+    :attr:`offer` is not read and :meth:`cancel` does nothing, the solve ending at its
+    time limit.
+    """
 
     name = "pyomo"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        integer=True, continuous=True, quadratic=True, time_limit=True, threads=True,
+    )
 
-    def solve_program(
-        self, program: LinearProgram, options: SolveOptions, start: FloatArray | None = None
-    ) -> ProgramSolution:
+    def __init__(self) -> None:
+        self.offer: Callable[[float], FloatArray | None] | None = None
+
+    def solve_program(self, program: LinearProgram, limits: Limits,
+                      start: FloatArray | None = None) -> ProgramSolution:
         """Build the Pyomo model and solve it with HiGHS through Pyomo.
 
         Parameters
         ----------
         program
             The model in canonical form.
-        options
-            Time limit (for building, handing over and solving), threads and gap tolerance.
+        limits
+            Budget (for building, handing over and solving), threads, seed and gap.
         start
             Ignored: Pyomo's HiGHS interface takes no MIP start.
+
+        Raises
+        ------
+        InputError
+            Naming ``--solver``, for a quadratic objective with integer columns.
         """
-        began = time.perf_counter()
+        check_program(self, program)
         _pyomo()
         import pyomo
 
         name = f"pyomo {pyomo.__version__} + highs"
-        deadline = (math.inf if options.time_limit_s is None
-                    else began + options.time_limit_s)
         quiet_banner()
         try:
             with pyomo_log_to_debug():
-                model = _build(_pyomo(), program.equilibrated(), deadline)
-                return self._solve(program, model, options, deadline, name)
+                model = _build(_pyomo(), program.equilibrated(), limits.budget)
+                return self._solve(program, model, limits, name)
         except OutOfTimeError as spent:
             logger.debug("Pyomo: the time limit was spent on the model's %s", spent)
             return ProgramSolution(Status.NO_SOLUTION, None, None, None,
@@ -197,13 +225,14 @@ class PyomoBackend:
                                    f"model's {spent})")
 
     @staticmethod
-    def _solve(program: LinearProgram, model: Any, options: SolveOptions, deadline: float,
+    def _solve(program: LinearProgram, model: Any, limits: Limits,
                name: str) -> ProgramSolution:
         """Hand the model to HiGHS a few rows at a time, then solve in the time left."""
         from pyomo.common.tee import capture_output
         from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
         from pyomo.contrib.solver.solvers.highs import Highs
 
+        budget = limits.budget
         table = {
             TerminationCondition.convergenceCriteriaSatisfied: Status.OPTIMAL,
             TerminationCondition.emptyModel: Status.OPTIMAL,
@@ -235,28 +264,28 @@ class PyomoBackend:
             with capture_output(printed, capture_fd=True):
                 bounds = [*_batches(program).tolist(), len(rows)]
                 for first, end in itertools.pairwise(bounds):
-                    check_deadline(deadline, "rows, handing them to HiGHS")
+                    check_budget(budget, "rows, handing them to HiGHS")
                     solver.add_constraints(rows[first:end])
                 per_entry = (time.perf_counter() - began) / max(int(program.value.size), 1)
                 terms = int(np.count_nonzero(program.cost))
-                if deadline - time.perf_counter() < OBJECTIVE_COST * per_entry * terms:
+                if budget.left() < OBJECTIVE_COST * per_entry * terms or budget.stop():
                     raise OutOfTimeError("objective, handing it to HiGHS")
                 solver.set_objective(model.objective)
         finally:
             if printed.getvalue().strip():
                 logger.debug("HiGHS (through Pyomo): %s", printed.getvalue().strip())
         config: dict[str, Any] = {
-            "threads": int(options.threads),
+            "threads": int(limits.threads),
             "load_solutions": False,
             "raise_exception_on_nonoptimal_result": False,
-            "solver_options": {"mip_rel_gap": float(options.gap_tolerance),
-                               "random_seed": int(options.seed),
+            "solver_options": {"mip_rel_gap": float(limits.gap),
+                               "random_seed": int(limits.seed),
                                "output_flag": False},
         }
-        if math.isfinite(deadline):
+        if budget.limited:
             # HiGHS may run past its limit by up to its reserve (see highs.reserve_s).
-            left = deadline - time.perf_counter() - reserve_s(program)
-            if left <= 0:
+            left = budget.left() - reserve_s(program)
+            if left <= 0 or budget.stop():
                 raise OutOfTimeError("objective, handing it to HiGHS")
             config["time_limit"] = float(left)
         results = solver.solve(model, **config)
@@ -275,3 +304,21 @@ class PyomoBackend:
         logger.debug("Pyomo/HiGHS %s: %s\n%s", results.termination_condition, value,
                      results.solver_log)
         return ProgramSolution(status, values, value, bound, name)
+
+    def relax(self, program: LinearProgram, limits: Limits) -> Relaxation:
+        """Not offered here (capability ``relaxation``)."""
+        lacks(self.name, "relaxation")
+
+    def open(self, program: LinearProgram, limits: Limits) -> Session:
+        """Not offered here (capability ``incremental``)."""
+        lacks(self.name, "incremental")
+
+    def explain_infeasible(self, program: LinearProgram, limits: Limits) -> str:
+        """Not offered here (capability ``explain``)."""
+        lacks(self.name, "explain")
+
+    def prepare(self, limits: Limits) -> None:
+        """Nothing to prepare: Pyomo's solves do not run two at a time here."""
+
+    def cancel(self) -> None:
+        """Nothing: the solve takes no incumbents, and ends at its time limit."""

@@ -17,15 +17,25 @@ from typing import Literal, overload
 
 import numpy as np
 
+from gpuplan.budget import Budget
 from gpuplan.instance import BoolArray, FloatArray, IntArray
 
 
 class OutOfTimeError(Exception):
-    """The time limit was spent while a model was being built; the message says where."""
+    """The budget was spent while a model was being built; the message says where."""
+
+
+def check_budget(budget: Budget, stage: str) -> None:
+    """Raise :class:`OutOfTimeError` naming ``stage`` once the budget is spent.
+
+    Spent means its time is up or its caller has stopped (:meth:`Budget.spent`).
+    """
+    if budget.spent():
+        raise OutOfTimeError(stage)
 
 
 def check_deadline(deadline: float, stage: str) -> None:
-    """Raise :class:`OutOfTimeError` naming ``stage`` once ``time.perf_counter()`` passes it."""
+    """TEMPORARY (issue 16): :func:`check_budget` for callers still holding a clock time."""
     if time.perf_counter() > deadline:
         raise OutOfTimeError(stage)
 
