@@ -257,7 +257,11 @@ def wait_for(thread: threading.Thread, budget: Budget) -> bool:
     if budget.time_limit_s is None:
         thread.join()
         return True
-    thread.join(max(0.0, budget.left() + GRACE_SHARE * budget.time_limit_s + GRACE_S))
+    try:
+        thread.join(max(0.0, budget.left() + GRACE_SHARE * budget.time_limit_s + GRACE_S))
+    except BaseException:  # Ctrl-C while waiting: the thread runs on, as past its limit
+        _left_running.append(thread)
+        raise
     if thread.is_alive():
         logger.debug("HiGHS still busy %.2f s past its time limit; not waited for",
                      -budget.left())
@@ -296,7 +300,12 @@ def run_guarded(work: Callable[[], T], budget: Budget,
 
     thread = threading.Thread(target=run, name="gpuplan-highs", daemon=True)
     thread.start()
-    if not wait_for(thread, budget.part()):
+    try:
+        waited = wait_for(thread, budget.part())
+    except BaseException:  # Ctrl-C while waiting: the solve is stopped, not waited for
+        cancel()
+        raise
+    if not waited:
         cancel()
         return None
     if isinstance(answer[0], BaseException):
@@ -592,58 +601,3 @@ class HighsSession:
                             np.asarray(index, dtype=np.int32), np.asarray(value, dtype=float))
         self._size += n + int(index.size)
 
-
-# TEMPORARY (issue 16): the old entry points, for the modules not yet moved to the
-# protocol (methods/milp.py, methods/balance.py, methods/textbook.py and their tests).
-# Delete with gpuplan/solvers/base.py.
-
-
-def _limits_of(options: Any) -> Limits:
-    """The limits of an old ``SolveOptions``."""
-    return Limits(Budget(options.time_limit_s), options.threads, options.seed,
-                  options.gap_tolerance)
-
-
-def new_highs(options: Any) -> None:
-    """TEMPORARY: :meth:`HighsBackend.prepare`."""
-    HighsBackend().prepare(_limits_of(options))
-
-
-def solve_relaxation(
-    program: LinearProgram, options: Any
-) -> tuple[Status, float | None, FloatArray | None, FloatArray | None]:
-    """TEMPORARY: :meth:`HighsBackend.relax`."""
-    relaxation = HighsBackend().relax(program, _limits_of(options))
-    return (relaxation.status, relaxation.objective, relaxation.values,
-            relaxation.reduced_costs)
-
-
-def explain_infeasible(program: LinearProgram, time_limit_s: float | None = None) -> str:
-    """TEMPORARY: :meth:`HighsBackend.explain_infeasible`."""
-    return HighsBackend().explain_infeasible(program, Limits(Budget(time_limit_s)))
-
-
-def still_busy() -> ProgramSolution:
-    """TEMPORARY: the answer of a solve not waited for."""
-    return _no_solution(BUSY)
-
-
-class HighsMaster:
-    """TEMPORARY: :class:`HighsSession` with the old time limits."""
-
-    def __init__(self, program: LinearProgram, options: Any) -> None:
-        self._session = HighsSession(program, _limits_of(options))
-        self._budget = Budget(options.time_limit_s)
-
-    def solve(self) -> tuple[ProgramSolution, FloatArray | None]:
-        """TEMPORARY: :meth:`HighsSession.solve`."""
-        return self._session.solve(self._budget)
-
-    def add_columns(self, cost: FloatArray, upper: FloatArray, start: IntArray,
-                    index: IntArray, value: FloatArray) -> None:
-        """TEMPORARY: :meth:`HighsSession.add_columns`."""
-        self._session.add_columns(cost, upper, start, index, value)
-
-    def set_time_limit(self, seconds: float) -> None:
-        """TEMPORARY: limit the next solve."""
-        self._budget = Budget(seconds)
