@@ -14,23 +14,24 @@ from conftest import DATA, INSTANCES, run_cli
 from ortools.sat.python import cp_model
 
 from gpuplan import Instance, ObjectiveKind, Schedule, Status, plan, read_instance
+from gpuplan.budget import Budget
 from gpuplan.errors import InputError
 from gpuplan.generate import generate_document
-from gpuplan.methods.cp import _twins_by_load
+from gpuplan.methods.base import RunSettings
 from gpuplan.methods.greedy import list_schedule
+from gpuplan.models.linear import OutOfTimeError
 from gpuplan.models.machine_load import MachineLoadModel, sequencing_free
 from gpuplan.models.scheduling import (
-    OutOfTimeError,
     SchedulingModel,
     TickScale,
     decimal,
     to_ticks,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.solvers import SolveOptions
 from gpuplan.status import OPTIMAL_GAP, relative_gap
 
-OPTIONS = SolveOptions(time_limit_s=20, seed=0)
+#: Long enough for every small instance here to be proven optimal.
+SETTINGS = RunSettings(time_limit_s=20, seed=0)
 
 
 def fleet(jobs: list[dict[str, Any]], objective: str, nodes: int = 1, gpus: int = 1,
@@ -51,9 +52,10 @@ def job(name: str, duration: float | dict[str, float], **fields: Any) -> dict[st
             "duration_s": duration, **fields}
 
 
-def solved(instance: Instance, options: SolveOptions = OPTIONS) -> Any:
+def solved(instance: Instance, options: dict[str, Any] | None = None,
+           settings: RunSettings = SETTINGS) -> Any:
     """The verified CP schedule, as a dict of job id to placement."""
-    schedule = plan(instance, "cp", options)
+    schedule = plan(instance, "cp", options, settings=settings)
     assert schedule.verification is not None and schedule.verification.ok
     return schedule, {p.job: p for p in schedule.placements}
 
@@ -85,7 +87,7 @@ def test_both_formulations_solve_unrelated_machines(formulation: Any) -> None:
     """The load model and the interval model both prove the brute-force R||Cmax optimum."""
     instance, optimum = unrelated_machines()
     model = formulation.build(instance, TickScale.choose(instance))
-    solver = cp_model.CpMethod()
+    solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 20
     solver.parameters.num_workers = 2
     assert solver.solve(model.model) == cp_model.OPTIMAL
@@ -171,8 +173,7 @@ def test_lexicographic_makespan_then_cost() -> None:
     """Both types give makespan 3600 for one job each; then cost keeps the cheaper one."""
     jobs = [job("x", {"A": 3600, "B": 3600}), job("y", {"A": 1800, "B": 1800})]
     instance = fleet(jobs, "makespan", gpus=2, types=("A", "B"))
-    options = SolveOptions(time_limit_s=20, then=ObjectiveKind.COST)
-    schedule, by_job = solved(instance, options)
+    schedule, by_job = solved(instance, {"then": "cost"})
     assert schedule.objective == pytest.approx(3600)
     assert {p.gpu_type for p in by_job.values()} == {"A"}
 
@@ -199,7 +200,7 @@ def test_exact_tick_for_whole_seconds() -> None:
 def test_conflicting_deadlines_are_named() -> None:
     """Each deadline is reachable alone, not both on one GPU: the core names both jobs."""
     jobs = [job("a", 100, deadline_s=150), job("b", 100, deadline_s=150), job("c", 10)]
-    schedule = plan(fleet(jobs, "makespan"), "cp", OPTIONS)
+    schedule = plan(fleet(jobs, "makespan"), "cp", settings=SETTINGS)
     assert schedule.status is Status.INFEASIBLE
     reason = {u.job: u.reason for u in schedule.unplaced}["a"]
     assert "'a'" in reason and "'b'" in reason and "'c'" not in reason
@@ -209,7 +210,7 @@ def test_conflicting_deadlines_are_named() -> None:
 def test_quickstart_never_worse_than_list_scheduling(objective: str) -> None:
     """On the quickstart instance, cp is verified and at least as good as greedy."""
     instance = read_instance(INSTANCES / "quickstart.json", objective=ObjectiveKind(objective))
-    schedule, _ = solved(instance, SolveOptions(time_limit_s=5))
+    schedule, _ = solved(instance, settings=RunSettings(time_limit_s=5))
     greedy = plan(instance)
     assert schedule.objective is not None and greedy.objective is not None
     assert schedule.objective <= greedy.objective * (1 + 1e-9)
@@ -265,7 +266,7 @@ def test_plot_rejects_an_unknown_format(tmp_path: Path) -> None:
 def test_unrelated_machines_optimum_by_cp_and_the_textbook_peer(method: str) -> None:
     """Gpuplan's cp and the plain interval model (the peer) both prove the R||Cmax optimum."""
     instance, optimum = unrelated_machines()
-    schedule = plan(instance, method, OPTIONS)
+    schedule = plan(instance, method, settings=SETTINGS)
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(optimum)
 
@@ -274,7 +275,7 @@ def test_textbook_peer_keeps_release_dependency_and_deadline() -> None:
     """The peer's model has releases, dependencies and deadlines: 400 on two GPUs, verified."""
     jobs = [job("a", 100, release_s=50), job("b", 100, depends_on=["a"], deadline_s=260),
             job("c", 100, release_s=300)]
-    schedule = plan(fleet(jobs, "makespan", gpus=2), "textbook", OPTIONS)
+    schedule = plan(fleet(jobs, "makespan", gpus=2), "textbook", settings=SETTINGS)
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.objective == pytest.approx(400)
 
@@ -358,7 +359,7 @@ def test_infeasible_at_a_rounded_tick_is_no_proof() -> None:
     reason names the conflict and the exact tick (10 s).
     """
     jobs = [job("a", 100, deadline_s=150), job("b", 100, deadline_s=150), job("c", 10)]
-    schedule = plan(fleet(jobs, "makespan"), "cp", SolveOptions(time_limit_s=20, tick_s=7))
+    schedule = plan(fleet(jobs, "makespan"), "cp", {"tick_s": 7}, settings=SETTINGS)
     assert schedule.status is Status.NO_SOLUTION
     reason = {u.job: u.reason for u in schedule.unplaced}["a"]
     assert "'a'" in reason and "'b'" in reason
@@ -374,7 +375,7 @@ def test_a_rounded_model_never_bounds_above_the_plan(objective: str) -> None:
     """
     jobs = [job("a", 900_000_000.5, due_s=0),
             job("b", 800_000_000.5, depends_on=["a"], due_s=0)]
-    schedule, _ = solved(fleet(jobs, objective), SolveOptions(time_limit_s=20, tick_s=1e6))
+    schedule, _ = solved(fleet(jobs, objective), {"tick_s": 1e6})
     assert "rounded" in schedule.solver
     honest(schedule)
 
@@ -386,11 +387,12 @@ def test_a_tick_too_fine_for_cp_sat_is_an_input_error(small: Instance) -> None:
     does work; a tick of 1e-20 s was an internal error.
     """
     with pytest.raises(InputError, match=r"2\*\*53.*--tick 1e-12"):
-        plan(small, "cp", SolveOptions(tick_s=1e-13))
+        plan(small, "cp", {"tick_s": 1e-13})
     done = run_cli("solve", DATA / "valid_small.json", "--method", "cp", "--tick", "1e-20")
     assert done.returncode == 2, done.stderr
     assert "--tick" in done.stderr and "Traceback" not in done.stderr
-    assert plan(small, "cp", SolveOptions(time_limit_s=5, tick_s=1e-12)).status.has_plan
+    assert plan(small, "cp", {"tick_s": 1e-12},
+                settings=RunSettings(time_limit_s=5)).status.has_plan
 
 
 def test_the_automatic_tick_falls_back_to_a_coarser_rounded_one() -> None:
@@ -417,17 +419,16 @@ def test_optimal_only_with_a_bound_within_1e_4(case: str) -> None:
     plans whole (200 s) against a preemptive bound of 150 s, so only feasible.
     """
     quickstart = read_instance(INSTANCES / "quickstart.json")
-    options = SolveOptions(time_limit_s=3)
+    settings = RunSettings(time_limit_s=3)
     if case == "then":
-        schedule = plan(quickstart, "cp", SolveOptions(time_limit_s=3,
-                                                       then=ObjectiveKind.COST))
+        schedule = plan(quickstart, "cp", {"then": "cost"}, settings=settings)
     elif case == "warm-start":
-        schedule = plan(quickstart, "cp", options, warm="sa")
+        schedule = plan(quickstart, "cp", settings=settings, warm="sa")
     elif case == "coarse-tick":
-        schedule = plan(quickstart, "cp", SolveOptions(time_limit_s=3, tick_s=1000))
+        schedule = plan(quickstart, "cp", {"tick_s": 1000}, settings=settings)
     else:
         jobs = [job(f"p{k}", 100, preemptible=True) for k in range(3)]
-        schedule = plan(fleet(jobs, "makespan", gpus=2), "cp", options)
+        schedule = plan(fleet(jobs, "makespan", gpus=2), "cp", settings=settings)
         assert schedule.status is Status.FEASIBLE
         assert schedule.objective == pytest.approx(200) and schedule.bound == pytest.approx(150)
     assert schedule.verification is not None and schedule.verification.ok
@@ -451,11 +452,13 @@ def test_list_scheduling_hint_is_a_solution_of_the_model(formulation: Any) -> No
                          "makespan", gpus=4)
         assert sequencing_free(instance)
     greedy = list_schedule(instance)
+    if formulation is MachineLoadModel:
+        load = np.bincount(np.concatenate(greedy.gpus), minlength=instance.n_gpus,
+                           weights=instance.duration[greedy.job, 0])
+        assert (np.diff(load) > 0).any(), "the plan already has the model's twin order"
     model = formulation.build(instance, TickScale.choose(instance))
-    gpus = (_twins_by_load(model, greedy.job, greedy.gpus)
-            if formulation is MachineLoadModel else greedy.gpus)
-    model.hint(greedy.job, gpus, greedy.start)
-    solver = cp_model.CpMethod()
+    model.hint(greedy.job, greedy.gpus, greedy.start)
+    solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.max_time_in_seconds = 10
     assert solver.solve(model.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
@@ -466,7 +469,7 @@ def test_list_scheduling_hint_is_a_solution_of_the_model(formulation: Any) -> No
 def test_building_stops_when_its_time_is_up(small: Instance) -> None:
     """A model given no time to be built raises OutOfTimeError rather than running on."""
     with pytest.raises(OutOfTimeError):
-        SchedulingModel.build(small, TickScale.choose(small), stop_at=time.perf_counter())
+        SchedulingModel.build(small, TickScale.choose(small), budget=Budget(0.0))
 
 
 @pytest.mark.parametrize("limit", [0.3, 1.5])
@@ -479,8 +482,53 @@ def test_the_time_limit_covers_building_the_model(limit: float) -> None:
     instance = build_instance(parse_document(generate_document(1000, 16, seed=1), "<gen>"),
                               "<gen>")
     started = time.perf_counter()
-    schedule = plan(instance, "cp", SolveOptions(time_limit_s=limit))
+    schedule = plan(instance, "cp", settings=RunSettings(time_limit_s=limit))
     elapsed = time.perf_counter() - started
     assert elapsed <= limit * 1.1 + 1.0, f"{elapsed:.2f} s at a limit of {limit} s"
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.status.has_plan
+
+
+@pytest.mark.parametrize("objective", ["makespan", "tardiness"])
+def test_a_schedule_file_start_is_never_lost(tmp_path: Path, objective: str) -> None:
+    """Cp from a schedule file (``--warm-start SCHEDULE.json``) is at least as good as it.
+
+    The start is greedy's plan, written and read back as a user's file would be.
+    """
+    instance = read_instance(INSTANCES / "quickstart.json", objective=ObjectiveKind(objective))
+    path = tmp_path / "greedy.json"
+    plan(instance, "greedy").write(path)
+    start = Schedule.read(path)
+    schedule = plan(instance, "cp", settings=RunSettings(time_limit_s=2), warm=start)
+    assert schedule.verification is not None and schedule.verification.ok
+    assert start.objective is not None and schedule.objective is not None
+    assert schedule.objective <= start.objective * (1 + 1e-9)
+    honest(schedule)
+
+
+def test_a_start_better_than_list_scheduling_is_kept(tmp_path: Path) -> None:
+    """Without time for CP-SAT, a start better than list scheduling's plan is returned.
+
+    Two half-GPU jobs: cp's plan shares the GPU (makespan 100), list scheduling's does
+    not (200). From cp's plan, a run too short for CP-SAT returns that plan, not 200: the
+    start was dropped before.
+    """
+    half = {"memory_gib": 8.0, "compute": 0.5}
+    instance = fleet([job("a", 100, demand=half), job("b", 100, demand=half)], "makespan")
+    path = tmp_path / "shared.json"
+    plan(instance, "cp", settings=SETTINGS).write(path)
+    schedule = plan(instance, "cp", settings=RunSettings(time_limit_s=0.01),
+                    warm=Schedule.read(path))
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.objective == pytest.approx(100)
+    assert "warm start" in schedule.solver
+
+
+@pytest.mark.parametrize("then", ["assign-cost", "makespan"])
+def test_then_must_be_another_time_based_objective(then: str) -> None:
+    """--then on a static objective, or equal to the primary, is refused naming --then."""
+    instance = read_instance(INSTANCES / "quickstart.json", objective=ObjectiveKind.MAKESPAN)
+    with pytest.raises(InputError) as refused:
+        plan(instance, "cp", {"then": then})
+    assert refused.value.source == "--then"
+    assert "weighted-completion" in refused.value.message

@@ -2,45 +2,56 @@
 
 The model is :class:`~gpuplan.models.scheduling.SchedulingModel`, or for batches with nothing
 to sequence (:func:`~gpuplan.models.machine_load.sequencing_free`) the load model
-:class:`~gpuplan.models.machine_load.MachineLoadModel`. The solve starts from list
-scheduling's plan as a hint, runs CP-SAT on ``threads`` workers, and keeps the better of the
-two plans at the real durations. The reported bound is the best of the combinatorial bounds
+:class:`~gpuplan.models.machine_load.MachineLoadModel`. The solve starts from a plan given
+as a hint: list scheduling's, or the warm start's (a schedule file's, or a heuristic's run
+first on :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit) when that is better. It
+runs CP-SAT on ``threads`` workers and keeps the better of CP-SAT's plan and the start at
+the real durations. The reported bound is the best of the combinatorial bounds
 (:func:`~gpuplan.models.bounds.objective_bound`), the work-over-capacity LP for makespan
 (:func:`~gpuplan.models.scheduling.workload_program`) and CP-SAT's own bound when the integer
-model is the instance exactly. A secondary objective (``SolveOptions.then``) is optimised in
-a second phase with the primary held at the value the first phase reached.
+model is the instance exactly. A secondary objective (``--then``) is optimised in a second
+phase with the primary held at the value the first phase reached.
 
-The time limit covers everything: list scheduling, the bound, building the model (a model
-whose size would not leave CP-SAT time to search is replaced by a smaller one, or not built
-at all, and a build that runs late is abandoned), CP-SAT's loading, presolve and search, and
-reading and freeing the model afterwards. Whatever is cut short, list scheduling's plan is
-there to fall back on.
+The solve's one budget covers everything: the warm start, list scheduling, the bound,
+building the model (a model whose size would not leave CP-SAT time to search is replaced by
+a smaller one, or not built at all, and a build that runs late is abandoned), CP-SAT's
+loading, presolve and search, and reading and freeing the model afterwards. Whatever is cut
+short, the start's plan is there to fall back on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import time
+import math
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.backends.cpsat import import_cp_model, status_table
-from gpuplan.instance import Instance, IntArray, ObjectiveKind
+from gpuplan.backends.base import Limits
+from gpuplan.backends.cpsat import import_cp_model, new_solver, status_table
+from gpuplan.budget import Budget
+from gpuplan.errors import InputError
+from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.methods.base import (
     TIME_OBJECTIVES,
+    WARM_SHARE,
+    Context,
+    PlainMethod,
     WarmStart,
+    better,
+    no_plan,
     option,
     parse_seconds,
+    plan_status,
     time_objective,
 )
 from gpuplan.methods.greedy import list_schedule
+from gpuplan.models.linear import OutOfTimeError
 from gpuplan.models.machine_load import MachineLoadModel, sequencing_free
 from gpuplan.models.scheduling import (
-    OutOfTimeError,
     SchedulingModel,
     TickScale,
     exclusive_types,
@@ -48,8 +59,7 @@ from gpuplan.models.scheduling import (
 )
 from gpuplan.search.time_bounds import simple_bound
 from gpuplan.solution import Result
-from gpuplan.solvers.base import SolveOptions
-from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
+from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +69,7 @@ EXPLAIN_LIMIT_S = 10.0
 #: Share of the time limit the workload LP bound may take.
 BOUND_SHARE = 0.1
 #: Building, hinting, loading into CP-SAT and freeing a model may take this share of the
-#: time left; a larger model is replaced by a smaller one, or by list scheduling's plan.
+#: time left; a larger model is replaced by a smaller one, or by the start's plan.
 MODEL_SHARE = 0.5
 #: Seconds per unit of the interval model (an alternative or a per-GPU literal,
 #: :func:`~gpuplan.models.scheduling.model_size`) to build, hint, load into CP-SAT and free,
@@ -79,53 +89,19 @@ LOAD_PRESOLVE_UNIT_S = 25e-6
 PRESOLVE_SHARE = 0.35
 #: Below this many seconds for CP-SAT, it is not run at all.
 MIN_SEARCH_S = 0.05
+#: What the plan CP-SAT starts from, and falls back on, is called in messages.
+LISTED = "list scheduling's plan"
+STARTED = "the warm start's plan"
 
 
-@dataclasses.dataclass(frozen=True)
-class _Clock:
-    """The time limit, counted from the start of the solve."""
+def _solver(limits: Limits, presolve: bool) -> Any:
+    """A CP-SAT solver for the limits' budget (a part begun just now), set up for cp.
 
-    started: float
-    limit: float | None
-
-    def left(self) -> float | None:
-        """Seconds left, or None without a time limit."""
-        if self.limit is None:
-            return None
-        return self.limit - (time.perf_counter() - self.started)
-
-    def at(self, share: float) -> float | None:
-        """The perf_counter time when ``share`` of the time now left will have passed."""
-        left = self.left()
-        return None if left is None else time.perf_counter() + max(0.0, left) * share
-
-
-def _better(a: Result, b: Result) -> Result:
-    """The result with the lower objective (both minimise); a plan beats none."""
-    if b.objective is None:
-        return a
-    if a.objective is None:
-        return b
-    return a if a.objective <= b.objective else b
-
-
-def _status(objective: float | None, bound: float | None, options: SolveOptions) -> Status:
-    """Optimal only when a bound proves the plan within the gap tolerance (and 1e-4)."""
-    if objective is None:
-        return Status.NO_SOLUTION
-    gap = relative_gap(objective, bound)
-    optimal = gap is not None and gap <= min(options.gap_tolerance, OPTIMAL_GAP)
-    return Status.OPTIMAL if optimal else Status.FEASIBLE
-
-
-def _configure(solver: Any, options: SolveOptions, limit: float | None,
-               presolve: bool = True) -> None:
+    Workers, seed, gap and time come from :func:`~gpuplan.backends.cpsat.new_solver`,
+    like every CP-SAT solve's; presolve and probing are cp's own.
+    """
+    solver = new_solver(limits, limits.budget.time_limit_s)
     parameters = solver.parameters
-    if limit is not None:
-        parameters.max_time_in_seconds = max(limit, 0.01)
-    parameters.num_workers = max(1, int(options.threads))
-    parameters.random_seed = int(options.seed)
-    parameters.relative_gap_limit = float(options.gap_tolerance)
     # Probing took 9 of the first 12 s on the 500-job Gavel cluster and found 33 clauses;
     # the search does better with that time.
     parameters.cp_model_probing_level = 0
@@ -134,6 +110,12 @@ def _configure(solver: Any, options: SolveOptions, limit: float | None,
         # Without presolve, finding symmetries still took 1.3 s of a 2.3 s limit on a
         # 2000-job model.
         parameters.symmetry_level = 0
+    return solver
+
+
+def _part(budget: Budget, seconds: float) -> Budget:
+    """At most ``seconds`` of the budget from now; infinite seconds: the rest of it."""
+    return budget.part(seconds if math.isfinite(seconds) else None)
 
 
 def _units(instance: Instance, load_model: bool, share_gpus: bool) -> int:
@@ -145,11 +127,39 @@ def _units(instance: Instance, load_model: bool, share_gpus: bool) -> int:
 
 
 def _objective(text: str) -> ObjectiveKind:
+    """The objective named by ``--then``."""
     try:
         return ObjectiveKind(text)
     except ValueError:
         known = ", ".join(k.value for k in ObjectiveKind)
         raise ValueError(f"unknown objective {text!r}; choose from {known}") from None
+
+
+def _hintable(plan: Result) -> bool:
+    """Whether the models can take the plan as a hint: every job it places in one piece."""
+    return plan.status.has_plan and np.unique(plan.job).size == plan.n_segments
+
+
+def _start(instance: Instance, context: Context) -> tuple[Result, str, Result | None]:
+    """The plan to fall back on, what messages call it, and the plan to hint to CP-SAT.
+
+    The fallback is list scheduling's plan, or the warm start's when that is at least as
+    good: a schedule file's plan (``context.start``), or a heuristic's (``context.warm``),
+    run here on :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit. The hint is
+    the fallback, or list scheduling's plan when the fallback runs a job in pieces.
+    """
+    start = context.start
+    if context.warm is not None:
+        found = context.warm(context.budget.part(share=WARM_SHARE))
+        start = found if start is None else better(instance, start, found)
+    listed = list_schedule(instance)
+    fallback, origin = listed, LISTED
+    if start is not None and start.status.has_plan:
+        fallback = better(instance, start, listed)
+        # On a tie the start is kept; list scheduling's plan only when strictly better.
+        if fallback.objective == start.objective:
+            origin = STARTED
+    return fallback, origin, next((p for p in (fallback, listed) if _hintable(p)), None)
 
 
 @dataclass(frozen=True)
@@ -164,31 +174,49 @@ class CpOptions:
         "best (e.g. --objective makespan --then cost)", parse=_objective, metavar="NAME")
 
 
-class CpMethod:
+class CpMethod(PlainMethod):
     """CP-SAT over interval variables per GPU group, for plans with start times."""
 
-    name = "cp"
-    description = "CP-SAT scheduling with start times (time-based objectives), bound and gap"
-    options_type = CpOptions
-    objectives = TIME_OBJECTIVES
-    backends: tuple[str, ...] = ()
-    warm_starts: frozenset[WarmStart] = frozenset({WarmStart.PLAN})
-    iterative = False
+    name: ClassVar[str] = "cp"
+    description: ClassVar[str] = ("CP-SAT scheduling with start times (time-based "
+                                  "objectives), bound and gap")
+    options_type: ClassVar[type[Any]] = CpOptions
+    objectives: ClassVar[frozenset[ObjectiveKind]] = TIME_OBJECTIVES
+    # CP-SAT takes cp's interval model directly, not a LinearProgram through a backend.
+    backends: ClassVar[tuple[str, ...]] = ()
+    warm_starts: ClassVar[frozenset[WarmStart]] = frozenset({WarmStart.PLAN})
+    iterative: ClassVar[bool] = False
 
-    def supports(self, instance: Instance) -> bool:
-        """The time-based objectives: makespan, weighted completion, tardiness and cost."""
-        return not instance.objective.is_static
+    def check(self, instance: Instance, options: CpOptions) -> None:
+        """Refuse a secondary objective that is static or the primary itself.
 
-    def solve(self, instance: Instance, options: SolveOptions) -> Result:
-        """Plan with CP-SAT from list scheduling's hint, all within the time limit.
+        Raises
+        ------
+        InputError
+            Naming ``--then`` and the objectives it may take.
+        """
+        then = options.then
+        if then is None or (not then.is_static and then is not instance.objective):
+            return
+        others = sorted(k.value for k in TIME_OBJECTIVES if k is not instance.objective)
+        raise InputError("--then", "", f"a secondary objective must be time-based and differ "
+                         f"from the objective ({instance.objective.value}); got {then.value}, "
+                         f"choose from {', '.join(others)}")
+
+    def solve(self, instance: Instance, options: CpOptions, context: Context) -> Result:
+        """Plan with CP-SAT from the best start at hand, all within the context's budget.
 
         Parameters
         ----------
         instance
             A time-based instance that passed the presolve checks.
         options
-            Time limit, threads (CP-SAT workers), seed, gap tolerance, tick and secondary
-            objective.
+            Tick and secondary objective.
+        context
+            The budget, threads (CP-SAT workers), seed and gap, and the warm start: a
+            schedule file's plan, or a heuristic run first on
+            :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit; CP-SAT is given
+            its plan as a hint, and it is kept when CP-SAT finds nothing better.
 
         Raises
         ------
@@ -196,7 +224,7 @@ class CpMethod:
             If ``options.tick_s`` is so fine that the horizon in ticks exceeds CP-SAT's
             integers.
         """
-        clock = _Clock(time.perf_counter(), options.time_limit_s)
+        budget = context.budget
         cp_model = import_cp_model()
         scale = TickScale.choose(instance, options.tick_s)
         name = f"cpsat {version('ortools')} ({scale.describe()})"
@@ -205,39 +233,33 @@ class CpMethod:
                         "rounded up and deadlines down by up to %.3g s, so every plan is valid "
                         "at the real times, but CP-SAT's bound and infeasibility are not used",
                         f"{scale.tick_s:g} s", scale.shift_s)
-        greedy = list_schedule(instance)
-        if options.start_plan is not None:
-            greedy = _better(options.start_plan, greedy)
-        share = None if clock.limit is None else clock.limit * BOUND_SHARE
-        bound = simple_bound(instance, dataclasses.replace(options, time_limit_s=share))
+        fallback, origin, hint = _start(instance, context)
+        bound = simple_bound(instance, context.limits(budget.part(share=BOUND_SHARE)))
         # CP plans every job in one piece and never pairs jobs on GPUs; where the instance
         # allows either, CP-SAT's bound and infeasibility hold for that restriction only.
         whole = not instance.preemptible.any() and instance.pair_gain == 1.0
 
         load_model = options.then is None and sequencing_free(instance)
-        chosen = self._choose(instance, load_model, clock)
+        chosen = self._choose(instance, load_model, budget, origin)
         if chosen is None:
-            return _kept(instance, greedy, bound, options, name, "list scheduling's plan: "
-                         "no CP-SAT model fits the time limit (a longer --time-limit lets "
-                         "CP-SAT search)")
+            return _kept(instance, fallback, bound, name, f"{origin}: no CP-SAT model fits "
+                         "the time limit (a longer --time-limit lets CP-SAT search)")
         load_model, share_gpus, units = chosen
         model: SchedulingModel | MachineLoadModel
         try:
             if load_model:
                 model = MachineLoadModel.build(instance, scale)
             else:
-                model = SchedulingModel.build(instance, scale, share_gpus=share_gpus,
-                                              stop_at=clock.at(MODEL_SHARE))
-            if greedy.status.has_plan:
-                gpus = (_twins_by_load(model, greedy.job, greedy.gpus)
-                        if isinstance(model, MachineLoadModel) else greedy.gpus)
-                model.hint(greedy.job, gpus, greedy.start)
+                model = SchedulingModel.build(
+                    instance, scale, share_gpus=share_gpus,
+                    budget=_part(budget, MODEL_SHARE * max(0.0, budget.left())))
+            if hint is not None:
+                model.hint(hint.job, hint.gpus, hint.start)
         except OutOfTimeError:
             logger.info("cp: building the model ran out of its share of the time limit after "
-                        "%.2f s; keeping list scheduling's plan", time.perf_counter()
-                        - clock.started)
-            return _kept(instance, greedy, bound, options, name, "list scheduling's plan: "
-                         "the CP-SAT model could not be built within the time limit")
+                        "%.2f s; keeping %s", budget.elapsed(), origin)
+            return _kept(instance, fallback, bound, name, f"{origin}: the CP-SAT model could "
+                         "not be built within the time limit")
         restricted = isinstance(model, SchedulingModel) and model.restricted
         if restricted:
             name += ", without GPU sharing to fit the time limit"
@@ -246,57 +268,55 @@ class CpMethod:
         certain = model.exact and whole and not restricted
         proof = (model.exact_constraints if isinstance(model, SchedulingModel)
                  else model.exact) and whole and not restricted
-        left = clock.left()
-        search = None if left is None else left - AFTER_UNIT_S * units
-        if search is not None and search < MIN_SEARCH_S:
-            return _kept(instance, greedy, bound, options, name, "list scheduling's plan: "
-                         "no time was left for CP-SAT to search")
-        if options.then is not None and search is not None:
+        search = budget.left() - AFTER_UNIT_S * units
+        if search < MIN_SEARCH_S:
+            return _kept(instance, fallback, bound, name, f"{origin}: no time was left for "
+                         "CP-SAT to search")
+        if options.then is not None:
             search /= 2
         presolve_s = (LOAD_PRESOLVE_UNIT_S if load_model else PRESOLVE_UNIT_S) * units
-        presolve = search is None or presolve_s <= PRESOLVE_SHARE * search
-        solver = cp_model.CpMethod()
-        _configure(solver, options, search, presolve)
+        solver = _solver(context.limits(_part(budget, search)),
+                         presolve_s <= PRESOLVE_SHARE * search)
         code = solver.solve(model.model)
         status = status_table(cp_model).get(code, Status.NO_SOLUTION)
         if code == cp_model.MODEL_INVALID:
             logger.warning("cp: CP-SAT rejected the model: %s", model.model.validate())
         if status is Status.INFEASIBLE:
-            return self._no_plan(instance, scale, options, clock, name, greedy, bound,
-                                 whole, proof, restricted, units)
+            return self._without_plan(instance, scale, context, name, fallback, origin, bound,
+                                      whole, proof, restricted, units)
         if certain and code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN):
             slack = model.bound_slack() if isinstance(model, SchedulingModel) else (
                 scale.slack_s)
             bound = max(bound, solver.best_objective_bound * model.objective_scale - slack)
-        found = self._plan(instance, model, solver, status, bound, name, options)
-        best = _better(found, greedy)
-        if best is not found:
-            best = _kept(instance, greedy, bound, options, name,
-                         "list scheduling's plan kept")
+        found = _decoded(instance, model, solver, status, bound, name)
+        best = better(instance, found, fallback)
+        # CP-SAT's plan stands unless the start's is strictly better (a tie keeps CP-SAT's).
+        if best.objective != found.objective:
+            best = _kept(instance, fallback, bound, name, f"{origin} kept")
         elif (isinstance(model, SchedulingModel) and options.then is not None
               and status.has_plan):
-            best = self._second_phase(instance, model, solver, best, options, clock, name,
-                                      units)
+            best = self._second_phase(instance, model, solver, best, options.then, context,
+                                      name, units)
         logger.info("cp: %s, CP-SAT %s after %.2f s", best.status.value,
-                    solver.status_name(code), time.perf_counter() - clock.started)
+                    solver.status_name(code), budget.elapsed())
         return best
 
     @staticmethod
-    def _choose(instance: Instance, load_model: bool,
-                clock: _Clock) -> tuple[bool, bool, int] | None:
+    def _choose(instance: Instance, load_model: bool, budget: Budget,
+                origin: str) -> tuple[bool, bool, int] | None:
         """The model that fits the time left: (load model, GPU sharing, units), or None.
 
         The full model first; then, where jobs may share GPUs, the model without sharing
         (pooled like exclusive types, far smaller); for a sequencing-free batch whose load
         model is too large, the interval model. None when nothing fits.
         """
-        left = clock.left()
+        left = budget.left()
         shareable = not exclusive_types(instance).all()
         candidates = [(True, True)] if load_model else []
         candidates += [(False, True)] + ([(False, False)] if shareable else [])
         for load, share in candidates:
             units = _units(instance, load, share)
-            if left is None or (LOAD_UNIT_S if load else UNIT_S) * units <= MODEL_SHARE * left:
+            if (LOAD_UNIT_S if load else UNIT_S) * units <= MODEL_SHARE * left:
                 if (load, share) != candidates[0]:
                     logger.info("cp: the full model (%d units) would take more than %.0f%% of "
                                 "the %.2f s left; using %s (%d units)",
@@ -305,89 +325,69 @@ class CpMethod:
                                 else "the interval model", units)
                 return load, share, units
         logger.info("cp: even the smallest CP-SAT model would take more than %.0f%% of the "
-                    "%.2f s left; keeping list scheduling's plan", 100 * MODEL_SHARE, left)
+                    "%.2f s left; keeping %s", 100 * MODEL_SHARE, left, origin)
         return None
 
     @staticmethod
-    def _plan(instance: Instance, model: SchedulingModel | MachineLoadModel, solver: Any,
-              status: Status, bound: float, name: str, options: SolveOptions) -> Result:
-        if not status.has_plan:
-            return Result(status=Status.NO_SOLUTION, objective=None, bound=bound, solver=name,
-                          unplaced=dict.fromkeys(range(instance.n_jobs), "no plan found "
-                                                 "within the time limit"))
-        job, types, gpus, start, end = model.decode(solver)
-        objective = time_objective(instance, job, types, end)
-        return Result(status=_status(objective, bound, options), objective=objective,
-                      bound=bound, solver=name, job=job, gpu_type=types, gpus=gpus,
-                      start=start, end=end)
-
-    def _second_phase(self, instance: Instance, model: SchedulingModel, solver: Any,
-                      first: Result, options: SolveOptions, clock: _Clock, name: str,
-                      units: int) -> Result:
-        """Optimise ``options.then`` with the primary objective held where phase one left it."""
-        assert options.then is not None and first.objective is not None
-        left = clock.left()
-        search = None if left is None else left - AFTER_UNIT_S * units
-        if search is not None and search < MIN_SEARCH_S:
+    def _second_phase(instance: Instance, model: SchedulingModel, solver: Any, first: Result,
+                      then: ObjectiveKind, context: Context, name: str, units: int) -> Result:
+        """Optimise ``then`` with the primary objective held where phase one left it."""
+        assert first.objective is not None
+        search = context.budget.left() - AFTER_UNIT_S * units
+        if search < MIN_SEARCH_S:
             return first
         primary = model.objective_expression()
         model.model.add(primary <= round(solver.objective_value))
-        model.set_objective(options.then)
+        model.set_objective(then)
         model.hint_solution(solver)
-        second = import_cp_model().CpMethod()
-        _configure(second, options, search,
-                   search is None or PRESOLVE_UNIT_S * units <= PRESOLVE_SHARE * search)
+        second = _solver(context.limits(_part(context.budget, search)),
+                         PRESOLVE_UNIT_S * units <= PRESOLVE_SHARE * search)
         code = second.solve(model.model)
         status = status_table(import_cp_model()).get(code, Status.NO_SOLUTION)
         if not status.has_plan:
             return first
-        result = self._plan(instance, model, second, Status.FEASIBLE, first.bound or 0.0,
-                            f"{name}, then {options.then.value}", options)
+        result = _decoded(instance, model, second, Status.FEASIBLE, first.bound or 0.0,
+                          f"{name}, then {then.value}")
         if result.objective is None or result.objective > first.objective * (1 + 1e-9):
             return first
         return result
 
-    def _no_plan(self, instance: Instance, scale: TickScale, options: SolveOptions,
-                 clock: _Clock, name: str, greedy: Result, bound: float, whole: bool,
-                 proof: bool, restricted: bool, units: int) -> Result:
+    def _without_plan(self, instance: Instance, scale: TickScale, context: Context, name: str,
+                      fallback: Result, origin: str, bound: float, whole: bool, proof: bool,
+                      restricted: bool, units: int) -> Result:
         """CP-SAT found its model infeasible: a proof only when the model is the instance.
 
-        Otherwise list scheduling's plan (if it has one) is kept, or no plan is reported
-        with what made the model narrower than the instance.
+        Otherwise the start's plan (if it has one) is kept, or no plan is reported with
+        what made the model narrower than the instance.
         """
-        if greedy.status.has_plan:
+        if fallback.status.has_plan:
             if proof:
-                logger.warning("cp: CP-SAT calls the model infeasible, yet list scheduling's "
-                               "plan is valid; keeping that plan")
+                logger.warning("cp: CP-SAT calls the model infeasible, yet %s is valid; "
+                               "keeping that plan", origin)
             why = ("without GPU sharing" if restricted
                    else f"at a tick of {scale.tick_s:g} s" if not scale.exact
                    else "with every job in one piece" if not whole
                    else "with per-GPU demands rounded up" if not proof
                    else "(wrongly)")
-            logger.info("cp: CP-SAT found no plan %s; keeping list scheduling's plan", why)
-            return _kept(instance, greedy, bound, options, name, "list scheduling's plan: "
-                         f"the CP-SAT model {why} has no plan")
+            logger.info("cp: CP-SAT found no plan %s; keeping %s", why, origin)
+            return _kept(instance, fallback, bound, name,
+                         f"{origin}: the CP-SAT model {why} has no plan")
         if not whole:
-            return Result(status=Status.NO_SOLUTION, objective=None, bound=bound,
-                          solver=name, unplaced=dict.fromkeys(
-                              range(instance.n_jobs), "no plan runs every job in one "
-                              "piece within its deadline; preemptible jobs may still "
-                              "fit in segments (try --method balance)"))
+            return no_plan(instance, "no plan runs every job in one piece within its "
+                           "deadline; preemptible jobs may still fit in segments (try "
+                           "--method balance)", name, bound=bound)
         if restricted:
-            return Result(status=Status.NO_SOLUTION, objective=None, bound=bound,
-                          solver=name, unplaced=dict.fromkeys(
-                              range(instance.n_jobs), "no plan without GPU sharing meets "
-                              "every deadline (GPU sharing was left out of the CP-SAT model "
-                              "to fit the time limit; a longer --time-limit includes it)"))
-        core = self._core(instance, scale, options, clock, units)
+            return no_plan(instance, "no plan without GPU sharing meets every deadline (GPU "
+                           "sharing was left out of the CP-SAT model to fit the time limit; "
+                           "a longer --time-limit includes it)", name, bound=bound)
+        core = self._core(instance, scale, context, units)
         if proof:
             if core:
                 reason = (f"the deadlines of jobs {core} cannot all be met together: the "
                           "GPUs they may use are too few for the work due by then")
             else:
                 reason = "no plan meets every deadline within the capacity of the fleet"
-            return Result(status=Status.INFEASIBLE, objective=None, bound=None, solver=name,
-                          unplaced=dict.fromkeys(range(instance.n_jobs), reason))
+            return no_plan(instance, reason, name, Status.INFEASIBLE)
         conflict = f" (there, the deadlines of jobs {core} cannot all be met together)"
         if scale.exact:
             reason = ("no plan found: with per-GPU demands rounded up to integers (and "
@@ -401,74 +401,57 @@ class CpMethod:
                       "releases rounded up and deadlines down to whole ticks the problem has "
                       f"no plan{conflict if core else ''}; this is no proof for the real "
                       f"times, and {advice}")
-        return Result(status=Status.NO_SOLUTION, objective=None, bound=bound, solver=name,
-                      unplaced=dict.fromkeys(range(instance.n_jobs), reason))
+        return no_plan(instance, reason, name, bound=bound)
 
     @staticmethod
-    def _core(instance: Instance, scale: TickScale, options: SolveOptions, clock: _Clock,
-              units: int) -> str:
+    def _core(instance: Instance, scale: TickScale, context: Context, units: int) -> str:
         """The jobs whose deadlines cannot all be met together (a CP-SAT core), named.
 
         Empty when the time left is too short to rebuild and solve the model.
         """
-        left = clock.left()
-        if left is not None and left < 2 * UNIT_S * units + MIN_SEARCH_S:
+        budget = context.budget
+        left = budget.left()
+        if left < 2 * UNIT_S * units + MIN_SEARCH_S:
             return ""
         try:
             explained = SchedulingModel.build(instance, scale, deadlines_as_assumptions=True,
-                                              stop_at=clock.at(MODEL_SHARE))
+                                              budget=_part(budget, MODEL_SHARE * left))
         except OutOfTimeError:
             return ""
-        left = clock.left()
-        limit = EXPLAIN_LIMIT_S if left is None else min(
-            EXPLAIN_LIMIT_S, left - AFTER_UNIT_S * units)
+        limit = min(EXPLAIN_LIMIT_S, budget.left() - AFTER_UNIT_S * units)
         if limit < MIN_SEARCH_S:
             return ""
-        solver = import_cp_model().CpMethod()
-        _configure(solver, dataclasses.replace(options, threads=1), limit)
+        # One worker: with more, CP-SAT names every assumption as the core (or-tools#3102).
+        solver = _solver(dataclasses.replace(context.limits(budget.part(limit)), threads=1),
+                         presolve=True)
         solver.solve(explained.model)
         core = sorted(explained.deadline_job[i]
                       for i in solver.sufficient_assumptions_for_infeasibility())
         return ", ".join(repr(instance.job_ids[j]) for j in core)
 
 
-def _twins_by_load(model: MachineLoadModel, job: IntArray,
-                   gpus: tuple[IntArray, ...]) -> tuple[IntArray, ...]:
-    """A plan's GPUs renamed among twins so that their loads decrease, as the model orders them.
-
-    The load model breaks the symmetry of twin GPUs (same node and type) by ordering their
-    loads; list scheduling's plan seldom has that order, which made the hint infeasible
-    (CP-SAT then repairs it). Renaming twins changes nothing else in the plan.
-    """
-    instance = model.instance
-    gpu_type = instance.gpu_type
-    load = np.zeros(instance.n_gpus, dtype=np.int64)
-    for j, used in zip(job.tolist(), gpus, strict=True):
-        load[used] += model.ticks[j, gpu_type[used]]
-    rename = np.arange(instance.n_gpus)
-    twin = np.r_[False, (instance.gpu_node[1:] == instance.gpu_node[:-1])
-                 & (gpu_type[1:] == gpu_type[:-1])]
-    starts = np.flatnonzero(~twin)
-    for first, last in zip(starts, np.r_[starts[1:], instance.n_gpus], strict=True):
-        run = np.arange(first, last)
-        rename[run[np.argsort(-load[run], kind="stable")]] = run
-    return tuple(rename[used] for used in gpus)
+def _decoded(instance: Instance, model: SchedulingModel | MachineLoadModel, solver: Any,
+             status: Status, bound: float, name: str) -> Result:
+    """CP-SAT's plan at the real durations, with the method's bound; none without one."""
+    if not status.has_plan:
+        return no_plan(instance, "no plan found within the time limit", name, bound=bound)
+    job, types, gpus, start, end = model.decode(solver)
+    objective = time_objective(instance, job, types, end)
+    return Result(status=plan_status(objective, bound), objective=objective, bound=bound,
+                  solver=name, job=job, gpu_type=types, gpus=gpus, start=start, end=end)
 
 
-def _kept(instance: Instance, result: Result, bound: float, options: SolveOptions,
-          name: str, note: str) -> Result:
-    """A heuristic's result with the method's bound, its status from that bound, and why.
+def _kept(instance: Instance, result: Result, bound: float, name: str, note: str) -> Result:
+    """A start's result with the method's bound, its status from that bound, and why.
 
     ``note`` says why CP-SAT's plan is not the one returned; without a plan, each job the
-    heuristic left out gives its reason and the note.
+    start left out gives its reason and the note.
     """
+    solver = f"{name}; {note}"
     if result.status.has_plan:
-        return Result(status=_status(result.objective, bound, options),
-                      objective=result.objective, bound=bound, solver=f"{name}; {note}",
-                      job=result.job, gpu_type=result.gpu_type, start=result.start,
-                      end=result.end, gpus=result.gpus)
+        return dataclasses.replace(result, status=plan_status(result.objective, bound),
+                                   bound=bound, solver=solver)
     unplaced = ({j: f"{reason}; {note}" for j, reason in result.unplaced.items()}
                 or dict.fromkeys(range(instance.n_jobs), f"no plan found; {note}"))
-    return Result(status=Status.NO_SOLUTION, objective=None, bound=bound,
-                  solver=f"{name}; {note}", job=result.job, gpu_type=result.gpu_type,
-                  start=result.start, end=result.end, gpus=result.gpus, unplaced=unplaced)
+    return dataclasses.replace(result, status=Status.NO_SOLUTION, objective=None, bound=bound,
+                               solver=solver, unplaced=unplaced)

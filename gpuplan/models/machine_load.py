@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.scheduling import TickScale, exclusive_types
 
 
@@ -30,6 +30,13 @@ def sequencing_free(instance: Instance) -> bool:
         and not np.isfinite(instance.deadline).any()
         and exclusive_types(instance).all()
     )
+
+
+def _twin_of_previous(instance: Instance) -> BoolArray:
+    """``(G,)`` whether each GPU has the previous GPU's node and type (the first: False)."""
+    node, gpu_type = instance.gpu_node, instance.gpu_type
+    twin: BoolArray = np.r_[False, (node[1:] == node[:-1]) & (gpu_type[1:] == gpu_type[:-1])]
+    return twin
 
 
 @dataclass
@@ -77,23 +84,35 @@ class MachineLoadModel:
             model.add(loads[g] == sum(terms))
             model.add(release + loads[g] <= makespan)
         # Twins (same node and type) are interchangeable: order their loads.
-        same = (instance.gpu_node[1:] == instance.gpu_node[:-1]) & (gpu_type[1:] == gpu_type[:-1])
-        for twin in np.flatnonzero(same).tolist():
+        for twin in np.flatnonzero(_twin_of_previous(instance)[1:]).tolist():
             model.add(loads[twin] >= loads[twin + 1])
         model.minimize(makespan)
         return cls(instance, scale, model, on_gpu, ticks, makespan, scale.tick_s, scale.exact)
 
     def hint(self, job: IntArray, gpus: tuple[IntArray, ...], start_s: FloatArray) -> None:
-        """Offer a known plan's assignment as the search's first guess."""
+        """Offer a known plan's assignment as the search's first guess.
+
+        The plan's GPUs are renamed among twins so that their loads decrease, as the model
+        orders them: a plan seldom has that order, and without the renaming the hint broke
+        the ordering rows (CP-SAT then had to repair it). Renaming twins changes nothing
+        else in the plan. ``start_s`` is not needed: each GPU's jobs run back to back from
+        the common release.
+        """
         self.model.clear_hints()
-        gpu_type = self.instance.gpu_type
-        load = np.zeros(self.instance.n_gpus, dtype=np.int64)
-        for j, used in zip(job.tolist(), gpus, strict=True):
-            g = int(used[0])
-            load[g] += self.ticks[j, gpu_type[g]]
+        instance = self.instance
+        gpu_type = instance.gpu_type
+        gpu = np.array([int(used[0]) for used in gpus], dtype=np.int64)
+        load = np.zeros(instance.n_gpus, dtype=np.int64)
+        np.add.at(load, gpu, self.ticks[job, gpu_type[gpu]])
+        rename = np.arange(instance.n_gpus)
+        first = np.flatnonzero(~_twin_of_previous(instance))
+        for begin, stop in zip(first, np.r_[first[1:], instance.n_gpus], strict=True):
+            run = np.arange(begin, stop)
+            rename[run[np.argsort(-load[run], kind="stable")]] = run
+        for j, g in zip(job.tolist(), rename[gpu].tolist(), strict=True):
             for other, literal in self.on_gpu[j].items():
                 self.model.add_hint(literal, other == g)
-        release = int(self.scale.up(self.instance.release.max(initial=0.0)))
+        release = int(self.scale.up(instance.release.max(initial=0.0)))
         self.model.add_hint(self.makespan, release + int(load.max(initial=0)))
 
     def decode(

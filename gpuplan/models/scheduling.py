@@ -21,7 +21,6 @@ propagation and the solver's bound. Times are integers: see :class:`TickScale`.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -29,10 +28,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from gpuplan.budget import Budget
 from gpuplan.errors import InputError
 from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.bounds import resource_share
-from gpuplan.models.linear import LinearProgram, RowBuilder
+from gpuplan.models.linear import LinearProgram, RowBuilder, check_budget
 
 #: Powers of ten tried as the tick, from the coarsest.
 TICK_EXPONENTS = range(6, -7, -1)
@@ -44,10 +44,8 @@ CP_LIMIT = 2**53
 ROUNDING_SHARE = 1e-3
 #: Scales tried for weights, costs and per-GPU demands to make them integral.
 VALUE_SCALES = (1, 10, 100, 1000, 10000)
-
-
-class OutOfTimeError(Exception):
-    """Building a CP-SAT model passed the time it was given (see ``stop_at``)."""
+#: What was being built when the budget was spent (:class:`~gpuplan.models.linear.OutOfTimeError`).
+BUILDING = "the CP-SAT scheduling model"
 
 
 def decimal(step: float) -> Fraction:
@@ -370,7 +368,7 @@ class SchedulingModel:
     @classmethod
     def build(cls, instance: Instance, scale: TickScale,
               deadlines_as_assumptions: bool = False, *, share_gpus: bool = True,
-              stop_at: float | None = None) -> SchedulingModel:
+              budget: Budget | None = None) -> SchedulingModel:
         """Formulate a time-based instance.
 
         Parameters
@@ -387,17 +385,19 @@ class SchedulingModel:
             Model GPU sharing on the types that allow it (a literal per job and GPU).
             False pools every type like an exclusive one: a far smaller model whose
             plans never share a GPU (:attr:`restricted`).
-        stop_at
-            A :func:`time.perf_counter` time: building raises :class:`OutOfTimeError`
-            once it is passed.
+        budget
+            The time building may take: it raises
+            :class:`~gpuplan.models.linear.OutOfTimeError` once it is spent;
+            None: no limit.
 
         Raises
         ------
         OutOfTimeError
-            If ``stop_at`` passes before the model is complete.
+            If the budget is spent before the model is complete.
         """
         from ortools.sat.python import cp_model
 
+        budget = budget or Budget()
         model = cp_model.CpModel()
         counts, groups, group_type = _groups(instance)
         first = np.r_[0, np.cumsum(counts)][groups]
@@ -419,7 +419,7 @@ class SchedulingModel:
         deadline_job: dict[int, int] = {}
         for j in range(instance.n_jobs):
             if j % 64 == 0:
-                _check(stop_at)
+                check_budget(budget, BUILDING)
             latest = horizon
             if deadline[j] >= 0 and not deadlines_as_assumptions:
                 latest = int(deadline[j])
@@ -452,7 +452,7 @@ class SchedulingModel:
             for a in options:
                 by_group[a.group].append(a)
         for q, members in enumerate(by_group):
-            _check(stop_at)
+            check_budget(budget, BUILDING)
             t = int(group_type[q])
             if not members:
                 continue
@@ -461,7 +461,7 @@ class SchedulingModel:
                                      [int(instance.gang[a.job]) for a in members],
                                      int(counts[groups[q]]))
             else:
-                exact &= _per_gpu(model, instance, members, group_gpus[q], t, stop_at)
+                exact &= _per_gpu(model, instance, members, group_gpus[q], t, budget)
         for kind in np.flatnonzero(exclusive):
             members = [a for q in np.flatnonzero(group_type == kind) for a in by_group[q]]
             if len(members) > 1 and (group_type == kind).sum() > 1:
@@ -474,7 +474,7 @@ class SchedulingModel:
                     group_type, group_gpus, 1.0, exact, deadline_job, horizon,
                     exact_constraints=exact, restricted=restricted)
         built.set_objective()
-        _check(stop_at)
+        check_budget(budget, BUILDING)
         return built
 
     def bound_slack(self) -> float:
@@ -715,13 +715,13 @@ def scaled_capacity(capacity: float, demand: FloatArray) -> tuple[int, IntArray,
 
 
 def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: IntArray,
-             t: int, stop_at: float | None = None) -> bool:
+             t: int, budget: Budget) -> bool:
     """Exact per-GPU capacity over time on a shared type's group; False if rounded."""
     first_user = min(a.job for a in members)
     intervals: dict[int, list[Any]] = {g: [] for g in gpus.tolist()}
     for n, a in enumerate(members):
         if n % 64 == 0:
-            _check(stop_at)
+            check_budget(budget, BUILDING)
         k = int(instance.gang[a.job])
         for g in gpus.tolist():
             a.on_gpu[g] = model.new_bool_var(f"gpu_{a.job}_{g}")
@@ -742,12 +742,6 @@ def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: I
         for g in gpus.tolist():
             model.add_cumulative(intervals[g], demand.tolist(), capacity)
     return exact
-
-
-def _check(stop_at: float | None) -> None:
-    """Raise :class:`OutOfTimeError` once ``stop_at`` (a perf_counter time) has passed."""
-    if stop_at is not None and time.perf_counter() > stop_at:
-        raise OutOfTimeError
 
 
 def _groups(instance: Instance) -> tuple[IntArray, IntArray, IntArray]:
