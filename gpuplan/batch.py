@@ -12,15 +12,16 @@ whose process dies again is an error row.
 Resume
     Beside each schedule ``OUT/NAME.json`` its task writes a key,
     ``OUT/.gpuplan-batch/NAME.json`` (both atomically, the key first): the instance file's
-    resolved path and SHA-256, the method, every option that changes a plan (all of
-    :class:`~gpuplan.solvers.SolveOptions` but ``threads``; a task whose options are not
-    plain data, such as a warm start, has no key) and the SHA-256 of the schedule file it
-    writes. One small key per schedule, written by the worker that planned it, needs no
-    shared file that concurrent workers (or Dask workers on other machines) would have to
-    update together. A rerun takes a schedule from disk instead of planning again only when
-    its key equals the task's, the schedule file is the one the key was written for, and
-    the schedule has a plan that passes :func:`~gpuplan.verify.verify_schedule` against the
-    instance as read now. Anything else is planned again.
+    resolved path and SHA-256, the method, every setting that changes a plan (the method's
+    typed options, defaults included, and the :class:`~gpuplan.methods.base.RunSettings`
+    but ``threads``; a task whose options are not plain data has no key) and the SHA-256
+    of the schedule file it writes. One small key per schedule, written by the worker that
+    planned it, needs no shared file that concurrent workers (or Dask workers on other
+    machines) would have to update together. A rerun takes a schedule from disk instead of
+    planning again only when its key equals the task's, the schedule file is the one the
+    key was written for, and the schedule has a plan that passes
+    :func:`~gpuplan.verify.verify_schedule` against the instance as read now. Anything else
+    is planned again.
 
 Interruption
     Local workers ignore SIGINT. When the batch is interrupted (Ctrl-C, or any exception in
@@ -55,7 +56,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -65,11 +66,11 @@ from typing import Any
 from gpuplan.errors import BackendUnavailableError, InputError, VerificationError
 from gpuplan.instance import Instance
 from gpuplan.io import remove_stale_temporaries, write_text_atomic
-from gpuplan.methods.base import CORES
+from gpuplan.methods import get_method
+from gpuplan.methods.base import CORES, RunSettings, build_options
 from gpuplan.planning import plan
 from gpuplan.readers import read_instance
 from gpuplan.schedule import Schedule
-from gpuplan.solvers import SolveOptions
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)
@@ -102,12 +103,58 @@ Emit = Callable[[int, Row], None]
 
 @dataclass(frozen=True)
 class BatchTask:
-    """One instance to plan: where it is, where its schedule goes, and how."""
+    """One instance to plan: where it is, where its schedule goes, and how.
+
+    Plain data, so that it pickles to a worker process or a Dask worker.
+
+    Attributes
+    ----------
+    source
+        The instance file.
+    target
+        Its schedule file.
+    method
+        A registered method.
+    options
+        The method's settings by name or flag (:func:`~gpuplan.methods.base.build_options`).
+    settings
+        Time limit, iterations, seed, threads and gap.
+    """
 
     source: str
     target: str
     method: str
-    options: SolveOptions
+    options: Mapping[str, Any]
+    settings: RunSettings
+
+
+def batch_plan(workers: int | None, scheduler: str | None) -> tuple[int, int]:
+    """The local workers and the threads per solve of a batch.
+
+    Solver threads times local workers never exceed the cores (while the workers do
+    not); on Dask every worker thread runs one task, so each solve gets one thread.
+
+    Parameters
+    ----------
+    workers
+        Local worker processes asked for; None: one per core.
+    scheduler
+        A Dask scheduler address, or None to run locally.
+
+    Returns
+    -------
+    tuple
+        The workers and the threads each solve may use.
+
+    Raises
+    ------
+    InputError
+        Naming ``--workers`` if fewer than one is asked for.
+    """
+    if workers is not None and workers < 1:
+        raise InputError("--workers", "", f"expected at least 1 worker, got {workers}")
+    chosen = workers or default_workers()
+    return chosen, 1 if scheduler is not None else max(1, CORES // chosen)
 
 
 def expand_inputs(inputs: Sequence[str]) -> list[Path]:
@@ -127,9 +174,11 @@ def expand_inputs(inputs: Sequence[str]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def make_tasks(sources: Sequence[Path], out: Path, method: str,
-               options: SolveOptions) -> list[BatchTask]:
+def make_tasks(sources: Sequence[Path], out: Path, method: str, options: Mapping[str, Any],
+               settings: RunSettings) -> list[BatchTask]:
     """One task per source, its schedule at ``OUT/<stem>.json``.
+
+    The method and its options are checked here, before any task runs.
 
     Output names never collide. A stem an earlier source already has (compared without
     case, as on macOS and Windows file systems) becomes the first of ``<stem>-2``,
@@ -137,7 +186,13 @@ def make_tasks(sources: Sequence[Path], out: Path, method: str,
     ``x-2.json`` keeps its name beside two ``x.json``. ``summary`` is the summary's. A stem
     too long for the file system (with :data:`NAME_ROOM` bytes to spare) is cut and ends
     in a hash of the whole stem.
+
+    Raises
+    ------
+    InputError
+        For an unknown method, or an option it does not take or a value out of range.
     """
+    build_options(get_method(method), options)
     limit = _name_limit(out)
     stems = [_shorten(source.stem, limit) for source in sources]
     own = {stem.casefold() for stem in stems}
@@ -149,7 +204,8 @@ def make_tasks(sources: Sequence[Path], out: Path, method: str,
             k += 1
             name = f"{stem}-{k}"
         taken.add(name.casefold())
-        tasks.append(BatchTask(str(source), str(out / f"{name}.json"), method, options))
+        tasks.append(BatchTask(str(source), str(out / f"{name}.json"), method, dict(options),
+                               settings))
     return tasks
 
 
@@ -185,17 +241,20 @@ def _task_key(task: BatchTask) -> dict[str, Any] | None:
     """What a schedule must have been planned from to be taken for this task.
 
     None when the task can have no key: its instance file cannot be read (its task reports
-    why), or an option is not plain data (a warm start, a callback).
+    why), or an option is not plain data.
     """
     try:
         data = Path(task.source).read_bytes()
         resolved = str(Path(task.source).resolve())
     except (OSError, RuntimeError):
         return None
-    options = {field.name: getattr(task.options, field.name)
-               for field in dataclasses.fields(task.options) if field.name != "threads"}
+    # The typed options, so that a setting given by flag or left at its default is the
+    # same key; threads change no plan.
+    typed = build_options(get_method(task.method), task.options)
+    settings = dataclasses.asdict(task.settings)
+    del settings["threads"]
     key = {"instance": resolved, "instance_sha256": _sha256(data), "method": task.method,
-           "options": options}
+           "options": dataclasses.asdict(typed), "settings": settings}
     try:
         text = json.dumps(key, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError):
@@ -282,7 +341,7 @@ def plan_file(task: BatchTask) -> Row:
             done = _resumable(task, key, instance)
             if done is not None:
                 return _row(task, done, done.wall_time_s, resumed=True)
-        schedule = plan(instance, task.method, task.options)
+        schedule = plan(instance, task.method, task.options, settings=task.settings)
         if schedule.verification is None:
             raise ValueError("refusing to write a schedule that has not been verified")
         _write(task, key, schedule.to_json())

@@ -18,7 +18,7 @@ import dataclasses
 import re
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -27,9 +27,10 @@ from gpuplan.batch import expand_inputs
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import write_text_atomic
-from gpuplan.planning import WARM_HEURISTICS, WARM_STARTED, plan
+from gpuplan.methods import METHODS
+from gpuplan.methods.base import RunSettings, build_options, takes
+from gpuplan.planning import plan
 from gpuplan.readers import read_instance
-from gpuplan.solvers import SOLVERS, SolveOptions
 
 
 @dataclass(frozen=True)
@@ -111,19 +112,6 @@ def load_suite(suite: str, benchmarks: Path, only: Sequence[str] = ()) -> list[P
     return problems
 
 
-def _flag(text: str) -> bool:
-    """``true``/``yes``/``1`` or ``false``/``no``/``0``."""
-    words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
-    if text.lower() not in words:
-        raise ValueError(text)
-    return words[text.lower()]
-
-
-#: The option types a method spec may set, by the annotation of the SolveOptions field.
-_PARSERS: dict[str, Callable[[str], Any]] = {"str": str, "int": int, "float": float,
-                                             "bool": _flag}
-
-
 @dataclass(frozen=True)
 class MethodSpec:
     """A method as a bench runs it: ``NAME[@WARM][:KEY=VALUE]...``.
@@ -133,11 +121,12 @@ class MethodSpec:
     label
         The spec as written; the row's method.
     name
-        A registered method (:data:`~gpuplan.solvers.SOLVERS`).
+        A registered method (:data:`~gpuplan.methods.METHODS`).
     warm
         The heuristic that warm-starts it, or None.
-    overrides
-        :class:`~gpuplan.solvers.SolveOptions` fields it sets, e.g. ``backend=cpsat``.
+    settings
+        The method's own options it sets, by name or flag, as text (``backend=cpsat``);
+        checked against the method when the spec is read.
     objective
         The objective to plan for instead of the file's (``objective=min-gpus``), or None.
     """
@@ -145,40 +134,47 @@ class MethodSpec:
     label: str
     name: str
     warm: str | None
-    overrides: dict[str, Any]
+    settings: Mapping[str, str]
     objective: ObjectiveKind | None = None
-
-    def options(self, base: SolveOptions) -> SolveOptions:
-        """The run's options with this method's overrides."""
-        return dataclasses.replace(base, **self.overrides)
 
 
 def parse_method(spec: str) -> MethodSpec:
     """Read ``NAME[@WARM][:KEY=VALUE]...``, e.g. ``milp@sa`` or ``milp:backend=cpsat``.
 
     ``KEY`` is ``objective`` (plan the instance for another objective, as ``gpuplan solve
-    --objective`` does) or a plain (text, number or flag) field of
-    :class:`~gpuplan.solvers.SolveOptions`, such as ``backend``, ``policy``,
-    ``partitions`` or ``crossover``.
+    --objective`` does) or an option of the method (:func:`~gpuplan.methods.base.option`),
+    by name or flag, such as ``backend`` or ``solver``, ``policy``, ``partitions`` or
+    ``crossover``; its value is read as the flag's would be.
 
     Raises
     ------
     InputError
-        Naming ``--methods`` and what is wrong with the spec.
+        Naming ``--methods`` or the spec and what is wrong with it: an unknown method, a
+        warm start it does not take, a pair that is not ``KEY=VALUE``, an unknown
+        objective, an option the method does not take (with those it does) or a value
+        it refuses.
     """
     head, *pairs = spec.split(":")
     name, _, warm = head.partition("@")
-    if name not in SOLVERS:
+    if name not in METHODS:
         raise InputError("--methods", "", f"unknown method {name!r} in {spec!r}; choose from "
-                         f"{', '.join(SOLVERS)}")
-    if warm and (name not in WARM_STARTED or warm not in WARM_HEURISTICS):
-        raise InputError("--methods", "", f"{spec!r}: a warm start NAME@WARM takes NAME from "
-                         f"{', '.join(WARM_STARTED)} and WARM from {', '.join(WARM_HEURISTICS)}")
-    fields = {f.name: str(f.type).split(" ")[0] for f in dataclasses.fields(SolveOptions)}
-    overrides: dict[str, Any] = {}
+                         f"{', '.join(METHODS)}")
+    method = METHODS[name]
+    if warm:
+        # As planning takes them: a method that declares warm starts, from a heuristic
+        # that has none of its own.
+        takers = [m.name for m in METHODS.values() if m.warm_starts]
+        heuristics = [m.name for m in METHODS.values() if not m.warm_starts]
+        if not method.warm_starts or warm not in heuristics:
+            raise InputError("--methods", "", f"{spec!r}: a warm start NAME@WARM takes NAME "
+                             f"from {', '.join(takers)} and WARM from {', '.join(heuristics)}")
+    settings: dict[str, str] = {}
     objective = None
     for pair in pairs:
-        key, _, text = pair.partition("=")
+        key, equals, text = pair.partition("=")
+        if not key or not equals:
+            raise InputError("--methods", "", f"{spec!r}: {pair!r} is not KEY=VALUE with KEY "
+                             f"objective or an option of {name}: {takes(method)}")
         if key == "objective":
             try:
                 objective = ObjectiveKind(text)
@@ -186,37 +182,35 @@ def parse_method(spec: str) -> MethodSpec:
                 raise InputError("--methods", "", f"{spec!r}: unknown objective {text!r}; "
                                  f"choose from {', '.join(k.value for k in ObjectiveKind)}"
                                  ) from None
-            continue
-        kind = fields.get(key.replace("-", "_"), "")
-        if kind not in _PARSERS or not text:
-            settable = sorted(k for k, t in fields.items() if t in _PARSERS)
-            raise InputError("--methods", "", f"{spec!r}: {pair!r} is not KEY=VALUE with KEY "
-                             f"one of {', '.join(settable)}")
-        try:
-            overrides[key.replace("-", "_")] = _PARSERS[kind](text)
-        except ValueError:
-            raise InputError("--methods", "", f"{spec!r}: {key} needs a {kind}, got "
-                             f"{text!r}") from None
+        else:
+            settings[key] = text
     try:
-        SolveOptions(**overrides)
+        build_options(method, settings, source=spec)
     except InputError as exc:
-        raise InputError("--methods", "", f"{spec!r}: {exc.path or exc.source.lstrip('-')} "
-                         f"{exc.message}") from None
-    return MethodSpec(spec, name, warm or None, overrides, objective)
+        if exc.source == spec:
+            raise
+        # A value the option refuses names its flag: say which spec it came from.
+        raise InputError(spec, exc.source, exc.message) from None
+    return MethodSpec(spec, name, warm or None, settings, objective)
 
 
-def run_bench(problems: Sequence[Problem], methods: Sequence[str], options: SolveOptions,
+def run_bench(problems: Sequence[Problem], specs: Sequence[MethodSpec], settings: RunSettings,
               on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Plan every problem with every method (:func:`parse_method` specs); one row each.
 
-    An instance that cannot be read or planned is a row with status ``error``.
+    Parameters
+    ----------
+    problems
+        The suite (:func:`load_suite`).
+    specs
+        The methods, each with its options and warm start.
+    settings
+        The limits of every solve: one time limit, seed and threads for all.
+    on_row
+        Called with each row as it is made (progress reporting).
 
-    Raises
-    ------
-    InputError
-        If a method spec is malformed (before anything runs).
+    An instance that cannot be read or planned is a row with status ``error``.
     """
-    specs = [parse_method(m) for m in methods]
     rows = []
     for problem in problems:
         try:
@@ -231,7 +225,8 @@ def run_bench(problems: Sequence[Problem], methods: Sequence[str], options: Solv
             try:
                 planned = (instance if spec.objective is None
                            else instance.with_objective(spec.objective, "--methods"))
-                schedule = plan(planned, spec.name, spec.options(options), warm=spec.warm)
+                schedule = plan(planned, spec.name, spec.settings, settings=settings,
+                                warm=spec.warm)
             except InputError as exc:
                 row = {"instance": problem.name, "group": problem.group, "method": spec.label,
                        "status": "error", "error": str(exc)}
@@ -246,7 +241,7 @@ def run_bench(problems: Sequence[Problem], methods: Sequence[str], options: Solv
                     "bound": schedule.bound, "seconds": schedule.wall_time_s,
                     "verified": bool(schedule.verification and schedule.verification.ok
                                      and schedule.status.has_plan),
-                    "solver": schedule.solver, "placed": len(schedule.placements),
+                    "solver": schedule.solver, "placed": len(schedule.segments),
                     "total_s": time.perf_counter() - began,
                 }
             rows.append(row)

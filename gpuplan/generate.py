@@ -1,12 +1,13 @@
 """Seeded synthetic instances with realistic shapes (``gpuplan generate``).
 
-Jobs follow Gavel's workload generator (Narayanan et al., OSDI 2020): gang sizes 1, 2, 4
-and 8 with probabilities 0.7, 0.1, 0.15 and 0.05; run times on the slowest type
-``60 * 10**U(1.5, 3)`` seconds (``10**U(3, 4)`` minutes for one job in five); model families
-with per-GPU memory from :data:`~gpuplan.readers.gavel.MEMORY_GIB`. GPU types run faster by
-the median speed-ups Gavel measured over a K80 for single-GPU jobs of its 26 job types
-(:data:`SPEEDUP`). Optionally, a share of the jobs depends on an earlier job, jobs arrive
-over a window, and some get deadlines with slack over their fastest run time.
+Jobs follow Gavel's workload generator (Narayanan et al., OSDI 2020), its job mix from
+:mod:`gpuplan.readers.gavel`: gang sizes 1, 2, 4 and 8 with probabilities 0.7, 0.1, 0.15
+and 0.05; run times on the slowest type ``60 * 10**U(1.5, 3)`` seconds (``10**U(3, 4)``
+minutes for one job in five); model families with per-GPU memory from
+:data:`~gpuplan.readers.gavel.MEMORY_GIB`. GPU types run faster by the median speed-ups
+Gavel measured over a K80 for single-GPU jobs of its 26 job types (:data:`SPEEDUP`).
+Optionally, a share of the jobs depends on an earlier job, jobs arrive over a window, and
+some get deadlines with slack over their fastest run time.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.readers.gavel import GPU_MEMORY_GIB, MEMORY_GIB, PRICES
+from gpuplan.readers.gavel import (
+    GPU_MEMORY_GIB,
+    LONG_SHARE,
+    MEMORY_GIB,
+    PRICES,
+    run_times_s,
+    scale_factors,
+)
 
 #: Median throughput over a K80 of Gavel's single-GPU job types (simulation_throughputs.json).
 SPEEDUP = {"k80": 1.0, "p100": 3.32, "v100": 4.05}
@@ -74,10 +82,12 @@ def generate_document(
     if jobs < 1 or nodes < 1 or gpus_per_node < 1:
         raise ValueError("jobs, nodes and GPUs per node must be at least 1")
     rng = np.random.default_rng(seed)
-    gang = np.minimum(rng.choice([1, 2, 4, 8], size=jobs, p=[0.7, 0.1, 0.15, 0.05]),
-                      gpus_per_node)
-    long = rng.random(jobs) < 0.2
-    slowest = 60.0 * 10 ** np.where(long, rng.uniform(3, 4, jobs), rng.uniform(1.5, 3, jobs))
+    # Gavel's job mix, drawn for all jobs at once in this order so that a seed keeps
+    # giving the same instance (the long and the short draws both, then the mode's).
+    gang = np.minimum(scale_factors(rng.random(jobs)), gpus_per_node)
+    long = rng.random(jobs) < LONG_SHARE
+    long_draws, short_draws = rng.random(jobs), rng.random(jobs)
+    slowest = run_times_s(long, np.where(long, long_draws, short_draws))
     families = list(BATCHES)
     family = rng.integers(len(families), size=jobs)
     release = rng.uniform(0, arrival_window_s, jobs) if arrival_window_s > 0 else np.zeros(jobs)

@@ -9,17 +9,25 @@ is its total steps over its throughput there; a type with zero throughput is not
 Gavel has no memory figures; :data:`MEMORY_GIB` gives per-GPU estimates by model family
 and batch size so that memory fit matters (a K80 die has 12 GiB). They are estimates, and
 are labelled so in the instances built from them.
+
+Gavel's job mix (its generator's gang sizes and run times) lives here once,
+:func:`scale_factors` and :func:`run_times_s`, for :func:`synthetic_trace` and
+:func:`gpuplan.generate.generate_document` alike.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from gpuplan.errors import InputError
+from gpuplan.instance import FloatArray, IntArray
 from gpuplan.io import parse_json, read_text
 
 _T = TypeVar("_T")
@@ -44,6 +52,16 @@ PRICES = {"v100": 3.06, "p100": 1.46, "k80": 0.90}
 #: Gavel's physical cluster: 8 V100, 16 P100 and 24 K80 in 4-GPU servers.
 PHYSICAL_CLUSTER = {"v100": 8, "p100": 16, "k80": 24}
 
+#: Scale factors (GPUs per job) of Gavel's generator and their probabilities (Philly's).
+SCALE_FACTORS = np.array([1, 2, 4, 8], dtype=np.int64)
+SCALE_PROBABILITIES = np.array([0.7, 0.1, 0.15, 0.05])
+#: Run time on the slowest (reference) type is ``60 * 10**U(low, high)`` seconds: the
+#: short mode's exponent range, and the long mode's.
+SHORT_RUN = (1.5, 3.0)
+LONG_RUN = (3.0, 4.0)
+#: Share of Gavel's jobs in the long run-time mode.
+LONG_SHARE = 0.2
+
 _BATCH = re.compile(r"^(?P<family>.+?) \(batch size (?P<batch>\d+)\)$")
 
 
@@ -56,6 +74,29 @@ class TraceJob:
     scale_factor: int
     priority_weight: float
     arrival_time: float
+
+
+def scale_factors(draws: npt.ArrayLike) -> IntArray:
+    """Gavel's scale factors (:data:`SCALE_FACTORS`) for uniform draws in ``[0, 1)``.
+
+    The inverse of the cumulative probabilities, exactly as ``Generator.choice`` maps its
+    own draw, so a seed keeps giving the instances it gave.
+    """
+    cumulative = SCALE_PROBABILITIES.cumsum()
+    cumulative /= cumulative[-1]
+    return SCALE_FACTORS[np.searchsorted(cumulative, draws, side="right")]
+
+
+def run_times_s(long: npt.ArrayLike, draws: npt.ArrayLike) -> FloatArray:
+    """Gavel's run times in seconds for the mode (long or not) and uniform draws in ``[0, 1)``.
+
+    ``60 * 10**U(low, high)`` over :data:`SHORT_RUN` or :data:`LONG_RUN`, with the uniform
+    computed as ``Generator.uniform`` computes it from the same draw.
+    """
+    low = np.where(long, LONG_RUN[0], SHORT_RUN[0])
+    high = np.where(long, LONG_RUN[1], SHORT_RUN[1])
+    times: FloatArray = 60.0 * 10 ** (low + (high - low) * np.asarray(draws, dtype=float))
+    return times
 
 
 def memory_estimate(job_type: str) -> float:
@@ -170,15 +211,15 @@ def synthetic_trace(
     n_jobs: int,
     seed: int,
     reference: str = "v100",
-    long_share: float = 0.2,
+    long_share: float = LONG_SHARE,
 ) -> list[TraceJob]:
     """Sample jobs the way Gavel's generator does (``scheduler/utils.py``, ``generate_job``).
 
-    Scale factor 1, 2, 4, 8 with probability 0.7, 0.1, 0.15, 0.05 (Gavel's Philly-derived
-    distribution); run time on the reference type ``60 * 10**U(1.5, 3)`` seconds with
-    probability ``1 - long_share`` (0.8 in Gavel), else ``60 * 10**U(3, 4)``; job type
-    uniform among those measured at the scale factor; total steps = run time x reference
-    throughput. All arrive at time 0.
+    Gavel's job mix (:func:`scale_factors`, :func:`run_times_s`): scale factor 1, 2, 4, 8
+    with probability 0.7, 0.1, 0.15, 0.05; run time on the reference type in the long
+    mode with probability ``long_share`` (0.2 in Gavel); job type uniform among those
+    measured at the scale factor; total steps = run time x reference throughput. All
+    arrive at time 0.
 
     Parameters
     ----------
@@ -193,17 +234,17 @@ def synthetic_trace(
     long_share
         Probability of the long run-time mode.
     """
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     measured = throughputs[reference]
     jobs = []
     for _ in range(n_jobs):
-        scale = int(rng.choice([1, 2, 4, 8], p=[0.7, 0.1, 0.15, 0.05]))
+        # Draws in Gavel's order, job by job, so that a seed keeps giving the same trace.
+        scale = int(scale_factors(rng.random()))
         types = sorted(t for (t, s), tput in measured.items() if s == scale and tput > 0)
         job_type = types[int(rng.integers(len(types)))]
-        low, high = (1.5, 3.0) if rng.random() < 1.0 - long_share else (3.0, 4.0)
-        run_time = 60.0 * 10 ** rng.uniform(low, high)
+        # Gavel's rule: the short mode below 1 - long_share.
+        long = not rng.random() < 1.0 - long_share
+        run_time = float(run_times_s(long, rng.random()))
         steps = max(1, round(run_time * measured[(job_type, scale)]))
         jobs.append(TraceJob(job_type, steps, scale, 1.0, 0.0))
     return jobs
@@ -313,3 +354,49 @@ def trace_document(
 def _class_id(key: tuple[str, int]) -> str:
     """A colocation class id for a Gavel (job type, scale factor)."""
     return f"{key[0]} x{key[1]}"
+
+
+def gavel_documents(trace: Path, throughputs: Path | None, fleet: Mapping[str, int],
+                    gpus_per_node: int, space_sharing: bool) -> list[dict[str, Any]]:
+    """The instance document of a Gavel trace on a fleet (``gpuplan convert gavel``).
+
+    Parameters
+    ----------
+    trace
+        A Gavel job trace, in either layout; its name (dots as underscores) names the
+        instance.
+    throughputs
+        Gavel's ``simulation_throughputs.json``; required, None only to be refused.
+    fleet
+        GPUs per worker type, e.g. :data:`PHYSICAL_CLUSTER`.
+    gpus_per_node
+        GPUs per server; a gang stays in one.
+    space_sharing
+        Add job classes and the measured pair speeds (:func:`read_pair_speeds`).
+
+    Returns
+    -------
+    list
+        One document, in a list like every converter's.
+
+    Raises
+    ------
+    InputError
+        Naming ``--throughputs`` when there is no throughput file, ``--fleet`` for a
+        worker type the file does not measure or without a known price, or the file and
+        line that cannot be read.
+    """
+    if throughputs is None:
+        raise InputError("--throughputs", "", "convert gavel needs Gavel's throughput file "
+                         "(simulation_throughputs.json)")
+    measured = read_throughputs(throughputs)
+    unknown = sorted(set(fleet) - set(measured))
+    if unknown:
+        raise InputError("--fleet", "", f"unknown worker type(s) {', '.join(unknown)}; the "
+                         f"throughput file has {', '.join(sorted(measured))}")
+    missing = sorted(set(fleet) - set(PRICES))
+    if missing:
+        raise InputError("--fleet", "", f"no price known for {', '.join(missing)}")
+    pairs = read_pair_speeds(throughputs) if space_sharing else None
+    return [trace_document(read_trace(trace), measured, dict(fleet), gpus_per_node, PRICES,
+                           name=trace.stem.replace(".", "_"), pair_speeds=pairs)]

@@ -8,6 +8,9 @@ index-based :class:`~gpuplan.instance.Instance`.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
@@ -24,6 +27,7 @@ from pydantic import (
 
 from gpuplan.errors import ALL_TYPES, InputError, json_path, validation_message
 from gpuplan.instance import BoolArray, Instance, ObjectiveKind, check_objective_data
+from gpuplan.io import check_output, write_text_atomic
 
 FORMAT_VERSION = 1
 
@@ -494,6 +498,46 @@ def build_instance(
     )
     check_objective_data(instance, source)
     return instance
+
+
+def write_documents(documents: Sequence[Mapping[str, Any]], source: str, out_folder: Path,
+                    inputs: Iterable[str | Path]) -> list[Path]:
+    """Write converted documents as instance files ``OUT_FOLDER/<name>.json``; all or none.
+
+    Every document is validated (it must load as it is written) and every target checked
+    before any is written, so a bad one leaves nothing behind; each is then written
+    atomically.
+
+    Parameters
+    ----------
+    documents
+        Instance documents, each with a ``name``.
+    source
+        The file they were converted from, for messages.
+    out_folder
+        An existing folder (:func:`~gpuplan.io.check_output_folder`).
+    inputs
+        The files the conversion read: no target may be one of them.
+
+    Returns
+    -------
+    list
+        The files written, in the documents' order.
+
+    Raises
+    ------
+    InputError
+        For the first document that is not a valid instance, or a target that cannot be
+        written; nothing is written then.
+    """
+    inputs = list(inputs)
+    targets = []
+    for document in documents:
+        build_instance(parse_document(document, source), source)
+        targets.append(check_output(out_folder / f"{document['name']}.json", inputs))
+    for document, target in zip(documents, targets, strict=True):
+        write_text_atomic(target, json.dumps(document, indent=1) + "\n")
+    return targets
 
 
 def _colocation(document: InstanceDocument, type_index: dict[str, int],
