@@ -9,10 +9,11 @@ from conftest import DATA
 from test_greedy import instance_from
 
 from gpuplan import Instance, ObjectiveKind, Status, plan
+from gpuplan.backends.base import Limits
+from gpuplan.budget import Budget
 from gpuplan.models.bounds import earliest_completion, infeasibility_reasons, objective_bound
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.search.time_bounds import simple_bound
-from gpuplan.solvers.base import SolveOptions
 
 
 def test_earliest_completion_follows_the_chain(small: Instance) -> None:
@@ -133,4 +134,4 @@ def test_workload_bound_counts_each_jobs_own_run_time() -> None:
                   "duration_s": {"fast": 100, "slow": 1000}} for k in (1, 2)],
         "objective": "makespan",
     }, "<test>"), "<test>")
-    assert simple_bound(instance, SolveOptions()) == pytest.approx(2000 / 11, rel=1e-6)
+    assert simple_bound(instance, Limits(Budget())) == pytest.approx(2000 / 11, rel=1e-6)

@@ -22,18 +22,18 @@ first resource otherwise. The LP method uses the aggregated relaxation instead (
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.budget import Budget
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.models.linear import (
     LazyNames,
     LinearProgram,
     RowBuilder,
     chain_names,
-    check_deadline,
+    check_budget,
 )
 
 
@@ -85,22 +85,22 @@ class AssignmentModel:
         return objective.is_static
 
     @classmethod
-    def build(cls, instance: Instance, deadline: float = math.inf) -> AssignmentModel:
+    def build(cls, instance: Instance, budget: Budget | None = None) -> AssignmentModel:
         """Formulate the instance (which must have a static objective).
 
         Parameters
         ----------
         instance
             A static-objective instance.
-        deadline
-            ``time.perf_counter()`` time to have built it by; the clock is read between
-            the stages of the build.
+        budget
+            Read between the stages of the build; None: build it whatever it takes.
 
         Raises
         ------
         OutOfTimeError
-            When the deadline passes before the model is built.
+            When the budget is spent before the model is built, naming the stage.
         """
+        budget = budget or Budget()
         objective = instance.objective
         if not cls.supports(objective):
             raise ValueError(f"the assignment model cannot express {objective.value!r}")
@@ -111,7 +111,7 @@ class AssignmentModel:
         usable = instance.eligible[:, gpu_type] & (instance.gang[:, None] <= group_size[None, :])
         x_job, x_gpu = (a.astype(np.int64) for a in np.nonzero(usable))
         nx = x_job.size
-        check_deadline(deadline, "columns")
+        check_budget(budget, "columns")
         gang = instance.gang[x_job]
         multi = gang > 1
         pair = np.unique(x_job[multi] * (n_gpus * n_types + 1) + group_of[x_gpu[multi]])
@@ -164,7 +164,7 @@ class AssignmentModel:
                     for j, q in zip(y_job, y_group, strict=True)
                 ],
             )
-        check_deadline(deadline, "rows")
+        check_budget(budget, "rows")
         # Capacity, only where the jobs that may use a GPU could exceed it.
         demand = instance.demand[x_job, gpu_type[x_gpu]]
         capacity = instance.capacity[gpu_type]
@@ -222,7 +222,7 @@ class AssignmentModel:
                  for g, r in zip(load_g, load_r, strict=True)],
             )
         _symmetry_rows(rows, instance, x_job, x_gpu, demand, group_of, u_start)
-        check_deadline(deadline, "rows")
+        check_budget(budget, "rows")
 
         col_upper = np.ones(n_cols)
         integer = np.ones(n_cols, dtype=bool)
@@ -238,7 +238,7 @@ class AssignmentModel:
             ["z"] if z_col >= 0 else [],
         )
         program = rows.program(objective.sense, cost, np.zeros(n_cols), col_upper, integer, names)
-        check_deadline(deadline, "matrix")
+        check_budget(budget, "matrix")
         return cls(instance, program, x_job, x_gpu, y_job, y_group, y_start, u_start, z_col)
 
     def decode(self, values: FloatArray) -> dict[int, IntArray]:

@@ -1,4 +1,4 @@
-"""Large-neighbourhood search around HiGHS for the assignment MILP.
+"""Large-neighbourhood search for the assignment MILP, on any MILP backend.
 
 Branch-and-cut alone closes the bound but finds good plans slowly on tight instances (GAP
 type D). Each step here frees the jobs on a few GPUs (plus the unplaced jobs that could use
@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import Callable
 
 import numpy as np
 
-from gpuplan.backends.highs import HighsBackend
+from gpuplan.backends.base import Backend, Limits
 from gpuplan.instance import BoolArray, FloatArray, IntArray
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.models.linear import LinearProgram, take_names
-from gpuplan.solvers.base import SolveOptions
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
@@ -31,10 +29,8 @@ STEP_LIMIT_S = 0.3
 QUICK_STEP_S = 0.05
 #: A related neighbourhood grows by one of this many cheapest alternative columns.
 RELATED_POOL = 8
-
-
-def _objective(model: AssignmentModel, values: FloatArray) -> float:
-    return float(model.program.cost @ values)
+#: Seconds that must be left for another step.
+LAST_STEP_S = 0.02
 
 
 def subprogram(
@@ -148,17 +144,17 @@ def _related_gpus(
 def improve(
     model: AssignmentModel,
     incumbent: FloatArray,
-    options: SolveOptions,
-    deadline: float,
+    backend: Backend,
+    limits: Limits,
     bound: float | None = None,
-    stop: Callable[[], bool] = lambda: False,
     on_improvement: Callable[[FloatArray, float], None] | None = None,
 ) -> tuple[FloatArray, int, int]:
-    """Improve a feasible column vector by LNS until ``deadline`` (a ``perf_counter`` time).
+    """Improve a feasible column vector by LNS until the budget of ``limits`` is spent.
 
     Each step frees the jobs of a few random GPUs, builds the sub-MIP over them
-    (:func:`subprogram`) and solves it with HiGHS from the incumbent. The neighbourhood
-    grows while sub-MIPs solve to optimality quickly and shrinks when they time out.
+    (:func:`subprogram`) and solves it on the backend from the incumbent, for at most
+    :data:`STEP_LIMIT_S`. The neighbourhood grows while sub-MIPs solve to optimality
+    quickly and shrinks when they time out.
 
     Parameters
     ----------
@@ -166,15 +162,14 @@ def improve(
         The assignment model the incumbent belongs to.
     incumbent
         A feasible, integral column vector.
-    options
-        Threads and seed (the time limit is the deadline).
-    deadline
-        When to stop.
+    backend
+        Solves the sub-MIPs (integer columns; a warm start when it has one).
+    limits
+        The search's budget (its stop is read before each step), the sub-MIPs' threads,
+        the seed of the neighbourhoods and the gap tolerance.
     bound
         A proven bound: the search also stops once the incumbent is within the gap
         tolerance of it.
-    stop
-        Checked before each step; the search ends when it returns True.
     on_improvement
         Called with each better vector and its objective value.
 
@@ -184,15 +179,15 @@ def improve(
         The best vector, the number of sub-MIPs solved, and how many improved it.
     """
     program, n_gpus = model.program, model.instance.n_gpus
-    rng = np.random.default_rng(options.seed)
+    budget = limits.budget
+    rng = np.random.default_rng(limits.seed)
     sign = -1.0 if program.sense == "max" else 1.0
     best = incumbent.copy()
     best_value = float(program.cost @ best)
     size = min(n_gpus, 3)
     steps = improvements = 0
-    backend = HighsBackend()
-    while n_gpus > 1 and time.perf_counter() < deadline - 0.02 and not stop():
-        if bound is not None and abs(best_value - bound) <= options.gap_tolerance * max(
+    while n_gpus > 1 and budget.left() > LAST_STEP_S and not budget.stop():
+        if bound is not None and abs(best_value - bound) <= limits.gap * max(
             abs(best_value), 1e-9
         ):
             break
@@ -202,13 +197,10 @@ def improve(
             freed = np.zeros(n_gpus, dtype=bool)
             freed[rng.choice(n_gpus, size=size, replace=False)] = True
         sub, columns = subprogram(program, _neighbourhood(model, best, freed), best)
-        budget = min(STEP_LIMIT_S, deadline - time.perf_counter())
-        step_options = dataclasses.replace(
-            options, time_limit_s=max(budget, 0.01), seed=int(rng.integers(1 << 30))
-        )
-        began = time.perf_counter()
-        solution = backend.solve_program(sub, step_options, best[columns])
-        quick = time.perf_counter() - began < QUICK_STEP_S
+        step = dataclasses.replace(limits, budget=budget.part(STEP_LIMIT_S),
+                                   seed=int(rng.integers(1 << 30)))
+        solution = backend.solve_program(sub, step, best[columns])
+        quick = step.budget.elapsed() < QUICK_STEP_S
         steps += 1
         if solution.values is not None:
             candidate = best.copy()

@@ -6,26 +6,25 @@ per-GPU capacity: it fixes an order and a type preference per job, and best-fit 
 next preferred type when one is full (capacity-aware repair). :data:`ROUNDINGS` is the
 registry behind ``gpuplan solve --method lp --rounding NAME``.
 
-Every rounding, repair and improvement here takes a deadline (a ``time.perf_counter()``
-time, ``math.inf`` for none) and reads the clock as it goes; what is not done by then is
-left as it is.
+Every rounding, repair and improvement here takes a :class:`~gpuplan.budget.Budget` and
+reads it as it goes; what is not done when it is spent is left as it is.
 """
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable
 
 import numpy as np
 
+from gpuplan.budget import Budget
 from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.methods.base import better
 from gpuplan.methods.greedy import best_fit_decreasing, job_size
 from gpuplan.models.assignment import job_value
 from gpuplan.solution import Result
 
-#: A rounding: (instance, shares, seed, deadline) -> placement result.
-Rounding = Callable[[Instance, FloatArray, int, float], Result]
+#: A rounding: (instance, shares, seed, budget) -> placement result.
+Rounding = Callable[[Instance, FloatArray, int, Budget], Result]
 #: Jobs (or GPUs) handled between two readings of the clock.
 CLOCK_EVERY = 32
 
@@ -43,7 +42,8 @@ def _base_rank(instance: Instance, shares: FloatArray) -> FloatArray:
     return np.where(instance.eligible, -shares + _tie_break(instance), np.inf)
 
 
-def _pack(instance: Instance, shares: FloatArray, rank: FloatArray, deadline: float) -> Result:
+def _pack(instance: Instance, shares: FloatArray, rank: FloatArray,
+          budget: Budget) -> Result:
     """Best-fit packing with the surest jobs first and the given type preference.
 
     Jobs the LP puts wholly on one type come first (largest share, then size), so that
@@ -52,29 +52,20 @@ def _pack(instance: Instance, shares: FloatArray, rank: FloatArray, deadline: fl
     """
     confidence = shares.max(axis=1)
     order = np.lexsort((np.arange(instance.n_jobs), -job_size(instance), -confidence))
-    return best_fit_decreasing(instance, order=order, type_rank=rank, deadline=deadline)
-
-
-def _better(candidate: Result, best: Result | None, sense: str) -> bool:
-    if best is None or best.objective is None:
-        return True
-    if candidate.objective is None:
-        return False
-    sign = -1.0 if sense == "max" else 1.0
-    return sign * candidate.objective < sign * best.objective
+    return best_fit_decreasing(instance, order=order, type_rank=rank, budget=budget)
 
 
 def largest_share(instance: Instance, shares: FloatArray, seed: int,
-                  deadline: float = math.inf) -> Result:
+                  budget: Budget) -> Result:
     """Each job prefers its types by decreasing LP share; the surest jobs are placed first."""
-    return _pack(instance, shares, _base_rank(instance, shares), deadline)
+    return _pack(instance, shares, _base_rank(instance, shares), budget)
 
 
 def randomized(instance: Instance, shares: FloatArray, seed: int,
-               deadline: float = math.inf) -> Result:
+               budget: Budget) -> Result:
     """Raghavan-Thompson style: draw each job's first type with probability = its share.
 
-    Eight seeded draws are packed and the best plan is kept (fewer when the deadline comes
+    Eight seeded draws are packed and the best plan is kept (fewer when the budget is spent
     first; the first draw is always packed); within a draw a job falls back to its other
     types, by share, when the drawn one is full.
     """
@@ -84,15 +75,16 @@ def randomized(instance: Instance, shares: FloatArray, seed: int,
     base = _base_rank(instance, shares)
     best: Result | None = None
     for k in range(8):
-        if k and time.perf_counter() > deadline:
+        if k and budget.spent():
             break
         draw = rng.random(instance.n_jobs)[:, None] < cumulative
         jobs = np.flatnonzero(draw.any(axis=1))
         rank = base.copy()
         rank[jobs, draw[jobs].argmax(axis=1)] = -2.0
-        result = _pack(instance, shares, rank, deadline)
-        if _better(result, best, instance.objective.sense):
-            best = result
+        result = _pack(instance, shares, rank, budget)
+        # The better plan, the earlier on a tie; until a draw has a plan, the latest draw.
+        best = (result if best is None or not best.status.has_plan
+                else better(instance, best, result))
     assert best is not None
     return best
 
@@ -112,7 +104,7 @@ def _copy_with_residual(
 
 
 def improve_by_moves(
-    instance: Instance, placed: dict[int, IntArray], deadline: float
+    instance: Instance, placed: dict[int, IntArray], budget: Budget
 ) -> tuple[dict[int, IntArray], int]:
     """Shift single-GPU jobs to better GPUs with room (and insert dropped ones) until stuck.
 
@@ -126,8 +118,8 @@ def improve_by_moves(
         The instance (assignment-value objective).
     placed
         Job to GPUs; not modified.
-    deadline
-        ``time.perf_counter()`` time to stop at.
+    budget
+        Read between passes and every :data:`CLOCK_EVERY` jobs.
 
     Returns
     -------
@@ -141,10 +133,10 @@ def improve_by_moves(
     cost = sign * job_value(instance)  # lower is better
     moves = 0
     improved = True
-    while improved and time.perf_counter() < deadline:
+    while improved and not budget.spent():
         improved = False
         for j in range(instance.n_jobs):
-            if j % CLOCK_EVERY == 0 and time.perf_counter() > deadline:
+            if j % CLOCK_EVERY == 0 and budget.spent():
                 break
             if instance.gang[j] != 1:
                 continue
@@ -174,7 +166,7 @@ def improve_by_moves(
 
 
 def repair_by_ejection(
-    instance: Instance, placed: dict[int, IntArray], deadline: float
+    instance: Instance, placed: dict[int, IntArray], budget: Budget
 ) -> dict[int, IntArray]:
     """Place left-out single-GPU jobs by moving one blocking job elsewhere.
 
@@ -187,8 +179,8 @@ def repair_by_ejection(
         The instance (static objective).
     placed
         Job to GPUs; not modified.
-    deadline
-        ``time.perf_counter()`` time to stop at.
+    budget
+        Read before each left-out job and every :data:`CLOCK_EVERY` GPUs.
 
     Returns
     -------
@@ -208,7 +200,7 @@ def repair_by_ejection(
     missing = [j for j in np.argsort(-job_size(instance)) if j not in placed
                and instance.gang[j] == 1]
     for j in missing:
-        if time.perf_counter() > deadline:
+        if budget.spent():
             break
         need = instance.demand[j][gpu_type]
         eligible = instance.eligible[j][gpu_type]
@@ -219,7 +211,7 @@ def repair_by_ejection(
         else:
             best = None
             for i, g in enumerate(np.flatnonzero(eligible).tolist()):
-                if i % CLOCK_EVERY == 0 and time.perf_counter() > deadline:
+                if i % CLOCK_EVERY == 0 and budget.spent():
                     break
                 for k in on_gpu[g]:
                     freed = residual[g] + instance.demand[k, gpu_type[g]]
