@@ -12,9 +12,12 @@ from conftest import INSTANCES, run_cli
 
 from gpuplan import Schedule, plan
 from gpuplan.backends import BACKENDS
+from gpuplan.budget import Budget
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance
-from gpuplan.methods.balance import solve_policy
+from gpuplan.methods import balance
+from gpuplan.methods.balance import Allocation, BalanceOptions, solve_policy
+from gpuplan.methods.base import Context, RunSettings
 from gpuplan.models.allocation import (
     Policy,
     ThroughputData,
@@ -23,13 +26,14 @@ from gpuplan.models.allocation import (
     quadratic_program,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.search import round_plans as rounds_module
 from gpuplan.search.round_plans import plan_rounds
-from gpuplan.solvers import balance
-from gpuplan.solvers import rounds as rounds_module
-from gpuplan.solvers.base import SolveOptions
 from gpuplan.status import Status
 
-OPTIONS = SolveOptions()
+
+def solve(rates: ThroughputData, policy: Policy, **fields: Any) -> Allocation:
+    """Solve a policy without a time limit; ``fields`` are further balance options."""
+    return solve_policy(rates, BalanceOptions(policy=policy.value, **fields), Context(Budget()))
 
 
 def data(rate: list[list[float]], gpus: list[int], **fields: Any) -> ThroughputData:
@@ -48,22 +52,21 @@ def data(rate: list[list[float]], gpus: list[int], **fields: Any) -> ThroughputD
 
 def test_max_min_fairness_follows_weights() -> None:
     """One GPU, weights 1 and 2, equal share 1/2 each: z = 2/3 with shares 1/3 and 2/3."""
-    result = solve_policy(data([[1.0], [1.0]], [1], weight=[1, 2]), Policy.MAX_MIN_FAIRNESS,
-                          OPTIONS)
+    result = solve(data([[1.0], [1.0]], [1], weight=[1, 2]), Policy.MAX_MIN_FAIRNESS)
     assert result.status is Status.OPTIMAL and result.value == pytest.approx(2 / 3)
     assert result.share[:, 0] == pytest.approx([1 / 3, 2 / 3])
 
 
 def test_makespan_sends_each_job_to_its_type() -> None:
     """Job 0 is twice as fast on A, job 1 equal on both: each takes one type, 10 s."""
-    result = solve_policy(data([[0.1, 0.05], [0.1, 0.1]], [1, 1]), Policy.MAKESPAN, OPTIONS)
+    result = solve(data([[0.1, 0.05], [0.1, 0.1]], [1, 1]), Policy.MAKESPAN)
     assert result.value == pytest.approx(10.0)
     assert result.share == pytest.approx(np.array([[1.0, 0.0], [0.0, 1.0]]))
 
 
 def test_gang_scale_factor_consumes_gpus() -> None:
     """A 2-GPU job on 2 GPUs beside a 1-GPU job: the gang's share costs twice as much."""
-    result = solve_policy(data([[0.1], [0.1]], [2], gang=[2, 1]), Policy.MAKESPAN, OPTIONS)
+    result = solve(data([[0.1], [0.1]], [2], gang=[2, 1]), Policy.MAKESPAN)
     # Throughputs 0.1 x each: 2 x0 + x1 <= 2, x0 = x1 = 2/3, makespan 15 s.
     assert result.value == pytest.approx(15.0)
     assert result.share[:, 0] == pytest.approx([2 / 3, 2 / 3])
@@ -71,15 +74,14 @@ def test_gang_scale_factor_consumes_gpus() -> None:
 
 def test_max_throughput_sum() -> None:
     """Normalised throughputs 4/3 (job 0 on A) + 1 (job 1 on B)."""
-    result = solve_policy(data([[1.0, 0.5], [1.0, 1.0]], [1, 1]), Policy.MAX_THROUGHPUT,
-                          OPTIONS)
+    result = solve(data([[1.0, 0.5], [1.0, 1.0]], [1, 1]), Policy.MAX_THROUGHPUT)
     assert result.value == pytest.approx(7 / 3)
 
 
 def test_min_cost_meets_the_deadline_on_the_cheap_type() -> None:
     """Deadline 100 s: half of A (50 s, 1/h) costs 0.5/h, a fifth of B (20 s, 10/h) 2/h."""
-    result = solve_policy(data([[1 / 50, 1 / 20]], [1, 1], deadline=[100.0], price=[1, 10]),
-                          Policy.MIN_COST, OPTIONS, floor=0.0)
+    result = solve(data([[1 / 50, 1 / 20]], [1, 1], deadline=[100.0], price=[1, 10]),
+                   Policy.MIN_COST, floor=0.0)
     assert result.value == pytest.approx(0.5)
     assert result.share == pytest.approx(np.array([[0.5, 0.0]]))
 
@@ -87,8 +89,8 @@ def test_min_cost_meets_the_deadline_on_the_cheap_type() -> None:
 def test_finish_time_fairness_is_max_min_without_releases() -> None:
     """Unweighted and all released at 0, rho* is one over the max-min value."""
     rates = data([[1.0, 0.2], [0.5, 0.5], [0.3, 0.9]], [1, 2])
-    fairness = solve_policy(rates, Policy.MAX_MIN_FAIRNESS, OPTIONS)
-    finish = solve_policy(rates, Policy.FINISH_TIME_FAIRNESS, OPTIONS)
+    fairness = solve(rates, Policy.MAX_MIN_FAIRNESS)
+    finish = solve(rates, Policy.FINISH_TIME_FAIRNESS)
     assert fairness.value is not None and finish.value is not None
     assert finish.value == pytest.approx(1.0 / fairness.value, rel=1e-5)
 
@@ -96,15 +98,15 @@ def test_finish_time_fairness_is_max_min_without_releases() -> None:
 def test_finish_time_fairness_with_releases() -> None:
     """Each job alone on its fast type; job 1, released at 10 s, sets rho = 11 / (10 + 1/0.55)."""
     rates = data([[1.0, 0.1], [0.1, 1.0]], [1, 1], release=[0.0, 10.0])
-    result = solve_policy(rates, Policy.FINISH_TIME_FAIRNESS, OPTIONS)
+    result = solve(rates, Policy.FINISH_TIME_FAIRNESS)
     assert result.value == pytest.approx(11.0 / (10.0 + 1.0 / 0.55), rel=1e-5)
 
 
 def test_partitions_lose_nothing_on_identical_jobs() -> None:
     """POP in 2 parts of 2 jobs on 1 of the 2 GPUs each: the same max-min value, 1."""
     rates = data([[0.1]] * 4, [2])
-    exact = solve_policy(rates, Policy.MAX_MIN_FAIRNESS, OPTIONS)
-    split = solve_policy(rates, Policy.MAX_MIN_FAIRNESS, SolveOptions(partitions=2))
+    exact = solve(rates, Policy.MAX_MIN_FAIRNESS)
+    split = solve(rates, Policy.MAX_MIN_FAIRNESS, partitions=2)
     assert exact.value == pytest.approx(1.0) and split.value == pytest.approx(1.0)
     assert split.status is Status.FEASIBLE and split.share.sum() == pytest.approx(2.0)
 
@@ -113,8 +115,8 @@ def test_partitions_never_beat_the_exact_optimum() -> None:
     """On unlike jobs a 3-way split is feasible for the fleet and no better than exact."""
     rng = np.random.default_rng(3)
     rates = data(rng.uniform(0.01, 0.1, size=(12, 3)).tolist(), [4, 4, 4])
-    exact = solve_policy(rates, Policy.MAX_MIN_FAIRNESS, OPTIONS)
-    split = solve_policy(rates, Policy.MAX_MIN_FAIRNESS, SolveOptions(partitions=3))
+    exact = solve(rates, Policy.MAX_MIN_FAIRNESS)
+    split = solve(rates, Policy.MAX_MIN_FAIRNESS, partitions=3)
     assert exact.value is not None and split.value is not None
     assert split.value <= exact.value + 1e-9
     assert (rates.gang @ split.share <= rates.gpus + 1e-9).all()
@@ -125,12 +127,34 @@ def test_partitions_never_beat_the_exact_optimum() -> None:
 def test_quadratic_balancing(backend: str) -> None:
     """30 GPU-seconds on 1 + 2 GPUs: loads 10 and 20, squared sum 100 + 2 * 10^2 = 300."""
     rates = data([[0.1, 0.1]] * 3, [1, 2])
-    solution = BACKENDS[backend]().solve_program(quadratic_program(rates).program, OPTIONS)
+    solution = BACKENDS[backend]().solve_program(quadratic_program(rates).program,
+                                                 Context(Budget()).limits())
     assert solution.status is Status.OPTIMAL and solution.objective is not None
     assert solution.objective * load_unit(rates) ** 2 == pytest.approx(300.0, rel=1e-6)
-    result = solve_policy(rates, Policy.QUADRATIC, OPTIONS)
+    result = solve(rates, Policy.QUADRATIC, backend=backend)
     assert result.value == pytest.approx(300.0, rel=1e-6)
     assert result.throughput == pytest.approx([10.0, 20.0], rel=1e-6)
+
+
+def test_balance_on_pyomo_runs_pyomo() -> None:
+    """``solver=pyomo`` hands the policy's LP to Pyomo: the plan of HiGHS, Pyomo named."""
+    options = {"policy": "makespan", "round_s": 10.0}
+    highs = plan(two_jobs_one_gpu(), "balance", options)
+    pyomo = plan(two_jobs_one_gpu(), "balance", {**options, "solver": "pyomo"})
+    assert highs.solver.startswith("highs") and pyomo.solver.startswith("pyomo")
+    assert pyomo.verification is not None and pyomo.verification.ok
+    assert pyomo.objective == pytest.approx(highs.objective)
+
+
+def test_cli_balance_on_pyomo_runs_pyomo(tmp_path: Path) -> None:
+    """``--method balance --solver pyomo`` on the quickstart: a verified plan by Pyomo."""
+    out = tmp_path / "plan.json"
+    result = run_cli("solve", str(INSTANCES / "quickstart.json"), "--method", "balance",
+                     "--solver", "pyomo", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    schedule = Schedule.read(out)
+    assert schedule.solver.startswith("pyomo")
+    assert schedule.verification is not None and schedule.verification.ok
 
 
 def test_rates_from_an_instance() -> None:
@@ -167,10 +191,10 @@ def test_round_based_plan_time_shares_preemptible_jobs() -> None:
     """Two 40 s jobs share one GPU half and half in 10 s rounds: 4 turns each, done by 80 s."""
     instance = one_gpu([{"id": j, "demand": {"compute": 1.0}, "duration_s": 40,
                          "preemptible": True} for j in ("a", "b")])
-    schedule = plan(instance, "balance", SolveOptions(round_s=10.0))
+    schedule = plan(instance, "balance", {"round_s": 10.0})
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.objective == pytest.approx(80.0)
-    segments = [p for p in schedule.placements if p.job == "a"]
+    segments = [p for p in schedule.segments if p.job == "a"]
     assert [p.end_s - p.start_s for p in segments] == [10.0] * 4
 
 
@@ -191,18 +215,28 @@ def test_jobs_that_are_not_preemptible_keep_their_gpus() -> None:
                          "depends_on": ["a"]},
                         {"id": "c", "demand": {"compute": 1.0}, "duration_s": 30,
                          "release_s": 15}], gpus=2)
-    schedule = plan(instance, "balance", SolveOptions(round_s=10.0))
+    schedule = plan(instance, "balance", {"round_s": 10.0})
     assert schedule.verification is not None and schedule.verification.ok
-    assert sorted(p.job for p in schedule.placements) == ["a", "b", "c"]
+    assert sorted(p.job for p in schedule.segments) == ["a", "b", "c"]
 
 
 def test_infeasible_floors_are_named() -> None:
     """Min-cost with floors of three equal shares on one GPU: the LP names the floors."""
     instance = one_gpu([{"id": j, "demand": {"compute": 1.0}, "duration_s": 40}
                         for j in ("a", "b")])
-    schedule = plan(instance, "balance", SolveOptions(policy="min-cost", floor=3.0))
+    schedule = plan(instance, "balance", {"policy": "min-cost", "floor": 3.0})
     assert schedule.status is Status.INFEASIBLE
     assert "throughput floor of job" in schedule.unplaced[0].reason
+
+
+def test_infeasible_floors_on_a_backend_that_cannot_name_them() -> None:
+    """Pyomo names no conflicting rows: the infeasible min-cost is planned and says so."""
+    instance = one_gpu([{"id": j, "demand": {"compute": 1.0}, "duration_s": 40}
+                        for j in ("a", "b")])
+    schedule = plan(instance, "balance", {"policy": "min-cost", "floor": 3.0,
+                                          "solver": "pyomo"})
+    assert schedule.status is Status.INFEASIBLE
+    assert "pyomo backend cannot name the conflicting" in schedule.unplaced[0].reason
 
 
 @pytest.mark.parametrize("policy", [p.value for p in Policy])
@@ -249,13 +283,13 @@ def test_time_limit_covers_the_round_based_plan(fields: dict[str, Any]) -> None:
     """
     instance = contended(sharing=bool(fields.get("space_sharing")))
     began = time.perf_counter()
-    schedule = plan(instance, "balance", SolveOptions(round_s=100.0, time_limit_s=1.0,
-                                                      **fields))
+    schedule = plan(instance, "balance", {"round_s": 100.0, **fields},
+                    settings=RunSettings(time_limit_s=1.0))
     elapsed = time.perf_counter() - began
     assert elapsed < 1.0 + 2.0
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.status is Status.FEASIBLE
-    assert len({p.job for p in schedule.placements}) == instance.n_jobs
+    assert len({p.job for p in schedule.segments}) == instance.n_jobs
     assert "greedy list-scheduling plan instead" in schedule.solver
 
 
@@ -265,7 +299,7 @@ def test_no_allocation_within_the_limit_falls_back_to_the_greedy_plan(
         fields: dict[str, Any]) -> None:
     """A limit spent before the policy's LP starts: the greedy plan, verified, says so."""
     instance = contended(n_jobs=20, sharing=bool(fields.get("space_sharing")))
-    schedule = plan(instance, "balance", SolveOptions(time_limit_s=1e-6, **fields))
+    schedule = plan(instance, "balance", fields, settings=RunSettings(time_limit_s=1e-6))
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.status is Status.FEASIBLE
     assert "allocation within the time limit" in schedule.solver
@@ -275,7 +309,7 @@ def test_a_plan_that_fits_the_limit_is_the_round_based_plan() -> None:
     """Four jobs in 10-s rounds fit easily in 5 s: the plan is the policy's, not greedy's."""
     instance = one_gpu([{"id": j, "demand": {"compute": 1.0}, "duration_s": 40,
                          "preemptible": True} for j in "abcd"])
-    schedule = plan(instance, "balance", SolveOptions(round_s=10.0, time_limit_s=5.0))
+    schedule = plan(instance, "balance", {"round_s": 10.0}, settings=RunSettings(time_limit_s=5.0))
     assert schedule.verification is not None and schedule.verification.ok
     assert "rounds of 10 s" in schedule.solver and "greedy" not in schedule.solver
 
@@ -295,13 +329,13 @@ def test_round_too_small_is_an_input_error_before_any_work(
     monkeypatch.setattr(balance, "solve_policy", no_work)
     monkeypatch.setattr(balance, "list_schedule", no_work)
     with pytest.raises(InputError) as error:
-        balance.BalanceMethod().solve(instance, SolveOptions(round_s=1e-3, time_limit_s=5.0))
+        plan(instance, "balance", {"round_s": 1e-3}, settings=RunSettings(time_limit_s=5.0))
     assert error.value.source == "--round"
     assert "1,000,000,000 rounds" in error.value.message
     assert "use --round of at least 10" in error.value.message
     monkeypatch.undo()
     began = time.perf_counter()
-    schedule = plan(instance, "balance", SolveOptions(round_s=10.0))
+    schedule = plan(instance, "balance", {"round_s": 10.0})
     assert time.perf_counter() - began < 5.0
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.objective == pytest.approx(1e6)
@@ -331,7 +365,7 @@ def test_a_plan_that_outgrows_the_rounds_is_an_input_error(
                          **({"depends_on": [f"j{i - 1}"]} if i else {})} for i in range(30)],
                        gpus=30)
     with pytest.raises(InputError) as error:
-        plan(instance, "balance", SolveOptions(round_s=60.0))
+        plan(instance, "balance", {"round_s": 60.0})
     assert error.value.source == "--round" and "more than 10 rounds" in error.value.message
 
 
@@ -351,11 +385,11 @@ def test_legal_extremes_end_in_seconds() -> None:
     }
     instance = instance_of(document)
     with pytest.raises(InputError) as error:
-        balance.BalanceMethod().solve(instance, SolveOptions())
+        plan(instance, "balance")
     least = float(error.value.message.rsplit(" ", 1)[1])
     assert least == pytest.approx(1e4)
     began = time.perf_counter()
-    schedule = plan(instance, "balance", SolveOptions(round_s=least))
+    schedule = plan(instance, "balance", {"round_s": least})
     assert time.perf_counter() - began < 10.0
     assert schedule.verification is not None and schedule.verification.ok
 
@@ -383,8 +417,7 @@ def test_repeated_rounds_planned_in_one_step_match_round_by_round(
                       {"id": "B", "capacity": {"compute": 1.0}}],
         "nodes": [{"id": "a", "gpus": {"A": 4}}, {"id": "b", "gpus": {"B": 2, "A": 2}}],
         "jobs": jobs, "objective": "makespan"})
-    share = solve_policy(ThroughputData.from_instance(instance), Policy.MAX_MIN_FAIRNESS,
-                         OPTIONS).share
+    share = solve(ThroughputData.from_instance(instance), Policy.MAX_MIN_FAIRNESS).share
     fast = plan_rounds(instance, share, 60.0)
     monkeypatch.setattr(rounds_module, "_repeats", lambda *args: 0)
     slow = plan_rounds(instance, share, 60.0)
@@ -422,7 +455,7 @@ def test_optimal_only_without_a_gap(policy: str) -> None:
     against the bound of 80 s, so every round-based policy says feasible with that
     bound (never the policy's own value); quadratic's whole jobs end at 80 s: optimal.
     """
-    schedule = plan(two_jobs_one_gpu(), "balance", SolveOptions(policy=policy, round_s=30.0))
+    schedule = plan(two_jobs_one_gpu(), "balance", {"policy": policy, "round_s": 30.0})
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.bound == pytest.approx(80.0)
     assert schedule.objective is not None and schedule.bound is not None
@@ -448,8 +481,8 @@ def test_space_shared_plan_is_optimal_only_without_a_gap() -> None:
         "colocation": [{"gpu_type": "A", "classes": ["a", "b"], "speeds": [0.7, 0.6]}],
         "objective": "makespan",
     })
-    schedule = plan(instance, "balance", SolveOptions(policy="makespan", round_s=0.25,
-                                                      space_sharing=True))
+    schedule = plan(instance, "balance", {"policy": "makespan", "round_s": 0.25,
+                                          "space_sharing": True})
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.objective is not None and schedule.bound is not None
     assert schedule.bound == pytest.approx(2.0 / 1.3)
@@ -461,7 +494,7 @@ def test_a_plan_that_meets_the_bound_is_optimal() -> None:
     """One 40-s job on one GPU ends at 40 s, the bound: optimal with no gap."""
     instance = one_gpu([{"id": "a", "demand": {"compute": 1.0}, "duration_s": 40,
                          "preemptible": True}])
-    schedule = plan(instance, "balance", SolveOptions(round_s=30.0))
+    schedule = plan(instance, "balance", {"round_s": 30.0})
     assert schedule.status is Status.OPTIMAL and schedule.gap == 0.0
     assert schedule.verification is not None and schedule.verification.ok
 
@@ -471,7 +504,7 @@ def test_more_partitions_than_jobs_or_gpus_is_an_input_error(parts: int) -> None
     """4 jobs on 8 GPUs: 5 parts leave one without a job, 9 one without a GPU too."""
     rates = data([[0.1]] * 4, [8])
     with pytest.raises(InputError) as error:
-        solve_policy(rates, Policy.MAX_MIN_FAIRNESS, SolveOptions(partitions=parts))
+        solve(rates, Policy.MAX_MIN_FAIRNESS, partitions=parts)
     assert error.value.source == "--partitions"
     assert "at most 4" in error.value.message
 
@@ -490,18 +523,19 @@ def test_every_part_gets_a_gpu() -> None:
     part took all three and the others none.
     """
     rates = data([[0.1, 0.1, 0.1]] * 3, [1, 1, 1])
-    split = solve_policy(rates, Policy.MAX_MIN_FAIRNESS, SolveOptions(partitions=3))
+    split = solve(rates, Policy.MAX_MIN_FAIRNESS, partitions=3)
     assert split.value == pytest.approx(1.0)
 
 
-def test_pricing_stops_at_its_deadline() -> None:
-    """Pricing with a deadline already past returns None, not a partial list."""
+def test_pricing_stops_when_its_budget_is_spent() -> None:
+    """Pricing with a budget already spent returns None, not a partial list."""
     document = contended(n_jobs=6, sharing=True)
     rates = ThroughputData.from_instance(document)
     scale = np.ones(rates.n_jobs)
     duals = np.full(2 * rates.n_jobs + 2, -1.0)
     assert price_pairs(rates, scale, duals) is not None
-    assert price_pairs(rates, scale, duals, deadline=time.perf_counter() - 1.0) is None
+    spent = Budget(1.0, started=time.perf_counter() - 2.0)
+    assert price_pairs(rates, scale, duals, budget=spent) is None
 
 
 def test_max_min_fairness_with_weights_a_billion_apart() -> None:
@@ -509,8 +543,7 @@ def test_max_min_fairness_with_weights_a_billion_apart() -> None:
 
     The weight-10^9 job's normalised throughput 1 over its weight is the minimum.
     """
-    result = solve_policy(data([[0.1], [0.1]], [2], weight=[1e9, 1.0]),
-                          Policy.MAX_MIN_FAIRNESS, OPTIONS)
+    result = solve(data([[0.1], [0.1]], [2], weight=[1e9, 1.0]), Policy.MAX_MIN_FAIRNESS)
     assert result.value == pytest.approx(1e-9)
     assert result.share[0, 0] == pytest.approx(1.0)
 
@@ -525,5 +558,5 @@ def test_more_jobs_than_the_rounds_can_hold_is_an_input_error(
     instance = one_gpu([{"id": f"j{i}", "demand": {"compute": 1.0}, "duration_s": 1.0}
                         for i in range(30)])
     with pytest.raises(InputError) as error:
-        balance.BalanceMethod().solve(instance, SolveOptions())
+        plan(instance, "balance")
     assert error.value.source == "--method" and "greedy or cp" in error.value.message

@@ -11,10 +11,14 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from gpuplan import Placement, Schedule, Status, verify_schedule
-from gpuplan.backends.highs import HighsMaster
+from gpuplan import Schedule, Status, plan, verify_schedule
+from gpuplan.backends import get_backend
+from gpuplan.backends.base import Limits
+from gpuplan.budget import Budget
+from gpuplan.errors import InputError
 from gpuplan.instance import Instance
-from gpuplan.methods.balance import solve_policy
+from gpuplan.methods.balance import Allocation, BalanceMethod, BalanceOptions, solve_policy
+from gpuplan.methods.base import Context
 from gpuplan.models.allocation import (
     Colocation,
     PairColumns,
@@ -23,10 +27,13 @@ from gpuplan.models.allocation import (
     rate_program,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.schedule import ViolationKind
-from gpuplan.solvers.base import SolveOptions
+from gpuplan.schedule import Segment, ViolationKind
 
-SHARING = SolveOptions(space_sharing=True)
+
+def solve(data: ThroughputData, policy: Policy, sharing: bool = True) -> Allocation:
+    """Solve a policy without a time limit, with pairs sharing GPUs unless told not to."""
+    return solve_policy(data, BalanceOptions(policy=policy.value, space_sharing=sharing),
+                        Context(Budget()))
 
 
 def pair_instance(speeds: tuple[float, float] = (0.8, 0.8), gpus: int = 1) -> Instance:
@@ -45,8 +52,8 @@ def pair_instance(speeds: tuple[float, float] = (0.8, 0.8), gpus: int = 1) -> In
 def test_pair_makespan_by_hand() -> None:
     """One GPU: alone each job gets half (makespan 2 s); paired at 0.8 both end at 1.25 s."""
     data = ThroughputData.from_instance(pair_instance())
-    alone = solve_policy(data, Policy.MAKESPAN, SolveOptions())
-    shared = solve_policy(data, Policy.MAKESPAN, SHARING)
+    alone = solve(data, Policy.MAKESPAN, sharing=False)
+    shared = solve(data, Policy.MAKESPAN)
     assert alone.value == pytest.approx(2.0)
     assert shared.status is Status.OPTIMAL and shared.value == pytest.approx(1.25)
     assert shared.pair_share is not None and shared.pair_share.sum() == pytest.approx(1.0)
@@ -55,7 +62,7 @@ def test_pair_makespan_by_hand() -> None:
 def test_slow_pairs_are_not_used() -> None:
     """Speeds 0.4 + 0.4 < 1 do less than one job alone: max-min fairness stays at 1."""
     data = ThroughputData.from_instance(pair_instance((0.4, 0.4)))
-    shared = solve_policy(data, Policy.MAX_MIN_FAIRNESS, SHARING)
+    shared = solve(data, Policy.MAX_MIN_FAIRNESS)
     assert shared.value == pytest.approx(1.0)
     assert shared.pair_share is not None and shared.pair_share.sum() == pytest.approx(0.0)
 
@@ -82,10 +89,10 @@ def every_pair_optimum(data: ThroughputData, scale: np.ndarray) -> float:
     keep = ((data.gang[a] == data.gang[b]) & (speed[cls[a], cls[b], t] > 0)
             & (speed[cls[b], cls[a], t] > 0))
     pairs = PairColumns(a[keep], b[keep], t[keep])
-    master = HighsMaster(rate_program(data, scale).program, SolveOptions())
+    master = get_backend("highs").open(rate_program(data, scale).program, Limits(Budget()))
     start, index, value = pairs.matrix(data, scale)
     master.add_columns(np.zeros(pairs.size), np.ones(pairs.size), start, index, value)
-    solution, _ = master.solve()
+    solution, _ = master.solve(Budget())
     assert solution.objective is not None
     return solution.objective
 
@@ -94,11 +101,11 @@ def every_pair_optimum(data: ThroughputData, scale: np.ndarray) -> float:
 def test_column_generation_reaches_the_all_pairs_optimum(seed: int) -> None:
     """Pricing pairs in ends at the optimum of the LP that lists every pair (max-min)."""
     data = random_data(seed)
-    priced = solve_policy(data, Policy.MAX_MIN_FAIRNESS, SHARING)
+    priced = solve(data, Policy.MAX_MIN_FAIRNESS)
     scale = 1.0 / (data.weight * data.equal_share_rate())
     assert priced.status is Status.OPTIMAL
     assert priced.value == pytest.approx(every_pair_optimum(data, scale), rel=1e-6)
-    alone = solve_policy(data, Policy.MAX_MIN_FAIRNESS, SolveOptions())
+    alone = solve(data, Policy.MAX_MIN_FAIRNESS, sharing=False)
     assert priced.value is not None and alone.value is not None
     assert priced.value >= alone.value - 1e-9
 
@@ -109,8 +116,8 @@ def shared_schedule(instance: Instance, end: float) -> Schedule:
         instance=instance.name, objective_kind="makespan", status=Status.FEASIBLE,
         objective=end, bound=None, gap=None, method="hand", solver="hand", wall_time_s=0.0,
         seed=0, gpuplan_version="test",
-        placements=[Placement(job=j, node="n", gpu_type="A", gpu_ids=["n/0"], start_s=0.0,
-                              end_s=end) for j in ("a", "b")],
+        segments=[Segment(job=j, node="n", gpu_type="A", gpu_ids=["n/0"], start_s=0.0,
+                          end_s=end) for j in ("a", "b")],
         unplaced=[])
 
 
@@ -165,3 +172,68 @@ def test_cli_space_sharing_needs_colocation_data(tmp_path: Path) -> None:
     result = run_cli("solve", write(tmp_path, source), "--method", "balance",
                      "--space-sharing")
     assert result.returncode == 2 and "colocation" in result.stderr
+
+
+def test_space_sharing_without_colocation_data_is_refused() -> None:
+    """An instance without colocation speeds: refused before solving, naming --space-sharing."""
+    instance = build_instance(parse_document({
+        "gpu_types": [{"id": "A", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "n", "gpus": {"A": 1}}],
+        "jobs": [{"id": "a", "duration_s": 1.0}], "objective": "makespan"}, "<test>"), "<test>")
+    with pytest.raises(InputError) as error:
+        plan(instance, "balance", {"policy": "makespan", "space_sharing": True})
+    assert error.value.path == "colocation" and "--space-sharing" in error.value.message
+
+
+@pytest.mark.parametrize("fields", [{"policy": "max-throughput"},
+                                    {"policy": "makespan", "partitions": 2}])
+def test_space_sharing_needs_an_unpartitioned_max_min_policy(fields: dict[str, Any]) -> None:
+    """Another policy, or partitions: refused before solving, naming --space-sharing."""
+    with pytest.raises(InputError) as error:
+        plan(pair_instance(gpus=2), "balance", {**fields, "space_sharing": True})
+    assert error.value.source == "--space-sharing"
+    assert "max-min-fairness or makespan" in error.value.message
+
+
+def test_space_sharing_on_pyomo_is_refused_naming_the_solver() -> None:
+    """Column generation needs a program held open, which Pyomo does not offer: --solver."""
+    with pytest.raises(InputError) as error:
+        plan(pair_instance(), "balance", {"policy": "makespan", "space_sharing": True,
+                                          "solver": "pyomo"})
+    assert error.value.source == "--solver" and "incremental" in error.value.message
+
+
+def test_space_shared_segments_name_their_partner_and_work() -> None:
+    """The plan states, per segment, the segment sharing its GPUs and its share of the work.
+
+    On one GPU, a and b share at speed 0.8 and c runs alone; in 0.25-s rounds the pair and
+    c take turns (makespan 2.25 s). Each pair segment names the other job's segment over
+    the same interval and GPUs and does 0.8 * 0.25 of its 1-s job; c's segments share
+    nothing and do 0.25; every job's work adds up to 1.
+    """
+    instance = build_instance(parse_document({
+        "gpu_types": [{"id": "A", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "n", "gpus": {"A": 1}}],
+        "jobs": [{"id": name, "demand": {"compute": 1.0}, "duration_s": 1.0,
+                  "preemptible": True, "colocation_class": name} for name in "abc"],
+        "colocation": [{"gpu_type": "A", "classes": ["a", "b"], "speeds": [0.8, 0.8]}],
+        "objective": "makespan"}, "<test>"), "<test>")
+    options: dict[str, Any] = {"policy": "makespan", "round_s": 0.25, "space_sharing": True}
+    result = BalanceMethod().solve(instance, BalanceOptions(**options), Context(Budget()))
+    assert result.objective == pytest.approx(2.25)
+    assert result.partner is not None and result.work is not None
+    partner, work = result.partner, result.work
+    alone = result.job == 2
+    assert (partner[alone] == -1).all() and (partner[~alone] >= 0).all()
+    for k in np.flatnonzero(~alone).tolist():
+        mate = int(partner[k])
+        assert partner[mate] == k and result.job[mate] != result.job[k]
+        assert (result.start[mate], result.end[mate]) == (result.start[k], result.end[k])
+        assert result.gpus[mate].tolist() == result.gpus[k].tolist()
+    assert work[~alone] == pytest.approx(0.8 * 0.25) and work[alone] == pytest.approx(0.25)
+    assert np.bincount(result.job, weights=work) == pytest.approx([1.0, 1.0, 1.0])
+    assert result.restore_s is None and result.migrate_s is None
+    schedule = plan(instance, "balance", options)
+    assert schedule.verification is not None and schedule.verification.ok
+    assert {(s.job, s.partner) for s in schedule.segments} == {("a", "b"), ("b", "a"),
+                                                               ("c", None)}

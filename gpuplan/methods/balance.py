@@ -1,14 +1,18 @@
 """``--method balance``: the allocation policies of :mod:`gpuplan.models.allocation`.
 
-:func:`solve_policy` solves a policy with HiGHS and returns an :class:`Allocation`: the time
-shares, the policy's value and each job's throughput. Max-min style policies are one LP;
-finish-time fairness is a bisection over LP feasibility checks; quadratic balancing is a
-QP. :class:`BalanceMethod` turns the shares into a plan: round by round
-(:func:`~gpuplan.search.round_plans.plan_rounds`) for the time-share policies, and whole jobs
-on the type holding most of their work (list-scheduled) for quadratic balancing.
+:func:`solve_policy` solves a policy on a backend (HiGHS, or HiGHS through Pyomo) and
+returns an :class:`Allocation`: the time shares, the policy's value and each job's
+throughput. Max-min style policies are one LP; finish-time fairness is a bisection over LP
+feasibility checks; quadratic balancing is a QP; space sharing prices pair columns into an
+LP held open by the backend (column generation, HiGHS only). :class:`BalanceMethod` turns
+the shares into a plan: round by round (:func:`~gpuplan.search.round_plans.plan_rounds`) for
+the time-share policies, each segment stating its share of its job's work and, when two
+jobs share GPUs, its partner segment; and whole jobs on the type holding most of their work
+(list-scheduled) for quadratic balancing. Like Gavel, the plan pays no checkpoint or
+migration overheads.
 
-**Time limit.** ``--time-limit`` covers everything: building and solving the programs
-(HiGHS gets only the time that is left), the pricing rounds of space sharing, the
+**Time limit.** The solve's budget covers everything: building and solving the programs
+(the backend gets only the time that is left), the pricing rounds of space sharing, the
 round-based plan, and the translation, verification and writing of its segments
 (:data:`SEGMENT_COST_S` each). With a limit, the greedy list-scheduling plan is made
 first (it takes milliseconds); when no allocation is solved in time, or the round-based
@@ -26,14 +30,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.backends.base import ProgramSolution
-from gpuplan.backends.highs import HighsBackend, HighsMaster, explain_infeasible
+from gpuplan.backends import get_backend
+from gpuplan.backends.base import Backend, Capabilities, ProgramSolution
+from gpuplan.budget import Budget
 from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.methods.base import (
     TIME_OBJECTIVES,
+    Context,
     WarmStart,
     check_range,
+    no_plan,
     option,
     parse_bool,
     parse_number,
@@ -68,7 +75,6 @@ from gpuplan.readers.instance_file import MAX_TIME_S
 from gpuplan.search.round_plans import MAX_ROUNDS, TooManyRoundsError, plan_rounds
 from gpuplan.search.time_bounds import simple_bound
 from gpuplan.solution import Result
-from gpuplan.solvers.base import SolveOptions
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
@@ -90,6 +96,10 @@ MARGIN_SHARE = 0.02
 
 #: Pricing rounds of space sharing after which the master stops (feasible, not proven).
 MAX_PRICING_ROUNDS = 1_000
+
+#: The backends the policies' programs go to, default first: HiGHS, or HiGHS through Pyomo
+#: (which solves every policy but space sharing, whose column generation needs an open LP).
+SOLVERS = ("highs", "pyomo")
 
 
 @dataclass(frozen=True)
@@ -142,35 +152,7 @@ def _none(policy: Policy, data: ThroughputData, status: Status, solver: str,
                       solver, time.perf_counter() - began)
 
 
-def _budget(options: SolveOptions, deadline: float | None) -> SolveOptions | None:
-    """The options with the time left before ``deadline``; None once it has passed."""
-    if deadline is None:
-        return options
-    left = deadline - time.perf_counter()
-    if left <= 0:
-        return None
-    return dataclasses.replace(options, time_limit_s=left)
-
-
-#: The solver string of a program that was not solved: the time limit was spent before.
-NOT_STARTED = "highs (not started: the time limit was spent)"
-
-
-def _solve(built: AllocationProgram, options: SolveOptions,
-           deadline: float | None) -> ProgramSolution:
-    """Solve with HiGHS in the time left; nothing is started once the deadline has passed."""
-    budget = _budget(options, deadline)
-    if budget is None:
-        return ProgramSolution(Status.NO_SOLUTION, None, None, None, NOT_STARTED)
-    return HighsBackend().solve_program(built.program, budget)
-
-
-def _deadline(options: SolveOptions, began: float) -> float | None:
-    """The :func:`time.perf_counter` instant the options' time limit ends, or None."""
-    return None if options.time_limit_s is None else began + options.time_limit_s
-
-
-def check_partitions(partitions: int, data: ThroughputData) -> None:
+def check_partitions(partitions: int, n_jobs: int, gpus: int) -> None:
     """``--partitions K`` needs a job and a GPU for each of its ``K`` parts.
 
     Raises
@@ -178,10 +160,9 @@ def check_partitions(partitions: int, data: ThroughputData) -> None:
     InputError
         Naming ``--partitions``, with the largest value that works.
     """
-    gpus = int(data.gpus.sum())
-    most = min(data.n_jobs, gpus)
+    most = min(n_jobs, gpus)
     if partitions > most:
-        raise InputError("--partitions", "", f"{partitions} parts for {data.n_jobs} jobs on "
+        raise InputError("--partitions", "", f"{partitions} parts for {n_jobs} jobs on "
                          f"{gpus} GPUs: every part needs at least one job and one GPU; use "
                          f"--partitions of at most {most}")
 
@@ -248,49 +229,57 @@ def check_round(instance: Instance, round_s: float) -> None:
                          f"use --round of at least {least:g}")
 
 
-def solve_policy(data: ThroughputData, policy: Policy, options: SolveOptions,
-                 floor: float = 1.0, deadline: float | None = None) -> Allocation:
-    """Solve one policy: exactly, or POP-style in ``options.partitions`` parts.
-
-    ``options.time_limit_s`` covers building and solving every program: a solve stopped
-    by it gives ``feasible`` shares when it has some, ``no_solution`` otherwise.
-
-    Parameters
-    ----------
-    data
-        Rates, gangs and GPU counts.
-    policy
-        Which policy.
-    options
-        Time limit, threads and seed for HiGHS; ``partitions``.
-    floor
-        For ``min-cost``: each job's throughput floor as a multiple of its equal share.
-    deadline
-        The :func:`time.perf_counter` instant by which to stop, if earlier than the end
-        of ``options.time_limit_s``.
+def check_space_sharing(options: BalanceOptions) -> None:
+    """``--space-sharing`` works with the max-min policies, unpartitioned.
 
     Raises
     ------
     InputError
-        If ``options.partitions`` exceeds the jobs or the GPUs.
+        Naming ``--space-sharing`` and what it works with.
     """
-    began = time.perf_counter()
-    limit = _deadline(options, began)
-    if limit is not None:
-        deadline = limit if deadline is None else min(deadline, limit)
+    if options.space_sharing and (Policy(options.policy) not in SPACE_SHARING
+                                  or options.partitions > 1):
+        raise InputError("--space-sharing", "", "works with --method balance, --policy "
+                         + " or ".join(p.value for p in SPACE_SHARING)
+                         + ", without --partitions")
+
+
+def solve_policy(data: ThroughputData, options: BalanceOptions, context: Context) -> Allocation:
+    """Solve ``options.policy``: exactly, or POP-style in ``options.partitions`` parts.
+
+    The context's budget covers building and solving every program: a solve stopped by it
+    gives ``feasible`` shares when it has some, ``no_solution`` otherwise.
+
+    Parameters
+    ----------
+    data
+        Rates, gangs and GPU counts; with colocation speeds, pairs may share GPUs.
+    options
+        The policy, its ``floor`` (``min-cost``: each job's throughput floor as a multiple
+        of its equal share), ``partitions``, ``space_sharing`` and the backend.
+    context
+        The budget; threads, seed and gap for the backend (the seed also breaks ties in
+        the deal of the partitions).
+
+    Raises
+    ------
+    InputError
+        If ``options.partitions`` exceeds the jobs or the GPUs, or space sharing is asked
+        of another policy or with partitions.
+    """
+    backend = get_backend(options.backend)
+    policy = Policy(options.policy)
     if data.colocation is not None and options.space_sharing:
-        if policy not in SPACE_SHARING or options.partitions > 1:
-            raise ValueError(f"space sharing is supported for the policies "
-                             f"{', '.join(p.value for p in SPACE_SHARING)}, unpartitioned")
-        return _space_sharing(data, policy, options, deadline)
+        check_space_sharing(options)
+        return _space_sharing(data, policy, backend, context)
     if options.partitions > 1:
-        check_partitions(options.partitions, data)
-        return _partitioned(data, policy, options, floor, deadline)
-    return _exact(data, policy, options, floor, deadline)
+        check_partitions(options.partitions, data.n_jobs, int(data.gpus.sum()))
+        return _partitioned(data, policy, options, backend, context)
+    return _exact(data, policy, options.floor, backend, context)
 
 
-def _space_sharing(data: ThroughputData, policy: Policy, options: SolveOptions,
-                   deadline: float | None) -> Allocation:
+def _space_sharing(data: ThroughputData, policy: Policy, backend: Backend,
+                   context: Context) -> Allocation:
     """Max-min fairness or makespan with pairs of jobs sharing GPUs, by column generation.
 
     The master LP starts with every job alone (:func:`rate_program`); each round prices
@@ -301,13 +290,14 @@ def _space_sharing(data: ThroughputData, policy: Policy, options: SolveOptions,
     rounds, the last master solution is kept: feasible, not proven optimal.
     """
     began = time.perf_counter()
+    budget = context.budget
     scale, unit = (fairness_scale(data) if policy is Policy.MAX_MIN_FAIRNESS
                    else (makespan_scale(data), 1.0))
     built = rate_program(data, scale)
-    budget = _budget(options, deadline)
-    if budget is None:
-        return _none(policy, data, Status.NO_SOLUTION, NOT_STARTED, began)
-    master = HighsMaster(built.program, budget)
+    if budget.spent():
+        return _none(policy, data, Status.NO_SOLUTION,
+                     f"{backend.name} (not started: the time limit was spent)", began)
+    master = backend.open(built.program, context.limits())
     n_types = int(data.gpus.size)
     pairs = PairColumns(*(np.zeros(0, dtype=np.int64),) * 3)
     known = np.zeros(0, dtype=np.int64)
@@ -315,17 +305,16 @@ def _space_sharing(data: ThroughputData, policy: Policy, options: SolveOptions,
     kept: tuple[ProgramSolution, int] | None = None
     rounds, status = 0, Status.OPTIMAL
     while True:
-        solution, duals = master.solve()
+        solution, duals = master.solve(budget)
         if solution.values is not None and solution.status.has_plan:
             kept = (solution, pairs.size)
         if duals is None:
             status = Status.FEASIBLE
             break
-        left = _left(deadline)
-        if (left is not None and left <= 0) or rounds >= MAX_PRICING_ROUNDS:
+        if budget.spent() or rounds >= MAX_PRICING_ROUNDS:
             status = Status.FEASIBLE
             break
-        new = price_pairs(data, scale, duals, per_kind=PAIRS_PER_KIND, deadline=deadline)
+        new = price_pairs(data, scale, duals, per_kind=PAIRS_PER_KIND, budget=budget)
         if new is None:
             status = Status.FEASIBLE
             break
@@ -342,12 +331,9 @@ def _space_sharing(data: ThroughputData, policy: Policy, options: SolveOptions,
                      solution.objective, new.size)
         if new.size == 0:
             break
-        left = _left(deadline)
-        if left is not None and left <= 0:
+        if budget.spent():
             status = Status.FEASIBLE
             break
-        if left is not None:
-            master.set_time_limit(left)
         start, index, entries = new.matrix(data, scale)
         # No upper bound of their own (the time rows keep them <= 1): a column of the
         # master is then never priced in again, short of float noise.
@@ -384,13 +370,6 @@ def _space_sharing(data: ThroughputData, policy: Policy, options: SolveOptions,
 PAIRS_PER_KIND = 16
 
 
-def _left(deadline: float | None) -> float | None:
-    """Seconds left before ``deadline``, or None without one."""
-    if deadline is None:
-        return None
-    return deadline - time.perf_counter()
-
-
 def _deal_gpus(gpus: FloatArray, parts: int) -> FloatArray:
     """``(parts, T)`` each part's GPUs of each type: whole GPUs, dealt round-robin.
 
@@ -406,13 +385,13 @@ def _deal_gpus(gpus: FloatArray, parts: int) -> FloatArray:
     return dealt
 
 
-def _partitioned(data: ThroughputData, policy: Policy, options: SolveOptions,
-                 floor: float, deadline: float | None) -> Allocation:
+def _partitioned(data: ThroughputData, policy: Policy, options: BalanceOptions,
+                 backend: Backend, context: Context) -> Allocation:
     """POP (Narayanan et al., SOSP 2021): job parts, each on a slice of every type.
 
     POP deals jobs at random; here the deal is stratified: jobs are sorted by gang size,
     then by how much faster their fastest type is than their slowest (ties broken at
-    random, ``options.seed``), and dealt round-robin. Every part then holds the same mix
+    random, the context's seed), and dealt round-robin. Every part then holds the same mix
     of gangs and type preferences, which a max-min objective needs: its value is the
     worst part's, and a part that drew more big gangs than its GPUs' share drags it down
     (on 2,048 Gavel jobs in 8 parts, random deals lost 9% of the max-min value). The GPUs
@@ -423,7 +402,7 @@ def _partitioned(data: ThroughputData, policy: Policy, options: SolveOptions,
     """
     began = time.perf_counter()
     parts = options.partitions
-    tie = np.random.default_rng(options.seed).random(data.n_jobs)
+    tie = np.random.default_rng(context.seed).random(data.n_jobs)
     fastest = data.rate.max(axis=1, initial=0.0)
     slowest = np.where(data.rate > 0, data.rate, np.inf).min(axis=1)
     order = np.lexsort((tie, fastest / slowest, data.gang))
@@ -432,23 +411,23 @@ def _partitioned(data: ThroughputData, policy: Policy, options: SolveOptions,
     solver = ""
     for k in range(parts):
         jobs = order[k::parts]
-        part = _exact(restrict(data, jobs, dealt[k]), policy, options, floor, deadline)
+        part = _exact(restrict(data, jobs, dealt[k]), policy, options.floor, backend, context)
         if not part.status.has_plan:
             return dataclasses.replace(part, share=share, seconds=time.perf_counter() - began)
         share[jobs] = part.share
         solver = part.solver
     throughput = (data.rate * share).sum(axis=1)
-    value = policy_value(data, policy, share, floor)
+    value = policy_value(data, policy, share, options.floor)
     return Allocation(policy, Status.FEASIBLE, share, value, throughput,
                       f"{solver}, POP in {parts} parts", time.perf_counter() - began)
 
 
-def _exact(data: ThroughputData, policy: Policy, options: SolveOptions,
-           floor: float, deadline: float | None) -> Allocation:
-    """Solve one policy on the whole fleet, to optimality unless the time limit stops it."""
+def _exact(data: ThroughputData, policy: Policy, floor: float, backend: Backend,
+           context: Context) -> Allocation:
+    """Solve one policy on the whole fleet, to optimality unless the budget stops it."""
     began = time.perf_counter()
     if policy is Policy.FINISH_TIME_FAIRNESS:
-        return _finish_time_fairness(data, options, began, deadline)
+        return _finish_time_fairness(data, backend, context, began)
     built = {
         Policy.MAX_MIN_FAIRNESS: max_min_fairness_program,
         Policy.MAKESPAN: makespan_program,
@@ -456,7 +435,7 @@ def _exact(data: ThroughputData, policy: Policy, options: SolveOptions,
         Policy.MIN_COST: lambda d: min_cost_program(d, floor),
         Policy.QUADRATIC: quadratic_program,
     }[policy](data)
-    solution = _solve(built, options, deadline)
+    solution = backend.solve_program(built.program, context.limits())
     if not solution.status.has_plan or solution.values is None:
         return _none(policy, data, solution.status, solution.solver, began)
     share = built.shares(solution.values)
@@ -479,8 +458,8 @@ def _exact(data: ThroughputData, policy: Policy, options: SolveOptions,
                       time.perf_counter() - began)
 
 
-def _finish_time_fairness(data: ThroughputData, options: SolveOptions, began: float,
-                          deadline: float | None) -> Allocation:
+def _finish_time_fairness(data: ThroughputData, backend: Backend, context: Context,
+                          began: float) -> Allocation:
     """Bisection on the largest finish-time ratio ``rho``, one LP feasibility check each.
 
     ``rho = 1`` is feasible (the equal share meets it); the lower end starts at the ratio
@@ -489,12 +468,13 @@ def _finish_time_fairness(data: ThroughputData, options: SolveOptions, began: fl
     ratio proven so far (``feasible``).
     """
     policy = Policy.FINISH_TIME_FAIRNESS
+    limits = context.limits()
     equal = data.equal_share_rate()
     finish_equal = data.release + 1.0 / equal
     if not data.release.any():
         # rho_j = equal_j / throughput_j: max-min fairness with unit weights, one LP.
         built = rate_program(data, 1.0 / equal)
-        best = _solve(built, options, deadline)
+        best = backend.solve_program(built.program, limits)
         if not best.status.has_plan or best.values is None:
             return _none(policy, data, best.status, best.solver, began)
         return _ratio_allocation(data, built, best, finish_equal, began, best.status)
@@ -502,14 +482,14 @@ def _finish_time_fairness(data: ThroughputData, options: SolveOptions, began: fl
                                   ).max(axis=1)
     low, high = float(np.max(alone / finish_equal, initial=0.0)), 1.0
     built = finish_time_program(data, high)
-    best = _solve(built, options, deadline)
+    best = backend.solve_program(built.program, limits)
     if not best.status.has_plan or best.values is None:
         return _none(policy, data, best.status, best.solver, began)
     status = best.status
     while high - low > BISECTION_TOLERANCE * high:
         middle = 0.5 * (low + high)
         trial = finish_time_program(data, middle)
-        solution = _solve(trial, options, deadline)
+        solution = backend.solve_program(trial.program, limits)
         if solution.status.has_plan and solution.values is not None:
             high, best, built = middle, solution, trial
         elif solution.status is Status.INFEASIBLE:
@@ -536,7 +516,7 @@ def _ratio_allocation(data: ThroughputData, built: AllocationProgram, best: Prog
 class BalanceOptions:
     """Options of ``--method balance``."""
 
-    backend: str = solver_option(("highs",), "the allocation LP/QP")
+    backend: str = solver_option(SOLVERS, "the allocation LP/QP")
     policy: str = option(Policy.MAX_MIN_FAIRNESS.value, "--policy",
                          "the allocation policy (default: max-min-fairness)",
                          choices=tuple(p.value for p in Policy))
@@ -569,51 +549,77 @@ class BalanceMethod:
                    "to a round-based plan")
     options_type = BalanceOptions
     objectives = TIME_OBJECTIVES
-    backends: tuple[str, ...] = ("highs",)
+    backends: tuple[str, ...] = SOLVERS
     warm_starts: frozenset[WarmStart] = frozenset()
     iterative = False
 
-    def supports(self, instance: Instance) -> bool:
-        """The time-based objectives: the plan has start times."""
-        return not instance.objective.is_static
+    def check(self, instance: Instance, options: BalanceOptions) -> None:
+        """Refuse space sharing, partitions and rounds that cannot work, before any work.
 
-    def solve(self, instance: Instance, options: SolveOptions) -> Result:
+        Raises
+        ------
+        InputError
+            Naming the instance's colocation data when ``--space-sharing`` has none to
+            use; ``--space-sharing`` with a policy other than the max-min ones or with
+            partitions; ``--partitions`` beyond the jobs or GPUs; ``--round`` (or
+            ``--method``) when the plan would need more than
+            :data:`~gpuplan.search.round_plans.MAX_ROUNDS` rounds.
+        """
+        if options.space_sharing and not instance.class_ids:
+            raise InputError(instance.source, "colocation", "--space-sharing needs colocation "
+                             "speeds and jobs' colocation_class (convert gavel --space-sharing "
+                             "writes them)")
+        check_space_sharing(options)
+        if options.partitions > 1:
+            check_partitions(options.partitions, instance.n_jobs, instance.n_gpus)
+        if Policy(options.policy) is not Policy.QUADRATIC:
+            check_round(instance, options.round_s)
+
+    def needs(self, instance: Instance, options: BalanceOptions) -> Capabilities:
+        """LPs; a QP for ``quadratic``; a program held open for space sharing's pricing.
+
+        Naming the rows of an infeasible ``min-cost`` program is used when the backend
+        can (capability ``explain``), not needed.
+        """
+        return Capabilities(continuous=True,
+                            quadratic=Policy(options.policy) is Policy.QUADRATIC,
+                            incremental=options.space_sharing)
+
+    def solve(self, instance: Instance, options: BalanceOptions, context: Context) -> Result:
         """Solve the policy, then realise its shares round by round (or place the work).
 
-        The time limit covers the whole solve (see the module docstring); the status is
+        The budget covers the whole solve (see the module docstring); the status is
         ``optimal`` only when the plan's objective meets the bound, which is a bound on the
         instance's objective (never the policy's value).
 
         Parameters
         ----------
         instance
-            A time-based instance that passed the presolve checks.
+            A time-based instance that passed the presolve checks and :meth:`check`.
         options
-            ``policy``, ``round_s`` and ``floor``; time limit and threads for HiGHS.
+            The policy, ``round_s``, ``floor``, partitions, space sharing and the backend.
+        context
+            The budget; threads, seed and gap for the backend.
 
         Raises
         ------
         InputError
-            If ``--partitions`` exceeds the jobs or GPUs, or ``--round`` would need more
-            than :data:`~gpuplan.search.round_plans.MAX_ROUNDS` rounds; before any work.
+            If the round-based plan runs out of rounds while it is planned (naming
+            ``--round``).
         """
-        began = time.perf_counter()
-        deadline = _deadline(options, began)
+        budget = context.budget
         policy = Policy(options.policy)
         data = ThroughputData.from_instance(instance)
-        if options.partitions > 1:
-            check_partitions(options.partitions, data)
-        if policy is not Policy.QUADRATIC:
-            check_round(instance, options.round_s)
+        backend = get_backend(options.backend)
         # With a time limit, a valid plan is at hand from the start (milliseconds).
-        listed = time.perf_counter()
-        fallback = list_schedule(instance) if deadline is not None else None
-        listing_s = time.perf_counter() - listed
-        bound = _bound(instance, options, deadline)
+        listed = budget.elapsed()
+        fallback = list_schedule(instance) if budget.limited else None
+        listing_s = budget.elapsed() - listed
+        bound = _bound(instance, context)
         # Quadratic balancing lists the jobs again after its QP: keep the time for it.
-        until = (deadline - 1.5 * listing_s if deadline is not None
-                 and policy is Policy.QUADRATIC else deadline)
-        allocation = solve_policy(data, policy, options, floor=options.floor, deadline=until)
+        solving = (context.with_budget(_less(budget, 1.5 * listing_s))
+                   if policy is Policy.QUADRATIC else context)
+        allocation = solve_policy(data, options, solving)
         summary = f"{allocation.solver}; {policy.value} {allocation.value:.6g}" \
             if allocation.value is not None else allocation.solver
         if not allocation.status.has_plan:
@@ -621,16 +627,14 @@ class BalanceMethod:
                 return _instead(fallback, bound, f"{summary}; no {policy.value} allocation "
                                 "within the time limit")
             reason = (f"policy {policy.value} has no allocation ({allocation.status.value}): "
-                      + _why(policy, data, options, instance, deadline))
-            return Result(status=allocation.status, objective=None, bound=bound,
-                          solver=summary, unplaced=dict.fromkeys(range(instance.n_jobs), reason))
+                      + _why(policy, data, options, instance, backend, context))
+            return no_plan(instance, reason, summary, allocation.status, bound)
         if policy is Policy.QUADRATIC:
             return self._placement(instance, allocation, bound, summary)
-        stop = None if deadline is None else deadline - MARGIN_SHARE * float(
-            options.time_limit_s or 0.0)
         try:
             rounds = plan_rounds(instance, allocation.share, options.round_s, allocation.pairs,
-                                 allocation.pair_share, deadline=stop,
+                                 allocation.pair_share,
+                                 budget=_less(budget, MARGIN_SHARE * (budget.time_limit_s or 0.0)),
                                  segment_cost_s=SEGMENT_COST_S)
         except TooManyRoundsError as error:
             raise InputError("--round", "", _too_many(error, options.round_s)) from None
@@ -649,7 +653,8 @@ class BalanceMethod:
                                    work=rounds.work)
         return Result(status=plan_status(objective, bound), objective=objective, bound=bound,
                       solver=summary, job=rounds.job, gpu_type=rounds.gpu_type,
-                      start=rounds.start, end=rounds.end, gpus=rounds.gpus)
+                      start=rounds.start, end=rounds.end, gpus=rounds.gpus, work=rounds.work,
+                      partner=rounds.partner)
 
     @staticmethod
     def _placement(instance: Instance, allocation: Allocation, bound: float,
@@ -665,19 +670,21 @@ class BalanceMethod:
                       end=placed.end, gpus=placed.gpus, unplaced=placed.unplaced)
 
 
-def _bound(instance: Instance, options: SolveOptions, deadline: float | None) -> float:
-    """A bound on the instance's objective: :func:`simple_bound` in a share of the limit.
+def _less(budget: Budget, seconds: float) -> Budget:
+    """The budget without its last ``seconds``; the budget itself without a time limit."""
+    return budget.part(budget.left() - seconds) if budget.limited else budget
+
+
+def _bound(instance: Instance, context: Context) -> float:
+    """A bound on the instance's objective: :func:`simple_bound` in a share of the budget.
 
     Its makespan LP gets at most :data:`BOUND_SHARE` of the time limit, and is skipped
-    (the combinatorial bound only) once the limit is spent.
+    (the combinatorial bound only) once the budget is spent.
     """
-    if deadline is None or options.time_limit_s is None:
-        return simple_bound(instance, options)
-    left = deadline - time.perf_counter()
-    if left <= 0:
+    budget = context.budget
+    if budget.spent():
         return objective_bound(instance)
-    return simple_bound(instance, dataclasses.replace(
-        options, time_limit_s=min(left, BOUND_SHARE * options.time_limit_s)))
+    return simple_bound(instance, context.limits(budget.part(share=BOUND_SHARE)))
 
 
 def _instead(fallback: Result, bound: float, why: str) -> Result:
@@ -710,15 +717,20 @@ def _late(instance: Instance, job: IntArray, end: FloatArray) -> dict[int, str]:
             for j in late}
 
 
-def _why(policy: Policy, data: ThroughputData, options: SolveOptions,
-         instance: Instance, deadline: float | None) -> str:
-    """The conflicting rows of an infeasible policy LP, by job id."""
-    program = {Policy.MIN_COST: lambda: min_cost_program(data, options.floor).program}.get(
-        policy)
-    if program is None:
+def _why(policy: Policy, data: ThroughputData, options: BalanceOptions, instance: Instance,
+         backend: Backend, context: Context) -> str:
+    """Why a policy has no allocation: the conflicting rows of min-cost's LP, by job id.
+
+    Only ``min-cost`` has rows that can conflict (its throughput floors); they are named
+    when the backend can explain infeasibility and the budget leaves time for it.
+    """
+    if policy is not Policy.MIN_COST:
         return "the solver found none in time"
-    if deadline is not None and time.perf_counter() >= deadline:
+    if not backend.capabilities.explain:
+        return f"the {backend.name} backend cannot name the conflicting throughput floors"
+    if context.budget.spent():
         return "the time limit left no time to name the conflicting throughput floors"
-    text = explain_infeasible(program())
+    text = backend.explain_infeasible(min_cost_program(data, options.floor).program,
+                                      context.limits())
     return re.sub(r"throughput\[(\d+)\]",
                   lambda m: f"throughput floor of job {instance.job_ids[int(m[1])]!r}", text)

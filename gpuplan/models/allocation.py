@@ -28,12 +28,12 @@ feasible, so the max-min value is at least 1 whenever each job runs on every typ
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
 
+from gpuplan.budget import Budget
 from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.models.linear import LinearProgram, RowBuilder
 
@@ -212,6 +212,7 @@ def _floor_rows(data: ThroughputData, rows: RowBuilder, job: IntArray, kind: Int
 def _program(data: ThroughputData, rows: RowBuilder, job: IntArray, kind: IntArray,
              sense: str, cost: FloatArray, extra: int,
              hessian: FloatArray | None = None) -> AllocationProgram:
+    """The policy's program: share columns in [0, 1], then ``extra`` free columns."""
     n = job.size
     upper = np.r_[np.ones(n), np.full(extra, np.inf)]
     program = rows.program(
@@ -447,7 +448,7 @@ class PairColumns:
 
 def price_pairs(data: ThroughputData, scale: FloatArray, row_dual: FloatArray,
                 per_kind: int = 1, tolerance: float = 1e-6,
-                deadline: float | None = None) -> PairColumns | None:
+                budget: Budget | None = None) -> PairColumns | None:
     """Pair columns of positive reduced cost in :func:`rate_program`'s max-min master.
 
     Pricing never lists all pairs. A pair column's reduced cost is ``0 - a' y`` (HiGHS'
@@ -462,8 +463,8 @@ def price_pairs(data: ThroughputData, scale: FloatArray, row_dual: FloatArray,
     pairs the instance lists are visited. ``per_kind`` best pairs of each kind are
     returned (the i-th best job of one class with the i-th of the other).
 
-    Returns None if the :func:`time.perf_counter` instant ``deadline`` passes before
-    every kind is priced (the columns found so far would not prove anything).
+    Returns None if the ``budget`` is spent before every kind is priced (the columns
+    found so far would not prove anything); without a budget, pricing always ends.
     """
     assert data.colocation is not None
     n_jobs, n_types = data.n_jobs, int(data.gpus.size)
@@ -492,7 +493,7 @@ def price_pairs(data: ThroughputData, scale: FloatArray, row_dual: FloatArray,
             bounds = np.r_[0, np.cumsum(np.bincount(where, minlength=classes.size))]
             rows = [order[bounds[c]:bounds[c + 1]] for c in range(classes.size)]
             for p, q in zip(kinds_p.tolist(), kinds_q.tolist(), strict=True):
-                if deadline is not None and time.perf_counter() > deadline:
+                if budget is not None and budget.spent():
                     return None
                 best_p = _best(score[rows[p], q], per_kind * (1 + (p == q)))
                 best_q = best_p if p == q else _best(score[rows[q], p], per_kind)

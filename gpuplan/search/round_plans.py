@@ -12,7 +12,8 @@ GPUs idle until the next round, as in Gavel.
 
 With space sharing, pair columns are ranked with the jobs by their own share over the
 share of rounds they received; a chosen pair's two jobs hold one gang over the same
-interval, each at its colocation speed (the form the verifier recognises).
+interval, each at its colocation speed, and each of the two segments names the other as
+its partner. Every segment states the share of its job's work it does.
 
 The realised shares differ from the allocation by a *tracking error*: per job, half the sum
 over types of ``|realised - share|`` over the rounds it was runnable, counting time on a
@@ -24,17 +25,18 @@ ended in a round, no pair could run, and either every runnable job ran on the on
 its share names (or, with no share, wherever it ran) or only jobs that keep their GPUs
 ran, the next rounds are the same until a job ends or one is released, and they are
 planned in one step. Rounds in which nothing can run are skipped to the next release.
-Given a ``deadline``, planning stops there and returns None: no partial plan.
+Given a budget, planning that has not ended when its time is spent stops and returns
+None: no partial plan.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.budget import Budget
 from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.models.allocation import PairColumns
 
@@ -78,6 +80,9 @@ class RoundPlan:
         GPU indices of each segment.
     work
         Share of its job's work each segment does.
+    partner
+        The segment that shares each segment's GPUs over its interval (space sharing),
+        -1 for none.
     tracking_error
         ``(J,)`` per job, see the module docstring.
     rounds
@@ -90,6 +95,7 @@ class RoundPlan:
     end: FloatArray
     gpus: tuple[IntArray, ...]
     work: FloatArray
+    partner: IntArray
     tracking_error: FloatArray
     rounds: int
 
@@ -150,7 +156,7 @@ class _Fleet:
 def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                 pairs: PairColumns | None = None,
                 pair_share: FloatArray | None = None,
-                deadline: float | None = None,
+                budget: Budget | None = None,
                 segment_cost_s: float = 0.0) -> RoundPlan | None:
     """Realise ``share`` (and pair shares) round by round until every job is done.
 
@@ -166,12 +172,12 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
         Space sharing: pair columns and their time shares. A pair is ranked like a job,
         by its own share over what it received; chosen, both jobs hold one gang for the
         round (the same GPUs, the same interval) and run at their colocation speeds.
-    deadline
-        A :func:`time.perf_counter` instant: planning that has not ended by then stops
-        and returns None.
+    budget
+        Planning that has not ended when its time is spent stops and returns None; None:
+        no limit.
     segment_cost_s
         Seconds each segment will cost after planning (translation, verification,
-        writing); counted against ``deadline``.
+        writing); counted against ``budget``.
 
     Raises
     ------
@@ -210,13 +216,14 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
     has_share = share > 0
     # Jobs whose share names at most one type: they hold still when nothing contends.
     one_type = has_share.sum(axis=1) <= 1
-    # Segments: job, type, start, end, work, partner job (-1), GPUs.
+    # Segments: job, type, start, end, work, partner job and segment (-1), GPUs.
     seg_job: list[int] = []
     seg_type: list[int] = []
     seg_start: list[float] = []
     seg_end: list[float] = []
     seg_work: list[float] = []
     seg_partner: list[int] = []
+    seg_mate: list[int] = []
     seg_gpus: list[IntArray] = []
     open_segment = np.full(n_jobs, -1)
     # Unfinished predecessors per job; a job that ends in a round is done by the next.
@@ -226,8 +233,7 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
     while (remaining > 0).any():
         if rounds >= MAX_ROUNDS:
             raise TooManyRoundsError(rounds, now, 1.0 - float(remaining.mean()))
-        if deadline is not None and (time.perf_counter() + len(seg_job) * segment_cost_s
-                                     > deadline):
+        if budget is not None and budget.left() < len(seg_job) * segment_cost_s:
             return None
         ready = (remaining > 0) & (instance.release <= now) & (blocking == 0)
         if not ready.any():
@@ -335,6 +341,7 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                     seg_end.append(stop)
                     seg_work.append(done)
                     seg_partner.append(partner)
+                    seg_mate.append(-1)
                     seg_gpus.append(gpus)
                 held[j] = gpus
                 if not preemptible[j]:
@@ -346,6 +353,10 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                     ended = True
                     for s in instance.successors[j]:
                         blocking[s] -= 1
+            if len(members) == 2:
+                # A pair's two segments begin, grow and end together: each names the other.
+                first, second = (int(open_segment[m]) for m in members)
+                seg_mate[first], seg_mate[second] = second, first
         open_segment[~ran] = -1
         active[ready] += np.minimum(round_s, np.where(np.isfinite(finish[ready]),
                                                       finish[ready], end_of_round) - now)
@@ -385,7 +396,8 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                      gpu_type=np.array(seg_type, dtype=np.int64),
                      start=np.array(seg_start, dtype=float), end=np.array(seg_end, dtype=float),
                      gpus=tuple(seg_gpus), work=np.array(seg_work, dtype=float),
-                     tracking_error=error, rounds=rounds)
+                     partner=np.array(seg_mate, dtype=np.int64), tracking_error=error,
+                     rounds=rounds)
 
 
 def _repeats(instance: Instance, runs: list[tuple[tuple[int, ...], tuple[float, ...], int,
