@@ -1,9 +1,8 @@
-"""Exceptions and the process exit codes the CLI maps them to."""
+"""Exceptions of gpuplan; the CLI maps them to exit codes (:class:`gpuplan.cli.common.ExitCode`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from enum import IntEnum
 from typing import Any
 
 #: Key under which a single number given for "every GPU type" is held while it is validated
@@ -33,16 +32,6 @@ def validation_message(error: Mapping[str, Any]) -> str:
         return "unknown field"
     message: str = error["msg"]
     return message.removeprefix("Value error, ")
-
-
-class ExitCode(IntEnum):
-    """Exit codes of the ``gpuplan`` command, documented in README."""
-
-    OK = 0
-    #: No feasible schedule was found, or a schedule failed verification.
-    FAILED = 1
-    #: The input (instance, schedule or command line) is invalid.
-    BAD_INPUT = 2
 
 
 class InputError(Exception):

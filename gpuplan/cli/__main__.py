@@ -1,0 +1,5 @@
+"""``python -m gpuplan.cli``: the ``gpuplan`` command."""
+
+from gpuplan.cli import run
+
+run()

@@ -1,0 +1,112 @@
+"""``gpuplan batch``: plan many instance files, locally or on a Dask cluster."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from gpuplan.batch import (
+    batch_plan,
+    check_scheduler,
+    expand_inputs,
+    make_tasks,
+    run_batch,
+    write_summary,
+)
+from gpuplan.cli.common import (
+    Commands,
+    ExitCode,
+    add_settings,
+    console,
+    default_of,
+    options_file,
+    settings,
+)
+from gpuplan.errors import InputError
+from gpuplan.io import check_output_folder
+from gpuplan.methods import METHODS, get_method
+from gpuplan.planning import plan
+
+
+def register(commands: Commands) -> None:
+    """Add ``batch``."""
+    parser = commands.add_parser(
+        "batch", help="plan many instance files, locally or on a Dask cluster",
+        description="Plan every instance file (files, folders, globs): one schedule JSON "
+        "per instance in OUTDIR plus summary.json and summary.csv. A bad or infeasible file "
+        "is recorded in the summary and never stops the batch; schedules already in OUTDIR, "
+        "planned from the same file (path and content) by the same method and options, "
+        "are kept if they still verify (resume).",
+    )
+    parser.add_argument("inputs", nargs="+", metavar="INPUT")
+    parser.add_argument("-o", "--output", required=True, metavar="OUTDIR")
+    parser.add_argument("--method", choices=list(METHODS), default=default_of(plan, "method"),
+                        help=f"planning method (default: {default_of(plan, 'method')})")
+    parser.add_argument("--options", metavar="FILE.toml|.yaml",
+                        help="the method's settings, as for solve --options")
+    add_settings(parser, "time_limit_s", "iterations", "seed")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="local worker processes (default: one per core)")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="send the work to this Dask scheduler instead")
+    parser.set_defaults(run=batch)
+
+
+def batch(args: argparse.Namespace) -> int:
+    """Plan every file with a progress bar; exit 1 unless every one got a verified plan."""
+    sources = expand_inputs(args.inputs)
+    if not sources:
+        raise InputError(" ".join(args.inputs), "", "no instance files found")
+    if args.scheduler is not None:
+        check_scheduler(args.scheduler)
+    method = get_method(args.method)
+    options = {} if args.options is None else options_file(args.options, method)
+    workers, threads = batch_plan(args.workers, args.scheduler)
+    run = settings(args, threads=threads)
+    out = check_output_folder(args.output, [*sources, *([args.options] if args.options else [])])
+    tasks = make_tasks(sources, out, method.name, options, run)
+    inputs = {os.path.realpath(source) for source in sources}
+    clash = next((t for t in tasks if os.path.realpath(t.target) in inputs), None)
+    if clash is not None:
+        raise InputError(str(out), "", f"the schedule of {clash.source} would be written over "
+                         f"the input {clash.target}; choose another output folder")
+    rows: list[dict[str, Any]] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        bar = progress.add_task(f"planning ({method.name})", total=len(tasks))
+
+        def advance(row: dict[str, Any]) -> None:
+            rows.append(row)
+            progress.advance(bar)
+
+        started = True
+        try:
+            run_batch(tasks, workers, args.scheduler, on_row=advance)
+        except InputError:
+            # The cluster could not be reached: nothing ran, earlier summaries stay.
+            started = False
+            raise
+        finally:
+            # Also on Ctrl-C: the summary lists what finished, and every file is whole.
+            if started:
+                order = {t.source: i for i, t in enumerate(tasks)}
+                rows.sort(key=lambda r: order.get(str(r["file"]), 0))
+                as_json, as_csv = write_summary(rows, out)
+    failed = [r for r in rows if not r["verified"]]
+    console.print(f"{len(rows)} instances, {len(rows) - len(failed)} planned and verified, "
+                  f"{sum(bool(r['resumed']) for r in rows)} up to date; summary in {as_json} "
+                  f"and {as_csv}", markup=False)
+    for row in failed[:10]:
+        console.print(f"  {row['file']}: {row['status']} {row['error']}", markup=False)
+    return ExitCode.OK if not failed else ExitCode.FAILED

@@ -1,0 +1,56 @@
+"""``gpuplan check``: verify a schedule file against its instance."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from gpuplan.cli.common import (
+    Commands,
+    ExitCode,
+    console,
+    fmt,
+    objective,
+    print_verification,
+    read,
+    reading_parser,
+)
+from gpuplan.schedule import Schedule
+from gpuplan.verify import verify_schedule
+
+
+def register(commands: Commands) -> None:
+    """Add ``check``."""
+    parser = commands.add_parser(
+        "check", help="verify a schedule file against its instance", parents=[reading_parser()],
+        description="Recompute every constraint, the objective and the certificate (status, "
+        "bound, gap) of SCHEDULE from INSTANCE alone, for the instance's objective (or "
+        "--objective); exit 1 on any violation, and for a file that holds no plan "
+        "(no_solution, infeasible).",
+    )
+    parser.add_argument("instance")
+    parser.add_argument("schedule", type=Path)
+    parser.add_argument(
+        "--objective", type=objective, metavar="NAME",
+        help="check for this objective instead of the instance file's (the schedule's own "
+        "claim is never taken)",
+    )
+    parser.set_defaults(run=check)
+
+
+def check(args: argparse.Namespace) -> int:
+    """Verify and report; exit 1 on a violation or a file without a plan."""
+    # The objective is the instance's, or the user's: never what the schedule claims.
+    instance = read(args, args.instance, args.objective)
+    schedule = Schedule.read(args.schedule)
+    verification = verify_schedule(instance, schedule)
+    console.print(
+        f"{args.schedule}: status {schedule.status.value}, objective "
+        f"{fmt(schedule.objective)} (recomputed {fmt(verification.objective)}) for "
+        f"{instance.objective.value}", markup=False,
+    )
+    print_verification(verification, schedule.status.has_plan)
+    if not schedule.status.has_plan:
+        console.print(f"[yellow]not verified[/yellow]: status {schedule.status.value} holds "
+                      "no plan to verify")
+    return ExitCode.OK if verification.ok and schedule.status.has_plan else ExitCode.FAILED

@@ -1,0 +1,257 @@
+"""What the commands share: exit codes, the console, reading flags and printing.
+
+The library logs; only the CLI prints, always on :data:`console` (stderr), so that ``-o -``
+leaves stdout pure JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from enum import IntEnum
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gpuplan.errors import InputError
+from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.io import parse_yaml, read_text
+from gpuplan.methods import METHODS, Method
+from gpuplan.methods.base import CORES, MAX_SEED, RunSettings, build_options, parse_number
+from gpuplan.readers import FORMATS, read_instance
+from gpuplan.schedule import Schedule, Verification, ViolationKind
+
+#: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.
+console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: The sub-command table of the ``gpuplan`` parser, where each command adds itself.
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+class ExitCode(IntEnum):
+    """Exit codes of the ``gpuplan`` command, documented in README ("Exit codes")."""
+
+    OK = 0
+    #: No feasible schedule was found, or a schedule failed verification.
+    FAILED = 1
+    #: The input (instance, schedule, options file or command line) is invalid.
+    BAD_INPUT = 2
+    #: Ctrl-C: the shell's code for a process ended by SIGINT (128 + 2).
+    INTERRUPTED = 130
+
+
+def default_of(function: Callable[..., Any], parameter: str) -> Any:
+    """The default of a library function's parameter, to show in ``--help``.
+
+    Flags whose default lives in the library leave it unset (``argparse.SUPPRESS``) and
+    pass only what was given, so the default is written once, where it is used.
+    """
+    return inspect.signature(function).parameters[parameter].default
+
+
+def given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The flags among ``names`` that the user gave (the others are left unset)."""
+    return {name: getattr(args, name) for name in names if hasattr(args, name)}
+
+
+def objective(value: str) -> ObjectiveKind:
+    """An ``--objective`` name as an objective kind."""
+    try:
+        return ObjectiveKind(value)
+    except ValueError:
+        known = ", ".join(k.value for k in ObjectiveKind)
+        raise argparse.ArgumentTypeError(
+            f"unknown objective {value!r}; choose from {known}"
+        ) from None
+
+
+def bounded(convert: Callable[[str], float], low: float, high: float) -> Callable[[str], Any]:
+    """An argument type for numbers from ``low`` to ``high``, saying so when one is not."""
+    parse = parse_number(convert, low, high)
+
+    def check(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return check
+
+
+def reading_parser(format_flag: str = "--format") -> argparse.ArgumentParser:
+    """The flags of the commands that read instance files: ``--format`` and ``--sense``.
+
+    Parameters
+    ----------
+    format_flag
+        The flag of the instance format, for a command whose ``--format`` is another.
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument(
+        format_flag, dest="file_format", choices=FORMATS, default=argparse.SUPPRESS,
+        help=f"instance file format (default: {default_of(read_instance, 'file_format')}); "
+        "orlib-gap takes FILE#k for problem k",
+    )
+    parser.add_argument(
+        "--sense", choices=["min", "max"], default=argparse.SUPPRESS,
+        help="orlib-gap only: minimise cost or maximise profit (default: "
+        f"{default_of(read_instance, 'sense')})",
+    )
+    return parser
+
+
+def read(args: argparse.Namespace, path: str, objective: ObjectiveKind | None = None) -> Instance:
+    """Read an instance as the reading flags say (:func:`reading_parser`)."""
+    return read_instance(path, objective, **given(args, "file_format", "sense"))
+
+
+def file_of(instance: str) -> str:
+    """The file an instance argument names (``FILE#k`` picks a problem of an orlib-gap file)."""
+    return instance.rpartition("#")[0] if "#" in instance and not Path(instance).exists() \
+        else instance
+
+
+#: The flags of :class:`~gpuplan.methods.base.RunSettings`, by field: flag, type, metavar
+#: and help. The types only check "is a number": ranges are RunSettings' own.
+_SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
+    "time_limit_s": ("--time-limit", float, "S", "wall-clock seconds per solve (default: "
+                     "none; each method says what it returns when they are spent)"),
+    "iterations": ("--iterations", int, "N", "moves or generations of an iterative method "
+                   "(default: until --time-limit, else the method's default)"),
+    "seed": ("--seed", int, "N", f"random seed, 0 to {MAX_SEED} (default: "
+             f"{RunSettings.seed})"),
+    "threads": ("--threads", int, "N", f"solver threads, 1 to {CORES} (this machine's cores; "
+                f"default: {RunSettings.threads})"),
+}
+
+
+def add_settings(parser: argparse.ArgumentParser, *names: str) -> None:
+    """Add the flags of these :class:`~gpuplan.methods.base.RunSettings` fields, unset."""
+    for name in names:
+        flag, kind, metavar, text = _SETTINGS[name]
+        parser.add_argument(flag, dest=name, type=kind, metavar=metavar,
+                            default=argparse.SUPPRESS, help=text)
+
+
+def settings(args: argparse.Namespace, **fixed: Any) -> RunSettings:
+    """The run settings the user gave (the others at their defaults), plus ``fixed``.
+
+    Raises
+    ------
+    InputError
+        Naming the flag of a setting out of range.
+    """
+    return RunSettings(**given(args, *_SETTINGS), **fixed)
+
+
+def _flag_text(source: str, key: str, value: Any) -> Any:
+    """A setting from an options file as the text its flag takes (``true``, ``a,b``).
+
+    Every source goes through the flags' own parsers this way, so a file is checked like
+    the command line.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    if isinstance(value, list) and all(isinstance(v, int | float | str) for v in value):
+        return ",".join(map(str, value))
+    raise InputError(source, key, "expected a value or a list of values; a table holds one "
+                     f"method's settings and is named after it ({', '.join(METHODS)})")
+
+
+def _checked(method: Method, settings: Mapping[str, Any], source: str) -> None:
+    """Refuse settings ``method`` does not take, or values it refuses, naming ``source``."""
+    try:
+        build_options(method, settings, source)
+    except InputError as exc:
+        if exc.source == source:
+            raise
+        # A value error names the setting's flag; the file is where the user must look.
+        raise InputError(source, exc.source, exc.message) from None
+
+
+def options_file(path: str, method: Method) -> dict[str, Any]:
+    """The settings of ``method`` in an options file (``--options``), as flag text.
+
+    A TOML or YAML file holds settings by key (a field name or its flag without dashes),
+    either flat for the chosen method or in a table per method name (``[milp]``), so that
+    one file serves several methods; a method's table overrides the flat keys. Every
+    table is checked against its method.
+
+    Raises
+    ------
+    InputError
+        Naming the file and the key, for a key its method does not take or a bad value;
+        or the file, if it cannot be read or parsed.
+    """
+    text = read_text(Path(path))
+    suffix = Path(path).suffix.lower()
+    if suffix == ".toml":
+        try:
+            data: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(path, "", f"malformed TOML: {exc}") from None
+    elif suffix in (".yaml", ".yml"):
+        data = parse_yaml(text, path)
+    else:
+        raise InputError(path, "", "--options takes a .toml, .yaml or .yml file")
+    if not isinstance(data, dict):
+        raise InputError(path, "", "expected a table of settings")
+    tables = {name: {key: _flag_text(path, f"{name}.{key}", v) for key, v in table.items()}
+              for name, table in data.items() if name in METHODS and isinstance(table, dict)}
+    flat = {key: _flag_text(path, key, value) for key, value in data.items()
+            if key not in tables}
+    for name, table in tables.items():
+        _checked(METHODS[name], table, path)
+    chosen = {**flat, **tables.get(method.name, {})}
+    _checked(method, chosen, path)
+    return chosen
+
+
+def summary_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
+    """A two-column table of names and values under a title."""
+    # Text, not markup: an instance named "[/oops]" is a name, not a style tag.
+    table = Table(title=Text(title), show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, Text(value))
+    return table
+
+
+def fmt(value: float | None) -> str:
+    """A number for a summary, ``-`` for none."""
+    return "-" if value is None else f"{value:.6g}"
+
+
+def print_unplaced(schedule: Schedule) -> None:
+    """List why jobs are unplaced, each distinct reason once."""
+    by_reason: dict[str, list[str]] = {}
+    for item in schedule.unplaced:
+        by_reason.setdefault(item.reason, []).append(item.job)
+    for reason, jobs in list(by_reason.items())[:10]:
+        more = f" and {len(jobs) - 1} more" if len(jobs) > 1 else ""
+        console.print(f"  unplaced {jobs[0]}{more}: {reason}", markup=False)
+    if len(by_reason) > 10:
+        console.print(f"  ... and {len(by_reason) - 10} more reasons")
+
+
+def print_verification(verification: Verification, has_plan: bool = True) -> None:
+    """Say that every constraint holds, or list the violations."""
+    if verification.ok:
+        console.print("[green]verified[/green]: every constraint holds")
+        return
+    shown = verification.violations
+    if not has_plan:
+        # Missing jobs are what "no plan" means; the unplaced list already says why.
+        shown = [v for v in shown if v.kind is not ViolationKind.UNPLACED]
+        console.print("[yellow]no plan[/yellow]: the placements made are valid; jobs are missing")
+    if shown:
+        console.print(f"[red]{len(shown)} violation(s):[/red]")
+    for violation in shown:
+        console.print(f"  {violation}", markup=False)

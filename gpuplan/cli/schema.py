@@ -1,0 +1,28 @@
+"""``gpuplan schema``: print the JSON Schema of the instance or the schedule format."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gpuplan.cli.common import Commands, ExitCode
+from gpuplan.readers.instance_file import InstanceDocument
+from gpuplan.schedule import Schedule
+
+
+def register(commands: Commands) -> None:
+    """Add ``schema``."""
+    parser = commands.add_parser(
+        "schema", help="print the JSON Schema of a file format",
+        description="Print the JSON Schema of the instance or the schedule format.",
+    )
+    parser.add_argument("which", choices=["instance", "schedule"])
+    parser.set_defaults(run=schema)
+
+
+def schema(args: argparse.Namespace) -> int:
+    """Print the schema on stdout."""
+    model = InstanceDocument if args.which == "instance" else Schedule
+    sys.stdout.write(json.dumps(model.model_json_schema(), indent=2) + "\n")
+    return ExitCode.OK
