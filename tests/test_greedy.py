@@ -6,12 +6,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import INSTANCES, run_cli
 from hypothesis import HealthCheck, given, settings
 from strategies import instance_documents
 
-from gpuplan import Instance, ObjectiveKind, Status, plan
+from gpuplan import InputError, Instance, ObjectiveKind, Status, plan
+from gpuplan.methods.base import RunSettings
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.solvers import SolveOptions
 
 
 def instance_from(document: dict[str, Any]) -> Instance:
@@ -49,7 +50,7 @@ def test_best_fit_decreasing_packs_tightly() -> None:
     schedule = plan(one_type(jobs, 4, "min-gpus"))
     assert schedule.status is Status.OPTIMAL
     assert schedule.objective == 2
-    assert {tuple(p.gpu_ids) for p in schedule.placements} == {("n/0",), ("n/1",)}
+    assert {tuple(p.gpu_ids) for p in schedule.segments} == {("n/0",), ("n/1",)}
 
 
 def test_max_weight_drops_the_least_dense_job() -> None:
@@ -72,7 +73,7 @@ def test_assign_cost_places_inflexible_jobs_first(small: Instance) -> None:
     schedule = plan(instance)
     assert schedule.status is Status.FEASIBLE
     assert not schedule.unplaced
-    placed = {p.job: p.gpu_type for p in schedule.placements}
+    placed = {p.job: p.gpu_type for p in schedule.segments}
     assert placed["sweep-b"] == "L4"
     assert placed["sweep-a"] == "A100"  # its L4 pair no longer has 20 GiB free twice
 
@@ -103,7 +104,7 @@ def test_greedy_is_deterministic_and_leaves_the_instance_alone(small: Instance) 
             continue  # the small instance has no profits
         instance = small.with_objective(objective)
         first, second = plan(instance), plan(instance)
-        assert first.placements == second.placements
+        assert first.segments == second.segments
         assert first.unplaced == second.unplaced
     assert not small.demand.flags.writeable
     with pytest.raises(ValueError, match="read-only"):
@@ -137,11 +138,13 @@ def test_greedy_plans_always_verify(document: dict[str, Any]) -> None:
         assert schedule.status.has_plan
     if schedule.status.has_plan:
         assert schedule.objective == pytest.approx(schedule.verification.objective)
+        assert schedule.objective is not None and schedule.bound is not None
         better = schedule.objective >= schedule.bound - 1e-6
         assert better if objective.sense == "min" else schedule.objective <= schedule.bound + 1e-6
 
 
 def _many_jobs(objective: str, n: int = 2000) -> Instance:
+    """``n`` quarter-GPU jobs of 10 s on one node of 100 GPUs."""
     return one_type([{"id": f"j{k}", "demand": {"compute": 0.25}, "duration_s": 10.0}
                      for k in range(n)], 100, objective)
 
@@ -152,13 +155,27 @@ def test_greedy_stops_at_its_time_limit() -> None:
     Under max-weight that is still a plan (verified); an objective that needs every job
     gets no plan, and no claim.
     """
-    partial = plan(_many_jobs("max-weight"), "greedy", SolveOptions(time_limit_s=1e-4))
+    partial = plan(_many_jobs("max-weight"), "greedy", settings=RunSettings(time_limit_s=1e-4))
     assert partial.status is Status.FEASIBLE
     assert partial.verification is not None and partial.verification.ok
-    assert 0 < len(partial.placements) < 400
+    assert 0 < len(partial.segments) < 400
     assert partial.unplaced and all("time limit" in u.reason for u in partial.unplaced)
-    none = plan(_many_jobs("makespan"), "greedy", SolveOptions(time_limit_s=1e-4))
+    none = plan(_many_jobs("makespan"), "greedy", settings=RunSettings(time_limit_s=1e-4))
     assert none.status is Status.NO_SOLUTION and none.objective is None
     assert any("time limit" in u.reason for u in none.unplaced)
-    whole = plan(_many_jobs("max-weight"), "greedy", SolveOptions(time_limit_s=60))
-    assert len(whole.placements) == 400
+    whole = plan(_many_jobs("max-weight"), "greedy", settings=RunSettings(time_limit_s=60))
+    assert len(whole.segments) == 400
+
+
+def test_iterations_are_refused(small: Instance) -> None:
+    """Greedy counts no iterations: ``--iterations`` is exit 2 naming the flag and greedy.
+
+    It would otherwise be ignored without a word (greedy makes one pass).
+    """
+    with pytest.raises(InputError) as refused:
+        plan(small, "greedy", settings=RunSettings(iterations=5))
+    assert refused.value.source == "--iterations" and "greedy" in str(refused.value)
+    result = run_cli("solve", INSTANCES / "quickstart.json", "--method", "greedy",
+                     "--iterations", "5")
+    assert result.returncode == 2
+    assert "--iterations" in result.stderr and "greedy" in result.stderr
