@@ -26,7 +26,7 @@ import numpy as np
 from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.methods.base import option
 from gpuplan.methods.greedy import best_fit_decreasing, list_order, list_schedule
-from gpuplan.methods.milp import static_result
+from gpuplan.search.static_plans import static_result
 from gpuplan.solution import Result
 from gpuplan.status import Status
 

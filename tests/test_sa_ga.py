@@ -8,16 +8,19 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import INSTANCES, run_cli
+from conftest import INSTANCES, ORLIB_GAP, run_cli
 
-from gpuplan import Instance, ObjectiveKind, Schedule, Status, plan
-from gpuplan.methods.sa import StaticSearch
+from gpuplan import InputError, Instance, ObjectiveKind, Schedule, Status, plan
+from gpuplan.budget import Budget
+from gpuplan.methods import get_method
+from gpuplan.methods.base import Context, Method, RunSettings
+from gpuplan.methods.ga import GeneticMethod, GeneticOptions
+from gpuplan.methods.sa import AnnealingMethod, AnnealingOptions
 from gpuplan.readers import read_instance
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.search.plan_encodings import MOVES, AssignmentState
-from gpuplan.solvers import SolveOptions, get_solver
+from gpuplan.search.local_search import StaticSearch
+from gpuplan.search.plan_encodings import CROSSOVERS, MOVES, AssignmentState
 
-GAP1 = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "gap" / "orlib" / "gap1.txt"
 HEURISTICS = ["sa", "ga"]
 #: Steps of sa, generations of ga: a budget small enough for the default test run.
 STEPS = {"sa": 500, "ga": 5}
@@ -46,13 +49,20 @@ def static_fleet(objective: str, seed: int = 0) -> Instance:
 STATIC = [k.value for k in ObjectiveKind if k.is_static]
 
 
+def fleet_for(objective: str) -> Instance:
+    """The static fleet for a static objective, the quickstart instance for a time-based one."""
+    if ObjectiveKind(objective).is_static:
+        return static_fleet(objective)
+    return read_instance(INSTANCES / "quickstart.json")
+
+
 @pytest.mark.parametrize("method", HEURISTICS)
 @pytest.mark.parametrize("objective", STATIC)
 def test_every_static_objective_is_planned_and_verified(method: str, objective: str) -> None:
     """Each static objective gets a verified plan no worse than best-fit decreasing's."""
     instance = static_fleet(objective)
     greedy = plan(instance, "greedy")
-    found = plan(instance, method, SolveOptions(iterations=STEPS[method], seed=1))
+    found = plan(instance, method, settings=RunSettings(iterations=STEPS[method], seed=1))
     assert found.verification is not None and found.verification.ok
     assert found.objective is not None
     if greedy.objective is not None:
@@ -66,41 +76,66 @@ def test_time_based_plans_beat_list_scheduling(method: str, path: str) -> None:
     """On the example instances the search ends strictly below list scheduling's makespan."""
     instance = read_instance(INSTANCES / path)
     greedy = plan(instance, "greedy")
-    found = plan(instance, method, SolveOptions(iterations=60, seed=0))
+    found = plan(instance, method, settings=RunSettings(iterations=60, seed=0))
     assert found.verification is not None and found.verification.ok
     assert found.objective is not None and greedy.objective is not None
     assert found.objective < greedy.objective
 
 
-@pytest.mark.parametrize("method", HEURISTICS)
+SAME_SEED = [
+    pytest.param("sa", {}, id="sa"),
+    pytest.param("sa", {"moves": ("swap",)}, id="sa-swap"),
+    *(pytest.param("ga", {"crossover": name}, id=f"ga-{name}") for name in CROSSOVERS),
+]
+
+
+@pytest.mark.parametrize(("method", "options"), SAME_SEED)
 @pytest.mark.parametrize("objective", ["assign-cost", "makespan"])
-def test_same_seed_same_plan(method: str, objective: str) -> None:
-    """Two runs with one seed and an iteration budget give the same plan; another seed may not."""
-    instance = (static_fleet(objective) if objective == "assign-cost"
-                else read_instance(INSTANCES / "quickstart.json"))
-    options = SolveOptions(iterations=10, seed=7)
-    first, second = plan(instance, method, options), plan(instance, method, options)
-    assert first.placements == second.placements
+def test_same_seed_same_plan(method: str, options: dict[str, Any], objective: str) -> None:
+    """Two runs with one seed and an iteration budget give the same plan, for every operator."""
+    instance = fleet_for(objective)
+    settings = RunSettings(iterations=10, seed=7)
+    first = plan(instance, method, options, settings=settings)
+    second = plan(instance, method, options, settings=settings)
+    assert first.verification is not None and first.verification.ok
+    assert first.segments == second.segments and first.objective == second.objective
 
 
-@pytest.mark.skipif(not GAP1.exists(), reason="../shared/benchmarks not present")
-@pytest.mark.parametrize("method", HEURISTICS)
-def test_gap_optimum_reached(method: str) -> None:
-    """OR-Library gap1 #1 (5 agents, 15 jobs), minimisation: the optimum 261 is found."""
-    instance = read_instance(f"{GAP1}#1", file_format="orlib-gap", sense="min")
-    found = plan(instance, method, SolveOptions(iterations=1000 if method == "sa" else 5,
-                                                seed=0))
-    assert found.objective == pytest.approx(261)
+@pytest.mark.parametrize("objective", ["assign-cost", "makespan"])
+def test_direct_solve_is_what_plan_runs(objective: str) -> None:
+    """A method's own solve with a context gives the plan of planning with those settings.
+
+    Planning hands the seed and the iterations down in the budget and nothing else.
+    """
+    instance = fleet_for(objective)
+    settings = RunSettings(iterations=10, seed=7)
+    pairs: list[tuple[Method, Any]] = [(AnnealingMethod(), AnnealingOptions()),
+                                       (GeneticMethod(), GeneticOptions())]
+    for method, options in pairs:
+        direct = method.solve(instance, options, Context(Budget(iterations=10), seed=7))
+        planned = plan(instance, method.name, options, settings=settings)
+        assert direct.objective == planned.objective
+        assert direct.solver == planned.solver
 
 
-@pytest.mark.parametrize("warm", ["sa", "ga"])
+def test_gap_optimum_reached_by_both() -> None:
+    """OR-Library gap1 #1 (5 agents, 15 jobs), minimisation: sa and ga find the optimum 261."""
+    instance = read_instance(f"{ORLIB_GAP / 'gap1.txt'}#1", file_format="orlib-gap",
+                             sense="min")
+    for method, steps in (("sa", 1000), ("ga", 5)):
+        found = plan(instance, method, settings=RunSettings(iterations=steps, seed=0))
+        assert found.objective == pytest.approx(261), method
+
+
+@pytest.mark.parametrize("warm", HEURISTICS)
 def test_cp_keeps_a_better_start_plan(warm: str) -> None:
     """Cp given a heuristic's plan returns it or a better one, even with almost no time."""
     instance = read_instance(INSTANCES / "gavel_makespan.json")
-    start = get_solver(warm).solve(instance, SolveOptions(iterations=30, seed=0))
+    heuristic, cp = get_method(warm), get_method("cp")
+    start = heuristic.solve(instance, heuristic.options_type(),
+                            Context(Budget(iterations=30), seed=0))
     assert start.objective is not None
-    result = get_solver("cp").solve(instance, SolveOptions(time_limit_s=0.05,
-                                                           start_plan=start))
+    result = cp.solve(instance, cp.options_type(), Context(Budget(0.05), start=start))
     assert result.objective is not None and result.objective <= start.objective + 1e-6
 
 
@@ -116,11 +151,21 @@ def test_cli_warm_start_from_a_heuristic(method: str, tmp_path: Path) -> None:
     assert schedule.verification is not None and schedule.verification.ok
 
 
-def test_unknown_move_is_an_input_error(tmp_path: Path) -> None:
+def test_unknown_move_is_an_input_error() -> None:
     """--moves with a name not in the registry: exit 2 and the known names."""
     result = run_cli("solve", INSTANCES / "quickstart.json", "--method", "sa", "--moves",
                      "teleport")
     assert result.returncode == 2 and "shift" in result.stderr
+
+
+def test_another_methods_flag_is_refused() -> None:
+    """``policy`` (balance's) given to sa: refused naming the flag, sa, and what sa takes."""
+    instance = read_instance(INSTANCES / "quickstart.json")
+    with pytest.raises(InputError) as refused:
+        plan(instance, "sa", {"policy": "makespan"})
+    message = str(refused.value)
+    assert "--policy" in message and "'sa'" in message and "--moves" in message
+    assert "--crossover" not in message
 
 
 @pytest.mark.parametrize("objective", STATIC)
@@ -152,9 +197,9 @@ def test_move_tables_price_what_the_move_does(objective: str) -> None:
 
 @pytest.mark.parametrize("method", HEURISTICS)
 def test_caller_stop_ends_the_search(method: str) -> None:
-    """SolveOptions.stop saying True ends the search at once, with a verified plan."""
-    instance = static_fleet("assign-cost")
-    found = plan(instance, method, SolveOptions(time_limit_s=60, stop=lambda: True))
+    """The budget's stop saying True ends the search at once, with a verified plan."""
+    found = plan(static_fleet("assign-cost"), method, settings=RunSettings(time_limit_s=60),
+                 stop=lambda: True)
     assert found.verification is not None and found.verification.ok
     assert found.wall_time_s < 5
 
@@ -162,7 +207,7 @@ def test_caller_stop_ends_the_search(method: str) -> None:
 @pytest.mark.parametrize("method", HEURISTICS)
 def test_search_ends_when_its_plan_meets_the_bound(method: str) -> None:
     """A plan equal to the bound is optimal: the search returns it long before the limit."""
-    found = plan(static_fleet("min-gpus"), method, SolveOptions(time_limit_s=60))
+    found = plan(static_fleet("min-gpus"), method, settings=RunSettings(time_limit_s=60))
     assert found.status is Status.OPTIMAL and found.objective == found.bound
     assert found.wall_time_s < 10
 
@@ -188,7 +233,7 @@ def test_time_limit_holds(method: str, objective: str) -> None:
     """Set-up, search and the result fit in the limit; the plan is verified."""
     instance = (large_static(objective) if objective == "max-weight"
                 else read_instance(INSTANCES / "gavel_cluster_500.json"))
-    found = plan(instance, method, SolveOptions(time_limit_s=1.0, seed=3))
+    found = plan(instance, method, settings=RunSettings(time_limit_s=1.0, seed=3))
     assert found.wall_time_s <= 2.5
     assert found.verification is not None and found.verification.ok
 
@@ -197,9 +242,8 @@ def test_time_limit_holds(method: str, objective: str) -> None:
 @pytest.mark.parametrize("objective", ["assign-cost", "makespan"])
 def test_largest_seed_is_accepted(method: str, objective: str) -> None:
     """Seeds up to 2**31 - 1, the CLI's range, give verified plans."""
-    instance = (static_fleet(objective) if objective == "assign-cost"
-                else read_instance(INSTANCES / "quickstart.json"))
-    found = plan(instance, method, SolveOptions(iterations=5, seed=2**31 - 1))
+    found = plan(fleet_for(objective), method,
+                 settings=RunSettings(iterations=5, seed=2**31 - 1))
     assert found.verification is not None and found.verification.ok
     assert found.seed == 2**31 - 1
 
