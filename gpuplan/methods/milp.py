@@ -424,14 +424,3 @@ class MilpMethod:
         return static_result(instance, model.decode(values), status, value, bound, solver,
                              "left out: placing it does not improve the plan within capacity")
 
-
-
-# TEMPORARY (issue 16): textbook imports these from here until it is converted (its
-# no_plan calls then swap reason and solver); removed with the solvers/base.py shim.
-from gpuplan.search.static_plans import settled_status as settled_status  # noqa: E402
-from gpuplan.solvers.base import SolveOptions  # noqa: E402
-
-
-def deadline_of(options: SolveOptions, started: float) -> float:
-    """TEMPORARY: the ``time.perf_counter()`` time at which the options' limit ends."""
-    return float("inf") if options.time_limit_s is None else started + options.time_limit_s
