@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, overload
@@ -31,12 +30,6 @@ def check_budget(budget: Budget, stage: str) -> None:
     Spent means its time is up or its caller has stopped (:meth:`Budget.spent`).
     """
     if budget.spent():
-        raise OutOfTimeError(stage)
-
-
-def check_deadline(deadline: float, stage: str) -> None:
-    """TEMPORARY (issue 16): :func:`check_budget` for callers still holding a clock time."""
-    if time.perf_counter() > deadline:
         raise OutOfTimeError(stage)
 
 
