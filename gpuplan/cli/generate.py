@@ -50,7 +50,8 @@ def register(commands: Commands) -> None:
                         help=f"GPU types, from {', '.join(SPEEDUP)} (default: "
                         f"{default('types')})")
     parser.add_argument("--gpus-per-node", type=bounded(int, 1, MAX_GPUS), default=unset,
-                        metavar="N", help=f"(default: {default('gpus_per_node')})")
+                        metavar="N", help=f"GPUs per node; a gang stays in one (default: "
+                        f"{default('gpus_per_node')})")
     parser.add_argument("--dependencies", type=share, default=unset, metavar="P",
                         help="share of jobs that depend on an earlier one (default: "
                         f"{default('dependencies')})")
@@ -60,7 +61,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--deadlines", type=share, default=unset, metavar="P",
                         help=f"share of jobs with a deadline (default: {default('deadlines')})")
     parser.add_argument("--objective", choices=[k.value for k in ObjectiveKind], default=unset,
-                        help=f"(default: {default('objective')})")
+                        help=f"the instance's objective (default: {default('objective')})")
     parser.add_argument("--seed", type=bounded(int, 0, MAX_SEED), default=unset,
                         metavar="N", help=f"0 to {MAX_SEED} (default: {default('seed')})")
     parser.add_argument("-o", "--output", required=True, metavar="FILE.json")
