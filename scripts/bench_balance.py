@@ -24,9 +24,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpuplan.bench import load_suite, markdown, run_bench, write_results
+from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
+from gpuplan.budget import Budget
 from gpuplan.instance import Instance
-from gpuplan.methods.balance import solve_policy
+from gpuplan.methods.balance import BalanceOptions, solve_policy
+from gpuplan.methods.base import Context, RunSettings
 from gpuplan.models.allocation import Policy, ThroughputData
 from gpuplan.readers.gavel import (
     PRICES,
@@ -36,7 +38,6 @@ from gpuplan.readers.gavel import (
     trace_document,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.solvers.base import SolveOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.
@@ -93,26 +94,29 @@ def main() -> None:
     exact_policies = [p for p in Policy]
     pop = [Policy.MAX_MIN_FAIRNESS, Policy.MAKESPAN, Policy.MAX_THROUGHPUT, Policy.MIN_COST,
            Policy.FINISH_TIME_FAIRNESS]
-    variants: list[tuple[int, int, Policy, str, SolveOptions]] = []
+    variants: list[tuple[int, int, Policy, str, dict[str, Any]]] = []
     for policy in exact_policies:
-        variants.append((2048, 512, policy, "exact", SolveOptions(threads=2)))
+        variants.append((2048, 512, policy, "exact", {}))
     variants.append((2048, 512, Policy.MAX_MIN_FAIRNESS, "space sharing",
-                     SolveOptions(threads=2, space_sharing=True)))
+                     {"space_sharing": True}))
     for policy in pop:
         variants.append((2048, 512, policy, f"POP-{args.partitions}",
-                         SolveOptions(threads=2, partitions=args.partitions)))
+                         {"partitions": args.partitions}))
     for policy in (Policy.MAKESPAN, Policy.MAX_MIN_FAIRNESS):
-        variants.append((700, 32, policy, "exact", SolveOptions(threads=2)))
+        variants.append((700, 32, policy, "exact", {}))
     variants.append((700, 32, Policy.MAX_MIN_FAIRNESS, "space sharing",
-                     SolveOptions(threads=2, space_sharing=True)))
+                     {"space_sharing": True}))
     instances: dict[tuple[int, int], Instance] = {}
     exact: dict[tuple[int, int, Policy], float | None] = {}
-    for jobs, per_type, policy, variant, options in variants:
+    for jobs, per_type, policy, variant, extra in variants:
         if (jobs, per_type) not in instances:
             instances[(jobs, per_type)] = gavel_instance(args.gavel, jobs, per_type, seed=0)
         instance = instances[(jobs, per_type)]
         data = ThroughputData.from_instance(instance)
-        runs = [solve_policy(data, policy, options) for _ in range(args.repeats)]
+        options = BalanceOptions(policy=policy.value, **extra)
+        # HiGHS on 2 threads, without a time limit: a budget of its own per run.
+        runs = [solve_policy(data, options, Context(Budget(), threads=2))
+                for _ in range(args.repeats)]
         seconds = statistics.median(r.seconds for r in runs)
         value = runs[0].value
         if variant == "exact":
@@ -126,7 +130,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "gavel_700x96.json"
         path.write_text(json.dumps(gavel_document(args.gavel, 700, 32, seed=0)))
-        rows = run_bench(load_suite(str(path), ROOT), PLANNED, SolveOptions(threads=2))
+        rows = run_bench(load_suite(str(path), ROOT), [parse_method(m) for m in PLANNED],
+                         RunSettings(threads=2))
     lines += ["", "## Rounded plans (the `gpuplan bench` harness)", "",
               "The value is the plan's makespan; the policy's value and the tracking error "
               "are in the solver column of each row.", "", markdown(rows),

@@ -91,8 +91,8 @@ def main() -> None:
         with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                           host="127.0.0.1", dashboard_address=None) as cluster:
             seconds = batch(inputs, root / "dask", "--scheduler", cluster.scheduler_address)
-        same = sum(Schedule.read(p).placements
-                   == Schedule.read(root / "greedy" / p.name).placements
+        same = sum(Schedule.read(p).segments
+                   == Schedule.read(root / "greedy" / p.name).segments
                    for p in (root / "dask").glob("g*.json"))
         lines.append(f"| greedy, Dask LocalCluster | {args.instances} | {workers} | "
                      f"{seconds:.2f} | {args.instances / seconds:.0f} | "

@@ -26,8 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.bench import load_suite, markdown, run_bench, summary_markdown, write_results
-from gpuplan.solvers import SolveOptions
+from gpuplan.bench import (
+    load_suite,
+    markdown,
+    parse_method,
+    run_bench,
+    summary_markdown,
+    write_results,
+)
+from gpuplan.methods.base import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.
@@ -80,8 +87,8 @@ def main() -> None:
                         document = rcmax_document(family, m, n, seed)
                         (folder / f"{document['name']}.json").write_text(json.dumps(document))
                     problems += load_suite(str(folder), ROOT)
-        rows = run_bench(problems, args.methods.split(","),
-                         SolveOptions(time_limit_s=args.time_limit),
+        rows = run_bench(problems, [parse_method(m) for m in args.methods.split(",")],
+                         RunSettings(time_limit_s=args.time_limit),
                          on_row=lambda r: print(r["instance"], r["method"], r.get("objective"),
                                                 r.get("bound"), r.get("seconds"), flush=True))
     text = (

@@ -26,8 +26,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from gpuplan.bench import load_suite, markdown, run_bench, summary_markdown, write_results
-from gpuplan.solvers import SolveOptions
+from gpuplan.bench import (
+    load_suite,
+    markdown,
+    parse_method,
+    run_bench,
+    summary_markdown,
+    write_results,
+)
+from gpuplan.methods.base import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.
@@ -74,8 +81,8 @@ def main() -> None:
     args = parser.parse_args()
     only = [n for n in args.only.split(",") if n]
     problems = [p for s in args.sets.split(",") for p in load_suite(s, BENCHMARKS, only)]
-    rows = run_bench(problems, args.methods.split(","),
-                     SolveOptions(time_limit_s=args.time_limit, threads=2),
+    rows = run_bench(problems, [parse_method(m) for m in args.methods.split(",")],
+                     RunSettings(time_limit_s=args.time_limit, threads=2),
                      on_row=lambda r: print(r["group"], r["instance"], r["method"],
                                             r["status"], r.get("objective"),
                                             r.get("gap_pct"), r.get("seconds"), flush=True))

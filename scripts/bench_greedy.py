@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.bench import load_suite, markdown, run_bench, write_results
-from gpuplan.solvers import SolveOptions
+from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
+from gpuplan.methods.base import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.
@@ -107,13 +107,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "greedy.md")
     args = parser.parse_args()
-    options = SolveOptions()
+    settings = RunSettings()
     parts = ["# Greedy at scale", "",
              "Written by `python scripts/bench_greedy.py` (the `gpuplan bench` harness). "
              "\"seconds\" is the solve; \"with checks s\" adds what `plan()` does around it "
              "(infeasibility reasons, verification). Gaps are to the method's own bound.", "",
              "## Example instances", ""]
-    rows = run_bench(load_suite(str(ROOT / "instances"), ROOT), ["greedy"], options)
+    rows = run_bench(load_suite(str(ROOT / "instances"), ROOT), [parse_method("greedy")],
+                     settings)
     parts += [markdown(rows), "## Scale", ""]
     commands: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,8 +130,8 @@ def main() -> None:
             problems = [p.loaded() for p in load_suite(str(path), ROOT)]
             parts.append(f"- {raw['name']}: written, read, validated and indexed in "
                          f"{time.perf_counter() - started:.2f} s")
-            rows = run_bench(problems, [f"greedy:objective={o}" for o in SCALE_RUNS[label]],
-                             options)
+            specs = [parse_method(f"greedy:objective={o}") for o in SCALE_RUNS[label]]
+            rows = run_bench(problems, specs, settings)
             parts += ["", markdown(rows)]
             plan = path.with_suffix(".plan.json")
             solve = timed_command(GPUPLAN, "solve", str(path), "-o", str(plan))

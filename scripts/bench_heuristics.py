@@ -23,8 +23,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpuplan.bench import load_suite, markdown, run_bench, summary_markdown, write_results
-from gpuplan.solvers import SolveOptions
+from gpuplan.bench import (
+    load_suite,
+    markdown,
+    parse_method,
+    run_bench,
+    summary_markdown,
+    write_results,
+)
+from gpuplan.methods.base import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.
@@ -43,18 +50,18 @@ def main() -> None:
     args = parser.parse_args()
     clusters = [p.loaded() for p in load_suite(CLUSTERS, BENCHMARKS)]  # two runs, one read
     gap = load_suite("chu-beasley", BENCHMARKS, GAP_PROBLEMS)
-    cluster_options = SolveOptions(time_limit_s=args.cluster_limit)
+    cluster_settings = RunSettings(time_limit_s=args.cluster_limit)
     runs = [
-        ("Heuristics on the Gavel clusters", clusters, ["greedy", "sa", "ga"], cluster_options),
+        ("Heuristics on the Gavel clusters", clusters, ["greedy", "sa", "ga"], cluster_settings),
         ("Warm starts of milp at equal total time", gap,
-         ["milp", *(f"milp@{w}" for w in WARM)], SolveOptions(time_limit_s=args.gap_limit)),
+         ["milp", *(f"milp@{w}" for w in WARM)], RunSettings(time_limit_s=args.gap_limit)),
         ("Warm starts of cp at equal total time", clusters,
-         ["cp", *(f"cp@{w}" for w in WARM)], cluster_options),
+         ["cp", *(f"cp@{w}" for w in WARM)], cluster_settings),
     ]
     parts = ["# Metaheuristics and warm starts", "",
              "Written by `python scripts/bench_heuristics.py` (the `gpuplan bench` harness).", ""]
-    for title, problems, methods, options in runs:
-        rows = run_bench(problems, methods, options,
+    for title, problems, methods, settings in runs:
+        rows = run_bench(problems, [parse_method(m) for m in methods], settings,
                          on_row=lambda r: print(r["instance"], r["method"], r.get("objective"),
                                                 r.get("seconds"), flush=True))
         parts += [f"## {title}", "", summary_markdown(rows), markdown(rows)]

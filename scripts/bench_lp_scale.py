@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.bench import load_suite, markdown, run_bench, write_results
+from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
+from gpuplan.methods.base import RunSettings
 from gpuplan.search.lp_rounding import ROUNDINGS
-from gpuplan.solvers import SolveOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.
@@ -85,7 +85,8 @@ def main() -> None:
         instance = problems[0].load()
         load = (instance.demand[:, :, 1].min(axis=1) * instance.gang).sum() / instance.n_gpus
         methods = ["greedy", *(f"lp:rounding={name}" for name in ROUNDINGS)]
-        rows = run_bench(problems, methods, SolveOptions(time_limit_s=args.time_limit))
+        rows = run_bench(problems, [parse_method(m) for m in methods],
+                         RunSettings(time_limit_s=args.time_limit))
     text = (f"# LP relaxation and rounding at scale\n\nWritten by `python "
             f"scripts/bench_lp_scale.py` (the `gpuplan bench` harness). {instance.name}: "
             f"{instance.n_jobs} jobs, {instance.n_gpus} GPUs, compute load {load:.0%} of the "

@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA, INSTANCES, ROOT, run_cli
+from conftest import BENCHMARKS, DATA, INSTANCES, ROOT, run_cli
 
 from gpuplan import Schedule, batch, cli, read_instance
-from gpuplan.batch import KEYS, expand_inputs, make_tasks, run_batch
-from gpuplan.bench import QUOTE, quote_tables, refresh_quotes
+from gpuplan.batch import KEYS, batch_plan, expand_inputs, make_tasks, run_batch
+from gpuplan.bench import QUOTE, parse_method, quote_tables, refresh_quotes
 from gpuplan.errors import InputError
 from gpuplan.generate import generate_document
+from gpuplan.instance import ObjectiveKind
+from gpuplan.methods.base import CORES, RunSettings
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.solvers import SolveOptions
 from gpuplan.verify import verify_schedule
 
 
@@ -52,6 +53,18 @@ def test_generate_is_seeded_and_valid() -> None:
     assert any(instance.predecessors) and (instance.deadline < float("inf")).any()
     # Gavel's speed-ups: a V100 is faster than a K80 for every job.
     assert (instance.duration[:, 0] < instance.duration[:, 1]).all()
+
+
+def test_generate_keeps_its_instance_for_a_seed() -> None:
+    """A seed gives the document it always gave (SHA-256 of its JSON, keys sorted).
+
+    Tests and published results use generated instances by seed: the job mix's draws
+    may not move.
+    """
+    document = generate_document(50, 6, ("v100", "k80"), seed=3, dependencies=0.3,
+                                 arrival_window_s=100.0, deadlines=0.5)
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+    assert digest == "f22729b2a85dcefcaeda76fe487a7bee70ab4e9a5fa092fd90de7e0ae55fc900"
 
 
 def test_generate_cli_writes_a_valid_file(tmp_path: Path) -> None:
@@ -120,8 +133,8 @@ def test_dask_local_cluster_gives_identical_outputs(tmp_path: Path) -> None:
     """The same batch through a 2-worker LocalCluster on loopback equals the local run."""
     distributed = pytest.importorskip("distributed")
     sources = generated(tmp_path / "in", 6)
-    local = make_tasks(sources, tmp_path / "local", "greedy", SolveOptions())
-    remote = make_tasks(sources, tmp_path / "dask", "greedy", SolveOptions())
+    local = make_tasks(sources, tmp_path / "local", "greedy", {}, RunSettings())
+    remote = make_tasks(sources, tmp_path / "dask", "greedy", {}, RunSettings())
     (tmp_path / "local").mkdir()
     (tmp_path / "dask").mkdir()
     local_rows = run_batch(local, workers=2)
@@ -130,7 +143,7 @@ def test_dask_local_cluster_gives_identical_outputs(tmp_path: Path) -> None:
         dask_rows = run_batch(remote, workers=2, scheduler=cluster.scheduler_address)
     assert [r["objective"] for r in local_rows] == [r["objective"] for r in dask_rows]
     for a, b in zip(local, remote, strict=True):
-        assert Schedule.read(a.target).placements == Schedule.read(b.target).placements
+        assert Schedule.read(a.target).segments == Schedule.read(b.target).segments
 
 
 @pytest.mark.parametrize("address", ["tcp://127.0.0.1:9", "notaurl"])
@@ -165,13 +178,13 @@ def test_any_exception_in_one_instance_is_its_row(
               "generated_12x4_4": ZeroDivisionError("the solver divided by zero")}
     real_plan = batch.plan
 
-    def plan(instance: Any, method: str, options: SolveOptions) -> Schedule:
+    def plan(instance: Any, method: str, options: Any, settings: RunSettings) -> Schedule:
         if instance.name in raises:
             raise raises[instance.name]
-        return real_plan(instance, method, options)
+        return real_plan(instance, method, options, settings=settings)
 
     monkeypatch.setattr(batch, "plan", plan)
-    rows = run_batch(make_tasks(sources, tmp_path / "out", "greedy", SolveOptions()), 1)
+    rows = run_batch(make_tasks(sources, tmp_path / "out", "greedy", {}, RunSettings()), 1)
     by_name = {row["instance"]: row for row in rows}
     assert [by_name[f"g00{k}"]["verified"] for k in range(6)] == [True] + [False] * 4 + [True]
     assert by_name["g001"]["error"] == ("internal error: RecursionError: maximum recursion "
@@ -190,7 +203,7 @@ def test_a_schedule_that_cannot_be_written_is_its_rows_error(tmp_path: Path) -> 
     """A folder where a schedule should go: that row names it, the others are written."""
     sources = generated(tmp_path / "in", 3)
     (tmp_path / "out" / "g001.json").mkdir(parents=True)
-    rows = run_batch(make_tasks(sources, tmp_path / "out", "greedy", SolveOptions()), 1)
+    rows = run_batch(make_tasks(sources, tmp_path / "out", "greedy", {}, RunSettings()), 1)
     assert [row["verified"] for row in rows] == [True, False, True]
     assert rows[1]["status"] == "error" and "g001.json" in rows[1]["error"]
     assert "internal error" not in rows[1]["error"]
@@ -207,15 +220,15 @@ def test_interrupt_and_exit_still_end_the_batch(
     sources = generated(tmp_path / "in", 3)
     real_plan = batch.plan
 
-    def plan(instance: Any, method: str, options: SolveOptions) -> Schedule:
+    def plan(instance: Any, method: str, options: Any, settings: RunSettings) -> Schedule:
         if instance.name == "generated_12x4_1":
             raise stop()
-        return real_plan(instance, method, options)
+        return real_plan(instance, method, options, settings=settings)
 
     monkeypatch.setattr(batch, "plan", plan)
     seen: list[dict[str, Any]] = []
     with pytest.raises(stop):
-        run_batch(make_tasks(sources, tmp_path / "out", "greedy", SolveOptions()), 1,
+        run_batch(make_tasks(sources, tmp_path / "out", "greedy", {}, RunSettings()), 1,
                   on_row=seen.append)
     assert [row["instance"] for row in seen] == ["g000"] and seen[0]["verified"]
 
@@ -246,7 +259,7 @@ def test_bad_files_never_stop_the_batch(tmp_path: Path) -> None:
         assert rows[bad]["status"] == "error" and bad in rows[bad]["error"]
     assert rows["good.json"]["verified"] and rows[long_name]["verified"]
     (schedule,) = [p for p in out.glob("n*.json")]
-    assert len(schedule.name.encode()) < 255 - 20 and Schedule.read(schedule).placements
+    assert len(schedule.name.encode()) < 255 - 20 and Schedule.read(schedule).segments
 
 
 def _dies_on_crash(task: batch.BatchTask) -> dict[str, Any]:
@@ -264,7 +277,7 @@ def test_a_dying_worker_process_is_one_row(tmp_path: Path) -> None:
     sources = generated(tmp_path / "in", 5)
     shutil.copy(sources[0], tmp_path / "in" / "crash.json")
     sources.insert(2, tmp_path / "in" / "crash.json")
-    tasks = make_tasks(sources, tmp_path / "out", "greedy", SolveOptions())
+    tasks = make_tasks(sources, tmp_path / "out", "greedy", {}, RunSettings())
     rows: dict[int, dict[str, Any]] = {}
     batch._local(tasks, 2, rows.__setitem__, _dies_on_crash)
     assert sorted(rows) == list(range(6))
@@ -288,7 +301,7 @@ def test_resume_never_takes_the_schedule_of_another_file(tmp_path: Path) -> None
     out = tmp_path / "out"
 
     def check(sources: list[Path], resumed: list[bool]) -> None:
-        tasks = make_tasks(sources, out, "greedy", SolveOptions())
+        tasks = make_tasks(sources, out, "greedy", {}, RunSettings())
         rows = run_batch(tasks, 1)
         assert [row["resumed"] for row in rows] == resumed
         assert all(row["verified"] for row in rows)
@@ -305,16 +318,20 @@ def test_resume_never_takes_the_schedule_of_another_file(tmp_path: Path) -> None
 
 
 def test_resume_follows_content_method_and_plan_options(tmp_path: Path) -> None:
-    """Same bytes (even touched) resume; other content, seed, time limit or method do not.
+    """Same bytes (even touched) resume; other content, settings, options or method do not.
 
-    More threads change no plan, and resume.
+    More threads change no plan, and resume; an option given by flag, or at its default,
+    is the same option.
     """
     (source,) = generated(tmp_path / "in", 1)
     out = tmp_path / "out"
 
-    def resumed(method: str = "sa", **options: Any) -> bool:
-        rows = run_batch(make_tasks([source], out, method, SolveOptions(
-            **{"time_limit_s": 0.2, "iterations": 50, **options})), 1)
+    def resumed(method: str = "sa", options: dict[str, Any] | None = None,
+                **settings: Any) -> bool:
+        # sa counts iterations, greedy takes none.
+        iterations = 50 if method == "sa" else None
+        rows = run_batch(make_tasks([source], out, method, options or {}, RunSettings(
+            **{"time_limit_s": 0.2, "iterations": iterations, **settings})), 1)
         assert rows[0]["verified"]
         return bool(rows[0]["resumed"])
 
@@ -322,6 +339,9 @@ def test_resume_follows_content_method_and_plan_options(tmp_path: Path) -> None:
     assert resumed()
     os.utime(source, (time.time() + 10, time.time() + 10))
     assert resumed(threads=1)
+    assert resumed(options={"moves": "shift,swap"})  # the default, spelled out
+    assert not resumed(options={"moves": "swap"})
+    assert resumed(options={"--moves": "swap"})
     assert not resumed(seed=1)
     assert not resumed(seed=1, time_limit_s=0.3)
     assert not resumed("greedy", seed=1, time_limit_s=0.3)
@@ -337,11 +357,11 @@ def test_a_resumed_schedule_must_verify_again(tmp_path: Path) -> None:
     """
     (source,) = generated(tmp_path / "in", 1)
     out = tmp_path / "out"
-    tasks = make_tasks([source], out, "greedy", SolveOptions())
+    tasks = make_tasks([source], out, "greedy", {}, RunSettings())
     run_batch(tasks, 1)
     target = Path(tasks[0].target)
     document = json.loads(target.read_text())
-    document["placements"][0]["start_s"] = -1000.0
+    document["segments"][0]["start_s"] = -1000.0
     target.write_text(json.dumps(document))
     key = json.loads((out / KEYS / target.name).read_text())
     key["schedule_sha256"] = hashlib.sha256(target.read_bytes()).hexdigest()
@@ -359,8 +379,8 @@ def test_output_names_never_collide(tmp_path: Path) -> None:
     """
     names = ["a/x.json", "b/x.json", "c/x-2.json", "d/X.json", "e/summary.json",
              "f/" + "L" * 250 + ".json"]
-    tasks = make_tasks([tmp_path / n for n in names], tmp_path / "out", "greedy",
-                       SolveOptions())
+    tasks = make_tasks([tmp_path / n for n in names], tmp_path / "out", "greedy", {},
+                       RunSettings())
     outputs = [Path(t.target).name for t in tasks]
     assert outputs[:5] == ["x.json", "x-3.json", "x-2.json", "X-4.json", "summary-2.json"]
     assert outputs[5].startswith("L" * 200) and len(outputs[5].encode()) <= 255 - 40
@@ -418,7 +438,7 @@ def test_interrupted_batch_lists_every_schedule_it_wrote(
         process.kill()
     assert process.returncode == 130, stderr
     rows = json.loads((out / "summary.json").read_text())
-    tasks = make_tasks(expand_inputs([str(inputs)]), out, "sa", SolveOptions())
+    tasks = make_tasks(expand_inputs([str(inputs)]), out, "sa", {}, RunSettings())
     listed = {Path(t.target).name for t in tasks if t.source in {r["file"] for r in rows}}
     written = {p.name for p in out.glob("g*.json")}
     assert written and written <= listed and len(rows) < len(tasks)
@@ -437,7 +457,7 @@ def test_a_schedule_written_before_its_row_is_listed(
     So the summary lists the file; what never ran is not listed.
     """
     sources = generated(tmp_path / "in", 3)
-    tasks = make_tasks(sources, tmp_path / "out", "greedy", SolveOptions())
+    tasks = make_tasks(sources, tmp_path / "out", "greedy", {}, RunSettings())
     real_write = batch.write_text_atomic
 
     def write(path: Path, text: str) -> None:
@@ -528,11 +548,36 @@ def test_watch_thread_ends_an_orphaned_worker() -> None:
                                      "tcp://h:99999", "tcp://[::1", ""])
 def test_a_scheduler_that_is_no_address_is_an_input_error(tmp_path: Path, address: str) -> None:
     """An address Dask cannot parse names --scheduler as the problem (exit 2 in the CLI)."""
-    tasks = make_tasks(generated(tmp_path / "in", 1), tmp_path / "out", "greedy",
-                       SolveOptions())
+    tasks = make_tasks(generated(tmp_path / "in", 1), tmp_path / "out", "greedy", {},
+                       RunSettings())
     with pytest.raises(InputError, match=r"--scheduler.*not a Dask scheduler address"):
         run_batch(tasks, 1, scheduler=address)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("workers", [None, *range(1, CORES + 3)])
+def test_batch_threads_times_workers_never_exceed_the_cores(workers: int | None) -> None:
+    """Local solves share the cores: threads x workers <= cores, at least one thread each.
+
+    Without --workers there is one per core; on Dask every solve gets one thread.
+    """
+    chosen, threads = batch_plan(workers, None)
+    assert chosen == (workers or CORES) and threads >= 1
+    if chosen <= CORES:
+        # Within the cores, and using them: one more thread each would not fit.
+        assert chosen * threads <= CORES < chosen * (threads + 1)
+    else:
+        assert threads == 1
+    assert batch_plan(workers, "tcp://127.0.0.1:8786") == (chosen, 1)
+
+
+def test_batch_refuses_no_workers_and_options_the_method_does_not_take(tmp_path: Path) -> None:
+    """--workers 0 names --workers; an option of another method stops the batch up front."""
+    with pytest.raises(InputError, match="--workers"):
+        batch_plan(0, None)
+    with pytest.raises(InputError, match=r"'greedy' does not take --policy"):
+        make_tasks(generated(tmp_path / "in", 1), tmp_path / "out", "greedy",
+                   {"policy": "makespan"}, RunSettings())
 
 
 def test_a_bad_scheduler_leaves_the_last_summary(tmp_path: Path,
@@ -558,13 +603,11 @@ def test_bench_folder_suite_writes_the_table(tmp_path: Path) -> None:
     assert len(rows) == 4 and all(line.endswith("| yes |") for line in rows)
 
 
-@pytest.mark.skipif(not (DATA.parents[2] / "shared" / "benchmarks").exists(),
-                    reason="../shared/benchmarks not present")
 def test_bench_named_suite_reports_the_gap_to_best_known(tmp_path: Path) -> None:
     """The named gap1-12 set carries best known values: milp reaches 261 on c515-1, gap 0."""
     out = tmp_path / "bench.md"
     result = run_cli("bench", "gap1-12", "--only", "c515-1", "--methods", "milp",
-                     "--benchmarks", DATA.parents[2] / "shared" / "benchmarks", "-o", out)
+                     "--benchmarks", BENCHMARKS, "-o", out)
     assert result.returncode == 0, result.stderr
     (row,) = [line for line in out.read_text().splitlines() if line.startswith("| c515-1")]
     assert "| 261 | 261 | 0 |" in row
@@ -578,7 +621,7 @@ def test_bench_method_variants_run_side_by_side(tmp_path: Path) -> None:
     document = json.loads((INSTANCES / "quickstart.json").read_text())
     document["objective"] = "max-weight"
     (source / "quickstart.json").write_text(json.dumps(document))
-    methods = "milp,milp@sa,milp:backend=cpsat,sa:crossover=two-point:iterations=5"
+    methods = "milp,milp@sa,milp:backend=cpsat,ga:crossover=two-point"
     result = run_cli("bench", source, "--methods", methods, "--time-limit", "1", "-o", out)
     assert result.returncode == 0, result.stderr
     rows = [line for line in out.read_text().splitlines() if line.startswith("| quickstart")]
@@ -587,17 +630,46 @@ def test_bench_method_variants_run_side_by_side(tmp_path: Path) -> None:
     assert out.read_text().count("| suite | ") == 4  # one summary line per method
 
 
+def test_bench_method_spec_reads_name_warm_start_options_and_objective() -> None:
+    """``NAME@WARM:KEY=VALUE:objective=KIND`` gives each part; options by name or flag."""
+    spec = parse_method("milp@sa:backend=cpsat:objective=min-gpus")
+    assert (spec.label, spec.name, spec.warm) == ("milp@sa:backend=cpsat:objective=min-gpus",
+                                                  "milp", "sa")
+    assert dict(spec.settings) == {"backend": "cpsat"}
+    assert spec.objective is ObjectiveKind.MIN_GPUS
+    assert dict(parse_method("balance:--policy=makespan:space-sharing=true").settings) == {
+        "--policy": "makespan", "space-sharing": "true"}
+
+
 @pytest.mark.parametrize(("spec", "says"), [
-    ("magic", "greedy"),
+    ("magic", r"unknown method 'magic'.*greedy"),
     ("greedy@sa", "warm start"),
-    ("milp:colour=red", "backend"),
-    ("sa:iterations=many", "int"),
-    ("balance:space_sharing=maybe", "bool"),
+    ("milp@cp", "warm start"),
+    ("milp:backend", "not KEY=VALUE"),
+    ("milp:objective=fastest", "unknown objective"),
+    ("milp:colour=red", r"'milp' does not take colour; it takes --solver \(backend\)"),
+    ("greedy:policy=makespan", r"greedy:policy=makespan: policy: method 'greedy' does not "
+                               r"take policy"),
+    ("ga:moves=teleport", r"ga:moves=teleport: --moves: .*teleport"),
+    ("balance:partitions=many", r"balance:partitions=many: --partitions: expected a number"),
+    ("balance:space_sharing=maybe", r"--space-sharing: expected true or false"),
 ])
 def test_bench_bad_method_spec_is_an_input_error(spec: str, says: str) -> None:
-    """A malformed --methods spec stops before anything runs: exit 2, saying what is wrong."""
-    result = run_cli("bench", INSTANCES, "--methods", spec)
-    assert result.returncode == 2 and says in result.stderr
+    """A malformed spec is refused when it is read, saying what is wrong.
+
+    A key the method does not take names the key and the method, and what it takes.
+    """
+    with pytest.raises(InputError, match=says):
+        parse_method(spec)
+
+
+def test_bench_bad_method_spec_stops_before_anything_runs(tmp_path: Path) -> None:
+    """Through the CLI a bad spec among good ones is exit 2, and no table is written."""
+    out = tmp_path / "bench.md"
+    result = run_cli("bench", INSTANCES, "--methods", "greedy,greedy:policy=makespan", "-o",
+                     out)
+    assert result.returncode == 2 and "does not take policy" in result.stderr
+    assert not out.exists()
 
 
 def test_bench_without_best_known_measures_against_the_best_bound(tmp_path: Path) -> None:

@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
-from conftest import ROOT, run_cli
+from conftest import GAVEL, ROOT, run_cli
 from test_greedy import instance_from
 
 from gpuplan import InputError, Status, plan, read_instance
 from gpuplan.readers.gavel import (
+    PHYSICAL_CLUSTER,
+    SCALE_FACTORS,
+    SCALE_PROBABILITIES,
     TraceJob,
+    gavel_documents,
     memory_estimate,
     read_throughputs,
     read_trace,
+    run_times_s,
+    scale_factors,
     synthetic_trace,
     trace_document,
 )
 
-GAVEL = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "gavel"
+#: Gavel's traces that are not copied into tests/data (the older 7-column msr layout).
+SHARED_GAVEL = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "gavel"
+MAKESPAN_TRACE = GAVEL / "traces" / "physical_cluster" / "minimize_makespan.trace"
 TPUT = {
     "v100": {("LM (batch size 20)", 1): 2.0, ("LM (batch size 20)", 2): 3.5, ("A3C", 1): 1.0},
     "k80": {("LM (batch size 20)", 1): 0.5, ("LM (batch size 20)", 2): 0.0, ("A3C", 1): 0.25},
@@ -72,7 +84,6 @@ def test_memory_estimates() -> None:
         memory_estimate("GPT-5 (batch size 1)")
 
 
-@pytest.mark.skipif(not GAVEL.exists(), reason="../shared/benchmarks not present")
 def test_real_gavel_data() -> None:
     """Gavel's own files: throughputs read, the synthetic trace is seeded and plannable."""
     throughputs = read_throughputs(GAVEL / "simulation_throughputs.json")
@@ -94,12 +105,56 @@ def test_committed_instances_match_the_script() -> None:
     assert set(cluster.gang.tolist()) == {1, 2, 4, 8}
 
 
-@pytest.mark.skipif(not GAVEL.exists(), reason="../shared/benchmarks not present")
-@pytest.mark.parametrize("trace", ["physical_cluster/minimize_makespan.trace",
-                                   "msr/seed=0/0e4a51.trace"])
-def test_convert_gavel_traces(trace: str, tmp_path: Path) -> None:
+def test_the_script_reproduces_the_committed_instances(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripts/make_gavel_instances.py gives the committed files byte for byte.
+
+    The sampled clusters depend on every draw of Gavel's job mix in order: a change to
+    the sampler that moves one draw changes them, and the published results with them.
+    """
+    spec = importlib.util.spec_from_file_location(
+        "make_gavel_instances", ROOT / "scripts" / "make_gavel_instances.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    written: dict[str, str] = {}
+
+    def write(document: dict[str, Any], name: str) -> None:
+        written[name] = json.dumps(document, indent=1) + "\n"
+
+    monkeypatch.setattr(script, "write", write)
+    monkeypatch.setattr("sys.argv", ["make_gavel_instances.py", "--gavel", str(GAVEL)])
+    script.main()
+    assert set(written) == {"gavel_makespan", "gavel_cluster_500", "gavel_cluster_500_long"}
+    for name, text in written.items():
+        assert (ROOT / "instances" / f"{name}.json").read_text() == text, name
+
+
+def test_job_mix_follows_gavels_distribution() -> None:
+    """Scale factors and run times have Gavel's shares and ranges.
+
+    Scale factors follow its probabilities, run times 60 * 10**U(1.5, 3) s and
+    60 * 10**U(3, 4) s in the long mode; each draw maps as ``Generator.choice`` maps it.
+    """
+    draws = np.random.default_rng(7).random(200_000)
+    shares = [(scale_factors(draws) == s).mean() for s in SCALE_FACTORS]
+    assert np.allclose(shares, SCALE_PROBABILITIES, atol=0.005)
+    assert (scale_factors(draws[:50]) == np.random.default_rng(7).choice(
+        SCALE_FACTORS, size=50, p=SCALE_PROBABILITIES)).all()
+    assert run_times_s(False, 0.0) == pytest.approx(60 * 10**1.5)
+    assert run_times_s(True, 0.0) == pytest.approx(60 * 10**3.0)
+    long = run_times_s(np.ones(100, dtype=bool), draws[:100])
+    assert (long >= 60 * 10**3).all() and (long < 60 * 10**4).all()
+
+
+@pytest.mark.parametrize("trace", [
+    MAKESPAN_TRACE,
+    pytest.param(SHARED_GAVEL / "traces" / "msr" / "seed=0" / "0e4a51.trace",
+                 marks=pytest.mark.skipif(not SHARED_GAVEL.exists(),
+                                          reason="../shared/benchmarks not present")),
+], ids=["10-columns", "7-columns"])
+def test_convert_gavel_traces(trace: Path, tmp_path: Path) -> None:
     """Both trace layouts convert from the CLI into instances that load, jobs preemptible."""
-    result = run_cli("convert", "gavel", GAVEL / "traces" / trace, "--throughputs",
+    result = run_cli("convert", "gavel", trace, "--throughputs",
                      GAVEL / "simulation_throughputs.json", "--fleet", "v100=8,k80=8",
                      "--gpus-per-node", "8", "-o", tmp_path)
     assert result.returncode == 0, result.stderr
@@ -115,11 +170,32 @@ def test_convert_gavel_needs_throughputs(tmp_path: Path) -> None:
     assert result.returncode == 2 and "--throughputs" in result.stderr
 
 
-@pytest.mark.skipif(not GAVEL.exists(), reason="../shared/benchmarks not present")
+def test_gavel_documents_name_the_trace_and_take_the_fleet() -> None:
+    """One document, named after the trace, on the fleet asked for; it loads."""
+    (document,) = gavel_documents(MAKESPAN_TRACE, GAVEL / "simulation_throughputs.json",
+                                  PHYSICAL_CLUSTER, 4, space_sharing=False)
+    assert document["name"] == "minimize_makespan" and "colocation" not in document
+    instance = instance_from(document)
+    assert instance.type_ids == tuple(PHYSICAL_CLUSTER) and instance.n_gpus == 48
+
+
+def test_gavel_documents_refuse_what_cannot_be_converted(tmp_path: Path) -> None:
+    """No throughput file names --throughputs; a fleet type unmeasured or unpriced --fleet."""
+    throughputs = GAVEL / "simulation_throughputs.json"
+    with pytest.raises(InputError, match=r"^--throughputs: .*simulation_throughputs\.json"):
+        gavel_documents(MAKESPAN_TRACE, None, PHYSICAL_CLUSTER, 4, False)
+    with pytest.raises(InputError, match=r"^--fleet: unknown worker type\(s\) a100; the "
+                                         r"throughput file has k80, "):
+        gavel_documents(MAKESPAN_TRACE, throughputs, {"a100": 8, "v100": 8}, 4, False)
+    unpriced = tmp_path / "t4.json"
+    unpriced.write_text(json.dumps({"t4": {"('A3C', 1)": {"null": 1.0}}}))
+    with pytest.raises(InputError, match=r"^--fleet: no price known for t4"):
+        gavel_documents(MAKESPAN_TRACE, unpriced, {"t4": 4}, 4, False)
+
+
 def test_convert_gavel_with_space_sharing(tmp_path: Path) -> None:
     """--space-sharing gives every job a class and lists measured pairs with speeds in (0, 1]."""
-    result = run_cli("convert", "gavel", GAVEL / "traces" / "physical_cluster" /
-                     "minimize_makespan.trace", "--throughputs",
+    result = run_cli("convert", "gavel", MAKESPAN_TRACE, "--throughputs",
                      GAVEL / "simulation_throughputs.json", "--space-sharing", "-o", tmp_path)
     assert result.returncode == 0, result.stderr
     (written,) = tmp_path.glob("*.json")

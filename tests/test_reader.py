@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import yaml
 from conftest import DATA
 
-from gpuplan import Instance, ObjectiveKind, read_instance
+from gpuplan import InputError, Instance, ObjectiveKind, read_instance
+from gpuplan.readers.instance_file import write_documents
 
 
 def test_yaml_equals_json(small: Instance, tmp_path: Path) -> None:
@@ -52,3 +54,35 @@ def test_objective_object_form(tmp_path: Path) -> None:
     path.write_text(json.dumps(raw))
     assert read_instance(path).objective is ObjectiveKind.TARDINESS
     assert read_instance(path, objective=ObjectiveKind.COST).objective is ObjectiveKind.COST
+
+
+def _named(document: dict[str, Any], name: str) -> dict[str, Any]:
+    """The document under another name."""
+    return {**document, "name": name}
+
+
+def test_write_documents_writes_each_as_named(tmp_path: Path) -> None:
+    """Each document becomes OUT/<name>.json, loads as it is, and the paths come back."""
+    document = json.loads((DATA / "valid_small.json").read_text())
+    documents = [_named(document, "first"), _named(document, "second")]
+    written = write_documents(documents, "<converted>", tmp_path, [DATA / "valid_small.json"])
+    assert written == [tmp_path / "first.json", tmp_path / "second.json"]
+    for path, expected in zip(written, documents, strict=True):
+        assert json.loads(path.read_text()) == expected
+        assert read_instance(path).name == expected["name"]
+
+
+def test_write_documents_writes_nothing_when_one_is_bad(tmp_path: Path) -> None:
+    """A bad document, or a target that is an input, stops the whole write up front."""
+    document = json.loads((DATA / "valid_small.json").read_text())
+    cycle = json.loads((DATA / "bad" / "dependency_cycle.json").read_text())
+    with pytest.raises(InputError, match=r"^<converted>: .*cycle"):
+        write_documents([_named(document, "good"), _named(cycle, "bad")], "<converted>",
+                        tmp_path, [])
+    assert not list(tmp_path.iterdir())
+    source = tmp_path / "input.json"
+    source.write_text("{}")
+    with pytest.raises(InputError, match="input"):
+        write_documents([_named(document, "good"), _named(document, "input")], "<converted>",
+                        tmp_path, [source])
+    assert [p.name for p in tmp_path.iterdir()] == ["input.json"]
