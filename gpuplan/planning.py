@@ -1,6 +1,6 @@
 """The one path from an instance to a verified schedule, shared by every method.
 
-:func:`plan` runs a solver, translates its raw :class:`~gpuplan.solvers.base.Result` into a
+:func:`plan` runs a method, translates its raw :class:`~gpuplan.solution.Result` into a
 :class:`~gpuplan.schedule.Schedule` and verifies it. A schedule the verifier rejects is a bug
 in gpuplan: it raises :class:`~gpuplan.errors.VerificationError` instead of being returned.
 """
@@ -130,6 +130,9 @@ def check_method(instance: Instance, method: Method, options: Any,
                          f"iterations; methods that do: {', '.join(counting)}")
     if method.backends:
         name = options.backend
+        if name not in method.backends:
+            raise InputError("--solver", "", f"method {method.name!r} takes --solver "
+                             f"{' or '.join(method.backends)}, not {name!r}")
         check_capabilities(BACKENDS[name].capabilities, name, method.needs(instance, options),
                            f"--method {method.name} for {instance.objective.value}")
     method.check(instance, options)

@@ -10,6 +10,7 @@ import html
 import io
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from gpuplan.errors import InputError
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import write_bytes_atomic, write_text_atomic
 from gpuplan.schedule import Schedule
+
+if TYPE_CHECKING:  # matplotlib is imported only when drawing
+    from matplotlib.figure import Figure
 
 #: Output formats by file suffix.
 FORMATS = (".png", ".svg", ".html")
@@ -30,7 +34,16 @@ def _colour(job: str) -> tuple[float, float, float]:
     return (float(rgba[0]), float(rgba[1]), float(rgba[2]))
 
 
-def _figure(schedule: Schedule, instance: Instance | None) -> object:
+def schedule_figure(schedule: Schedule, instance: Instance | None = None) -> Figure:
+    """The Gantt chart (one row per GPU) above the busy share of each GPU type over time.
+
+    Parameters
+    ----------
+    schedule
+        The schedule to draw.
+    instance
+        The schedule's instance: adds its idle GPUs as rows and its jobs' deadlines.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,10 +126,10 @@ def plot_schedule(schedule: Schedule, out: Path, instance: Instance | None = Non
                          + ", ".join(FORMATS))
     import matplotlib.pyplot as plt
 
-    fig = _figure(schedule, instance)
+    fig = schedule_figure(schedule, instance)
     buffer = io.BytesIO() if suffix == ".png" else io.StringIO()
-    fig.savefig(buffer, format="png" if suffix == ".png" else "svg", dpi=120)  # type: ignore[attr-defined]
-    plt.close(fig)  # type: ignore[arg-type]
+    fig.savefig(buffer, format="png" if suffix == ".png" else "svg", dpi=120)
+    plt.close(fig)
     try:
         if isinstance(buffer, io.BytesIO):
             write_bytes_atomic(out, buffer.getvalue())

@@ -12,9 +12,11 @@ from gpuplan.errors import InputError
 from gpuplan.methods.balance import BalanceMethod
 from gpuplan.methods.base import Method
 from gpuplan.methods.cp import CpMethod
+from gpuplan.methods.ga import GeneticMethod
 from gpuplan.methods.greedy import GreedyMethod
-from gpuplan.methods.milp import LpMethod, MilpMethod
-from gpuplan.methods.sa import AnnealingMethod, GeneticMethod
+from gpuplan.methods.lp import LpMethod
+from gpuplan.methods.milp import MilpMethod
+from gpuplan.methods.sa import AnnealingMethod
 from gpuplan.methods.textbook import TextbookMethod
 
 METHODS: dict[str, Method] = {

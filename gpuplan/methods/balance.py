@@ -27,6 +27,7 @@ import math
 import re
 import time
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from gpuplan.backends import get_backend
 from gpuplan.backends.base import Backend, Capabilities, ProgramSolution
 from gpuplan.budget import Budget
 from gpuplan.errors import InputError
-from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.methods.base import (
     TIME_OBJECTIVES,
     Context,
@@ -544,14 +545,14 @@ class BalanceOptions:
 class BalanceMethod:
     """An allocation policy, rounded to a verified plan (``--method balance``)."""
 
-    name = "balance"
-    description = ("allocation policies (max-min fairness, makespan, ...) by LP/QP, rounded "
-                   "to a round-based plan")
-    options_type = BalanceOptions
-    objectives = TIME_OBJECTIVES
-    backends: tuple[str, ...] = SOLVERS
-    warm_starts: frozenset[WarmStart] = frozenset()
-    iterative = False
+    name: ClassVar[str] = "balance"
+    description: ClassVar[str] = ("allocation policies (max-min fairness, makespan, ...) by "
+                                  "LP/QP, rounded to a round-based plan")
+    options_type: ClassVar[type[Any]] = BalanceOptions
+    objectives: ClassVar[frozenset[ObjectiveKind]] = TIME_OBJECTIVES
+    backends: ClassVar[tuple[str, ...]] = SOLVERS
+    warm_starts: ClassVar[frozenset[WarmStart]] = frozenset()
+    iterative: ClassVar[bool] = False
 
     def check(self, instance: Instance, options: BalanceOptions) -> None:
         """Refuse space sharing, partitions and rounds that cannot work, before any work.

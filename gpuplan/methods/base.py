@@ -240,30 +240,38 @@ def build_options(method: Method, given: Mapping[str, Any], source: str = "--met
     for f in option_fields(method.options_type):
         by_name[f.name] = f
         by_name[f.metadata["flag"].lstrip("-")] = f
+    found = {key: by_name.get(key.lstrip("-").replace("_", "-")) or by_name.get(key.lstrip("-"))
+             for key in given}
+    unknown = [key for key, field_ in found.items() if field_ is None]
+    if unknown:
+        shown = [key if key.startswith("--") or source != "--method" else f"--{key}"
+                 for key in unknown]
+        raise InputError(source, unknown[0], f"method {method.name!r} does not take "
+                         f"{', '.join(shown)}; it takes {takes(method)}")
     values: dict[str, Any] = {}
     for key, value in given.items():
-        f = by_name.get(key.lstrip("-").replace("_", "-")) or by_name.get(key.lstrip("-"))
-        if f is None:
-            shown = key if key.startswith("--") or source != "--method" else f"--{key}"
-            raise InputError(source, key, f"method {method.name!r} does not take {shown}; "
-                             f"it takes {takes(method)}")
-        values[f.name] = _parsed(f, value) if isinstance(value, str) else value
+        field_ = found[key]
+        assert field_ is not None
+        values[field_.name] = _parsed(method, field_, value) if isinstance(value, str) else value
     return method.options_type(**values)
 
 
-def _parsed(f: dataclasses.Field[Any], text: str) -> Any:
-    """A setting's text parsed as its flag parses it."""
+def _parsed(method: Method, f: dataclasses.Field[Any], text: str) -> Any:
+    """A setting's text parsed as its flag parses it, or an error naming flag and method."""
     flag = f.metadata["flag"]
     choices = f.metadata["choices"]
-    if choices is not None and f.metadata["parse"] is None and text not in choices:
-        raise InputError(flag, "", f"unknown value {text!r}; choose from {', '.join(choices)}")
+    if choices is not None and f.metadata["parse"] is None:
+        if text not in choices:
+            raise InputError(flag, "", f"method {method.name!r} takes {flag} "
+                             f"{' or '.join(choices)}, not {text!r}")
+        return text
     parse = f.metadata["parse"]
     if parse is None:
         return text
     try:
         return parse(text)
     except (ValueError, TypeError) as exc:
-        raise InputError(flag, "", str(exc)) from None
+        raise InputError(flag, "", f"method {method.name!r}: {exc}") from None
 
 
 def parse_bool(text: str) -> bool:

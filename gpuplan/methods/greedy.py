@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -356,13 +357,14 @@ class GreedyOptions:
 class GreedyMethod(PlainMethod):
     """Best-fit decreasing for static objectives, list scheduling for time-based ones."""
 
-    name = "greedy"
-    description = "best-fit decreasing (static) / list scheduling (time-based); no bound search"
-    options_type = GreedyOptions
-    objectives = ALL_OBJECTIVES
-    backends: tuple[str, ...] = ()
-    warm_starts: frozenset[WarmStart] = frozenset()
-    iterative = False
+    name: ClassVar[str] = "greedy"
+    description: ClassVar[str] = ("best-fit decreasing (static) / list scheduling "
+                                  "(time-based); no bound search")
+    options_type: ClassVar[type[Any]] = GreedyOptions
+    objectives: ClassVar[frozenset[ObjectiveKind]] = ALL_OBJECTIVES
+    backends: ClassVar[tuple[str, ...]] = ()
+    warm_starts: ClassVar[frozenset[WarmStart]] = frozenset()
+    iterative: ClassVar[bool] = False
 
     def solve(self, instance: Instance, options: GreedyOptions, context: Context) -> Result:
         """Plan the instance greedily; one pass, well within any sensible time limit.

@@ -35,7 +35,6 @@ from gpuplan.methods.base import (
     solver_option,
 )
 from gpuplan.methods.greedy import best_fit_decreasing
-from gpuplan.methods.lp import LpMethod as LpMethod  # TEMPORARY: until the registry imports lp
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.linear import OutOfTimeError

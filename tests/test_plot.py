@@ -1,0 +1,96 @@
+"""Pictures of schedules: what a reader of the Gantt chart and the utilisation plot sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+
+from conftest import INSTANCES, run_cli
+from gpuplan import Schedule, plan, read_instance
+from gpuplan.instance import Instance
+from gpuplan.plot import schedule_figure
+
+
+@pytest.fixture(scope="module")
+def quickstart() -> tuple[Instance, Schedule]:
+    """The quickstart instance and its greedy schedule."""
+    instance = read_instance(INSTANCES / "quickstart.json")
+    return instance, plan(instance)
+
+
+def test_one_row_per_gpu_and_one_bar_per_gpu_a_segment_holds(
+    quickstart: tuple[Instance, Schedule],
+) -> None:
+    """Every GPU of the fleet has its row, named by id, and every GPU of a segment its bar.
+
+    A reader would notice a missing GPU row, or a gang drawn on fewer GPUs than it holds.
+    """
+    instance, schedule = quickstart
+    figure = schedule_figure(schedule, instance)
+    gantt, _ = figure.axes
+    labels = [tick.get_text() for tick in gantt.get_yticklabels()]
+    assert labels == list(instance.gpu_ids)
+    bars = [p for p in gantt.patches if p.get_width() > 0]
+    assert len(bars) == sum(len(s.gpu_ids) for s in schedule.segments)
+    plt.close(figure)
+
+
+def test_bars_sit_at_the_segments_times(quickstart: tuple[Instance, Schedule]) -> None:
+    """Each bar starts and ends where its segment does.
+
+    A reader would notice jobs drawn at other times than the schedule says.
+    """
+    instance, schedule = quickstart
+    figure = schedule_figure(schedule, instance)
+    gantt, _ = figure.axes
+    drawn = sorted((round(p.get_x(), 6), round(p.get_x() + p.get_width(), 6))
+                   for p in gantt.patches)
+    planned = sorted((round(s.start_s, 6), round(s.end_s, 6))
+                     for s in schedule.segments for _ in s.gpu_ids)
+    assert drawn == planned
+    plt.close(figure)
+
+
+def test_the_title_names_method_and_objective(quickstart: tuple[Instance, Schedule]) -> None:
+    """The chart says which method made it, for which objective, with which value."""
+    instance, schedule = quickstart
+    figure = schedule_figure(schedule, instance)
+    title = figure.axes[0].get_title()
+    assert schedule.method in title and schedule.objective_kind in title
+    assert f"{schedule.objective}" in title and "deadlines in red" in title
+    plt.close(figure)
+
+
+def test_utilisation_has_one_line_per_gpu_type_never_above_one(
+    quickstart: tuple[Instance, Schedule],
+) -> None:
+    """The lower plot has one labelled line per GPU type used, with its GPU count, within [0, 1].
+
+    A reader would notice a type missing from the legend or a busy share above 100%.
+    """
+    instance, schedule = quickstart
+    figure = schedule_figure(schedule, instance)
+    _, usage = figure.axes
+    used = sorted({s.gpu_type for s in schedule.segments})
+    labels = [line.get_label() for line in usage.get_lines()]
+    assert len(labels) == len(used)
+    for kind, label in zip(used, labels, strict=True):
+        count = int(instance.node_gpus[:, instance.type_index[kind]].sum())
+        assert label == f"{kind} ({count} GPUs)"
+    for line in usage.get_lines():
+        assert 0 <= min(line.get_ydata()) and max(line.get_ydata()) <= 1 + 1e-9
+    plt.close(figure)
+
+
+def test_the_svg_names_every_job(tmp_path: Path) -> None:
+    """``gpuplan plot`` writes an SVG that labels each job of a small schedule."""
+    schedule_file, picture = tmp_path / "s.json", tmp_path / "g.svg"
+    assert run_cli("solve", INSTANCES / "quickstart.json", "-o", schedule_file).returncode == 0
+    result = run_cli("plot", schedule_file, "--instance", INSTANCES / "quickstart.json",
+                     "-o", picture)
+    assert result.returncode == 0, result.stderr
+    text = picture.read_text()
+    for segment in Schedule.read(schedule_file).segments:
+        assert segment.job in text
