@@ -18,7 +18,7 @@ from gpuplan.backends.base import check_capabilities
 from gpuplan.budget import Budget, never
 from gpuplan.errors import InputError, VerificationError
 from gpuplan.instance import Instance
-from gpuplan.methods import METHODS, get_method
+from gpuplan.methods import DEFAULT_METHOD, METHODS, get_method
 from gpuplan.methods.base import Context, Method, RunSettings, WarmStart, build_options
 from gpuplan.models.bounds import infeasibility_reasons
 from gpuplan.schedule import Schedule, ViolationKind
@@ -129,17 +129,18 @@ def check_method(instance: Instance, method: Method, options: Any,
         raise InputError("--iterations", "", f"method {method.name!r} does not count "
                          f"iterations; methods that do: {', '.join(counting)}")
     if method.backends:
-        name = options.backend
+        # None: the method picks its backend for the objective (textbook's makespan).
+        name = options.backend or method.backends[0]
         if name not in method.backends:
-            raise InputError("--solver", "", f"method {method.name!r} takes --solver "
-                             f"{' or '.join(method.backends)}, not {name!r}")
+            raise InputError("--solver", "", f"unknown value {name!r}; method "
+                             f"{method.name!r} takes --solver {' or '.join(method.backends)}")
         check_capabilities(BACKENDS[name].capabilities, name, method.needs(instance, options),
                            f"--method {method.name} for {instance.objective.value}")
     method.check(instance, options)
 
 
 def plan(
-    instance: Instance, method: str = "greedy", options: Any = None,
+    instance: Instance, method: str = DEFAULT_METHOD, options: Any = None,
     settings: RunSettings | None = None, warm: str | Schedule | None = None,
     stop: Callable[[], bool] | None = None, source: str = "--warm-start",
 ) -> Schedule:

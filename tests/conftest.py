@@ -6,10 +6,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpuplan import Instance, read_instance
+from gpuplan.readers.instance_file import build_instance, parse_document
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -27,6 +29,11 @@ GAVEL = BENCHMARKS / "gpu-traces" / "gavel"
 def small() -> Instance:
     """The small valid instance every unit test starts from (makespan objective)."""
     return read_instance(DATA / "valid_small.json")
+
+
+def instance_from(document: dict[str, Any]) -> Instance:
+    """Validate and index an instance document held in memory."""
+    return build_instance(parse_document(document, "<test>"), "<test>")
 
 
 def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

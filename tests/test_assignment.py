@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import ORLIB_GAP, ROOT, run_cli
-from test_greedy import instance_from
+from conftest import ORLIB_GAP, ROOT, instance_from, run_cli
 
 from gpuplan import InputError, Instance, ObjectiveKind, Status, plan, read_instance
 from gpuplan.backends import get_backend, highs

@@ -262,18 +262,33 @@ def test_highs_busy_past_its_limit_is_not_waited_for(monkeypatch: pytest.MonkeyP
     assert not highs_backend.abandoned()
 
 
-def test_highs_solves_from_two_threads_once_prepared() -> None:
-    """``milp``'s two lanes share HiGHS's thread pool, sized before either starts."""
-    prepared = Limits(Budget(10.0), threads=1)
-    get_backend("highs").prepare(prepared)
+def test_highs_solves_from_two_threads_at_once_with_their_own_thread_counts() -> None:
+    """``milp``'s two lanes run HiGHS at once, each thread with the pool of its own run."""
     answers: list[float | None] = []
 
-    def lane() -> None:
-        answers.append(get_backend("highs").solve_program(knapsack(True), prepared).objective)
+    def lane(threads: int) -> None:
+        run = Limits(Budget(10.0), threads=threads)
+        answers.append(get_backend("highs").solve_program(knapsack(True), run).objective)
 
-    lanes = [threading.Thread(target=lane) for _ in range(2)]
+    lanes = [threading.Thread(target=lane, args=(threads,)) for threads in (1, 2)]
     for thread in lanes:
         thread.start()
     for thread in lanes:
         thread.join(10)
     assert answers == [pytest.approx(9.0)] * 2
+
+
+@pytest.mark.parametrize(("first", "last"), [("highs", "highs"), ("pyomo", "highs"),
+                                             ("highs", "pyomo")])
+def test_highs_solves_on_a_thread_whose_pool_another_thread_count_made(
+        first: str, last: str) -> None:
+    """A run on this thread after runs with other thread counts here and on another thread.
+
+    HiGHS keeps a thread pool per thread that runs it, sized by that thread's first run,
+    and a run asking another count fails: a 2-thread solve here, then a time-limited
+    1-thread MIP (on a thread of its own), then a 1-thread solve here must be optimal.
+    """
+    for name, threads, seconds in ((first, 2, None), ("highs", 1, 1.0), (last, 1, None)):
+        run = Limits(Budget(seconds), threads=threads)
+        solution = get_backend(name).solve_program(knapsack(True), run)
+        assert (name, threads, solution.status) == (name, threads, Status.OPTIMAL)

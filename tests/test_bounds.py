@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import DATA
-from test_greedy import instance_from
+from conftest import DATA, instance_from
 
 from gpuplan import Instance, ObjectiveKind, Status, plan
 from gpuplan.backends.base import Limits

@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import GAVEL, ROOT, run_cli
-from test_greedy import instance_from
+from conftest import GAVEL, ROOT, instance_from, run_cli
 
 from gpuplan import InputError, Status, plan, read_instance
 from gpuplan.readers.gavel import (

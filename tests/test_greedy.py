@@ -6,18 +6,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import INSTANCES, run_cli
+from conftest import INSTANCES, instance_from, run_cli
 from hypothesis import HealthCheck, given, settings
 from strategies import instance_documents
 
 from gpuplan import InputError, Instance, ObjectiveKind, Status, plan
 from gpuplan.methods.base import RunSettings
-from gpuplan.readers.instance_file import build_instance, parse_document
-
-
-def instance_from(document: dict[str, Any]) -> Instance:
-    """Validate and index a document held in memory."""
-    return build_instance(parse_document(document, "<test>"), "<test>")
 
 
 def one_type(jobs: list[dict[str, Any]], gpus: int, objective: str) -> Instance:

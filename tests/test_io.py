@@ -13,6 +13,7 @@ import pytest
 from conftest import DATA
 
 from gpuplan import cli
+from gpuplan.cli import solve as solve_command
 from gpuplan.errors import InputError
 from gpuplan.io import (
     HOST_TAG,
@@ -86,7 +87,7 @@ def test_output_folder_is_checked_before_solving(
     """A missing output folder is reported before the method runs, not after the solve."""
     def never(*_: object, **__: object) -> None:
         raise AssertionError("the method ran before the output was checked")
-    monkeypatch.setattr(cli, "plan", never)
+    monkeypatch.setattr(solve_command, "plan", never)
     code, err = _solve(capsys, SMALL, "--method", "sa", "--time-limit", "30",
                        "-o", "/no/such/folder/out.json")
     assert code == 2 and "does not exist" in err

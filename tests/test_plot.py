@@ -6,8 +6,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
-
 from conftest import INSTANCES, run_cli
+
 from gpuplan import Schedule, plan, read_instance
 from gpuplan.instance import Instance
 from gpuplan.plot import schedule_figure
@@ -80,7 +80,7 @@ def test_utilisation_has_one_line_per_gpu_type_never_above_one(
         count = int(instance.node_gpus[:, instance.type_index[kind]].sum())
         assert label == f"{kind} ({count} GPUs)"
     for line in usage.get_lines():
-        assert 0 <= min(line.get_ydata()) and max(line.get_ydata()) <= 1 + 1e-9
+        assert min(line.get_ydata()) >= 0 and max(line.get_ydata()) <= 1 + 1e-9
     plt.close(figure)
 
 

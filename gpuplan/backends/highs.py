@@ -83,7 +83,7 @@ VERSION = (f"highs {highspy.HIGHS_VERSION_MAJOR}.{highspy.HIGHS_VERSION_MINOR}."
 GRACE_SHARE, GRACE_S = 0.05, 0.25
 
 #: Solves left running past their time limit, on daemon threads (they end at HiGHS's next
-#: reading of its clock). While one runs, the thread pool is not resized.
+#: reading of its clock).
 _left_running: list[threading.Thread] = []
 
 #: The sentence of an infeasibility that HiGHS could not narrow down in time.
@@ -131,11 +131,6 @@ def pass_program(highs: highspy.Highs, program: LinearProgram) -> None:
         highs.passHessian(hessian)
 
 
-#: HiGHS runs one thread pool per process, sized by the first run; a later run asking for
-#: another size fails unless the pool is reset, so the size in use is remembered here.
-_pool_threads: list[int] = []
-
-
 #: Whether this process has made its first Highs object (and so printed the banner).
 _banner_shown: list[bool] = []
 _banner_lock = threading.Lock()
@@ -176,29 +171,46 @@ def quiet_banner() -> None:
         _banner_shown.append(True)
 
 
+class _Pool(threading.local):
+    """The thread count this thread's HiGHS thread pool was sized for here (0: not yet)."""
+
+    threads = 0
+
+
+_pool = _Pool()
+
+
+def size_pool(threads: int) -> int:
+    """Size the calling thread's HiGHS thread pool for a run with ``threads``; that count.
+
+    HiGHS keeps one thread pool (its "global scheduler") per thread that runs it, made by
+    that thread's first run with the run's thread count; a later run on that thread asking
+    for another count fails with no solution, and a reset (``resetGlobalScheduler``) reaches
+    only the calling thread's pool. So this is called on the thread that runs, right
+    before the run, and resets the pool when its count differs or is not known here (a
+    pool made by a run outside this module; resetting a thread's pool that does not exist
+    costs nothing). A solve left running on a thread of its own keeps its own pool.
+    Pyomo's HiGHS runs on the caller's thread, so it asks here too.
+    """
+    threads = max(1, int(threads))
+    if _pool.threads != threads:
+        highspy.Highs.resetGlobalScheduler(True)
+        _pool.threads = threads
+    return threads
+
+
 def _new_highs(limits: Limits) -> highspy.Highs:
     """A silent Highs object with the limits' threads, seed and gap (no time limit yet).
 
-    The first with a new thread count resizes HiGHS's process-wide thread pool, unless a
-    solve left running past its time limit still uses it.
+    Its pool is sized by :func:`run_highs` on the thread that runs it.
     """
     quiet_banner()
     highs = highspy.Highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("log_to_console", False)
-    threads = max(1, int(limits.threads))
-    _left_running[:] = [thread for thread in _left_running if thread.is_alive()]
-    if _pool_threads and _pool_threads[0] != threads and _left_running:
-        # Resizing the pool under a running solve is unsafe: keep its size.
-        threads = _pool_threads[0]
-    if _pool_threads and _pool_threads[0] != threads:
-        highspy.Highs.resetGlobalScheduler(True)
-        _pool_threads.clear()
-    if not _pool_threads:
-        _pool_threads.append(threads)
     highs.setOptionValue("random_seed", int(limits.seed))
     highs.setOptionValue("mip_rel_gap", float(limits.gap))
-    highs.setOptionValue("threads", threads)
+    highs.setOptionValue("threads", max(1, int(limits.threads)))
     return highs
 
 

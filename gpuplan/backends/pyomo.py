@@ -39,7 +39,7 @@ from gpuplan.backends.base import (
     check_program,
     lacks,
 )
-from gpuplan.backends.highs import quiet_banner, reserve_s
+from gpuplan.backends.highs import quiet_banner, reserve_s, size_pool
 from gpuplan.budget import Budget
 from gpuplan.errors import BackendUnavailableError
 from gpuplan.instance import FloatArray, IntArray
@@ -275,7 +275,7 @@ class PyomoBackend:
             if printed.getvalue().strip():
                 logger.debug("HiGHS (through Pyomo): %s", printed.getvalue().strip())
         config: dict[str, Any] = {
-            "threads": int(limits.threads),
+            "threads": size_pool(limits.threads),
             "load_solutions": False,
             "raise_exception_on_nonoptimal_result": False,
             "solver_options": {"mip_rel_gap": float(limits.gap),
@@ -318,7 +318,8 @@ class PyomoBackend:
         lacks(self.name, "explain")
 
     def prepare(self, limits: Limits) -> None:
-        """Nothing to prepare: Pyomo's solves do not run two at a time here."""
+        """Size HiGHS's process-wide thread pool, which Pyomo's HiGHS shares."""
+        size_pool(limits.threads)
 
     def cancel(self) -> None:
         """Nothing: the solve takes no incumbents, and ends at its time limit."""

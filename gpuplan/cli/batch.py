@@ -28,14 +28,12 @@ from gpuplan.cli.common import (
     ExitCode,
     add_settings,
     console,
-    default_of,
     options_file,
     settings,
 )
 from gpuplan.errors import InputError
 from gpuplan.io import check_output_folder
-from gpuplan.methods import METHODS, get_method
-from gpuplan.planning import plan
+from gpuplan.methods import DEFAULT_METHOD, METHODS, get_method
 
 
 def register(commands: Commands) -> None:
@@ -50,8 +48,8 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT")
     parser.add_argument("-o", "--output", required=True, metavar="OUTDIR")
-    parser.add_argument("--method", choices=list(METHODS), default=default_of(plan, "method"),
-                        help=f"planning method (default: {default_of(plan, 'method')})")
+    parser.add_argument("--method", choices=list(METHODS), default=DEFAULT_METHOD,
+                        help=f"planning method (default: {DEFAULT_METHOD})")
     parser.add_argument("--options", metavar="FILE.toml|.yaml",
                         help="the method's settings, as for solve --options")
     add_settings(parser, "time_limit_s", "iterations", "seed")

@@ -22,11 +22,10 @@ from gpuplan.bench import (
     summary_markdown,
     write_results,
 )
-from gpuplan.cli.common import Commands, ExitCode, add_settings, console, default_of, settings
+from gpuplan.cli.common import Commands, ExitCode, add_settings, console, settings
 from gpuplan.errors import InputError
 from gpuplan.io import check_output
-from gpuplan.methods import METHODS
-from gpuplan.planning import plan
+from gpuplan.methods import DEFAULT_METHOD, METHODS
 
 
 def register(commands: Commands) -> None:
@@ -40,11 +39,11 @@ def register(commands: Commands) -> None:
         "any method proved, gap %%, bound, seconds, verified) and a summary per group.",
     )
     parser.add_argument("suite", metavar="SUITE")
-    parser.add_argument("--methods", default=default_of(plan, "method"), metavar="M,...",
+    parser.add_argument("--methods", default=DEFAULT_METHOD, metavar="M,...",
                         help=f"methods, from {', '.join(METHODS)}, each NAME[@WARM]"
                         "[:KEY=VALUE]... (milp@sa: warm-started by sa; milp:backend=cpsat: "
                         "another option of the method, by name or flag; default: "
-                        f"{default_of(plan, 'method')})")
+                        f"{DEFAULT_METHOD})")
     add_settings(parser, "time_limit_s", "seed", "threads")
     parser.add_argument("--only", metavar="NAME,...", help="only these instances")
     parser.add_argument("--benchmarks", default=str(Path("..") / "shared" / "benchmarks"),

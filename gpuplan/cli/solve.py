@@ -20,7 +20,6 @@ from gpuplan.cli.common import (
     ExitCode,
     add_settings,
     console,
-    default_of,
     file_of,
     fmt,
     objective,
@@ -35,7 +34,7 @@ from gpuplan.cli.common import (
 from gpuplan.errors import InputError
 from gpuplan.instance import ObjectiveKind
 from gpuplan.io import check_output
-from gpuplan.methods import METHODS, Method, get_method
+from gpuplan.methods import DEFAULT_METHOD, METHODS, Method, get_method
 from gpuplan.methods.base import build_options, option_fields
 from gpuplan.planning import plan
 from gpuplan.schedule import Schedule
@@ -96,8 +95,8 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument("instance", help="instance file (.json, .yaml; FILE#k for orlib-gap)")
     parser.add_argument(
-        "--method", choices=list(METHODS), default=default_of(plan, "method"),
-        help=f"planning method (default: {default_of(plan, 'method')}); "
+        "--method", choices=list(METHODS), default=DEFAULT_METHOD,
+        help=f"planning method (default: {DEFAULT_METHOD}); "
         + "; ".join(f"{name}: {m.description}" for name, m in METHODS.items()),
     )
     parser.add_argument(

@@ -25,7 +25,10 @@ METHODS: dict[str, Method] = {
                    AnnealingMethod(), GeneticMethod(), TextbookMethod())
 }
 
-__all__ = ["METHODS", "Method", "get_method"]
+#: The method ``gpuplan solve`` and :func:`~gpuplan.planning.plan` use unless told.
+DEFAULT_METHOD = "greedy"
+
+__all__ = ["DEFAULT_METHOD", "METHODS", "Method", "get_method"]
 
 
 def get_method(name: str) -> Method:

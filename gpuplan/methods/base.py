@@ -262,8 +262,8 @@ def _parsed(method: Method, f: dataclasses.Field[Any], text: str) -> Any:
     choices = f.metadata["choices"]
     if choices is not None and f.metadata["parse"] is None:
         if text not in choices:
-            raise InputError(flag, "", f"method {method.name!r} takes {flag} "
-                             f"{' or '.join(choices)}, not {text!r}")
+            raise InputError(flag, "", f"unknown value {text!r}; method {method.name!r} "
+                             f"takes {flag} {' or '.join(choices)}")
         return text
     parse = f.metadata["parse"]
     if parse is None:
@@ -271,7 +271,7 @@ def _parsed(method: Method, f: dataclasses.Field[Any], text: str) -> Any:
     try:
         return parse(text)
     except (ValueError, TypeError) as exc:
-        raise InputError(flag, "", f"method {method.name!r}: {exc}") from None
+        raise InputError(flag, "", f"{exc} (method {method.name!r})") from None
 
 
 def parse_bool(text: str) -> bool:

@@ -28,7 +28,7 @@ from gpuplan.backends.base import Capabilities
 from gpuplan.backends.cpsat import import_cp_model, new_solver, status_table
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.methods.base import Context, WarmStart, no_plan, solver_option
+from gpuplan.methods.base import Context, WarmStart, no_plan, option
 from gpuplan.models.linear import OutOfTimeError
 from gpuplan.models.textbook import ADDITIVE, IntervalModel, TextbookModel
 from gpuplan.search.static_plans import settled_status, static_result
@@ -37,9 +37,8 @@ from gpuplan.status import Status
 
 #: The backends that can take the textbook assignment MILP, default first.
 BACKENDS = ("highs", "cpsat", "pyomo")
-#: The makespan model is CP-SAT's own; these backends' names stand for it (the default's
-#: must, so that ``--method textbook`` plans makespan without a ``--solver``).
-INTERVAL_BACKENDS = ("highs", "cpsat")
+#: The makespan model is CP-SAT's own: it runs without a --solver (None) or on cpsat.
+INTERVAL_BACKENDS = (None, "cpsat")
 #: What the backend needs: both models have integer columns only.
 NEEDS = Capabilities(integer=True)
 #: Why a job is unplaced when the solver returned no plan.
@@ -50,7 +49,9 @@ NO_PLAN = "the textbook model found no plan"
 class TextbookOptions:
     """Options of ``--method textbook``."""
 
-    backend: str = solver_option(BACKENDS, "the textbook assignment MILP")
+    backend: str | None = option(
+        None, "--solver", "backend of the textbook model (default: highs for the assignment "
+        "MILP, cpsat for makespan, whose interval model only CP-SAT takes)", choices=BACKENDS)
 
 
 class TextbookMethod:
@@ -111,10 +112,11 @@ class TextbookMethod:
                 return self._makespan(instance, context)
             model = TextbookModel.build(instance, context.budget)
         except OutOfTimeError as spent:
-            on = "cpsat" if makespan else options.backend
+            on = "cpsat" if makespan else options.backend or BACKENDS[0]
             return no_plan(instance, f"no plan: the time limit was spent building the model's "
                            f"{spent}", f"textbook on {on} (not started)")
-        solution = get_backend(options.backend).solve_program(model.program, context.limits())
+        backend = get_backend(options.backend or BACKENDS[0])
+        solution = backend.solve_program(model.program, context.limits())
         solver = f"textbook on {solution.solver}"
         if solution.values is None:
             status = (Status.INFEASIBLE if solution.status is Status.INFEASIBLE
