@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 from pydantic import (
-    AliasChoices,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -121,11 +120,6 @@ class Segment(_Model):
         "by migration; null otherwise.")
 
 
-#: Temporary alias of :class:`Segment` for code written against format version 1.
-#: TODO(issue 16): remove once every caller says Segment.
-Placement = Segment
-
-
 class Event(_Model):
     """One event of the run: at ``time_s``, ``kind`` happens to ``job`` on ``gpu_ids``."""
 
@@ -208,10 +202,7 @@ class Schedule(_Model):
         description="Absolute time of t = 0, an ISO-8601 date-time with a UTC offset (e.g. "
         "2026-12-01T08:00:00+01:00); exporters need it to start jobs at wall-clock times. "
         "Null: times are relative only.")
-    # TODO(issue 16): the "placements" choice lets version-1 code build a Schedule; remove
-    # it with the placements property below.
     segments: list[Segment] = Field(
-        validation_alias=AliasChoices("segments", "placements"),
         description="The plan: every segment of every placed job, ordered by start time.")
     events: list[Event] = Field(
         default_factory=list,
@@ -221,14 +212,6 @@ class Schedule(_Model):
     verification: Verification | None = Field(
         default=None, description="Always present in written schedules."
     )
-
-    @property
-    def placements(self) -> list[Segment]:
-        """The segments, under their version-1 name.
-
-        TODO(issue 16): temporary; remove once every caller says ``segments``.
-        """
-        return self.segments
 
     @classmethod
     def from_result(
