@@ -19,26 +19,20 @@ from gpuplan.budget import Budget, never
 from gpuplan.errors import InputError, VerificationError
 from gpuplan.instance import Instance
 from gpuplan.methods import DEFAULT_METHOD, METHODS, get_method
-from gpuplan.methods.base import Context, Method, RunSettings, WarmStart, build_options
+from gpuplan.methods.base import (
+    Context,
+    Method,
+    RunSettings,
+    WarmStart,
+    build_options,
+    infeasible,
+)
 from gpuplan.models.bounds import infeasibility_reasons
 from gpuplan.schedule import Schedule, ViolationKind
 from gpuplan.solution import Result
-from gpuplan.status import Status
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)
-
-
-def _infeasible(instance: Instance, reasons: dict[int, str]) -> Result:
-    """A result that places nothing and says, per job, why the instance is infeasible."""
-    unplaced = {
-        j: reasons.get(j, "not planned: the instance is infeasible (see the jobs named)")
-        for j in range(instance.n_jobs)
-    }
-    return Result(
-        status=Status.INFEASIBLE, objective=None, bound=None, solver="gpuplan-presolve",
-        unplaced=unplaced,
-    )
 
 
 def start_from(instance: Instance, schedule: Schedule, source: str) -> Result:
@@ -195,7 +189,8 @@ def plan(
     context = Context(budget, settings.seed, settings.threads, settings.gap, start, warm_fn)
     # The presolve checks count against the same budget.
     reasons = infeasibility_reasons(instance)
-    result = _infeasible(instance, reasons) if reasons else chosen.solve(instance, typed, context)
+    result = (infeasible(instance, reasons, "gpuplan-presolve") if reasons
+              else chosen.solve(instance, typed, context))
     wall = budget.elapsed()
     schedule = Schedule.from_result(instance, result, method, wall, settings.seed)
     verification = verify_schedule(instance, schedule)

@@ -183,14 +183,15 @@ _pool = _Pool()
 def size_pool(threads: int) -> int:
     """Size the calling thread's HiGHS thread pool for a run with ``threads``; that count.
 
-    HiGHS keeps one thread pool (its "global scheduler") per thread that runs it, made by
-    that thread's first run with the run's thread count; a later run on that thread asking
-    for another count fails with no solution, and a reset (``resetGlobalScheduler``) reaches
-    only the calling thread's pool. So this is called on the thread that runs, right
-    before the run, and resets the pool when its count differs or is not known here (a
-    pool made by a run outside this module; resetting a thread's pool that does not exist
-    costs nothing). A solve left running on a thread of its own keeps its own pool.
-    Pyomo's HiGHS runs on the caller's thread, so it asks here too.
+    HiGHS keeps one thread pool (its "global scheduler") per thread that runs it (HiGHS
+    pull request 818), made by that thread's first run with the run's thread count: a later
+    run on that thread asking for another count fails with no solution, and a reset
+    (``resetGlobalScheduler``) reaches only the calling thread's pool. So this is called
+    on the thread about to run, right before the run; it resets that thread's pool when
+    the count differs from the one it last sized here, or when it sized none here yet (the
+    pool may come from a run outside this module; resetting no pool costs nothing). A
+    solve left running on a thread of its own keeps its pool, which nothing here touches.
+    Pyomo's HiGHS runs on the thread that calls it, so it asks here too.
     """
     threads = max(1, int(threads))
     if _pool.threads != threads:
@@ -202,7 +203,7 @@ def size_pool(threads: int) -> int:
 def _new_highs(limits: Limits) -> highspy.Highs:
     """A silent Highs object with the limits' threads, seed and gap (no time limit yet).
 
-    Its pool is sized by :func:`run_highs` on the thread that runs it.
+    The pool of the thread that runs it is sized by :class:`_Run`.
     """
     quiet_banner()
     highs = highspy.Highs()
@@ -348,9 +349,15 @@ class _Run:
 
     The order of the reads and writes closes the race: :meth:`cancel` sets the flag before
     it looks for the object, :meth:`__call__` sets the object before it looks at the flag.
+
+    Parameters
+    ----------
+    threads
+        The Highs object's thread count, for the pool of the thread that runs it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int) -> None:
+        self._threads = threads
         self._highs: highspy.Highs | None = None
         self._cancelled = False
 
@@ -362,9 +369,10 @@ class _Run:
             highs.cancelSolve()
 
     def __call__(self, highs: highspy.Highs) -> None:
-        """Run, unless cancelled already."""
+        """Run on this thread's pool (:func:`size_pool`), unless cancelled already."""
         self._highs = highs
         if not self._cancelled:
+            size_pool(self._threads)
             highs.run()
         self._highs = None
 
@@ -401,12 +409,7 @@ class HighsBackend:
             run.cancel()
 
     def prepare(self, limits: Limits) -> None:
-        """Size HiGHS's process-wide thread pool for the limits' threads.
-
-        Call it before two threads solve at once with these limits: resizing the pool
-        under a running solve is unsafe.
-        """
-        _new_highs(limits)
+        """Nothing to prepare: each thread that runs HiGHS has a pool of its own."""
 
     def _solve(self, size: int, limits: Limits, set_up: Callable[[highspy.Highs], None],
                read: Callable[[highspy.Highs], T], nothing: Callable[[str], T]) -> T:
@@ -432,7 +435,7 @@ class HighsBackend:
             logger.debug("HiGHS %s, %.3f s kept for a program of %d nonzeros and columns",
                          why, reserve, size)
             return nothing(why)
-        run = _Run()
+        run = _Run(limits.threads)
         self._run = run
         if self._cancelled:
             run.cancel()
@@ -571,6 +574,7 @@ class HighsSession:
 
     def __init__(self, program: LinearProgram, limits: Limits) -> None:
         self._highs = _new_highs(limits)
+        self._threads = limits.threads
         self._highs.setOptionValue("solver", "ipm")
         pass_program(self._highs, program)
         self._program = program
@@ -588,7 +592,7 @@ class HighsSession:
             return _no_solution(why), None
         if self._solved:
             highs.setOptionValue("solver", "simplex")
-        run = _Run()
+        run = _Run(self._threads)
 
         def work() -> bool:
             run(highs)

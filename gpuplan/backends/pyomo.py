@@ -275,6 +275,7 @@ class PyomoBackend:
             if printed.getvalue().strip():
                 logger.debug("HiGHS (through Pyomo): %s", printed.getvalue().strip())
         config: dict[str, Any] = {
+            # HiGHS runs on this thread, so this thread's pool is sized for it.
             "threads": size_pool(limits.threads),
             "load_solutions": False,
             "raise_exception_on_nonoptimal_result": False,
@@ -318,8 +319,7 @@ class PyomoBackend:
         lacks(self.name, "explain")
 
     def prepare(self, limits: Limits) -> None:
-        """Size HiGHS's process-wide thread pool, which Pyomo's HiGHS shares."""
-        size_pool(limits.threads)
+        """Nothing to prepare: each thread that runs HiGHS has a pool of its own."""
 
     def cancel(self) -> None:
         """Nothing: the solve takes no incumbents, and ends at its time limit."""

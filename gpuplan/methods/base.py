@@ -311,6 +311,16 @@ def no_plan(instance: Instance, reason: str, solver: str,
                   unplaced=dict.fromkeys(range(instance.n_jobs), reason))
 
 
+def infeasible(instance: Instance, reasons: Mapping[int, str], solver: str) -> Result:
+    """A proof of infeasibility: nothing placed, each job saying why (``reasons`` by job).
+
+    Jobs without a reason of their own point to the jobs named.
+    """
+    return Result(status=Status.INFEASIBLE, objective=None, bound=None, solver=solver,
+                  unplaced={j: reasons.get(j, "not planned: the instance is infeasible (see "
+                            "the jobs named)") for j in range(instance.n_jobs)})
+
+
 def plan_status(objective: float | None, bound: float | None) -> Status:
     """The status of a heuristic plan: none, feasible, or optimal when it meets the bound.
 

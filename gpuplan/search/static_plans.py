@@ -12,7 +12,7 @@ import numpy as np
 
 from gpuplan.backends.base import Backend, Limits
 from gpuplan.instance import Instance, IntArray, ObjectiveKind
-from gpuplan.methods.base import plan_status
+from gpuplan.methods.base import infeasible, plan_status
 from gpuplan.models.assignment import job_value
 from gpuplan.models.bounds import infeasibility_reasons
 from gpuplan.models.linear import LinearProgram
@@ -124,8 +124,4 @@ def proven_infeasible(instance: Instance, program: LinearProgram, backend: Backe
         why = (backend.explain_infeasible(program, limits)
                if backend.capabilities.explain else UNEXPLAINED)
         reasons = dict.fromkeys(range(instance.n_jobs), why)
-    return Result(
-        status=Status.INFEASIBLE, objective=None, bound=None, solver=solver,
-        unplaced={j: reasons.get(j, "not planned: the instance is infeasible (see the jobs "
-                                 "named)") for j in range(instance.n_jobs)},
-    )
+    return infeasible(instance, reasons, solver)

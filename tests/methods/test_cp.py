@@ -57,7 +57,7 @@ def solved(instance: Instance, options: dict[str, Any] | None = None,
     """The verified CP schedule, as a dict of job id to placement."""
     schedule = plan(instance, "cp", options, settings=settings)
     assert schedule.verification is not None and schedule.verification.ok
-    return schedule, {p.job: p for p in schedule.placements}
+    return schedule, {p.job: p for p in schedule.segments}
 
 
 def test_sharing_halves_the_makespan() -> None:
@@ -348,7 +348,7 @@ def test_a_coarse_tick_on_valid_small_still_plans(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "infeasible" not in done.stderr
     schedule = Schedule.read(out)
-    assert schedule.status.has_plan and len(schedule.placements) == 5
+    assert schedule.status.has_plan and len(schedule.segments) == 5
     assert "rounded" in schedule.solver
 
 

@@ -182,7 +182,7 @@ def test_gangs_on_one_node() -> None:
     for backend in BACKENDS:
         schedule = plan(instance_from(document), "milp", {"backend": backend})
         assert schedule.objective == 3
-        pair = next(p for p in schedule.placements if p.job == "pair")
+        pair = next(p for p in schedule.segments if p.job == "pair")
         assert pair.node == "a" and sorted(pair.gpu_ids) == ["a/0", "a/1"]
 
 
@@ -424,7 +424,7 @@ def test_milp_keeps_greedys_plan_when_building_spends_the_limit(large_gap: Insta
     """A limit too short to build the model gives greedy's plan at once, and says why."""
     instance = large_gap.with_objective(ObjectiveKind.MAX_WEIGHT)
     schedule = plan(instance, "milp", settings=RunSettings(time_limit_s=1e-3))
-    assert schedule.status is Status.FEASIBLE and schedule.placements
+    assert schedule.status is Status.FEASIBLE and schedule.segments
     assert schedule.verification is not None and schedule.verification.ok
     assert "greedy plan kept (the time limit was spent building the model" in schedule.solver
     assert schedule.wall_time_s < 0.5
