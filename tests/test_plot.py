@@ -94,3 +94,32 @@ def test_the_svg_names_every_job(tmp_path: Path) -> None:
     text = picture.read_text()
     for segment in Schedule.read(schedule_file).segments:
         assert segment.job in text
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg", ".html"])
+def test_plot_writes_a_picture(tmp_path: Path, suffix: str) -> None:
+    """``gpuplan plot`` draws a CP schedule as PNG, SVG or an HTML page holding the SVG.
+
+    A user would notice a file of another format than its suffix says.
+    """
+    schedule = tmp_path / "schedule.json"
+    done = run_cli("solve", INSTANCES / "quickstart.json", "--method", "cp", "--time-limit",
+                   "2", "-o", schedule)
+    assert done.returncode == 0, done.stderr
+    picture = tmp_path / f"gantt{suffix}"
+    done = run_cli("plot", schedule, "--instance", INSTANCES / "quickstart.json", "-o", picture)
+    assert done.returncode == 0, done.stderr
+    data = picture.read_bytes()
+    if suffix == ".png":
+        assert data.startswith(b"\x89PNG")
+    else:
+        assert b"<svg" in data and (data.startswith(b"<!DOCTYPE html>") == (suffix == ".html"))
+
+
+def test_plot_rejects_an_unknown_format(tmp_path: Path) -> None:
+    """An unknown picture suffix is an input error (exit 2) and writes nothing."""
+    schedule = tmp_path / "schedule.json"
+    assert run_cli("solve", INSTANCES / "quickstart.json", "-o", schedule).returncode == 0
+    done = run_cli("plot", schedule, "-o", tmp_path / "gantt.bmp")
+    assert done.returncode == 2 and "picture format" in done.stderr
+    assert not (tmp_path / "gantt.bmp").exists()

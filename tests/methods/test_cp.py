@@ -239,29 +239,6 @@ def test_gpu_ids_are_distinct_per_instant() -> None:
     assert schedule.objective == pytest.approx(230)  # {100, 130} and {110, 120}
 
 
-@pytest.mark.parametrize("suffix", [".png", ".svg", ".html"])
-def test_plot_writes_a_picture(tmp_path: Path, suffix: str) -> None:
-    """``gpuplan plot`` draws the quickstart's CP schedule in each format."""
-    schedule = tmp_path / "schedule.json"
-    done = run_cli("solve", INSTANCES / "quickstart.json", "--method", "cp", "--time-limit",
-                   "2", "-o", schedule)
-    assert done.returncode == 0, done.stderr
-    picture = tmp_path / f"gantt{suffix}"
-    done = run_cli("plot", schedule, "--instance", INSTANCES / "quickstart.json", "-o", picture)
-    assert done.returncode == 0, done.stderr
-    head = picture.read_bytes()[:200]
-    assert head.startswith(b"\x89PNG") if suffix == ".png" else b"<" in head
-
-
-def test_plot_rejects_an_unknown_format(tmp_path: Path) -> None:
-    """An unknown picture suffix is an input error (exit 2) and writes nothing."""
-    schedule = tmp_path / "schedule.json"
-    assert run_cli("solve", INSTANCES / "quickstart.json", "-o", schedule).returncode == 0
-    done = run_cli("plot", schedule, "-o", tmp_path / "gantt.bmp")
-    assert done.returncode == 2 and "picture format" in done.stderr
-    assert not (tmp_path / "gantt.bmp").exists()
-
-
 @pytest.mark.parametrize("method", ["cp", "textbook"])
 def test_unrelated_machines_optimum_by_cp_and_the_textbook_peer(method: str) -> None:
     """Gpuplan's cp and the plain interval model (the peer) both prove the R||Cmax optimum."""

@@ -106,7 +106,7 @@ def test_backends_match_brute_force(backend: str, objective: ObjectiveKind) -> N
     """
     instance = instance_from(TINY).with_objective(objective)
     if backend == "cpsat" and objective is ObjectiveKind.MIN_MAX_LOAD:
-        with pytest.raises(InputError, match="--solver.*continuous"):
+        with pytest.raises(InputError, match=r"--solver.*continuous"):
             plan(instance, "milp", {"backend": backend})
         return
     schedule = plan(instance, "milp", {"backend": backend})
