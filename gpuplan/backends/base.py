@@ -195,14 +195,6 @@ class Backend(Protocol):
         """Name the rows of an irreducible infeasible subsystem (capability ``explain``)."""
         ...
 
-    def prepare(self, limits: Limits) -> None:
-        """Get ready for solves with these limits from several threads at once.
-
-        HiGHS sizes its process-wide thread pool here, which is unsafe once two threads
-        solve; a backend without such shared state does nothing.
-        """
-        ...
-
     def cancel(self) -> None:
         """End the running solve from another thread (capability ``incumbents``).
 

@@ -254,8 +254,5 @@ class CpSatBackend:
         """Not offered: CP-SAT names no infeasible subsystem here (capability ``explain``)."""
         lacks(self.name, "explain")
 
-    def prepare(self, limits: Limits) -> None:
-        """Nothing to prepare: each solve makes its own workers."""
-
     def cancel(self) -> None:
         """Nothing: CP-SAT takes no incumbents here, and its solve ends at its time limit."""

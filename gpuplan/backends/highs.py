@@ -408,9 +408,6 @@ class HighsBackend:
         if run is not None:
             run.cancel()
 
-    def prepare(self, limits: Limits) -> None:
-        """Nothing to prepare: each thread that runs HiGHS has a pool of its own."""
-
     def _solve(self, size: int, limits: Limits, set_up: Callable[[highspy.Highs], None],
                read: Callable[[highspy.Highs], T], nothing: Callable[[str], T]) -> T:
         """Set up a fresh Highs object and run it within the limits (:func:`run_guarded`).

@@ -318,8 +318,5 @@ class PyomoBackend:
         """Not offered here (capability ``explain``)."""
         lacks(self.name, "explain")
 
-    def prepare(self, limits: Limits) -> None:
-        """Nothing to prepare: each thread that runs HiGHS has a pool of its own."""
-
     def cancel(self) -> None:
         """Nothing: the solve takes no incumbents, and ends at its time limit."""

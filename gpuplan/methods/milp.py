@@ -314,7 +314,6 @@ class MilpMethod:
             """Whether this lane has work left: until a proof, or the end of the budget."""
             return lane.is_alive() or not settled()
 
-        branch_and_cut_backend.prepare(limits)  # before two threads solve at once
         lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut",
                                 daemon=True)
         lane.start()
