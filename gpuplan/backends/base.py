@@ -266,3 +266,28 @@ def lacks(backend: str, capability: str) -> NoReturn:
         Naming the backend and the capability.
     """
     raise NotImplementedError(f"the {backend} backend has no capability {capability!r}")
+
+
+class SolveOnly:
+    """What a backend that only solves programs offers beyond :meth:`Backend.solve_program`.
+
+    It declares no ``relaxation``, ``incremental``, ``explain`` or ``incumbents``, so these
+    refuse (planning never calls them for it) and there is nothing to cancel.
+    """
+
+    name: str
+
+    def relax(self, program: LinearProgram, limits: Limits) -> Relaxation:
+        """Not offered (capability ``relaxation``)."""
+        lacks(self.name, "relaxation")
+
+    def open(self, program: LinearProgram, limits: Limits) -> Session:
+        """Not offered (capability ``incremental``)."""
+        lacks(self.name, "incremental")
+
+    def explain_infeasible(self, program: LinearProgram, limits: Limits) -> str:
+        """Not offered (capability ``explain``)."""
+        lacks(self.name, "explain")
+
+    def cancel(self) -> None:
+        """Nothing: the solve takes no incumbents and ends at its time limit."""

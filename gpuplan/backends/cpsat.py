@@ -28,10 +28,8 @@ from gpuplan.backends.base import (
     Capabilities,
     Limits,
     ProgramSolution,
-    Relaxation,
-    Session,
+    SolveOnly,
     check_program,
-    lacks,
 )
 from gpuplan.errors import BackendUnavailableError
 from gpuplan.instance import FloatArray
@@ -115,7 +113,7 @@ def _out_of_time(program: LinearProgram, built: str) -> ProgramSolution:
 
 
 
-class CpSatBackend:
+class CpSatBackend(SolveOnly):
     """CP-SAT with solution hints, for linear programs whose columns are all integer.
 
     It declares no incumbents: :attr:`offer` is not read and :meth:`cancel` does nothing,
@@ -242,17 +240,3 @@ class CpSatBackend:
         logger.debug("CP-SAT %s: objective %s, bound %s", solver.status_name(code), value, bound)
         return ProgramSolution(status, values, value, bound, f"cpsat {version('ortools')}")
 
-    def relax(self, program: LinearProgram, limits: Limits) -> Relaxation:
-        """Not offered: CP-SAT has no continuous columns (capability ``relaxation``)."""
-        lacks(self.name, "relaxation")
-
-    def open(self, program: LinearProgram, limits: Limits) -> Session:
-        """Not offered: CP-SAT holds no program open (capability ``incremental``)."""
-        lacks(self.name, "incremental")
-
-    def explain_infeasible(self, program: LinearProgram, limits: Limits) -> str:
-        """Not offered: CP-SAT names no infeasible subsystem here (capability ``explain``)."""
-        lacks(self.name, "explain")
-
-    def cancel(self) -> None:
-        """Nothing: CP-SAT takes no incumbents here, and its solve ends at its time limit."""

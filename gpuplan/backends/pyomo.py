@@ -34,10 +34,8 @@ from gpuplan.backends.base import (
     Capabilities,
     Limits,
     ProgramSolution,
-    Relaxation,
-    Session,
+    SolveOnly,
     check_program,
-    lacks,
 )
 from gpuplan.backends.highs import quiet_banner, reserve_s, size_pool
 from gpuplan.budget import Budget
@@ -174,7 +172,7 @@ def write_model(program: LinearProgram, path: str, file_format: str) -> None:
         model.write(path, format=file_format, io_options={"symbolic_solver_labels": True})
 
 
-class PyomoBackend:
+class PyomoBackend(SolveOnly):
     """Pyomo's HiGHS interface, for LPs, MILPs and convex QPs.
 
     Starts are not passed on (it takes no MIP start), and it declares no incumbents:
@@ -306,17 +304,3 @@ class PyomoBackend:
                      results.solver_log)
         return ProgramSolution(status, values, value, bound, name)
 
-    def relax(self, program: LinearProgram, limits: Limits) -> Relaxation:
-        """Not offered here (capability ``relaxation``)."""
-        lacks(self.name, "relaxation")
-
-    def open(self, program: LinearProgram, limits: Limits) -> Session:
-        """Not offered here (capability ``incremental``)."""
-        lacks(self.name, "incremental")
-
-    def explain_infeasible(self, program: LinearProgram, limits: Limits) -> str:
-        """Not offered here (capability ``explain``)."""
-        lacks(self.name, "explain")
-
-    def cancel(self) -> None:
-        """Nothing: the solve takes no incumbents, and ends at its time limit."""
