@@ -30,11 +30,7 @@ from gpuplan.search.lns import subprogram
 from gpuplan.search.lp_rounding import ROUNDINGS
 from gpuplan.status import relative_gap
 
-#: Chu & Beasley's larger GAP sets stay outside the repository, with the other benchmarks.
-SHARED_GAP = ROOT.parent / "shared" / "benchmarks" / "gap" / "orlib"
 BACKENDS = ["highs", "cpsat", "pyomo"]
-needs_shared_gap = pytest.mark.skipif(not SHARED_GAP.exists(),
-                                      reason="../shared/benchmarks not present")
 
 #: (problem of gap1.txt, sense, optimum) from the OR-Library and the benchmark README.
 GAP1 = [(1, "min", 261), (1, "max", 336), (2, "min", 269), (3, "max", 339), (5, "min", 251)]
@@ -156,10 +152,9 @@ def test_textbook_model_declines_gangs() -> None:
         plan(instance_from(document), "textbook")
 
 
-@needs_shared_gap
 def test_time_limited_highs_uses_core_and_lns() -> None:
     """With a time limit, HiGHS runs the core and LNS and still returns a verified plan."""
-    instance = read_instance(f"{SHARED_GAP}/gapd.txt#1", file_format="orlib-gap")
+    instance = read_instance(f"{ORLIB_GAP}/gapd.txt#1", file_format="orlib-gap")
     schedule = plan(instance, "milp", settings=RunSettings(time_limit_s=2))
     assert schedule.status.has_plan
     assert "core" in schedule.solver

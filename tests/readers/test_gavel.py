@@ -27,8 +27,6 @@ from gpuplan.readers.gavel import (
     trace_document,
 )
 
-#: Gavel's traces that are not copied into tests/data (the older 7-column msr layout).
-SHARED_GAVEL = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "gavel"
 MAKESPAN_TRACE = GAVEL / "traces" / "physical_cluster" / "minimize_makespan.trace"
 TPUT = {
     "v100": {("LM (batch size 20)", 1): 2.0, ("LM (batch size 20)", 2): 3.5, ("A3C", 1): 1.0},
@@ -147,9 +145,7 @@ def test_job_mix_follows_gavels_distribution() -> None:
 
 @pytest.mark.parametrize("trace", [
     MAKESPAN_TRACE,
-    pytest.param(SHARED_GAVEL / "traces" / "msr" / "seed=0" / "0e4a51.trace",
-                 marks=pytest.mark.skipif(not SHARED_GAVEL.exists(),
-                                          reason="../shared/benchmarks not present")),
+    GAVEL / "traces" / "msr" / "seed=0" / "0e4a51_first50.trace",
 ], ids=["10-columns", "7-columns"])
 def test_convert_gavel_traces(trace: Path, tmp_path: Path) -> None:
     """Both trace layouts convert from the CLI into instances that load, jobs preemptible."""
