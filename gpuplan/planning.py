@@ -11,8 +11,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
-
 from gpuplan.backends import BACKENDS
 from gpuplan.backends.base import check_capabilities
 from gpuplan.budget import Budget, never
@@ -52,17 +50,7 @@ def start_from(instance: Instance, schedule: Schedule, source: str) -> Result:
         problem = (f"status {schedule.status.value} holds no plan" if not
                    schedule.status.has_plan else str(verification.violations[0]))
         raise InputError(source, "", f"cannot start from this schedule: {problem}")
-    segments = schedule.segments
-    return Result(
-        status=schedule.status, objective=verification.objective, bound=None,
-        solver=f"start from {source}",
-        job=np.array([instance.job_index[p.job] for p in segments], dtype=np.int64),
-        gpu_type=np.array([instance.type_index[p.gpu_type] for p in segments], dtype=np.int64),
-        start=np.array([p.start_s for p in segments], dtype=float),
-        end=np.array([p.end_s for p in segments], dtype=float),
-        gpus=tuple(np.array([instance.gpu_index[g] for g in p.gpu_ids], dtype=np.int64)
-                   for p in segments),
-    )
+    return schedule.to_result(instance, verification.objective)
 
 
 def _options(method: Method, options: Any) -> Any:

@@ -33,6 +33,7 @@ from gpuplan._version import __version__
 from gpuplan.errors import InputError, json_path, validation_message
 from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.io import parse_json, read_text, write_text_atomic
+from gpuplan.solution import Event as SolutionEvent
 from gpuplan.solution import EventKind, Result
 from gpuplan.status import Status, relative_gap
 
@@ -297,6 +298,48 @@ class Schedule(_Model):
             segments=segments,
             events=events,
             unplaced=unplaced,
+        )
+
+    def to_result(self, instance: Instance, objective: float | None = None) -> Result:
+        """The schedule's plan by index, every fact of its segments and events kept.
+
+        The inverse of :meth:`from_result`, for a plan a method starts from. Call it on a
+        schedule that verifies against ``instance`` (every id is then known).
+
+        Parameters
+        ----------
+        instance
+            The instance the schedule is for.
+        objective
+            The plan's objective as the verifier recomputed it.
+        """
+        segments = self.segments
+        job = np.array([instance.job_index[s.job] for s in segments], dtype=np.int64)
+        gpus = tuple(np.array([instance.gpu_index[g] for g in s.gpu_ids], dtype=np.int64)
+                     for s in segments)
+        # A partner is the other job's segment on the same GPUs over the same interval.
+        spans = {(s.job, tuple(sorted(s.gpu_ids)), s.start_s, s.end_s): k
+                 for k, s in enumerate(segments)}
+        partner = np.array([-1 if s.partner is None else spans.get(
+            (s.partner, tuple(sorted(s.gpu_ids)), s.start_s, s.end_s), -1) for s in segments],
+            dtype=np.int64)
+        declared = all(s.work is not None for s in segments)
+        return Result(
+            status=self.status, objective=objective, bound=None, solver=self.solver,
+            job=job,
+            gpu_type=np.array([instance.type_index[s.gpu_type] for s in segments],
+                              dtype=np.int64),
+            start=np.array([s.start_s for s in segments], dtype=float),
+            end=np.array([s.end_s for s in segments], dtype=float),
+            gpus=gpus,
+            work=np.array([s.work for s in segments], dtype=float) if declared else None,
+            partner=partner if (partner >= 0).any() else None,
+            restore_s=np.array([s.restore_s for s in segments], dtype=float),
+            migrate_s=np.array([s.migrate_s for s in segments], dtype=float),
+            events=tuple(SolutionEvent(
+                time_s=e.time_s, kind=e.kind, job=instance.job_index[e.job],
+                gpus=np.array([instance.gpu_index[g] for g in e.gpu_ids], dtype=np.int64))
+                for e in self.events),
         )
 
     def to_json(self) -> str:

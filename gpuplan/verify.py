@@ -382,6 +382,7 @@ def _pair_up(instance: Instance, placed: _Placed) -> None:
 def _check_overheads(instance: Instance, placed: _Placed, out: _Collector) -> None:
     """Overheads are not negative, fit in their segment, and only a paused job pays them."""
     restore, migrate = np.asarray(placed.restore), np.asarray(placed.migrate)
+    first = placed.first_start(instance.n_jobs)
     for k in np.flatnonzero((restore != 0) | (migrate != 0)).tolist():
         j = placed.job[k]
         me, start, end = instance.job_ids[j], placed.start[k], placed.end[k]
@@ -394,6 +395,9 @@ def _check_overheads(instance: Instance, placed: _Placed, out: _Collector) -> No
                    f"objective {instance.objective.value!r} places the batch at once")
             out.add(ViolationKind.OVERHEAD, f"job {me!r} pays overheads ({paid}) at "
                     f"{start:g} s, but it is never paused: {why}")
+        elif start <= first[j]:
+            out.add(ViolationKind.OVERHEAD, f"job {me!r} pays overheads ({paid}) at "
+                    f"{start:g} s, its first start: there is nothing to restore or move yet")
         elif restore[k] + migrate[k] > end - start + TOLERANCE + _rounding(start, end):
             out.add(ViolationKind.OVERHEAD, f"job {me!r}: the segment at {start:g} s pays "
                     f"{restore[k] + migrate[k]:g} s of overheads ({paid}) but lasts "
