@@ -81,6 +81,9 @@ def new_solver(limits: Limits, seconds: float | None = None) -> Any:
     solver = import_cp_model().CpSolver()
     parameters = solver.parameters
     parameters.log_search_progress = False
+    # CP-SAT's own SIGINT handler logs from inside the signal and can deadlock on malloc;
+    # Ctrl-C belongs to gpuplan (exit 130), which stops the solve by ending the process.
+    parameters.catch_sigint_signal = False
     parameters.log_to_stdout = False
     parameters.num_workers = max(1, int(limits.threads))
     parameters.random_seed = int(limits.seed)
