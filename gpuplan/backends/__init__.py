@@ -7,7 +7,7 @@ when solving.
 
 from __future__ import annotations
 
-from gpuplan.backends.base import Backend
+from gpuplan.backends.base import Backend, Capabilities
 from gpuplan.backends.cpsat import CpSatBackend
 from gpuplan.backends.highs import HighsBackend
 from gpuplan.backends.pyomo import PyomoBackend
@@ -17,6 +17,16 @@ from gpuplan.errors import InputError
 BACKENDS: dict[str, type[Backend]] = {
     backend.name: backend for backend in (HighsBackend, CpSatBackend, PyomoBackend)
 }
+
+
+def backends_with(needed: Capabilities) -> tuple[str, ...]:
+    """The registered backends that have every capability ``needed`` asks for, in order.
+
+    Methods offer these as their ``--solver`` choices, so a backend added to the registry
+    is offered by every method whose programs it can solve.
+    """
+    return tuple(name for name, backend in BACKENDS.items()
+                 if not backend.capabilities.missing(needed))
 
 
 def get_backend(name: str) -> Backend:

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.backends import get_backend
+from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Backend, Capabilities, ProgramSolution
 from gpuplan.budget import Budget
 from gpuplan.errors import InputError
@@ -100,7 +100,7 @@ MAX_PRICING_ROUNDS = 1_000
 
 #: The backends the policies' programs go to, default first: HiGHS, or HiGHS through Pyomo
 #: (which solves every policy but space sharing, whose column generation needs an open LP).
-SOLVERS = ("highs", "pyomo")
+SOLVERS = backends_with(Capabilities(continuous=True))
 
 
 @dataclass(frozen=True)

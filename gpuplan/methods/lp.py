@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.backends import get_backend
+from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Capabilities
 from gpuplan.instance import FloatArray, Instance, ObjectiveKind
 from gpuplan.methods.base import Context, WarmStart, option, solver_option
@@ -34,11 +34,15 @@ from gpuplan.status import Status
 RELAXATION_SHARE = 0.5
 
 
+#: Backends with continuous columns, which the pooled LP relaxation has.
+LP_BACKENDS = backends_with(Capabilities(continuous=True))
+
+
 @dataclass(frozen=True)
 class LpOptions:
     """Options of ``--method lp``."""
 
-    backend: str = solver_option(("highs", "pyomo"), "the pooled LP relaxation")
+    backend: str = solver_option(LP_BACKENDS, "the pooled LP relaxation")
     rounding: str = option("largest-share", "--rounding", "how the relaxation is rounded "
                            "(default: largest-share)", choices=tuple(ROUNDINGS))
 
@@ -51,7 +55,7 @@ class LpMethod:
                                   "(assign-cost/-profit, max-weight)")
     options_type: ClassVar[type[LpOptions]] = LpOptions
     objectives: ClassVar[frozenset[ObjectiveKind]] = POOLED_OBJECTIVES
-    backends: ClassVar[tuple[str, ...]] = ("highs", "pyomo")
+    backends: ClassVar[tuple[str, ...]] = LP_BACKENDS
     warm_starts: ClassVar[frozenset[WarmStart]] = frozenset()
     iterative: ClassVar[bool] = False
 

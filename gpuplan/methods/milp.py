@@ -22,7 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.backends import get_backend
+from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Backend, Capabilities, Limits, ProgramSolution
 from gpuplan.instance import BoolArray, FloatArray, Instance, ObjectiveKind
 from gpuplan.methods.base import (
@@ -153,11 +153,16 @@ def _lp_fixed_plan(
     return base
 
 
+#: Backends with integer columns: the ones the assignment MILP can be handed to (a
+#: min-max-load model also needs continuous columns, which needs() asks for).
+MILP_BACKENDS = backends_with(Capabilities(integer=True))
+
+
 @dataclass(frozen=True)
 class MilpOptions:
     """Options of ``--method milp``."""
 
-    backend: str = solver_option(("highs", "cpsat", "pyomo"), "the assignment MILP")
+    backend: str = solver_option(MILP_BACKENDS, "the assignment MILP")
 
 
 class MilpMethod:
@@ -168,7 +173,7 @@ class MilpMethod:
                                   "adds core + LNS")
     options_type: ClassVar[type[MilpOptions]] = MilpOptions
     objectives: ClassVar[frozenset[ObjectiveKind]] = STATIC_OBJECTIVES
-    backends: ClassVar[tuple[str, ...]] = ("highs", "cpsat", "pyomo")
+    backends: ClassVar[tuple[str, ...]] = MILP_BACKENDS
     warm_starts: ClassVar[frozenset[WarmStart]] = frozenset({WarmStart.PLAN, WarmStart.LANE})
     iterative: ClassVar[bool] = False
 

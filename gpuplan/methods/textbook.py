@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.backends import get_backend
+from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Capabilities
 from gpuplan.backends.cpsat import import_cp_model, new_solver, status_table
 from gpuplan.errors import InputError
@@ -35,12 +35,12 @@ from gpuplan.search.static_plans import settled_status, static_result
 from gpuplan.solution import Result
 from gpuplan.status import Status
 
-#: The backends that can take the textbook assignment MILP, default first.
-BACKENDS = ("highs", "cpsat", "pyomo")
-#: The makespan model is CP-SAT's own: it runs without a --solver (None) or on cpsat.
-INTERVAL_BACKENDS = (None, "cpsat")
 #: What the backend needs: both models have integer columns only.
 NEEDS = Capabilities(integer=True)
+#: The backends that can take the textbook assignment MILP, default first.
+BACKENDS = backends_with(NEEDS)
+#: The makespan model is CP-SAT's own: it runs without a --solver (None) or on cpsat.
+INTERVAL_BACKENDS = (None, "cpsat")
 #: Why a job is unplaced when the solver returned no plan.
 NO_PLAN = "the textbook model found no plan"
 
