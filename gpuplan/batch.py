@@ -13,9 +13,9 @@ Resume
     Beside each schedule ``OUT/NAME.json`` its task writes a key,
     ``OUT/.gpuplan-batch/NAME.json`` (both atomically, the key first): the instance file's
     resolved path and SHA-256, the method, every setting that changes a plan (the method's
-    typed options, defaults included, and the :class:`~gpuplan.methods.base.RunSettings`
-    but ``threads``; a task whose options are not plain data has no key) and the SHA-256
-    of the schedule file it writes. One small key per schedule, written by the worker that
+    typed options, defaults included, and the :class:`~gpuplan.methods.base.RunSettings`,
+    threads included (milp's lanes depend on them); a task whose options are not plain
+    data has no key) and the SHA-256 of the schedule file it writes. One small key per schedule, written by the worker that
     planned it, needs no shared file that concurrent workers (or Dask workers on other
     machines) would have to update together. A rerun takes a schedule from disk instead of
     planning again only when its key equals the task's, the schedule file is the one the
@@ -249,10 +249,9 @@ def _task_key(task: BatchTask) -> dict[str, Any] | None:
     except (OSError, RuntimeError):
         return None
     # The typed options, so that a setting given by flag or left at its default is the
-    # same key; threads change no plan.
+    # same key; threads are kept: milp runs its second lane only with two.
     typed = build_options(get_method(task.method), task.options)
     settings = dataclasses.asdict(task.settings)
-    del settings["threads"]
     key = {"instance": resolved, "instance_sha256": _sha256(data), "method": task.method,
            "options": dataclasses.asdict(typed), "settings": settings}
     try:

@@ -24,7 +24,7 @@ from gpuplan.bench import QUOTE, parse_method, quote_tables, refresh_quotes
 from gpuplan.errors import InputError
 from gpuplan.generate import generate_document
 from gpuplan.instance import ObjectiveKind
-from gpuplan.methods.base import CORES, RunSettings
+from gpuplan.methods.base import CORES, DEFAULT_THREADS, RunSettings
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.verify import verify_schedule
 
@@ -100,7 +100,7 @@ def test_batch_isolates_failures_and_resumes(tmp_path: Path) -> None:
     touched, edited = inputs / "g000.json", inputs / "g001.json"
     os.utime(touched, ns=(touched.stat().st_atime_ns, planned[out / "g000.json"] + 10**9))
     edited.write_text(json.dumps(generate_document(12, 4, seed=99)))
-    run_cli("batch", inputs, "-o", out, "--workers", "1")
+    run_cli("batch", inputs, "-o", out, "--workers", "2")  # the same threads per solve
     again = {row["instance"]: row for row in json.loads((out / "summary.json").read_text())}
     assert not again["g001"]["resumed"] and again["g000"]["resumed"]
     assert verify_schedule(read_instance(edited), Schedule.read(out / "g001.json")).ok
@@ -320,8 +320,8 @@ def test_resume_never_takes_the_schedule_of_another_file(tmp_path: Path) -> None
 def test_resume_follows_content_method_and_plan_options(tmp_path: Path) -> None:
     """Same bytes (even touched) resume; other content, settings, options or method do not.
 
-    More threads change no plan, and resume; an option given by flag, or at its default,
-    is the same option.
+    Another thread count plans again (milp's lanes depend on it); an option given by flag,
+    or at its default, is the same option.
     """
     (source,) = generated(tmp_path / "in", 1)
     out = tmp_path / "out"
@@ -338,7 +338,10 @@ def test_resume_follows_content_method_and_plan_options(tmp_path: Path) -> None:
     assert not resumed()
     assert resumed()
     os.utime(source, (time.time() + 10, time.time() + 10))
-    assert resumed(threads=1)
+    assert resumed()
+    if DEFAULT_THREADS > 1:
+        assert not resumed(threads=1)
+        assert not resumed()  # back at the default thread count: planned again
     assert resumed(options={"moves": "shift,swap"})  # the default, spelled out
     assert not resumed(options={"moves": "swap"})
     assert resumed(options={"--moves": "swap"})

@@ -202,6 +202,12 @@ def options_file(path: str, method: Method) -> dict[str, Any]:
         raise InputError(path, "", "--options takes a .toml, .yaml or .yml file")
     if not isinstance(data, dict):
         raise InputError(path, "", "expected a table of settings")
+    entries = [(key, key, value) for key, value in data.items()]
+    entries += [(f"{name}.{key}", key, value) for name, table in data.items()
+                if isinstance(table, dict) for key, value in table.items()]
+    for where, key, _ in entries:
+        if not isinstance(key, str):
+            raise InputError(path, str(where), "expected a setting's name (text)")
     tables = {name: {key: _flag_text(path, f"{name}.{key}", v) for key, v in table.items()}
               for name, table in data.items() if name in METHODS and isinstance(table, dict)}
     flat = {key: _flag_text(path, key, value) for key, value in data.items()

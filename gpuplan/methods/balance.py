@@ -564,8 +564,18 @@ class BalanceMethod:
             use; ``--space-sharing`` with a policy other than the max-min ones or with
             partitions; ``--partitions`` beyond the jobs or GPUs; ``--round`` (or
             ``--method``) when the plan would need more than
-            :data:`~gpuplan.search.round_plans.MAX_ROUNDS` rounds.
+            :data:`~gpuplan.search.round_plans.MAX_ROUNDS` rounds; ``--floor`` for a
+            policy other than min-cost, and ``--round`` for quadratic (whole jobs, no
+            rounds): a setting the policy does not read is not silently dropped.
         """
+        defaults = BalanceOptions()
+        policy = Policy(options.policy)
+        if options.floor != defaults.floor and policy is not Policy.MIN_COST:
+            raise InputError("--floor", "", f"--policy {policy.value} has no throughput "
+                             "floor; --floor works with --policy min-cost")
+        if options.round_s != defaults.round_s and policy is Policy.QUADRATIC:
+            raise InputError("--round", "", "--policy quadratic places whole jobs without "
+                             "rounds; --round works with the time-share policies")
         if options.space_sharing and not instance.class_ids:
             raise InputError(instance.source, "colocation", "--space-sharing needs colocation "
                              "speeds and jobs' colocation_class (convert gavel --space-sharing "

@@ -246,7 +246,9 @@ def build_options(method: Method, given: Mapping[str, Any], source: str = "--met
     if unknown:
         shown = [key if key.startswith("--") or source != "--method" else f"--{key}"
                  for key in unknown]
-        raise InputError(source, unknown[0], f"method {method.name!r} does not take "
+        # From the command line the flags are the message; a file or spec names the key.
+        raise InputError(source, "" if source == "--method" else unknown[0],
+                         f"method {method.name!r} does not take "
                          f"{', '.join(shown)}; it takes {takes(method)}")
     values: dict[str, Any] = {}
     for key, value in given.items():

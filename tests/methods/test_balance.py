@@ -455,7 +455,8 @@ def test_optimal_only_without_a_gap(policy: str) -> None:
     against the bound of 80 s, so every round-based policy says feasible with that
     bound (never the policy's own value); quadratic's whole jobs end at 80 s: optimal.
     """
-    schedule = plan(two_jobs_one_gpu(), "balance", {"policy": policy, "round_s": 30.0})
+    rounds = {} if policy == Policy.QUADRATIC.value else {"round_s": 30.0}
+    schedule = plan(two_jobs_one_gpu(), "balance", {"policy": policy, **rounds})
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.bound == pytest.approx(80.0)
     assert schedule.objective is not None and schedule.bound is not None
@@ -560,3 +561,14 @@ def test_more_jobs_than_the_rounds_can_hold_is_an_input_error(
     with pytest.raises(InputError) as error:
         plan(instance, "balance")
     assert error.value.source == "--method" and "greedy or cp" in error.value.message
+
+
+@pytest.mark.parametrize(("options", "flag"), [
+    ({"policy": "makespan", "floor": 1.5}, "--floor"),
+    ({"policy": "quadratic", "round_s": 5.0}, "--round"),
+])
+def test_a_setting_the_policy_does_not_read_is_refused(options: dict[str, Any],
+                                                      flag: str) -> None:
+    """--floor outside min-cost and --round with quadratic are exit 2, not silently dropped."""
+    with pytest.raises(InputError, match=flag):
+        plan(two_jobs_one_gpu(), "balance", options)
