@@ -15,8 +15,8 @@ Resume
     resolved path and SHA-256, the method, every setting that changes a plan (the method's
     typed options, defaults included, and the :class:`~gpuplan.methods.base.RunSettings`,
     threads included (milp's lanes depend on them); a task whose options are not plain
-    data has no key) and the SHA-256 of the schedule file it writes. One small key per schedule, written by the worker that
-    planned it, needs no shared file that concurrent workers (or Dask workers on other
+    data has no key) and the SHA-256 of the schedule file it writes. One small key per
+    schedule, written by the worker that planned it, needs no shared file that concurrent workers (or Dask workers on other
     machines) would have to update together. A rerun takes a schedule from disk instead of
     planning again only when its key equals the task's, the schedule file is the one the
     key was written for, and the schedule has a plan that passes
