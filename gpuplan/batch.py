@@ -16,10 +16,11 @@ Resume
     typed options, defaults included, and the :class:`~gpuplan.methods.base.RunSettings`,
     threads included (milp's lanes depend on them); a task whose options are not plain
     data has no key) and the SHA-256 of the schedule file it writes. One small key per
-    schedule, written by the worker that planned it, needs no shared file that concurrent workers (or Dask workers on other
-    machines) would have to update together. A rerun takes a schedule from disk instead of
-    planning again only when its key equals the task's, the schedule file is the one the
-    key was written for, and the schedule has a plan that passes
+    schedule, written by the worker that planned it, needs no shared file that concurrent
+    workers (or Dask workers on other machines) would have to update together. A rerun
+    takes a schedule from disk instead of planning again only when its key equals the
+    task's, the schedule file is the one the key was written for, and the schedule has a
+    plan that passes
     :func:`~gpuplan.verify.verify_schedule` against the instance as read now. Anything else
     is planned again.
 
