@@ -150,6 +150,8 @@ class GeneticMethod(PlainMethod):
         """Memetic search of the block encoding: each child mutated, then annealed a little."""
         state = AssignmentState(instance)
         state.greedy()
+        if context.budget.spent():
+            return static_result(state, None, "ga (greedy's start spent the time limit)")
         search = StaticSearch(state, list(options.moves), rng)
         steps = max(1, round(IMPROVEMENT_STEPS_PER_JOB * instance.n_jobs))
 

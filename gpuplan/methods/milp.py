@@ -227,9 +227,12 @@ class MilpMethod:
         backend = get_backend(options.backend)
         fallback = self._start_plan(instance, context)
         try:
+            if budget.spent():
+                raise OutOfTimeError("start plan")
             model = AssignmentModel.build(instance, budget)
         except OutOfTimeError as spent:
-            why = f"the time limit was spent building the model's {spent}"
+            why = ("the time limit was spent on the start plan" if str(spent) == "start plan"
+                   else f"the time limit was spent building the model's {spent}")
             return kept_plan(instance, no_plan(instance, f"no plan: {why}",
                                                f"{options.backend} not started",
                                                bound=fallback.bound),

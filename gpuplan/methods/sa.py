@@ -85,6 +85,8 @@ class AnnealingMethod(PlainMethod):
         """Heat-bath annealing of the block encoding, cooling geometrically."""
         state = AssignmentState(instance)
         state.greedy()
+        if context.budget.spent():
+            return static_result(state, None, "sa (greedy's start spent the time limit)")
         search = StaticSearch(state, list(options.moves), rng)
         hot, cold = search.scale * HOT, search.scale * COLD
         progress.meets(search.best_value)

@@ -36,6 +36,9 @@ from gpuplan.models.linear import (
     check_budget,
 )
 
+#: (job, GPU) pairs examined between two readings of the budget while building.
+PAIRS_PER_CHECK = 1 << 20
+
 
 def job_value(instance: Instance) -> FloatArray:
     """``(J, T)`` objective contribution of placing a whole job on a type (0 where unused)."""
@@ -108,8 +111,19 @@ class AssignmentModel:
         n_gpus, n_jobs = instance.n_gpus, instance.n_jobs
         group_of = gpu_node * n_types + gpu_type
         group_size = instance.node_gpus.ravel()[group_of]
-        usable = instance.eligible[:, gpu_type] & (instance.gang[:, None] <= group_size[None, :])
-        x_job, x_gpu = (a.astype(np.int64) for a in np.nonzero(usable))
+        # (job, GPU) pairs in blocks of jobs, the budget read between blocks: on a large
+        # fleet the pairs alone take seconds.
+        per_block = max(1, PAIRS_PER_CHECK // max(n_gpus, 1))
+        blocks = []
+        for first in range(0, n_jobs, per_block):
+            check_budget(budget, "columns")
+            end = first + per_block
+            usable = (instance.eligible[first:end, gpu_type]
+                      & (instance.gang[first:end, None] <= group_size[None, :]))
+            job, gpu = np.nonzero(usable)
+            blocks.append((job.astype(np.int64) + first, gpu.astype(np.int64)))
+        x_job = np.concatenate([b[0] for b in blocks]) if blocks else np.zeros(0, np.int64)
+        x_gpu = np.concatenate([b[1] for b in blocks]) if blocks else np.zeros(0, np.int64)
         nx = x_job.size
         check_budget(budget, "columns")
         gang = instance.gang[x_job]

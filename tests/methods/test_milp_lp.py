@@ -421,7 +421,7 @@ def test_milp_keeps_greedys_plan_when_building_spends_the_limit(large_gap: Insta
     schedule = plan(instance, "milp", settings=RunSettings(time_limit_s=1e-3))
     assert schedule.status is Status.FEASIBLE and schedule.segments
     assert schedule.verification is not None and schedule.verification.ok
-    assert "greedy plan kept (the time limit was spent building the model" in schedule.solver
+    assert "greedy plan kept (the time limit was spent" in schedule.solver
     assert schedule.wall_time_s < 0.5
 
 
