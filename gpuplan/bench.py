@@ -138,6 +138,22 @@ class MethodSpec:
     objective: ObjectiveKind | None = None
 
 
+def split_specs(text: str) -> list[str]:
+    """The method specs of ``--methods``, split at the commas that start a new method.
+
+    A comma inside a value (``sa:moves=shift,swap``) continues the spec: a piece that does
+    not start with a registered method's name belongs to the one before it.
+    """
+    specs: list[str] = []
+    for piece in text.split(","):
+        head = re.split(r"[@:]", piece, maxsplit=1)[0]
+        if specs and head not in METHODS:
+            specs[-1] += "," + piece
+        elif piece:
+            specs.append(piece)
+    return specs
+
+
 def parse_method(spec: str) -> MethodSpec:
     """Read ``NAME[@WARM][:KEY=VALUE]...``, e.g. ``milp@sa`` or ``milp:backend=cpsat``.
 
@@ -184,6 +200,10 @@ def parse_method(spec: str) -> MethodSpec:
                                  ) from None
         else:
             settings[key] = text
+    if objective is not None and objective not in method.objectives:
+        able = [m.name for m in METHODS.values() if objective in m.objectives]
+        raise InputError("--methods", "", f"{spec!r}: method {name!r} cannot plan objective "
+                         f"{objective.value!r}; methods that can: {', '.join(able)}")
     try:
         build_options(method, settings, source=spec)
     except InputError as exc:
@@ -296,7 +316,12 @@ def cells(row: dict[str, Any]) -> list[str]:
             return f"{value:.{digits}g}"
         return str(value)
 
-    return [text(row["instance"]), text(row["method"]), text(row["status"]),
+    # An error row says why, in place of a status: what cannot work is refused per
+    # instance by plan() (a backend the instance's model needs more of, a space-sharing
+    # instance without colocation data).
+    status = (f"error: {row['error']}".replace("|", "/") if row.get("error")
+              else text(row["status"]))
+    return [text(row["instance"]), text(row["method"]), status,
             text(row.get("objective")),
             text(row.get("best_known")) + (" (bound)" if row.get("reference_is_bound") else ""),
             text(row.get("gap_pct"), 3), text(row.get("bound")),

@@ -18,6 +18,7 @@ from gpuplan.bench import (
     markdown,
     parse_method,
     run_bench,
+    split_specs,
     summary,
     summary_markdown,
     write_results,
@@ -36,7 +37,7 @@ def register(commands: Commands) -> None:
         "or a named set of the shared benchmarks with known values: "
         f"{', '.join(NAMED)}) with each method at the same time limit; print and write "
         "the table (objective, reference: the best known value or else the tightest bound "
-        "any method proved, gap %%, bound, seconds, verified) and a summary per group.",
+        "any method proved, gap %, bound, seconds, verified) and a summary per group.",
     )
     parser.add_argument("suite", metavar="SUITE")
     parser.add_argument("--methods", default=DEFAULT_METHOD, metavar="M,...",
@@ -59,7 +60,7 @@ def register(commands: Commands) -> None:
 
 def bench(args: argparse.Namespace) -> int:
     """Run the suite, print both tables, write them with the command that made them."""
-    specs = [parse_method(m) for m in args.methods.split(",") if m]
+    specs = [parse_method(m) for m in split_specs(args.methods)]
     if not specs:
         raise InputError("--methods", "", f"no method given; choose from {', '.join(METHODS)}")
     run = settings(args)
