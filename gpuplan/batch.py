@@ -69,7 +69,7 @@ from gpuplan.instance import Instance
 from gpuplan.io import remove_stale_temporaries, write_text_atomic
 from gpuplan.methods import get_method
 from gpuplan.methods.base import CORES, RunSettings, build_options
-from gpuplan.planning import plan
+from gpuplan.planning import check_settings, plan
 from gpuplan.readers import read_instance
 from gpuplan.schedule import Schedule
 from gpuplan.verify import verify_schedule
@@ -191,9 +191,12 @@ def make_tasks(sources: Sequence[Path], out: Path, method: str, options: Mapping
     Raises
     ------
     InputError
-        For an unknown method, or an option it does not take or a value out of range.
+        For an unknown method, an option it does not take, a value out of range, or
+        ``--iterations`` for a method that counts none.
     """
-    build_options(get_method(method), options)
+    chosen = get_method(method)
+    build_options(chosen, options)
+    check_settings(chosen, settings)
     limit = _name_limit(out)
     stems = [_shorten(source.stem, limit) for source in sources]
     own = {stem.casefold() for stem in stems}

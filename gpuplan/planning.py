@@ -93,6 +93,20 @@ def _warm_heuristic(instance: Instance, method: Method, name: str,
     return run
 
 
+def check_settings(method: Method, settings: RunSettings) -> None:
+    """Refuse run settings the method does not read: ``--iterations`` without steps.
+
+    Raises
+    ------
+    InputError
+        Naming ``--iterations``, the method and the methods that count iterations.
+    """
+    if settings.iterations is not None and not method.iterative:
+        counting = [m.name for m in METHODS.values() if m.iterative]
+        raise InputError("--iterations", "", f"method {method.name!r} does not count "
+                         f"iterations; methods that do: {', '.join(counting)}")
+
+
 def check_method(instance: Instance, method: Method, options: Any,
                  settings: RunSettings) -> None:
     """Refuse a method, objective, backend and settings that cannot work together.
@@ -106,10 +120,7 @@ def check_method(instance: Instance, method: Method, options: Any,
         able = [m.name for m in METHODS.values() if instance.objective in m.objectives]
         raise InputError("--method", "", f"method {method.name!r} cannot plan objective "
                          f"{instance.objective.value!r}; methods that can: {', '.join(able)}")
-    if settings.iterations is not None and not method.iterative:
-        counting = [m.name for m in METHODS.values() if m.iterative]
-        raise InputError("--iterations", "", f"method {method.name!r} does not count "
-                         f"iterations; methods that do: {', '.join(counting)}")
+    check_settings(method, settings)
     if method.backends:
         # None: the method picks its backend for the objective (textbook's makespan).
         name = options.backend or method.backends[0]

@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from gpuplan.cli.common import (
@@ -142,6 +143,9 @@ def solve(args: argparse.Namespace) -> int:
     run = settings(args)
     options = method_options(args, method)
     start = None if args.warm_start in (None, *METHODS) else args.warm_start
+    if start is not None and not Path(start).exists():
+        raise InputError("--warm-start", "", f"{start!r} is neither a method "
+                         f"({', '.join(METHODS)}) nor a schedule file")
     if args.output not in (None, "-"):
         check_output(args.output, [file_of(args.instance),
                                    *(path for path in (start, args.options) if path)])
