@@ -112,13 +112,17 @@ def bad_input_tries(folder: Path) -> list[Try]:
               for name, path in built_inputs(folder)]
     tries += [Try("built bad file", "a folder as the instance", ["solve", str(folder)], 2),
               Try("built bad file", "a missing file", ["solve", str(folder / "none.json")], 2)]
+    # A method that takes the flag, so that its range check (not "does not take") answers.
     numbers = {"--seed -1": ["--seed", "-1"], "--seed 2**70": ["--seed", str(2**70)],
                "--threads 0": ["--threads", "0"], "--threads -1": ["--threads", "-1"],
-               "--threads 1000": ["--threads", "1000"], "--tick 0": ["--tick", "0"],
-               "--tick nan": ["--tick", "nan"], "--time-limit inf": ["--time-limit", "inf"],
-               "--time-limit -3": ["--time-limit", "-3"], "--round 0": ["--round", "0"],
+               "--threads 1000": ["--threads", "1000"],
+               "--tick 0": ["--method", "cp", "--tick", "0"],
+               "--tick nan": ["--method", "cp", "--tick", "nan"],
+               "--time-limit inf": ["--time-limit", "inf"],
+               "--time-limit -3": ["--time-limit", "-3"],
+               "--round 0": ["--method", "balance", "--round", "0"],
                "--iterations 0": ["--iterations", "0"],
-               "--partitions 10**5000": ["--partitions", "1" + "0" * 5000],
+               "--partitions 10**5000": ["--method", "balance", "--partitions", "1" + "0" * 5000],
                "--objective fastest": ["--objective", "fastest"],
                "--method magic": ["--method", "magic"],
                "--warm-start missing file": ["--method", "cp", "--warm-start", "none.json"],
