@@ -162,6 +162,31 @@ class Verification(_Model):
     )
 
 
+class RunRecord(_Model):
+    """How a simulated run was made and what it measured (``gpuplan simulate``).
+
+    The schedule it belongs to is the run log: every segment and event of the run, checked
+    by the verifier like any plan.
+    """
+
+    scheduler: str = Field(description="The registered scheduler that decided the run.")
+    placement: str = Field(description="The registered placement that picked the GPUs.")
+    admission: str = Field(description="The registered admission that let jobs in.")
+    mode: str = Field(description="'event' (decide at every arrival and completion) or "
+                      "'round' (decide at every round boundary).")
+    round_s: float | None = Field(description="Round length in seconds; null in event mode.")
+    restart_overhead_s: float = Field(ge=0, description="Seconds every resume paid.")
+    migration_overhead_s: float = Field(ge=0, description="Further seconds a move paid.")
+    window: list[int] = Field(
+        min_length=2, max_length=2,
+        description="The measured jobs: positions [first, last) in arrival order.")
+    metrics: dict[str, float] = Field(
+        description="Measurements over the window (JCT in hours, utilisation as a share).")
+    utilisation_by_type: dict[str, float] = Field(
+        description="Share of each GPU type's GPU-time held by jobs, first arrival to last "
+        "completion.")
+
+
 _EPOCH = TypeAdapter(AwareDatetime)
 
 
@@ -213,6 +238,9 @@ class Schedule(_Model):
     verification: Verification | None = Field(
         default=None, description="Always present in written schedules."
     )
+    run: RunRecord | None = Field(
+        default=None, description="For a simulated run: how it was made and what it "
+        "measured; null for a plan.")
 
     @classmethod
     def from_result(

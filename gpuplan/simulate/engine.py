@@ -1,0 +1,462 @@
+"""The event loop: jobs arrive, start, are preempted, resume, migrate and complete.
+
+A plain priority queue of timed events over an index-based cluster state, as Gavel's and
+Blox's simulators are a round or event loop. Two modes:
+
+- **event** (:attr:`Mode.EVENT`): the scheduler decides at every instant something
+  happens (an arrival, a completion, or a wake-up it asked for);
+- **round** (:attr:`Mode.ROUND`): it decides at every round boundary, Gavel's time
+  slicing; arrivals wait for the next round, and GPUs a job frees mid-round stay idle
+  until the round ends.
+
+Work is accounted exactly: a job running on type ``t`` does ``1 / duration[j, t]`` of
+itself per second once its overheads are paid. Every resume pays the restore overhead,
+and a resume on other GPUs than the job's previous segment (another node or another type)
+is a migration and pays the migration overhead as well. A job still paying an overhead,
+or not preemptible, is never stopped. The run is recorded as segments and events in a
+:class:`~gpuplan.solution.Result`, which :func:`gpuplan.simulate.run.simulate` verifies
+before anything is written: the engine's own accounting (the work each segment declares)
+is checked against the intervals by the independent verifier.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.simulate.policy import (
+    Admission,
+    ClusterView,
+    Decision,
+    Mode,
+    Placement,
+    Scheduler,
+    View,
+)
+from gpuplan.solution import Event, EventKind, Result
+from gpuplan.status import Status
+
+logger = logging.getLogger(__name__)
+
+#: Called now and then with (simulated seconds, jobs finished, jobs in all).
+Progress = Callable[[float, int, int], None]
+
+#: How often (wall seconds) the progress callback is called at most.
+_PROGRESS_EVERY_S = 0.25
+
+
+class SimulationError(RuntimeError):
+    """A policy broke the engine's contract, or the run cannot go on (a bug, never input)."""
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """How a run is simulated.
+
+    Attributes
+    ----------
+    mode
+        Decide at every event, or at every round boundary.
+    round_s
+        Round length in seconds (round mode; Gavel's default is 360 s).
+    restart_overhead_s
+        Checkpoint/restore seconds every resume pays before it does work.
+    migration_overhead_s
+        Further seconds a resume on other GPUs (a migration) pays.
+    """
+
+    mode: Mode = Mode.EVENT
+    round_s: float = 360.0
+    restart_overhead_s: float = 30.0
+    migration_overhead_s: float = 60.0
+
+
+class _Kind(IntEnum):
+    """Timed events; at one instant completions are handled first, so their GPUs are free."""
+
+    COMPLETE = 0
+    ARRIVE = 1
+    WAKE = 2
+
+
+class _Recorder:
+    """The segments and events of the run, as they close."""
+
+    def __init__(self) -> None:
+        self.job: list[int] = []
+        self.gpu_type: list[int] = []
+        self.start: list[float] = []
+        self.end: list[float] = []
+        self.gpus: list[IntArray] = []
+        self.work: list[float] = []
+        self.restore: list[float] = []
+        self.migrate: list[float] = []
+        self.events: list[Event] = []
+
+    def segment(self, job: int, gpu_type: int, start: float, end: float, gpus: IntArray,
+                work: float, restore: float, migrate: float) -> None:
+        self.job.append(job)
+        self.gpu_type.append(gpu_type)
+        self.start.append(start)
+        self.end.append(end)
+        self.gpus.append(gpus)
+        self.work.append(work)
+        self.restore.append(restore)
+        self.migrate.append(migrate)
+
+    def event(self, now: float, kind: EventKind, job: int, gpus: IntArray) -> None:
+        self.events.append(Event(now, kind, job, gpus))
+
+    def result(self, solver: str) -> Result:
+        return Result(
+            status=Status.FEASIBLE, objective=None, bound=None, solver=solver,
+            job=np.array(self.job, dtype=np.int64),
+            gpu_type=np.array(self.gpu_type, dtype=np.int64),
+            start=np.array(self.start), end=np.array(self.end), gpus=tuple(self.gpus),
+            work=np.array(self.work), restore_s=np.array(self.restore),
+            migrate_s=np.array(self.migrate), events=tuple(self.events))
+
+
+class Engine:
+    """One simulated run of a workload under a policy; :meth:`run` once.
+
+    Parameters
+    ----------
+    instance
+        The workload (``release`` are arrival times) and the cluster. Every job must be
+        eligible on some type (the caller checks, naming the job).
+    config
+        Mode, round length and overheads.
+    scheduler, placement, admission
+        The policy's parts, built for this run.
+    progress
+        Called now and then with the simulated time and jobs finished.
+    """
+
+    def __init__(self, instance: Instance, config: SimulationConfig, scheduler: Scheduler,
+                 placement: Placement, admission: Admission,
+                 progress: Progress | None = None) -> None:
+        if config.mode not in scheduler.modes:
+            raise SimulationError(f"scheduler {scheduler.name!r} does not work in "
+                                  f"{config.mode.value} mode")
+        self.instance = instance
+        self.config = config
+        self.scheduler = scheduler
+        self.placement = placement
+        self.admission = admission
+        self.progress = progress
+        n, kinds = instance.n_jobs, instance.n_types
+        self.rate: FloatArray = np.where(instance.eligible, 1.0 / np.where(
+            instance.eligible, instance.duration, 1.0), 0.0)
+        duration = np.where(instance.eligible, instance.duration, np.inf)
+        # Every eligible type, fastest first (the default preference of a decision).
+        self.fastest: list[IntArray] = [
+            np.argsort(duration[j], kind="stable")[:int(instance.eligible[j].sum())]
+            for j in range(n)]
+        # Jobs by arrival (release, then index), the order views list them in.
+        self.by_arrival: IntArray = np.lexsort((np.arange(n), instance.release))
+        self.remaining: FloatArray = np.ones(n)
+        self.attained: FloatArray = np.zeros(n)
+        self.received: FloatArray = np.zeros((n, kinds))
+        self.running_type: IntArray = np.full(n, -1, dtype=np.int64)
+        self.first_start: FloatArray = np.full(n, np.nan)
+        self.finish: FloatArray = np.full(n, np.nan)
+        self.active = np.zeros(n, dtype=bool)
+        self.waiting = np.zeros(n, dtype=bool)
+        self.arrived = np.zeros(n, dtype=bool)
+        self.preds_left: IntArray = np.array([len(p) for p in instance.predecessors],
+                                             dtype=np.int64)
+        # The open segment of each running job.
+        self.seg_start: FloatArray = np.zeros(n)
+        self.work_start: FloatArray = np.zeros(n)
+        self.seg_restore: FloatArray = np.zeros(n)
+        self.seg_migrate: FloatArray = np.zeros(n)
+        self.seg_remaining: FloatArray = np.ones(n)
+        self.mark: FloatArray = np.zeros(n)
+        self.gpus: list[IntArray | None] = [None] * n
+        self.last_gpus: list[IntArray | None] = [None] * n
+        self.version: IntArray = np.zeros(n, dtype=np.int64)
+        self.owner: IntArray = np.full(instance.n_gpus, -1, dtype=np.int64)
+        self.free: IntArray = instance.node_gpus.astype(np.int64).copy()
+        self.total: IntArray = instance.node_gpus.sum(axis=0).astype(np.int64)
+        first = np.concatenate(([0], np.cumsum(instance.node_gpus.ravel())[:-1]))
+        self.cluster = ClusterView(instance, _readonly(self.owner), _readonly(self.free),
+                                   first.reshape(instance.node_gpus.shape).astype(np.int64),
+                                   self.last_gpus)
+        self.recorder = _Recorder()
+        self.queue: list[tuple[float, int, int, int, int]] = []
+        self.sequence = 0
+        self.wake_version = 0
+        self.finished = 0
+        self.decisions = 0
+        self._last_progress = 0.0
+
+    # -- the queue ---------------------------------------------------------------------
+
+    def _push(self, at: float, kind: _Kind, job: int, version: int) -> None:
+        self.sequence += 1
+        heapq.heappush(self.queue, (at, int(kind), self.sequence, job, version))
+
+    def _handle_until(self, until: float, inclusive: bool) -> bool:
+        """Handle every queued event before ``until`` (or at it); whether any counted.
+
+        Completions of segments that were stopped since, and wake-ups that a later one
+        replaced, do not count.
+        """
+        queue, happened = self.queue, False
+        while queue and (queue[0][0] < until or (inclusive and queue[0][0] == until)):
+            at, kind, _, job, version = heapq.heappop(queue)
+            if kind == _Kind.COMPLETE and version == self.version[job]:
+                self._complete(job, at)
+                happened = True
+            elif kind == _Kind.ARRIVE:
+                self._arrive(job)
+                happened = True
+            elif kind == _Kind.WAKE and version == self.wake_version:
+                happened = True
+        return happened
+
+    # -- job life ----------------------------------------------------------------------
+
+    def _arrive(self, job: int) -> None:
+        self.arrived[job] = True
+        if self.preds_left[job] == 0:
+            self.waiting[job] = True
+
+    def _settle(self, now: float) -> None:
+        """Bring every running job's remaining work, service and time received up to now."""
+        jobs = np.flatnonzero(self.running_type >= 0)
+        if jobs.size == 0:
+            return
+        kinds = self.running_type[jobs]
+        ran = np.maximum(0.0, now - np.maximum(self.mark[jobs], self.work_start[jobs]))
+        self.remaining[jobs] = np.maximum(
+            0.0, self.seg_remaining[jobs] - np.maximum(0.0, now - self.work_start[jobs])
+            * self.rate[jobs, kinds])
+        self.attained[jobs] += self.instance.gang[jobs] * ran
+        self.received[jobs, kinds] += now - self.mark[jobs]
+        self.mark[jobs] = now
+
+    def _occupy(self, job: int, gpus: IntArray | None, holder: int) -> None:
+        if gpus is None:
+            raise SimulationError(f"job {job} holds no GPUs")
+        self.owner[gpus] = holder
+        node = int(self.instance.gpu_node[gpus[0]])
+        kind = int(self.instance.gpu_type[gpus[0]])
+        self.free[node, kind] += -gpus.size if holder >= 0 else gpus.size
+
+    def _start(self, job: int, gpu_type: int, gpus: IntArray, now: float) -> None:
+        instance = self.instance
+        if (gpus.size != instance.gang[job] or (self.owner[gpus] >= 0).any()
+                or (instance.gpu_type[gpus] != gpu_type).any()
+                or (instance.gpu_node[gpus] != instance.gpu_node[gpus[0]]).any()):
+            raise SimulationError(f"placement {self.placement.name!r} gave job "
+                                  f"{instance.job_ids[job]!r} GPUs {gpus.tolist()} that are "
+                                  f"not {instance.gang[job]} free GPUs of one type on one node")
+        before = self.last_gpus[job]
+        first = before is None
+        moved = before is not None and set(gpus.tolist()) != set(before.tolist())
+        restore = 0.0 if first else self.config.restart_overhead_s
+        migrate = self.config.migration_overhead_s if moved else 0.0
+        if first:
+            self.first_start[job] = now
+        kind = EventKind.START if first else (EventKind.MIGRATE if moved else EventKind.RESUME)
+        self.recorder.event(now, kind, job, gpus)
+        self.gpus[job] = gpus
+        self._occupy(job, gpus, job)
+        self.running_type[job] = gpu_type
+        self.seg_start[job] = now
+        self.seg_restore[job] = restore
+        self.seg_migrate[job] = migrate
+        self.work_start[job] = now + restore + migrate
+        self.seg_remaining[job] = self.remaining[job]
+        self.mark[job] = now
+        self.version[job] += 1
+        done_at = self.work_start[job] + self.remaining[job] / self.rate[job, gpu_type]
+        self._push(float(done_at), _Kind.COMPLETE, job, int(self.version[job]))
+
+    def _close(self, job: int, now: float, work: float, kind: EventKind) -> None:
+        gpus = self.gpus[job]
+        assert gpus is not None
+        self.recorder.segment(job, int(self.running_type[job]), float(self.seg_start[job]), now,
+                              gpus, work, float(self.seg_restore[job]),
+                              float(self.seg_migrate[job]))
+        self.recorder.event(now, kind, job, gpus)
+        self._occupy(job, gpus, -1)
+        self.last_gpus[job] = gpus
+        self.gpus[job] = None
+        self.running_type[job] = -1
+        self.version[job] += 1
+
+    def _preempt(self, job: int, now: float) -> None:
+        # Settled at ``now`` by the decision that stops the job.
+        self._close(job, now, float(self.seg_remaining[job] - self.remaining[job]),
+                    EventKind.PREEMPT)
+
+    def _complete(self, job: int, now: float) -> None:
+        kind = int(self.running_type[job])
+        self.received[job, kind] += now - self.mark[job]
+        self.attained[job] += self.instance.gang[job] * max(
+            0.0, now - max(float(self.mark[job]), float(self.work_start[job])))
+        self._close(job, now, float(self.seg_remaining[job]), EventKind.COMPLETE)
+        self.remaining[job] = 0.0
+        self.finish[job] = now
+        self.active[job] = False
+        self.finished += 1
+        for successor in self.instance.successors[job]:
+            self.preds_left[successor] -= 1
+            if self.preds_left[successor] == 0 and self.arrived[successor]:
+                self.waiting[successor] = True
+
+    # -- decisions ---------------------------------------------------------------------
+
+    def _view(self, now: float) -> View:
+        order = self.by_arrival
+        running = self.running_type >= 0
+        locked = running & (~self.instance.preemptible | (self.work_start >= now))
+        return View(
+            now=now, instance=self.instance,
+            jobs=order[self.active[order]], waiting=order[self.waiting[order]],
+            remaining=_readonly(self.remaining), attained=_readonly(self.attained),
+            received=_readonly(self.received), running_type=_readonly(self.running_type),
+            locked=_readonly(locked), first_start=_readonly(self.first_start),
+            free=_readonly(self.free.sum(axis=0)), total=_readonly(self.total),
+            round_s=self.config.round_s if self.config.mode is Mode.ROUND else None)
+
+    def _decide(self, now: float) -> View:
+        """Settle the running jobs, admit, ask the scheduler and carry out its decision."""
+        self._settle(now)
+        self.decisions += 1
+        if self.waiting.any():
+            view = self._view(now)
+            for job in view.waiting.tolist():
+                if self.admission.admit(view, job):
+                    self.waiting[job] = False
+                    self.active[job] = True
+        view = self._view(now)
+        if view.jobs.size:
+            self._apply(self.scheduler.decide(view), view)
+        return view
+
+    def _apply(self, decision: Decision, view: View) -> None:
+        """Grant types in the decision's order, stop who lost out, place who starts."""
+        instance, now = self.instance, view.now
+        gang = instance.gang
+        running = self.running_type >= 0
+        fixed = running & (view.locked | (not self.scheduler.preemptive))
+        held = np.bincount(self.running_type[fixed], weights=gang[fixed],
+                           minlength=instance.n_types)
+        avail = self.total - held.astype(np.int64)
+        grant = np.full(instance.n_jobs, -1, dtype=np.int64)
+        order = np.asarray(decision.order, dtype=np.int64)
+        inactive = order[~self.active[order]]
+        if inactive.size:
+            raise SimulationError(f"scheduler {self.scheduler.name!r} chose job "
+                                  f"{instance.job_ids[inactive[0]]!r}, which is not active")
+        smallest = int(gang[order].min()) if order.size else 0
+        for k, job in enumerate(order.tolist()):
+            if avail.max() < smallest:
+                break
+            if fixed[job] or grant[job] >= 0:
+                continue
+            types = (self.fastest[job] if decision.prefer is None
+                     else decision.prefer[k][decision.prefer[k] >= 0])
+            need, current = int(gang[job]), int(self.running_type[job])
+            if current >= 0 and avail[current] >= need and (types == current).any():
+                chosen = current
+            else:
+                fits = types[(avail[types] >= need) & instance.eligible[job, types]]
+                chosen = int(fits[0]) if fits.size else -1
+            if chosen >= 0:
+                avail[chosen] -= need
+                grant[job] = chosen
+        for job in np.flatnonzero(running & ~fixed & (grant != self.running_type)).tolist():
+            self._preempt(job, now)
+        starting = np.flatnonzero((grant >= 0) & (self.running_type < 0))
+        if starting.size == 0:
+            return
+        # In the decision's order, largest gangs first, so small jobs do not split nodes.
+        rank = np.empty(instance.n_jobs, dtype=np.int64)
+        rank[order] = np.arange(order.size)
+        for job in starting[np.lexsort((rank[starting], -gang[starting]))].tolist():
+            gpus = self.placement.place(self.cluster, job, int(grant[job]))
+            if gpus is None:
+                logger.debug("t=%g: no node has %d free %s GPUs for job %s", now, gang[job],
+                             instance.type_ids[grant[job]], instance.job_ids[job])
+                continue
+            self._start(job, int(grant[job]), np.asarray(gpus, dtype=np.int64), now)
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def _report(self, now: float, force: bool = False) -> None:
+        if self.progress is None:
+            return
+        clock = time.perf_counter()
+        if force or clock - self._last_progress >= _PROGRESS_EVERY_S:
+            self._last_progress = clock
+            self.progress(now, self.finished, self.instance.n_jobs)
+
+    def _stalled(self, now: float) -> SimulationError:
+        left = np.flatnonzero(np.isnan(self.finish))
+        names = ", ".join(self.instance.job_ids[j] for j in left[:5])
+        return SimulationError(
+            f"the run is stuck at t={now:g} s: {left.size} job(s) ({names}) wait but nothing "
+            f"runs and nothing will arrive; scheduler {self.scheduler.name!r} and admission "
+            f"{self.admission.name!r} start none of them")
+
+    def run(self) -> Result:
+        """Simulate until every job has completed; the run as segments and events."""
+        for job in range(self.instance.n_jobs):
+            self._push(float(self.instance.release[job]), _Kind.ARRIVE, job, 0)
+        if self.config.mode is Mode.ROUND:
+            self._rounds()
+        else:
+            self._events()
+        self._report(float(np.nanmax(self.finish, initial=0.0)), force=True)
+        return self.recorder.result(f"gpuplan simulate {self.scheduler.name}")
+
+    def _events(self) -> None:
+        while self.queue:
+            now = self.queue[0][0]
+            if not self._handle_until(now, inclusive=True):
+                continue
+            view = self._decide(now)
+            wake = self.scheduler.wakeup(view) if view.jobs.size else None
+            # Only the latest wake-up counts: a decision replaces the plan it came from.
+            self.wake_version += 1
+            if wake is not None and wake > now:
+                self._push(wake, _Kind.WAKE, -1, self.wake_version)
+            self._report(now)
+        if self.finished < self.instance.n_jobs:
+            raise self._stalled(float(np.nanmax(self.finish, initial=0.0)))
+
+    def _rounds(self) -> None:
+        round_s = self.config.round_s
+        now = self.queue[0][0]
+        while self.finished < self.instance.n_jobs:
+            self._handle_until(now, inclusive=True)
+            self._decide(now)
+            self._report(now)
+            if not (self.running_type >= 0).any() and not any(
+                    kind != _Kind.COMPLETE for _, kind, *_ in self.queue):
+                raise self._stalled(now)
+            end = now + round_s
+            self._handle_until(end, inclusive=False)
+            if (self.queue and not (self.running_type >= 0).any() and not self.active.any()
+                    and not self.waiting.any()):
+                # An idle cluster: the next round starts when the next job arrives.
+                end = max(end, self.queue[0][0])
+            now = end
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view

@@ -1,0 +1,21 @@
+"""``all``: every job enters the scheduler's view when it arrives."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from gpuplan.simulate.policy import PolicyContext, View
+
+
+class AdmitAll:
+    """Admits every job at once; the scheduler alone decides when it runs."""
+
+    name: ClassVar[str] = "all"
+    description: ClassVar[str] = "admit every job when it arrives"
+
+    def __init__(self, context: PolicyContext) -> None:
+        del context
+
+    def admit(self, view: View, job: int) -> bool:
+        """Always."""
+        return True

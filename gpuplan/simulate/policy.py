@@ -1,0 +1,241 @@
+"""The plug-in points of the simulator: admission, scheduling and placement.
+
+As in Blox, a cluster policy is three parts, each a small protocol:
+
+- :class:`Admission` decides when an arrived job enters the scheduler's view (a job held
+  back waits and is asked about again at the next decision);
+- :class:`Scheduler` decides, at each decision point, which jobs should run and on which
+  GPU types: a :class:`Decision`, the jobs in priority order with the types each may use
+  in order of preference;
+- :class:`Placement` picks the GPUs of one job on one type.
+
+The engine (:mod:`gpuplan.simulate.engine`) turns a decision into starts, preemptions and
+migrations: it walks the decision in order, granting each job the first type of its
+preference with enough GPUs left (a running job keeps its type if it may and still fits
+there), stops running jobs left without a grant (when the scheduler is preemptive and the
+job may be preempted), keeps the GPUs of jobs that stay on their type, and asks the
+placement for GPUs of the rest, largest gangs first. A scheduler therefore never has to
+know about nodes, and a placement never has to know about priorities.
+
+Each part has a name and is listed in a registry (:data:`SCHEDULERS`, :data:`PLACEMENTS`,
+:data:`ADMISSIONS`) that the CLI reads; registering a part is one module and one line in
+:mod:`gpuplan.simulate.policies`. Parts are built fresh for every run (a scheduler may
+keep state across decisions, such as LAS queues or Gavel's allocation), from a factory
+taking the run's :class:`PolicyContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.methods.base import RunSettings
+
+
+class Mode(StrEnum):
+    """When the scheduler decides."""
+
+    #: At every round boundary (Gavel's time slicing); jobs run a whole round.
+    ROUND = "round"
+    #: At every arrival, completion and wake-up the scheduler asks for.
+    EVENT = "event"
+
+
+@dataclass(frozen=True)
+class View:
+    """What a scheduler or admission sees at a decision point.
+
+    Arrays of length ``J`` (all jobs of the instance) are read-only views of the engine's
+    state, valid only during the call; index them with :attr:`jobs`.
+
+    Attributes
+    ----------
+    now
+        Simulated time in seconds.
+    instance
+        The workload and the cluster.
+    jobs
+        Indices of the active jobs (arrived, admitted, predecessors done, not finished),
+        in arrival order (release time, then index).
+    waiting
+        Indices of the jobs that arrived (predecessors done) but are not admitted yet, in
+        arrival order; only admissions read this.
+    remaining
+        ``(J,)`` share of each job's work still to do, in ``[0, 1]``.
+    attained
+        ``(J,)`` service received so far in GPU-seconds (gang times run time, overheads
+        excluded): Tiresias' attained service.
+    received
+        ``(J, T)`` seconds each job has held a gang of each type (overheads included):
+        the time share Gavel's round mechanism compares with its allocation.
+    running_type
+        ``(J,)`` the type each job runs on now, -1 when it does not run.
+    locked
+        ``(J,)`` whether a running job may not be stopped now: it is not preemptible, or
+        it is still paying its restore or migration overhead.
+    first_start
+        ``(J,)`` when each job first started; NaN before then.
+    free
+        ``(T,)`` GPUs of each type that nobody holds.
+    total
+        ``(T,)`` GPUs of each type in the cluster.
+    round_s
+        Length of a round in round mode; None in event mode.
+    """
+
+    now: float
+    instance: Instance
+    jobs: IntArray
+    waiting: IntArray
+    remaining: FloatArray
+    attained: FloatArray
+    received: FloatArray
+    running_type: IntArray
+    locked: np.ndarray
+    first_start: FloatArray
+    free: IntArray
+    total: IntArray
+    round_s: float | None
+
+    def running(self) -> IntArray:
+        """The active jobs that run now, in arrival order."""
+        jobs: IntArray = self.jobs[self.running_type[self.jobs] >= 0]
+        return jobs
+
+    def remaining_s(self, jobs: IntArray) -> FloatArray:
+        """``(len(jobs),)`` seconds each job still needs on its fastest eligible type."""
+        seconds: FloatArray = self.remaining[jobs] * self.instance.min_duration[jobs]
+        return seconds
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Which jobs should run, in priority order, and on which GPU types.
+
+    Attributes
+    ----------
+    order
+        Job indices, highest priority first. Active jobs left out are not run (a running
+        one is preempted when the scheduler is preemptive and the job is not locked).
+    prefer
+        ``(len(order), K)`` for each job the GPU types it may use, most preferred first,
+        padded with -1; None: every eligible type, fastest first.
+    """
+
+    order: IntArray
+    prefer: IntArray | None = None
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    """What a policy part is built with, once per run.
+
+    Attributes
+    ----------
+    instance
+        The workload and the cluster.
+    mode
+        Round or event mode.
+    round_s
+        The round length (round mode).
+    seed
+        Seed for any random choice the part makes.
+    settings
+        Time limit, threads and gap for parts that call a solver (the ``replan`` hook and
+        the allocation policies); the limit applies to each call.
+    """
+
+    instance: Instance
+    mode: Mode
+    round_s: float
+    seed: int
+    settings: RunSettings = field(default_factory=RunSettings)
+
+
+class Admission(Protocol):
+    """Decides when an arrived job enters the scheduler's view."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def admit(self, view: View, job: int) -> bool:
+        """Whether ``job`` (in ``view.waiting``) is admitted now.
+
+        A job not admitted is asked about again at the next decision.
+        """
+
+
+class Scheduler(Protocol):
+    """Decides which jobs run, and where by type, at each decision point."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    #: The modes the scheduler works in.
+    modes: ClassVar[frozenset[Mode]]
+    #: Whether it may stop a running job to run another (non-preemptive schedulers only
+    #: order the jobs that wait; running jobs always keep their GPUs).
+    preemptive: ClassVar[bool]
+
+    def decide(self, view: View) -> Decision:
+        """The jobs to run now, in priority order, and their types."""
+
+    def wakeup(self, view: View) -> float | None:
+        """The next time (> ``view.now``) to decide again, arrivals and completions aside.
+
+        Event mode only: for example when a running job crosses a LAS threshold. None for
+        none.
+        """
+
+
+class Placement(Protocol):
+    """Picks the GPUs of one job on one type."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def place(self, cluster: ClusterView, job: int, gpu_type: int) -> IntArray | None:
+        """``gang`` free GPUs of ``gpu_type`` on one node for ``job``.
+
+        None when no node has them.
+        """
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """The GPUs as a placement sees them: who holds each, and free counts per node.
+
+    GPUs are numbered node by node and, within a node, type by type
+    (:attr:`Instance.gpu_ids`), so the GPUs of one type on one node are a contiguous range.
+
+    Attributes
+    ----------
+    instance
+        The cluster (``instance.gpu_node``, ``instance.gpu_type``) and the jobs' gangs.
+    owner
+        ``(G,)`` the job holding each GPU, -1 for a free one (read-only).
+    free
+        ``(N, T)`` free GPUs of each type on each node (read-only).
+    first
+        ``(N, T)`` index of the first GPU of each type on each node.
+    previous
+        For each job, the GPUs of its last segment (None before it first ran): resuming
+        there is no migration, and pays no migration overhead.
+    """
+
+    instance: Instance
+    owner: IntArray
+    free: IntArray
+    first: IntArray
+    previous: Sequence[IntArray | None]
+
+    def free_gpus(self, node: int, gpu_type: int) -> IntArray:
+        """The free GPUs of ``gpu_type`` on ``node``, lowest index first."""
+        start = int(self.first[node, gpu_type])
+        stop = start + int(self.instance.node_gpus[node, gpu_type])
+        mine: IntArray = start + np.flatnonzero(self.owner[start:stop] < 0)
+        return mine

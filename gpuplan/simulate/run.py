@@ -1,0 +1,150 @@
+"""One simulated run, from a workload to a verified run log: :func:`simulate`.
+
+The run log is a v2 :class:`~gpuplan.schedule.Schedule` (segments with their overheads,
+and the events of the run) with a :class:`~gpuplan.schedule.RunRecord` of how it was made
+and what it measured. It is checked by the independent verifier before it is returned, so
+nothing unchecked is ever written; a violation is an engine or policy bug and raises
+:class:`~gpuplan.simulate.engine.SimulationError`, it is never repaired.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpuplan.errors import InputError
+from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.methods.base import RunSettings, time_objective
+from gpuplan.schedule import RunRecord, Schedule
+from gpuplan.simulate.engine import Engine, Progress, SimulationConfig, SimulationError
+from gpuplan.simulate.metrics import run_metrics, utilisation_by_type
+from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS, build
+from gpuplan.simulate.policy import Mode, PolicyContext
+from gpuplan.verify import verify_schedule
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """The policy and settings of one run.
+
+    Attributes
+    ----------
+    scheduler, placement, admission
+        Registered names (:data:`~gpuplan.simulate.policies.SCHEDULERS` and the others).
+    config
+        Mode, round length and overheads.
+    seed
+        Seed of any random choice a part makes.
+    settings
+        Time limit per solver call, threads and gap, for parts that call a solver.
+    window
+        The measured jobs, positions ``[first, last)`` in arrival order; None: all.
+    """
+
+    scheduler: str = "fifo"
+    placement: str = "best-fit"
+    admission: str = "all"
+    config: SimulationConfig = field(default_factory=SimulationConfig)
+    seed: int = 0
+    settings: RunSettings = field(default_factory=RunSettings)
+    window: tuple[int, int] | None = None
+
+
+def run_instance(instance: Instance) -> Instance:
+    """The instance a run is simulated and verified on.
+
+    Online, nothing can promise a hard deadline: deadlines become due dates (a miss is
+    tardiness, reported, not a broken plan), and a static objective, which has no time,
+    becomes weighted completion time. Every job must be able to run somewhere.
+
+    Raises
+    ------
+    InputError
+        Naming the first job that fits no GPU type of the cluster.
+    """
+    stuck = np.flatnonzero(~instance.eligible.any(axis=1))
+    if stuck.size:
+        j = int(stuck[0])
+        raise InputError(instance.source, f"jobs[{j}]", f"job {instance.job_ids[j]!r} can "
+                         "run on no GPU type of the cluster (no duration, too little memory, "
+                         f"or no node with {instance.gang[j]} GPUs of one type); "
+                         f"{stuck.size} job(s) in all cannot run")
+    objective = (ObjectiveKind.WEIGHTED_COMPLETION if instance.objective.is_static
+                 else instance.objective)
+    return dataclasses.replace(
+        instance, objective=objective, deadline=np.full(instance.n_jobs, np.inf),
+        due=np.minimum(instance.due, instance.deadline))
+
+
+def check_window(instance: Instance, window: tuple[int, int] | None) -> tuple[int, int]:
+    """The window, all jobs when None.
+
+    Raises
+    ------
+    InputError
+        Naming ``--window`` when it is empty or reaches past the last job.
+    """
+    if window is None:
+        return 0, instance.n_jobs
+    first, last = window
+    if not 0 <= first < last <= instance.n_jobs:
+        raise InputError("--window", "", f"{first}:{last} is not a non-empty range of job "
+                         f"positions within 0:{instance.n_jobs}")
+    return first, last
+
+
+def simulate(instance: Instance, spec: RunSpec = RunSpec(),
+             progress: Progress | None = None) -> Schedule:
+    """Simulate the workload under the policy; the verified run log.
+
+    Parameters
+    ----------
+    instance
+        Jobs (``release`` are arrival times) and the cluster.
+    spec
+        The policy, the settings and the measurement window.
+    progress
+        Called now and then with (simulated seconds, jobs finished, jobs in all).
+
+    Raises
+    ------
+    InputError
+        A part name that is not registered, a window out of range, a job that can run
+        nowhere, or a scheduler that does not work in the chosen mode.
+    SimulationError
+        If the verifier finds the run log broken (a bug of the engine or a policy).
+    """
+    began = time.perf_counter()
+    instance = run_instance(instance)
+    window = check_window(instance, spec.window)
+    config = spec.config
+    context = PolicyContext(instance, config.mode, config.round_s, spec.seed, spec.settings)
+    scheduler = build(SCHEDULERS, spec.scheduler, "--policy", context)
+    if config.mode not in scheduler.modes:
+        raise InputError("--mode", "", f"scheduler {spec.scheduler!r} does not work in "
+                         f"{config.mode.value} mode; it takes --mode "
+                         f"{' or '.join(sorted(m.value for m in scheduler.modes))}")
+    placement = build(PLACEMENTS, spec.placement, "--placement", context)
+    admission = build(ADMISSIONS, spec.admission, "--admission", context)
+    result = Engine(instance, config, scheduler, placement, admission, progress).run()
+    result = dataclasses.replace(result, objective=time_objective(
+        instance, result.job, result.gpu_type, result.end, work=result.work))
+    schedule = Schedule.from_result(instance, result, method=f"simulate:{spec.scheduler}",
+                                    wall_time_s=time.perf_counter() - began, seed=spec.seed)
+    verification = verify_schedule(instance, schedule)
+    if not verification.ok:
+        shown = "; ".join(str(v) for v in verification.violations[:5])
+        raise SimulationError(f"the run log of {spec.scheduler!r} breaks "
+                              f"{len(verification.violations)} rule(s) of the verifier: {shown}")
+    record = RunRecord(
+        scheduler=spec.scheduler, placement=spec.placement, admission=spec.admission,
+        mode=config.mode.value,
+        round_s=config.round_s if config.mode is Mode.ROUND else None,
+        restart_overhead_s=config.restart_overhead_s,
+        migration_overhead_s=config.migration_overhead_s,
+        window=list(window), metrics=run_metrics(instance, result, window),
+        utilisation_by_type=utilisation_by_type(instance, result))
+    return schedule.model_copy(update={"verification": verification, "run": record})
