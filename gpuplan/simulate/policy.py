@@ -26,10 +26,10 @@ taking the run's :class:`PolicyContext`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -148,6 +148,9 @@ class PolicyContext:
     settings
         Time limit, threads and gap for parts that call a solver (the ``replan`` hook and
         the allocation policies); the limit applies to each call.
+    options
+        The part's own settings by name (``partitions``, ``thresholds``...), only those
+        its class lists in ``takes``, already checked against it.
     """
 
     instance: Instance
@@ -155,6 +158,7 @@ class PolicyContext:
     round_s: float
     seed: int
     settings: RunSettings = field(default_factory=RunSettings)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Admission(Protocol):
@@ -162,6 +166,8 @@ class Admission(Protocol):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    #: The options it takes (:attr:`PolicyContext.options`); any other is refused.
+    takes: ClassVar[frozenset[str]]
 
     def admit(self, view: View, job: int) -> bool:
         """Whether ``job`` (in ``view.waiting``) is admitted now.
@@ -175,6 +181,8 @@ class Scheduler(Protocol):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    #: The options it takes (:attr:`PolicyContext.options`); any other is refused.
+    takes: ClassVar[frozenset[str]]
     #: The modes the scheduler works in.
     modes: ClassVar[frozenset[Mode]]
     #: Whether it may stop a running job to run another (non-preemptive schedulers only
@@ -197,6 +205,8 @@ class Placement(Protocol):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    #: The options it takes (:attr:`PolicyContext.options`); any other is refused.
+    takes: ClassVar[frozenset[str]]
 
     def place(self, cluster: ClusterView, job: int, gpu_type: int) -> IntArray | None:
         """``gang`` free GPUs of ``gpu_type`` on one node for ``job``.

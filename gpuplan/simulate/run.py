@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +23,7 @@ from gpuplan.methods.base import RunSettings, time_objective
 from gpuplan.schedule import RunRecord, Schedule
 from gpuplan.simulate.engine import Engine, Progress, SimulationConfig, SimulationError
 from gpuplan.simulate.metrics import run_metrics, utilisation_by_type
-from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS, build
+from gpuplan.simulate.policies import SCHEDULERS, build_parts, part_class
 from gpuplan.simulate.policy import Mode, PolicyContext
 from gpuplan.verify import verify_schedule
 
@@ -42,6 +44,8 @@ class RunSpec:
         Time limit per solver call, threads and gap, for parts that call a solver.
     window
         The measured jobs, positions ``[first, last)`` in arrival order; None: all.
+    options
+        The parts' own options by name; each must be taken by one of the chosen parts.
     """
 
     scheduler: str = "fifo"
@@ -51,6 +55,7 @@ class RunSpec:
     seed: int = 0
     settings: RunSettings = field(default_factory=RunSettings)
     window: tuple[int, int] | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def run_instance(instance: Instance) -> Instance:
@@ -122,13 +127,14 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
     window = check_window(instance, spec.window)
     config = spec.config
     context = PolicyContext(instance, config.mode, config.round_s, spec.seed, spec.settings)
-    scheduler = build(SCHEDULERS, spec.scheduler, "--policy", context)
-    if config.mode not in scheduler.modes:
+    modes = part_class(SCHEDULERS, spec.scheduler, "--policy").modes
+    if config.mode not in modes:
         raise InputError("--mode", "", f"scheduler {spec.scheduler!r} does not work in "
                          f"{config.mode.value} mode; it takes --mode "
-                         f"{' or '.join(sorted(m.value for m in scheduler.modes))}")
-    placement = build(PLACEMENTS, spec.placement, "--placement", context)
-    admission = build(ADMISSIONS, spec.admission, "--admission", context)
+                         f"{' or '.join(sorted(m.value for m in modes))}")
+    scheduler, placement, admission = build_parts(
+        {"scheduler": spec.scheduler, "placement": spec.placement,
+         "admission": spec.admission}, spec.options, context)
     result = Engine(instance, config, scheduler, placement, admission, progress).run()
     result = dataclasses.replace(result, objective=time_objective(
         instance, result.job, result.gpu_type, result.end, work=result.work))

@@ -12,6 +12,7 @@ class AdmitAll:
 
     name: ClassVar[str] = "all"
     description: ClassVar[str] = "admit every job when it arrives"
+    takes: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, context: PolicyContext) -> None:
         del context
