@@ -13,6 +13,7 @@ from conftest import GAVEL, ROOT, instance_from, run_cli
 
 from gpuplan import InputError, Status, plan, read_instance
 from gpuplan.readers.gavel import (
+    GPU_MEMORY_GIB,
     PHYSICAL_CLUSTER,
     SCALE_FACTORS,
     SCALE_PROBABILITIES,
@@ -91,6 +92,28 @@ def test_real_gavel_data() -> None:
                               {"v100": 3.0, "k80": 1.0}, name="g")
     schedule = plan(instance_from(document))
     assert schedule.status is not Status.NO_SOLUTION
+
+
+def test_every_measured_pair_is_allowed() -> None:
+    """Each (job type, scale factor) Gavel measured runs on every type it was measured on.
+
+    Over the whole throughput file: a memory estimate above a K80's 12 GiB (ResNet-50 at
+    batch 128, the Transformer at batch 256) must not forbid a pair with a throughput.
+    """
+    throughputs = read_throughputs(GAVEL / "simulation_throughputs.json")
+    types = sorted(GPU_MEMORY_GIB)
+    keys = sorted({key for table in throughputs.values() for key in table
+                   if any(throughputs[t].get(key, 0.0) > 0 for t in types)})
+    trace = [TraceJob(job_type, 1000, scale, 1.0, 0.0) for job_type, scale in keys]
+    fleet = dict.fromkeys(types, 8)
+    instance = instance_from(trace_document(trace, throughputs, fleet, 8,
+                                            dict.fromkeys(fleet, 1.0), name="all"))
+    assert list(instance.type_ids) == types
+    measured = np.array([[throughputs[t].get(key, 0.0) > 0 for t in types] for key in keys])
+    assert measured.shape == instance.eligible.shape
+    assert (instance.eligible == measured).all()
+    resnet = keys.index(("ResNet-50 (batch size 128)", 1))
+    assert instance.eligible[resnet, types.index("k80")]
 
 
 def test_committed_instances_match_the_script() -> None:
