@@ -52,13 +52,16 @@ from gpuplan.methods.base import (
 )
 from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.allocation import (
+    FAIRNESS,
     SPACE_SHARING,
     AllocationProgram,
+    FairShare,
     PairColumns,
     Policy,
     ThroughputData,
     fairness_scale,
     finish_time_program,
+    finish_time_ratios,
     load_unit,
     makespan_program,
     makespan_scale,
@@ -70,6 +73,7 @@ from gpuplan.models.allocation import (
     quadratic_program,
     rate_program,
     restrict,
+    throughput_value,
 )
 from gpuplan.models.bounds import objective_bound
 from gpuplan.readers.instance_file import MAX_TIME_S
@@ -257,7 +261,9 @@ def solve_policy(data: ThroughputData, options: BalanceOptions, context: Context
         Rates, gangs and GPU counts; with colocation speeds, pairs may share GPUs.
     options
         The policy, its ``floor`` (``min-cost``: each job's throughput floor as a multiple
-        of its equal share), ``partitions``, ``space_sharing`` and the backend.
+        of its equal share), ``fair_share`` (the fairness policies' basis,
+        :class:`~gpuplan.models.allocation.FairShare`), ``partitions``, ``space_sharing``
+        and the backend.
     context
         The budget; threads, seed and gap for the backend (the seed also breaks ties in
         the deal of the partitions).
@@ -272,14 +278,14 @@ def solve_policy(data: ThroughputData, options: BalanceOptions, context: Context
     policy = Policy(options.policy)
     if data.colocation is not None and options.space_sharing:
         check_space_sharing(options)
-        return _space_sharing(data, policy, backend, context)
+        return _space_sharing(data, policy, FairShare(options.fair_share), backend, context)
     if options.partitions > 1:
         check_partitions(options.partitions, data.n_jobs, int(data.gpus.sum()))
         return _partitioned(data, policy, options, backend, context)
-    return _exact(data, policy, options.floor, backend, context)
+    return _exact(data, policy, options, backend, context)
 
 
-def _space_sharing(data: ThroughputData, policy: Policy, backend: Backend,
+def _space_sharing(data: ThroughputData, policy: Policy, basis: FairShare, backend: Backend,
                    context: Context) -> Allocation:
     """Max-min fairness or makespan with pairs of jobs sharing GPUs, by column generation.
 
@@ -292,8 +298,8 @@ def _space_sharing(data: ThroughputData, policy: Policy, backend: Backend,
     """
     began = time.perf_counter()
     budget = context.budget
-    scale, unit = (fairness_scale(data) if policy is Policy.MAX_MIN_FAIRNESS
-                   else (makespan_scale(data), 1.0))
+    scale = (fairness_scale(data, basis)[0] if policy is Policy.MAX_MIN_FAIRNESS
+             else makespan_scale(data))
     built = rate_program(data, scale)
     if budget.spent():
         return _none(policy, data, Status.NO_SOLUTION,
@@ -355,9 +361,7 @@ def _space_sharing(data: ThroughputData, policy: Policy, backend: Backend,
     throughput = (data.rate * share).sum(axis=1)
     np.add.at(throughput, pairs.a, rate_a * pair_share)
     np.add.at(throughput, pairs.b, rate_b * pair_share)
-    value = float((throughput * scale).min()) / unit
-    if policy is Policy.MAKESPAN:
-        value = 1.0 / max(float(throughput.min()), 1e-300)
+    value = throughput_value(data, policy, throughput, basis)
     used = int((pair_share > 1e-9).sum())
     logger.info("%s with space sharing: %s %.6g after %d pricing rounds, %d pair columns "
                 "(%d used), %.3f s", policy.value, status.value, value, rounds, pairs.size,
@@ -391,11 +395,13 @@ def _partitioned(data: ThroughputData, policy: Policy, options: BalanceOptions,
     """POP (Narayanan et al., SOSP 2021): job parts, each on a slice of every type.
 
     POP deals jobs at random; here the deal is stratified: jobs are sorted by gang size,
-    then by how much faster their fastest type is than their slowest (ties broken at
-    random, the context's seed), and dealt round-robin. Every part then holds the same mix
-    of gangs and type preferences, which a max-min objective needs: its value is the
-    worst part's, and a part that drew more big gangs than its GPUs' share drags it down
-    (on 2,048 Gavel jobs in 8 parts, random deals lost 9% of the max-min value). The GPUs
+    then by priority weight, then by how much faster their fastest type is than their
+    slowest (ties broken at random, the context's seed), and dealt round-robin. Every part
+    then holds the same mix of gangs, weights and type preferences, which a max-min
+    objective needs: its value is the worst part's, and a part that drew more big gangs
+    (or heavy weights) than its GPUs' share drags it down (on 2,048 Gavel jobs in 8 parts,
+    random deals lost 9% of the max-min value; a deal blind to Gavel's priorities, 20% of
+    the jobs at weight 5, lost 7.4%). The GPUs
     are dealt out in whole GPUs, round-robin over the parts (:func:`_deal_gpus`). Each
     part is solved exactly on its own, and the merged shares, feasible for the whole
     fleet, are scored on it. The caller checks that there are no more parts than jobs or
@@ -406,34 +412,35 @@ def _partitioned(data: ThroughputData, policy: Policy, options: BalanceOptions,
     tie = np.random.default_rng(context.seed).random(data.n_jobs)
     fastest = data.rate.max(axis=1, initial=0.0)
     slowest = np.where(data.rate > 0, data.rate, np.inf).min(axis=1)
-    order = np.lexsort((tie, fastest / slowest, data.gang))
+    order = np.lexsort((tie, fastest / slowest, data.weight, data.gang))
     dealt = _deal_gpus(data.gpus, parts)
     share = np.zeros_like(data.rate)
     solver = ""
     for k in range(parts):
         jobs = order[k::parts]
-        part = _exact(restrict(data, jobs, dealt[k]), policy, options.floor, backend, context)
+        part = _exact(restrict(data, jobs, dealt[k]), policy, options, backend, context)
         if not part.status.has_plan:
             return dataclasses.replace(part, share=share, seconds=time.perf_counter() - began)
         share[jobs] = part.share
         solver = part.solver
     throughput = (data.rate * share).sum(axis=1)
-    value = policy_value(data, policy, share, options.floor)
+    value = policy_value(data, policy, share, options.floor, FairShare(options.fair_share))
     return Allocation(policy, Status.FEASIBLE, share, value, throughput,
                       f"{solver}, POP in {parts} parts", time.perf_counter() - began)
 
 
-def _exact(data: ThroughputData, policy: Policy, floor: float, backend: Backend,
+def _exact(data: ThroughputData, policy: Policy, options: BalanceOptions, backend: Backend,
            context: Context) -> Allocation:
     """Solve one policy on the whole fleet, to optimality unless the budget stops it."""
     began = time.perf_counter()
+    basis = FairShare(options.fair_share)
     if policy is Policy.FINISH_TIME_FAIRNESS:
-        return _finish_time_fairness(data, backend, context, began)
+        return _finish_time_fairness(data, basis, backend, context, began)
     built = {
-        Policy.MAX_MIN_FAIRNESS: max_min_fairness_program,
+        Policy.MAX_MIN_FAIRNESS: lambda d: max_min_fairness_program(d, basis),
         Policy.MAKESPAN: makespan_program,
         Policy.MAX_THROUGHPUT: max_throughput_program,
-        Policy.MIN_COST: lambda d: min_cost_program(d, floor),
+        Policy.MIN_COST: lambda d: min_cost_program(d, options.floor),
         Policy.QUADRATIC: quadratic_program,
     }[policy](data)
     solution = backend.solve_program(built.program, context.limits())
@@ -443,10 +450,9 @@ def _exact(data: ThroughputData, policy: Policy, floor: float, backend: Backend,
     value = float(solution.objective) if solution.objective is not None else None
     throughput = (data.rate * share).sum(axis=1)
     match policy:
-        case Policy.MAX_MIN_FAIRNESS:
-            value = None if value is None else value / fairness_scale(data)[1]
-        case Policy.MAKESPAN:
-            value = 1.0 / float(throughput.min()) if value else None
+        case Policy.MAX_MIN_FAIRNESS | Policy.MAKESPAN:
+            # Measured on the shares: alike jobs may have shared columns (job_groups).
+            value = throughput_value(data, policy, throughput, basis)
         case Policy.MIN_COST:
             value = None if value is None else value * 3600.0
         case Policy.QUADRATIC:
@@ -459,37 +465,38 @@ def _exact(data: ThroughputData, policy: Policy, floor: float, backend: Backend,
                       time.perf_counter() - began)
 
 
-def _finish_time_fairness(data: ThroughputData, backend: Backend, context: Context,
-                          began: float) -> Allocation:
-    """Bisection on the largest finish-time ratio ``rho``, one LP feasibility check each.
+def _finish_time_fairness(data: ThroughputData, basis: FairShare, backend: Backend,
+                          context: Context, began: float) -> Allocation:
+    """The smallest largest finish-time ratio ``rho``: one LP, or a bisection over LPs.
 
-    ``rho = 1`` is feasible (the equal share meets it); the lower end starts at the ratio
-    every job would have with the whole fleet to itself. The bisection takes at most
+    When no job has waited (``elapsed`` 0, a static batch or a fresh state), ``rho_j`` is
+    ``D_j / R_j`` over the throughput (:meth:`~ThroughputData.isolated_time` ``D``, work
+    left ``R``): max-min fairness with those row scales, one LP. Otherwise a bisection on
+    ``rho``, one LP feasibility check each (:func:`finish_time_program`): the upper end is
+    the ratio of the fair share (feasible), the lower end the ratio every job would have
+    with the whole fleet to itself. The bisection takes at most
     ``log2(1 / BISECTION_TOLERANCE)`` steps; stopped by the time limit, it keeps the best
     ratio proven so far (``feasible``).
     """
-    policy = Policy.FINISH_TIME_FAIRNESS
     limits = context.limits()
-    equal = data.equal_share_rate()
-    finish_equal = data.release + 1.0 / equal
-    if not data.release.any():
-        # rho_j = equal_j / throughput_j: max-min fairness with unit weights, one LP.
-        built = rate_program(data, 1.0 / equal)
+    isolated = data.isolated_time(basis)
+    if not data.waited().any():
+        built = rate_program(data, isolated / data.work_left(), grouped=True)
         best = backend.solve_program(built.program, limits)
         if not best.status.has_plan or best.values is None:
-            return _none(policy, data, best.status, best.solver, began)
-        return _ratio_allocation(data, built, best, finish_equal, began, best.status)
-    alone = data.release + 1.0 / (data.rate * np.minimum(1.0, data.gpus / data.gang[:, None])
-                                  ).max(axis=1)
-    low, high = float(np.max(alone / finish_equal, initial=0.0)), 1.0
-    built = finish_time_program(data, high)
+            return _none(Policy.FINISH_TIME_FAIRNESS, data, best.status, best.solver, began)
+        return _ratio_allocation(data, basis, built, best, began, best.status)
+    alone = (data.rate * np.minimum(1.0, data.gpus / data.gang[:, None])).max(axis=1)
+    low = float(finish_time_ratios(data, alone, basis).max(initial=0.0))
+    high = float(finish_time_ratios(data, data.fair_share_rate(basis), basis).max(initial=0.0))
+    built = finish_time_program(data, high, basis)
     best = backend.solve_program(built.program, limits)
     if not best.status.has_plan or best.values is None:
-        return _none(policy, data, best.status, best.solver, began)
+        return _none(Policy.FINISH_TIME_FAIRNESS, data, best.status, best.solver, began)
     status = best.status
     while high - low > BISECTION_TOLERANCE * high:
         middle = 0.5 * (low + high)
-        trial = finish_time_program(data, middle)
+        trial = finish_time_program(data, middle, basis)
         solution = backend.solve_program(trial.program, limits)
         if solution.status.has_plan and solution.values is not None:
             high, best, built = middle, solution, trial
@@ -499,16 +506,16 @@ def _finish_time_fairness(data: ThroughputData, backend: Backend, context: Conte
             # Stopped by the time limit: ``high`` is the best ratio proven feasible.
             status = Status.FEASIBLE
             break
-    return _ratio_allocation(data, built, best, finish_equal, began, status)
+    return _ratio_allocation(data, basis, built, best, began, status)
 
 
-def _ratio_allocation(data: ThroughputData, built: AllocationProgram, best: ProgramSolution,
-                      finish_equal: FloatArray, began: float, status: Status) -> Allocation:
+def _ratio_allocation(data: ThroughputData, basis: FairShare, built: AllocationProgram,
+                      best: ProgramSolution, began: float, status: Status) -> Allocation:
     """The finish-time fairness allocation of a solved program, with its largest ratio."""
     assert best.values is not None
     share = built.shares(best.values)
     throughput = (data.rate * share).sum(axis=1)
-    value = float(np.max((data.release + 1.0 / np.maximum(throughput, 1e-300)) / finish_equal))
+    value = throughput_value(data, Policy.FINISH_TIME_FAIRNESS, throughput, basis)
     return Allocation(Policy.FINISH_TIME_FAIRNESS, status, share, value, throughput,
                       best.solver, time.perf_counter() - began)
 
@@ -527,6 +534,11 @@ class BalanceOptions:
     floor: float = option(1.0, "--floor", "--policy min-cost: each job's throughput floor as "
                           "a multiple of its equal-share throughput (default: 1)",
                           parse=parse_number(float, 0, 1e6), metavar="F")
+    fair_share: str = option(FairShare.GPUS.value, "--fair-share", "--policy max-min-fairness "
+                             "or finish-time-fairness: what each job is owed, an equal share "
+                             "of the GPUs (gpus, Gavel's: a gang of k GPUs gets 1/k of the "
+                             "time) or of the time (time) (default: gpus)",
+                             choices=tuple(b.value for b in FairShare))
     partitions: int = option(1, "--partitions", "solve the policy POP-style in K parts of "
                              "the jobs and GPUs (at most the jobs and the GPUs; default: 1, "
                              "exact)", parse=parse_number(int, 1, 10**9), metavar="K")
@@ -565,14 +577,19 @@ class BalanceMethod:
             partitions; ``--partitions`` beyond the jobs or GPUs; ``--round`` (or
             ``--method``) when the plan would need more than
             :data:`~gpuplan.search.round_plans.MAX_ROUNDS` rounds; ``--floor`` for a
-            policy other than min-cost, and ``--round`` for quadratic (whole jobs, no
-            rounds): a setting the policy does not read is not silently dropped.
+            policy other than min-cost, ``--fair-share`` for one other than the fairness
+            policies, and ``--round`` for quadratic (whole jobs, no rounds): a setting the
+            policy does not read is not silently dropped.
         """
         defaults = BalanceOptions()
         policy = Policy(options.policy)
         if options.floor != defaults.floor and policy is not Policy.MIN_COST:
             raise InputError("--floor", "", f"--policy {policy.value} has no throughput "
                              "floor; --floor works with --policy min-cost")
+        if options.fair_share != defaults.fair_share and policy not in FAIRNESS:
+            raise InputError("--fair-share", "", f"--policy {policy.value} owes jobs no fair "
+                             "share; --fair-share works with --policy "
+                             + " or ".join(p.value for p in FAIRNESS))
         if options.round_s != defaults.round_s and policy is Policy.QUADRATIC:
             raise InputError("--round", "", "--policy quadratic places whole jobs without "
                              "rounds; --round works with the time-share policies")

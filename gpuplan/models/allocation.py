@@ -7,13 +7,14 @@ of the job done per second on type ``t`` (one over its duration there), the job'
 throughput is ``sum_t rate[j, t] * X[j, t]``. Every policy is a linear program over these
 columns, or a sequence of them, except quadratic load balancing, a convex QP:
 
-- ``max-min-fairness``: maximise the smallest throughput normalised by the job's
-  equal-share throughput and divided by its weight (Gavel's LAS policy);
-- ``finish-time-fairness``: minimise the largest ratio of a job's finish time under ``X``
-  to its finish time under the equal share, both counted from time 0 with the job's
-  release (Themis' rho), by bisection over LPs;
-- ``makespan``: maximise the smallest throughput, so every job ends by ``1 / z`` (solved in
-  units of a typical run time, :func:`time_unit`);
+- ``max-min-fairness``: maximise the smallest throughput normalised by the job's fair-share
+  throughput and divided by its weight (Gavel's LAS policy, ``MaxMinFairnessPolicyWithPerf``);
+- ``finish-time-fairness``: minimise the largest ratio ``rho_j`` of a job's finish time
+  under ``X`` to its finish time on its fair share, both counted from the job's own arrival
+  (Themis' rho, Gavel's ``FinishTimeFairnessPolicyWithPerf``); one LP when no job has waited
+  yet, else a bisection over LPs;
+- ``makespan``: maximise the smallest throughput over the work left, so every job ends by
+  ``1 / z`` (solved in units of a typical run time, :func:`time_unit`);
 - ``max-throughput``: maximise the weighted sum of normalised throughputs;
 - ``min-cost``: minimise the spend rate subject to a floor per job: the rate that meets
   its deadline from its release, and at least ``floor`` times its equal-share throughput;
@@ -21,13 +22,34 @@ columns, or a sequence of them, except quadratic load balancing, a convex QP:
   done on type ``t``; minimise the sum over GPUs of squared loads (GPU-seconds per GPU),
   which on ``gpus_t`` identical GPUs is ``sum_t L_t**2 / gpus_t``.
 
-The *equal share* gives every job the same slice of the whole fleet:
-``X_eq[j, t] = gpus_t / G * min(1, G / sum_j gang_j)`` with ``G`` GPUs in all. It is
-feasible, so the max-min value is at least 1 whenever each job runs on every type.
+**Fair shares** (:class:`FairShare`). With ``G`` GPUs in all and ``J`` jobs, the two
+fairness policies measure a job against one of two shares:
+
+- ``gpus`` (Gavel's, the default): each job is owed an equal share of the *GPUs*, so a gang
+  of ``k`` GPUs is owed ``1/k`` of the time a single-GPU job is. Max-min fairness divides by
+  ``sum_t rate[j, t] * gpus_t / G / gang_j`` (Gavel's proportional share times the scale
+  factor), finish-time fairness by the isolated share
+  ``X_iso[j, t] = gpus_t / (J * gang_j)``, scaled down where a row exceeds 1 (Gavel's
+  ``IsolatedPolicy``). With a 1-GPU and a 4-GPU job on 4 GPUs the 1-GPU job gets all of the
+  time.
+- ``time``: each job is owed the same share of *time*, the equal share
+  ``X_eq[j, t] = gpus_t / G * min(1, G / sum_j gang_j)``, whatever its gang; the same two
+  jobs then get 80% of the time each.
+
+The equal share also normalises ``max-throughput`` and ``min-cost``'s floors.
+
+**Residual state.** An online scheduler re-solves a policy for the jobs present as jobs
+come and go: :class:`ThroughputData` then carries each job's ``remaining`` share of work,
+the seconds ``elapsed`` since its arrival, and optionally the seconds its done work would
+have taken on its fair share (``isolated_elapsed``; Gavel accumulates these over its
+allocation changes). Finish-time fairness then compares ``elapsed + remaining / throughput``
+to ``isolated_elapsed + remaining / fair-share rate``; makespan ends the work left.
+:meth:`ThroughputData.for_jobs` builds this state for some jobs of an instance.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -35,7 +57,7 @@ import numpy as np
 
 from gpuplan.budget import Budget
 from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
-from gpuplan.models.linear import LinearProgram, RowBuilder
+from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder
 
 
 class Policy(StrEnum):
@@ -49,9 +71,19 @@ class Policy(StrEnum):
     QUADRATIC = "quadratic"
 
 
+class FairShare(StrEnum):
+    """What the fairness policies owe each job (see the module docstring)."""
+
+    GPUS = "gpus"
+    TIME = "time"
+
+
 #: Policies that may pair jobs on GPUs (space sharing): the max-min ones, whose master LP
 #: :func:`rate_program` takes pair columns.
 SPACE_SHARING = (Policy.MAX_MIN_FAIRNESS, Policy.MAKESPAN)
+
+#: Policies measured against a fair share (:class:`FairShare`).
+FAIRNESS = (Policy.MAX_MIN_FAIRNESS, Policy.FINISH_TIME_FAIRNESS)
 
 
 @dataclass(frozen=True)
@@ -78,8 +110,8 @@ class ThroughputData:
     Attributes
     ----------
     rate
-        ``(J, T)`` share of the job done per second on its gang of type ``t``; 0 where
-        the job cannot run there.
+        ``(J, T)`` share of the job's whole work done per second on its gang of type
+        ``t``; 0 where the job cannot run there.
     gang
         ``(J,)`` GPUs the job holds at once (its scale factor).
     gpus
@@ -94,6 +126,14 @@ class ThroughputData:
         ``(T,)`` price of one GPU-hour; 0 where unknown.
     colocation
         Pair speeds for space sharing, or None when no job may share a GPU.
+    remaining
+        ``(J,)`` share of each job's work left, in ``(0, 1]``; None: all of it (a batch
+        not started yet).
+    elapsed
+        ``(J,)`` seconds since each job's arrival; None: 0 for every job.
+    isolated_elapsed
+        ``(J,)`` seconds the work done so far would have taken on the job's fair share
+        (finish-time fairness); None: ``(1 - remaining)`` over the fair-share rate now.
     """
 
     rate: FloatArray
@@ -104,6 +144,9 @@ class ThroughputData:
     deadline: FloatArray
     price_per_hour: FloatArray
     colocation: Colocation | None = None
+    remaining: FloatArray | None = None
+    elapsed: FloatArray | None = None
+    isolated_elapsed: FloatArray | None = None
 
     @classmethod
     def from_instance(cls, instance: Instance) -> ThroughputData:
@@ -111,19 +154,56 @@ class ThroughputData:
 
         The instance's colocation speeds come along for its preemptible jobs.
         """
-        rate = np.where(instance.eligible, 1.0 / np.where(instance.eligible,
-                                                          instance.duration, 1.0), 0.0)
+        return cls.for_jobs(instance, np.arange(instance.n_jobs))
+
+    @classmethod
+    def for_jobs(cls, instance: Instance, jobs: IntArray, remaining: FloatArray | None = None,
+                 now: float | None = None, isolated_elapsed: FloatArray | None = None,
+                 gpus: FloatArray | None = None) -> ThroughputData:
+        """The policies' view of some jobs of an instance, part way through (an online state).
+
+        Costs ``O(len(jobs) * T)``: only the rows of ``jobs`` are read.
+
+        Parameters
+        ----------
+        instance
+            The instance the jobs come from (durations, gangs, weights, releases).
+        jobs
+            ``(K,)`` indices of the jobs present, in the order the rows should have.
+        remaining
+            ``(K,)`` share of each job's work left, in ``(0, 1]``; None: all of it.
+        now
+            The time in seconds; each job's ``elapsed`` is ``now`` less its release. None:
+            the static case (no job has waited).
+        isolated_elapsed
+            ``(K,)`` seconds each job's done work would have taken on its fair share, for
+            finish-time fairness as Gavel counts it (it adds, at each allocation change,
+            the steps done since the last one over the fair-share throughput of then);
+            None: ``(1 - remaining)`` over the fair-share rate of this state.
+        gpus
+            ``(T,)`` GPUs of each type the jobs may use; None: the whole fleet.
+        """
+        jobs = np.asarray(jobs, dtype=np.int64)
+        eligible = instance.eligible[jobs]
+        rate = np.where(eligible, 1.0 / np.where(eligible, instance.duration[jobs], 1.0), 0.0)
         colocation = None
         if instance.class_ids:
             # Only preemptible jobs share: pairs change from round to round.
-            colocation = Colocation(np.where(instance.preemptible, instance.job_class, -1),
+            colocation = Colocation(np.where(instance.preemptible[jobs],
+                                             instance.job_class[jobs], -1),
                                     instance.colocation_speed)
-        return cls(rate=rate, gang=instance.gang.copy(),
-                   gpus=instance.node_gpus.sum(axis=0).astype(float),
-                   weight=instance.weight.copy(), release=instance.release.copy(),
-                   deadline=instance.deadline.copy(),
+        release = instance.release[jobs].astype(float)
+        return cls(rate=rate, gang=instance.gang[jobs],
+                   gpus=(instance.node_gpus.sum(axis=0).astype(float) if gpus is None
+                         else np.asarray(gpus, dtype=float)),
+                   weight=instance.weight[jobs].astype(float), release=release,
+                   deadline=instance.deadline[jobs].astype(float),
                    price_per_hour=np.nan_to_num(instance.price_per_hour),
-                   colocation=colocation)
+                   colocation=colocation,
+                   remaining=None if remaining is None else np.asarray(remaining, dtype=float),
+                   elapsed=None if now is None else np.maximum(now - release, 0.0),
+                   isolated_elapsed=(None if isolated_elapsed is None
+                                     else np.asarray(isolated_elapsed, dtype=float)))
 
     @property
     def n_jobs(self) -> int:
@@ -136,8 +216,16 @@ class ThroughputData:
         allowed: BoolArray = self.rate > 0
         return allowed
 
+    def work_left(self) -> FloatArray:
+        """``(J,)`` share of each job's work left (1 in a static batch)."""
+        return np.ones(self.n_jobs) if self.remaining is None else self.remaining
+
+    def waited(self) -> FloatArray:
+        """``(J,)`` seconds since each job's arrival (0 in a static batch)."""
+        return np.zeros(self.n_jobs) if self.elapsed is None else self.elapsed
+
     def equal_share(self) -> FloatArray:
-        """``(J, T)`` the equal-share allocation ``X_eq`` (see the module docstring)."""
+        """``(J, T)`` the equal share of time ``X_eq`` (see the module docstring)."""
         total = float(self.gpus.sum())
         demand = float(self.gang.sum())
         scale = min(1.0, total / demand) if demand > 0 else 1.0
@@ -150,6 +238,30 @@ class ThroughputData:
         rate: FloatArray = (self.rate * self.equal_share()).sum(axis=1)
         return rate
 
+    def isolated_share(self) -> FloatArray:
+        """``(J, T)`` Gavel's isolated share: ``gpus_t / (J * gang_j)``, rows at most 1."""
+        share = self.gpus[None, :] / (max(self.n_jobs, 1) * self.gang[:, None])
+        isolated: FloatArray = share / np.maximum(share.sum(axis=1), 1.0)[:, None]
+        return isolated
+
+    def fair_share_rate(self, basis: FairShare) -> FloatArray:
+        """``(J,)`` each job's throughput on its fair share (finish-time fairness's)."""
+        share = self.isolated_share() if basis is FairShare.GPUS else self.equal_share()
+        rate: FloatArray = (self.rate * share).sum(axis=1)
+        return rate
+
+    def isolated_time(self, basis: FairShare) -> FloatArray:
+        """``(J,)`` each job's time from arrival to finish on its fair share.
+
+        ``isolated_elapsed + remaining / fair-share rate``; with the default
+        ``isolated_elapsed``, one over the fair-share rate.
+        """
+        fair = self.fair_share_rate(basis)
+        if self.isolated_elapsed is None:
+            return 1.0 / fair
+        time: FloatArray = self.isolated_elapsed + self.work_left() / fair
+        return time
+
 
 @dataclass(frozen=True)
 class AllocationProgram:
@@ -160,21 +272,31 @@ class AllocationProgram:
     program
         The LP (or QP) in canonical form.
     job, gpu_type
-        Job and type of each share column; the share columns come first.
+        Job (or job group) and type of each share column; the share columns come first.
     shape
         ``(J, T)``.
+    group
+        ``(J,)`` each job's group when alike jobs share columns (:func:`job_groups`); None
+        when every job has columns of its own.
     """
 
     program: LinearProgram
     job: IntArray
     gpu_type: IntArray
     shape: tuple[int, int]
+    group: IntArray | None = None
 
     def shares(self, values: FloatArray) -> FloatArray:
         """``(J, T)`` the share matrix of a solution's column values."""
-        share = np.zeros(self.shape)
+        rows = self.shape[0] if self.group is None else int(self.group.max(initial=-1)) + 1
+        share = np.zeros((rows, self.shape[1]))
         share[self.job, self.gpu_type] = np.clip(values[:self.job.size], 0.0, None)
-        return share
+        return share if self.group is None else share[self.group]
+
+
+def _names(kind: str, count: int) -> LazyNames:
+    """Row or column names ``kind[k]``, spelled out only when asked for."""
+    return LazyNames(count, lambda k: f"{kind}[{k}]")
 
 
 def _share_rows(data: ThroughputData, rows: RowBuilder) -> tuple[IntArray, IntArray]:
@@ -182,10 +304,10 @@ def _share_rows(data: ThroughputData, rows: RowBuilder) -> tuple[IntArray, IntAr
     job, kind = np.nonzero(data.eligible)
     n = job.size
     rows.add(job, np.arange(n), np.ones(n), np.zeros(data.n_jobs), np.ones(data.n_jobs),
-             [f"time[{j}]" for j in range(data.n_jobs)])
+             _names("time", data.n_jobs))
     n_types = data.gpus.size
     rows.add(kind, np.arange(n), data.gang[job].astype(float), np.zeros(n_types), data.gpus,
-             [f"capacity[{t}]" for t in range(n_types)])
+             _names("capacity", n_types))
     return job, kind
 
 
@@ -206,7 +328,7 @@ def _floor_rows(data: ThroughputData, rows: RowBuilder, job: IntArray, kind: Int
         values = np.r_[values, -np.ones(data.n_jobs)]
         where = np.r_[where, np.arange(data.n_jobs)]
     rows.add(where, cols, values, floor, np.full(data.n_jobs, np.inf),
-             [f"throughput[{j}]" for j in range(data.n_jobs)])
+             _names("throughput", data.n_jobs))
 
 
 def _program(data: ThroughputData, rows: RowBuilder, job: IntArray, kind: IntArray,
@@ -215,23 +337,67 @@ def _program(data: ThroughputData, rows: RowBuilder, job: IntArray, kind: IntArr
     """The policy's program: share columns in [0, 1], then ``extra`` free columns."""
     n = job.size
     upper = np.r_[np.ones(n), np.full(extra, np.inf)]
+    names = LazyNames(n + extra, lambda k: f"X[{job[k]},{kind[k]}]" if k < n
+                      else f"aux[{k - n}]")
     program = rows.program(
         sense="max" if sense == "max" else "min", cost=cost,
         col_lower=np.r_[np.zeros(n), np.full(extra, -np.inf)], col_upper=upper,
-        integer=np.zeros(n + extra, dtype=bool),
-        col_names=(*(f"X[{j},{t}]" for j, t in zip(job, kind, strict=True)),
-                   *(f"aux[{k}]" for k in range(extra))),
-        hessian=hessian)
+        integer=np.zeros(n + extra, dtype=bool), col_names=names, hessian=hessian)
     return AllocationProgram(program, job, kind, (data.n_jobs, int(data.gpus.size)))
 
 
+#: Jobs whose max-min rows agree to this relative difference (and whose gangs are equal)
+#: share one set of columns (:func:`job_groups`): float noise, far below HiGHS' tolerances.
+GROUP_TOLERANCE = 1e-9
+
+
+def job_groups(rows: FloatArray, gang: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Jobs alike in a max-min LP: equal gangs and rows equal to :data:`GROUP_TOLERANCE`.
+
+    In ``max z`` subject to ``rows[j] @ X[j] >= z`` and the time and capacity rows, alike
+    jobs are interchangeable, so an optimum gives them one share each (average their
+    shares): one set of columns per group, whose capacity entries count the group's
+    GPUs, solves it. Gavel's jobs of one (job type, scale factor, weight) are alike under
+    Gavel's normalisation, whatever their lengths, so 2,048 jobs make about a hundred
+    groups. Rows are compared on a logarithmic grid of :data:`GROUP_TOLERANCE`; two rows a
+    grid line apart just make two groups.
+
+    Returns
+    -------
+    tuple
+        ``(J,)`` each job's group, ``(K,)`` one job of each group, ``(K,)`` group sizes.
+    """
+    positive = rows > 0
+    grid = np.round(np.log(np.where(positive, rows, 1.0)) / GROUP_TOLERANCE)
+    key = np.where(positive, grid.astype(np.int64), np.iinfo(np.int64).min)
+    _, first, group, count = np.unique(np.column_stack([gang, key]), axis=0,
+                                       return_index=True, return_inverse=True,
+                                       return_counts=True)
+    return group.ravel(), first, count
+
+
 def rate_program(data: ThroughputData, scale: FloatArray, floor: FloatArray | None = None,
-                 maximise_min: bool = True) -> AllocationProgram:
+                 maximise_min: bool = True, grouped: bool = False) -> AllocationProgram:
     """Maximise ``z`` with ``scale_j * throughput_j >= z`` (or ``>= floor_j`` when given).
 
-    The shared form of max-min fairness (``scale = 1 / (weight * equal-share rate)``),
-    makespan (``scale = 1``) and the finish-time fairness feasibility steps.
+    The shared form of max-min fairness (``scale = 1 / (weight * fair-share rate)``),
+    makespan (``scale = unit / remaining``) and the finish-time fairness steps. With
+    ``grouped``, alike jobs share columns (:func:`job_groups`; maximising ``z`` only):
+    the same optimum from a program as large as the groups. Space sharing's master is
+    never grouped (its pair columns name jobs).
     """
+    if grouped and maximise_min:
+        weighted = scale[:, None] * data.rate
+        group, first, count = job_groups(weighted, data.gang)
+        # The largest row of each group (equal to GROUP_TOLERANCE): a relaxation whose
+        # optimum, shared out, is optimal to that tolerance.
+        top = np.zeros((first.size, weighted.shape[1]))
+        np.maximum.at(top, group, weighted)
+        classes = dataclasses.replace(restrict(data, first, data.gpus), rate=top,
+                                      gang=data.gang[first] * count)
+        built = rate_program(classes, np.ones(first.size))
+        return dataclasses.replace(built, shape=(data.n_jobs, int(data.gpus.size)),
+                                   group=group)
     rows = RowBuilder()
     job, kind = _share_rows(data, rows)
     n = job.size
@@ -248,60 +414,83 @@ def rate_program(data: ThroughputData, scale: FloatArray, floor: FloatArray | No
 MIN_RELATIVE_WEIGHT = 1e-9
 
 
-def fairness_scale(data: ThroughputData) -> tuple[FloatArray, float]:
-    """``(J,)`` max-min fairness row scale ``1 / (weight * equal-share rate)``, and its unit.
+def fairness_scale(data: ThroughputData,
+                   basis: FairShare = FairShare.GPUS) -> tuple[FloatArray, float]:
+    """``(J,)`` max-min fairness row scale ``1 / (weight * fair-share rate)``, and its unit.
 
-    The weights are taken relative to the largest, and at least :data:`MIN_RELATIVE_WEIGHT`
-    of it (a weight of 0 too): HiGHS drops matrix entries below 1e-9, and with weights 1
-    and 10^9 side by side the heavy jobs' rows lost every share column, which forced the
-    value to 0. The program's ``z`` is the policy's value times the unit (the largest
-    weight; 1 when every weight is 0).
+    The fair-share rate is ``sum_t rate[j, t] * gpus_t / G / gang_j`` for ``gpus``
+    (Gavel's), the equal-share rate for ``time``. The weights are taken relative to the
+    largest, and at least :data:`MIN_RELATIVE_WEIGHT` of it (a weight of 0 too): HiGHS
+    drops matrix entries below 1e-9, and with weights 1 and 10^9 side by side the heavy
+    jobs' rows lost every share column, which forced the value to 0. The program's ``z``
+    is the policy's value times the unit (the largest weight; 1 when every weight is 0).
     """
     top = float(data.weight.max(initial=0.0))
     unit = top if top > 0 else 1.0
     relative = np.maximum(data.weight / unit if top > 0 else np.ones(data.n_jobs),
                           MIN_RELATIVE_WEIGHT)
-    scale: FloatArray = 1.0 / (relative * data.equal_share_rate())
+    if basis is FairShare.GPUS:
+        fair = data.rate @ (data.gpus / max(float(data.gpus.sum()), 1.0)) / data.gang
+    else:
+        fair = data.equal_share_rate()
+    scale: FloatArray = 1.0 / (relative * fair)
     return scale, unit
 
 
-def max_min_fairness_program(data: ThroughputData) -> AllocationProgram:
-    """Gavel's max-min fairness: the smallest ``throughput / (weight * equal-share)``.
+def max_min_fairness_program(data: ThroughputData,
+                             basis: FairShare = FairShare.GPUS) -> AllocationProgram:
+    """Gavel's max-min fairness: the smallest ``throughput / (weight * fair share)``.
 
-    The program's value is the policy's times the unit of :func:`fairness_scale`.
+    Alike jobs share columns (:func:`job_groups`). The program's value is the policy's
+    times the unit of :func:`fairness_scale`.
     """
-    return rate_program(data, fairness_scale(data)[0])
+    return rate_program(data, fairness_scale(data, basis)[0], grouped=True)
 
 
 def makespan_program(data: ThroughputData) -> AllocationProgram:
-    """Every job's throughput at least ``z / u``: all end by ``u / z`` seconds.
+    """Every job's throughput at least ``z * remaining / u``: all end by ``u / z`` seconds.
 
     ``u`` is :func:`time_unit`: rates per second are around 1e-6 for day-long jobs, below
     HiGHS' feasibility tolerance (1e-7) in relative terms, which once left the makespan
     0.08% off; in units of ``u`` the rows are of order one.
     """
-    return rate_program(data, makespan_scale(data))
+    return rate_program(data, makespan_scale(data), grouped=True)
 
 
 def time_unit(data: ThroughputData) -> float:
-    """Mean over jobs of the shortest run time (seconds): the makespan program's unit."""
-    fastest = 1.0 / data.rate.max(axis=1, initial=0.0)
+    """Mean over jobs of the shortest time to end the work left (seconds): makespan's unit."""
+    fastest = data.work_left() / data.rate.max(axis=1, initial=0.0)
     finite = fastest[np.isfinite(fastest)]
     return float(finite.mean()) if finite.size else 1.0
 
 
 def makespan_scale(data: ThroughputData) -> FloatArray:
-    """``(J,)`` the makespan program's row scale: :func:`time_unit` for every job."""
-    return np.full(data.n_jobs, time_unit(data))
+    """``(J,)`` the makespan program's row scale: :func:`time_unit` over the work left."""
+    scale: FloatArray = time_unit(data) / data.work_left()
+    return scale
 
 
-def finish_time_program(data: ThroughputData, rho: float) -> AllocationProgram:
-    """Feasibility of finish-time ratio ``rho``: ``throughput_j >= 1 / (rho*T_eq_j - r_j)``.
+def finish_time_ratios(data: ThroughputData, throughput: FloatArray,
+                       basis: FairShare = FairShare.GPUS) -> FloatArray:
+    """``(J,)`` each job's finish-time ratio ``rho_j`` at these throughputs.
 
-    ``T_eq_j = r_j + 1 / equal-share rate`` is the job's finish time under the equal share.
+    ``(elapsed + remaining / throughput) / (isolated_elapsed + remaining / fair-share
+    rate)``: both finish times counted from the job's own arrival.
     """
-    finish_equal = data.release + 1.0 / data.equal_share_rate()
-    floor = 1.0 / np.maximum(rho * finish_equal - data.release, 1e-12)
+    finish = data.waited() + data.work_left() / np.maximum(throughput, 1e-300)
+    ratio: FloatArray = finish / data.isolated_time(basis)
+    return ratio
+
+
+def finish_time_program(data: ThroughputData, rho: float,
+                        basis: FairShare = FairShare.GPUS) -> AllocationProgram:
+    """Feasibility of finish-time ratio ``rho``: ``throughput_j >= R_j / (rho*D_j - e_j)``.
+
+    ``D_j`` is the job's :meth:`~ThroughputData.isolated_time`, ``R_j`` its work left and
+    ``e_j`` its elapsed time; a job with ``rho * D_j <= e_j`` cannot meet ``rho``.
+    """
+    slack = rho * data.isolated_time(basis) - data.waited()
+    floor = data.work_left() / np.maximum(slack, 1e-12)
     return rate_program(data, np.ones(data.n_jobs), floor=floor, maximise_min=False)
 
 
@@ -343,11 +532,11 @@ def quadratic_program(data: ThroughputData) -> AllocationProgram:
     job, kind = np.nonzero(data.eligible)
     n, n_types = job.size, data.gpus.size
     rows.add(job, np.arange(n), np.ones(n), np.ones(data.n_jobs), np.ones(data.n_jobs),
-             [f"assign[{j}]" for j in range(data.n_jobs)])
+             _names("assign", data.n_jobs))
     work = data.gang[job] / data.rate[job, kind] / load_unit(data)
     rows.add(np.r_[kind, np.arange(n_types)], np.r_[np.arange(n), n + np.arange(n_types)],
              np.r_[work, -np.ones(n_types)], np.zeros(n_types), np.zeros(n_types),
-             [f"load[{t}]" for t in range(n_types)])
+             _names("load", n_types))
     hessian = np.r_[np.zeros(n), 2.0 / np.maximum(data.gpus, 1.0)]
     return _program(data, rows, job, kind, "min", np.zeros(n + n_types), n_types, hessian)
 
@@ -358,8 +547,26 @@ def load_unit(data: ThroughputData) -> float:
     return max(float(fastest / max(data.gpus.sum(), 1.0)), 1e-12)
 
 
+def throughput_value(data: ThroughputData, policy: Policy, throughput: FloatArray,
+                     basis: FairShare = FairShare.GPUS) -> float:
+    """The value of a max-min, finish-time or makespan policy at these throughputs.
+
+    The smallest weighted fair-share ratio, the largest finish-time ratio, or the latest
+    end of the work left in seconds.
+    """
+    match policy:
+        case Policy.MAX_MIN_FAIRNESS:
+            scale, unit = fairness_scale(data, basis)
+            return float((throughput * scale).min(initial=np.inf)) / unit
+        case Policy.FINISH_TIME_FAIRNESS:
+            return float(finish_time_ratios(data, throughput, basis).max(initial=0.0))
+        case Policy.MAKESPAN:
+            return float((data.work_left() / np.maximum(throughput, 1e-300)).max(initial=0.0))
+    raise AssertionError(policy)
+
+
 def policy_value(data: ThroughputData, policy: Policy, share: FloatArray,
-                 floor: float = 1.0) -> float:
+                 floor: float = 1.0, basis: FairShare = FairShare.GPUS) -> float:
     """A policy's objective for any share matrix, as the policy's program measures it.
 
     Used to score allocations that were not solved on ``data`` as a whole (partitioned
@@ -368,14 +575,8 @@ def policy_value(data: ThroughputData, policy: Policy, share: FloatArray,
     """
     throughput = (data.rate * share).sum(axis=1)
     match policy:
-        case Policy.MAX_MIN_FAIRNESS:
-            return float((throughput / (data.weight * data.equal_share_rate())).min())
-        case Policy.FINISH_TIME_FAIRNESS:
-            finish_equal = data.release + 1.0 / data.equal_share_rate()
-            finish = data.release + 1.0 / np.maximum(throughput, 1e-300)
-            return float((finish / finish_equal).max())
-        case Policy.MAKESPAN:
-            return float(1.0 / max(float(throughput.min()), 1e-300))
+        case Policy.MAX_MIN_FAIRNESS | Policy.FINISH_TIME_FAIRNESS | Policy.MAKESPAN:
+            return throughput_value(data, policy, throughput, basis)
         case Policy.MAX_THROUGHPUT:
             return float((data.weight * throughput / data.equal_share_rate()).sum())
         case Policy.MIN_COST:
@@ -390,10 +591,16 @@ def restrict(data: ThroughputData, jobs: IntArray, gpus: FloatArray) -> Throughp
     """The sub-problem of some jobs on some GPUs of each type (a POP partition)."""
     colocation = None if data.colocation is None else Colocation(
         data.colocation.job_class[jobs], data.colocation.speed)
+
+    def rows(values: FloatArray | None) -> FloatArray | None:
+        return None if values is None else values[jobs]
+
     return ThroughputData(rate=data.rate[jobs], gang=data.gang[jobs], gpus=gpus,
                           weight=data.weight[jobs], release=data.release[jobs],
                           deadline=data.deadline[jobs], price_per_hour=data.price_per_hour,
-                          colocation=colocation)
+                          colocation=colocation, remaining=rows(data.remaining),
+                          elapsed=rows(data.elapsed),
+                          isolated_elapsed=rows(data.isolated_elapsed))
 
 
 @dataclass(frozen=True)

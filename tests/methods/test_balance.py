@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -50,11 +51,31 @@ def data(rate: list[list[float]], gpus: list[int], **fields: Any) -> ThroughputD
     )
 
 
-def test_max_min_fairness_follows_weights() -> None:
-    """One GPU, weights 1 and 2, equal share 1/2 each: z = 2/3 with shares 1/3 and 2/3."""
-    result = solve(data([[1.0], [1.0]], [1], weight=[1, 2]), Policy.MAX_MIN_FAIRNESS)
-    assert result.status is Status.OPTIMAL and result.value == pytest.approx(2 / 3)
+@pytest.mark.parametrize(("fair_share", "value"), [("gpus", 1 / 3), ("time", 2 / 3)])
+def test_max_min_fairness_follows_weights(fair_share: str, value: float) -> None:
+    """One GPU, weights 1 and 2: shares 1/3 and 2/3 on either basis.
+
+    Gavel's value measures against the whole GPU (its proportional share, 1): 1/3; the
+    time basis against the equal share 1/2: 2/3.
+    """
+    result = solve(data([[1.0], [1.0]], [1], weight=[1, 2]), Policy.MAX_MIN_FAIRNESS,
+                   fair_share=fair_share)
+    assert result.status is Status.OPTIMAL and result.value == pytest.approx(value)
     assert result.share[:, 0] == pytest.approx([1 / 3, 2 / 3])
+
+
+@pytest.mark.parametrize(("fair_share", "small"), [("gpus", 1.0), ("time", 0.8)])
+def test_max_min_fairness_owes_gangs_their_gpus(fair_share: str, small: float) -> None:
+    """A 1-GPU and a 4-GPU job on 4 V100s: Gavel gives the 1-GPU job all of the time.
+
+    Gavel's max-min owes each job an equal share of GPUs, so the 4-GPU job is owed a
+    quarter of the time the 1-GPU job is; owed equal time, both get 80%.
+    """
+    result = solve(data([[0.1], [0.1]], [4], gang=[1, 4]), Policy.MAX_MIN_FAIRNESS,
+                   fair_share=fair_share)
+    assert result.status is Status.OPTIMAL
+    assert result.share[0, 0] == pytest.approx(small, rel=1e-6)
+    assert result.share[1, 0] >= 0.25 - 1e-9
 
 
 def test_makespan_sends_each_job_to_its_type() -> None:
@@ -95,20 +116,56 @@ def test_finish_time_fairness_is_max_min_without_releases() -> None:
     assert finish.value == pytest.approx(1.0 / fairness.value, rel=1e-5)
 
 
-def test_finish_time_fairness_with_releases() -> None:
-    """Each job alone on its fast type; job 1, released at 10 s, sets rho = 11 / (10 + 1/0.55)."""
+def test_finish_time_fairness_counts_from_each_arrival() -> None:
+    """Each job alone on its fast type: rho = 0.55 / 1 for both, released at 0 s or 10 s.
+
+    Finish times count from the job's own arrival (Themis' rho), so a late release does
+    not make the early job look worse off; the isolated share is half of each type.
+    """
     rates = data([[1.0, 0.1], [0.1, 1.0]], [1, 1], release=[0.0, 10.0])
     result = solve(rates, Policy.FINISH_TIME_FAIRNESS)
-    assert result.value == pytest.approx(11.0 / (10.0 + 1.0 / 0.55), rel=1e-5)
+    assert result.value == pytest.approx(0.55, rel=1e-5)
+    assert result.share == pytest.approx(np.eye(2), abs=1e-6)
+
+
+def test_finish_time_fairness_on_a_residual_state() -> None:
+    """Job a waited 20 s with half its work left, job b just arrived; one GPU, 10 s each.
+
+    Both are owed half the GPU (20 s from arrival). Equal ratios need
+    ``20 + 5 / x = 10 / (1 - x)``: ``x = (1 + sqrt(17)) / 8`` and ``rho = 0.5 / (1 - x)``.
+    """
+    rates = dataclasses.replace(data([[0.1], [0.1]], [1]), remaining=np.array([0.5, 1.0]),
+                                elapsed=np.array([20.0, 0.0]))
+    result = solve(rates, Policy.FINISH_TIME_FAIRNESS)
+    x = (1 + np.sqrt(17)) / 8
+    assert result.value == pytest.approx(0.5 / (1 - x), rel=1e-5)
+    assert result.share[:, 0] == pytest.approx([x, 1 - x], rel=1e-4)
 
 
 def test_partitions_lose_nothing_on_identical_jobs() -> None:
-    """POP in 2 parts of 2 jobs on 1 of the 2 GPUs each: the same max-min value, 1."""
+    """POP in 2 parts of 2 jobs on 1 of the 2 GPUs each: the same max-min value.
+
+    Each job gets half a GPU: 1/2 of a whole GPU's rate, Gavel's value.
+    """
     rates = data([[0.1]] * 4, [2])
     exact = solve(rates, Policy.MAX_MIN_FAIRNESS)
     split = solve(rates, Policy.MAX_MIN_FAIRNESS, partitions=2)
-    assert exact.value == pytest.approx(1.0) and split.value == pytest.approx(1.0)
+    assert exact.value == pytest.approx(0.5) and split.value == pytest.approx(0.5)
     assert split.status is Status.FEASIBLE and split.share.sum() == pytest.approx(2.0)
+
+
+def test_partitions_deal_priority_weights_evenly() -> None:
+    """Two heavy (weight 5) and six light jobs, POP in 2 parts: no loss, whatever the seed.
+
+    Alike jobs but for their weights: each part gets one heavy and three light jobs, as
+    the whole fleet has; a part with both heavy jobs would lower the max-min value.
+    """
+    rates = data([[0.1]] * 8, [2], weight=[5, 1, 1, 5, 1, 1, 1, 1])
+    exact = solve(rates, Policy.MAX_MIN_FAIRNESS)
+    assert exact.value is not None
+    for seed in range(8):
+        split = solve_policy(rates, BalanceOptions(partitions=2), Context(Budget(), seed=seed))
+        assert split.value == pytest.approx(exact.value, rel=1e-6), seed
 
 
 def test_partitions_never_beat_the_exact_optimum() -> None:
@@ -566,9 +623,14 @@ def test_more_jobs_than_the_rounds_can_hold_is_an_input_error(
 @pytest.mark.parametrize(("options", "flag"), [
     ({"policy": "makespan", "floor": 1.5}, "--floor"),
     ({"policy": "quadratic", "round_s": 5.0}, "--round"),
+    ({"policy": "makespan", "fair_share": "time"}, "--fair-share"),
 ])
 def test_a_setting_the_policy_does_not_read_is_refused(options: dict[str, Any],
                                                       flag: str) -> None:
-    """--floor outside min-cost and --round with quadratic are exit 2, not silently dropped."""
+    """A setting the policy does not read is exit 2, not silently dropped.
+
+    --floor outside min-cost, --round with quadratic, --fair-share outside the fairness
+    policies.
+    """
     with pytest.raises(InputError, match=flag):
         plan(two_jobs_one_gpu(), "balance", options)

@@ -24,6 +24,7 @@ from gpuplan.models.allocation import (
     PairColumns,
     Policy,
     ThroughputData,
+    fairness_scale,
     rate_program,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
@@ -60,10 +61,10 @@ def test_pair_makespan_by_hand() -> None:
 
 
 def test_slow_pairs_are_not_used() -> None:
-    """Speeds 0.4 + 0.4 < 1 do less than one job alone: max-min fairness stays at 1."""
+    """Speeds 0.4 + 0.4 < 1 do less than one job alone: each keeps half the GPU (1/2)."""
     data = ThroughputData.from_instance(pair_instance((0.4, 0.4)))
     shared = solve(data, Policy.MAX_MIN_FAIRNESS)
-    assert shared.value == pytest.approx(1.0)
+    assert shared.value == pytest.approx(0.5)
     assert shared.pair_share is not None and shared.pair_share.sum() == pytest.approx(0.0)
 
 
@@ -102,9 +103,9 @@ def test_column_generation_reaches_the_all_pairs_optimum(seed: int) -> None:
     """Pricing pairs in ends at the optimum of the LP that lists every pair (max-min)."""
     data = random_data(seed)
     priced = solve(data, Policy.MAX_MIN_FAIRNESS)
-    scale = 1.0 / (data.weight * data.equal_share_rate())
+    scale, unit = fairness_scale(data)
     assert priced.status is Status.OPTIMAL
-    assert priced.value == pytest.approx(every_pair_optimum(data, scale), rel=1e-6)
+    assert priced.value == pytest.approx(every_pair_optimum(data, scale) / unit, rel=1e-6)
     alone = solve(data, Policy.MAX_MIN_FAIRNESS, sharing=False)
     assert priced.value is not None and alone.value is not None
     assert priced.value >= alone.value - 1e-9
