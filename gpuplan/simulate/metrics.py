@@ -277,9 +277,12 @@ def job_stats(instance: Instance, result: Result) -> JobStats:
         isolated_h=isolated_h, rho=jct / isolated_h)
 
 
-def _interval(instance: Instance, result: Result,
-              window: tuple[int, int] | None) -> tuple[float, float]:
-    """From the first arrival to the last completion of the window's jobs (all: None)."""
+def measured_interval(instance: Instance, result: Result,
+                      window: tuple[int, int] | None) -> tuple[float, float]:
+    """Seconds from the first arrival to the last completion of the window's jobs.
+
+    All jobs when ``window`` is None.
+    """
     jobs = (np.arange(instance.n_jobs) if window is None
             else window_jobs(instance, window))
     finish = completion_times(instance, result)[jobs]
@@ -303,7 +306,7 @@ def utilisation_by_type(instance: Instance, result: Result,
     The interval runs from the first arrival to the last completion of the window's jobs
     (of all jobs when ``window`` is None); every job's segments count within it.
     """
-    held, span = _held_by_type(instance, result, _interval(instance, result, window))
+    held, span = _held_by_type(instance, result, measured_interval(instance, result, window))
     total = instance.node_gpus.sum(axis=0) * span
     return {t: float(held[k] / max(total[k], 1e-12))
             for k, t in enumerate(instance.type_ids)}
@@ -324,7 +327,7 @@ def run_metrics(instance: Instance, result: Result, window: tuple[int, int]) -> 
     stats = job_stats(instance, result)
     jct = stats.jct_h[jobs]
     rho = stats.rho[jobs]
-    begin, end = _interval(instance, result, window)
+    begin, end = measured_interval(instance, result, window)
     held, span = _held_by_type(instance, result, (begin, end))
     return {
         "jobs": float(jobs.size),

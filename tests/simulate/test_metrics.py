@@ -37,8 +37,7 @@ from gpuplan.status import Status
 _DEMAND = {"memory_gib": 1}
 
 
-@pytest.fixture(scope="module")
-def instance() -> Instance:
+def hand_instance() -> Instance:
     """The two-type cluster and its three jobs."""
     return instance_from({
         "name": "metrics",
@@ -59,8 +58,7 @@ def _gpus(*ids: int) -> np.ndarray:
     return np.array(ids, dtype=np.int64)
 
 
-@pytest.fixture(scope="module")
-def result() -> Result:
+def hand_result() -> Result:
     """The run log described in the module docstring."""
     return Result(
         status=Status.FEASIBLE, objective=None, bound=None, solver="hand",
@@ -79,6 +77,18 @@ def result() -> Result:
                 Event(3600.0, EventKind.MIGRATE, 0, _gpus(0)),
                 Event(5400.0, EventKind.COMPLETE, 2, _gpus(2)),
                 Event(6390.0, EventKind.COMPLETE, 0, _gpus(0))))
+
+
+@pytest.fixture(scope="module")
+def instance() -> Instance:
+    """The two-type cluster and its three jobs."""
+    return hand_instance()
+
+
+@pytest.fixture(scope="module")
+def result() -> Result:
+    """The hand-built run log."""
+    return hand_result()
 
 
 def test_jct_queueing_and_makespan_are_the_hand_computed_hours(
