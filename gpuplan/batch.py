@@ -38,6 +38,14 @@ through a thread that ends the worker as soon as its parent is gone.
 Locally, tasks go to a :class:`concurrent.futures.ProcessPoolExecutor`; with a scheduler
 address, the same function goes to an existing Dask ``distributed`` cluster, which
 operators start as Dask documents (``dask scheduler`` and ``dask worker`` processes).
+
+Other kinds of task
+    The pool, the Dask path, the interruption handling and the resume keys serve any kind
+    of task that writes one file and returns one row: a :class:`TaskKind` says how to run
+    a task, what its row is when it fails, which file it writes and which row a complete
+    file on disk stands for; :func:`run_tasks` runs them (``gpuplan sweep`` is one such
+    kind). :func:`write_keyed` and :func:`keyed_output` write and find an output with its
+    key.
 """
 
 from __future__ import annotations
@@ -62,7 +70,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from gpuplan.errors import BackendUnavailableError, InputError, VerificationError
 from gpuplan.instance import Instance
@@ -100,6 +108,39 @@ Row = dict[str, Any]
 
 #: Called with each row as it is known: the task's index and its row.
 Emit = Callable[[int, Row], None]
+
+#: A task: plain data that pickles to a worker process or a Dask worker.
+Task = TypeVar("Task")
+
+#: Key of the output's SHA-256 in a key file.
+_OUTPUT_SHA = "schedule_sha256"
+#: Key of what the task measured (not part of its identity) in a key file.
+_MEASURED = "measured"
+
+
+@dataclass(frozen=True)
+class TaskKind(Generic[Task]):
+    """A kind of task the pool runs: each writes one file and returns one row.
+
+    Attributes
+    ----------
+    work
+        Runs one task, in a worker; its row, never an exception but ``KeyboardInterrupt``
+        and ``SystemExit``. A module-level function, so that it pickles.
+    failed
+        The row of a task that raised or whose process died: the task, the seconds it ran
+        (None: unknown), and the exception or a text saying what happened.
+    target
+        The file a task writes, its key beside it (:func:`write_keyed`).
+    written
+        The row of a task whose file is on disk, complete and valid for the task; None
+        otherwise. Reported for the files an interrupted run wrote.
+    """
+
+    work: Callable[[Task], Row]
+    failed: Callable[[Task, float | None, BaseException | str], Row]
+    target: Callable[[Task], Path]
+    written: Callable[[Task], Row | None]
 
 
 @dataclass(frozen=True)
@@ -241,6 +282,49 @@ def _key_path(target: Path) -> Path:
     return target.parent / KEYS / target.name
 
 
+def keyed_output(target: Path, key: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]] | None:
+    """The file at ``target`` and what its task measured, if it was written for ``key``.
+
+    That is: its key file (:func:`write_keyed`) holds ``key`` and the SHA-256 of the file
+    as it is now. None otherwise (no file, another key, a damaged key or file).
+    """
+    try:
+        stored = json.loads(_key_path(target).read_text(encoding="utf-8"))
+        data = target.read_bytes()
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # a damaged key or output: the task runs again
+        logger.info("%s: not resumed (%s: %s)", target, type(exc).__name__, exc)
+        return None
+    if not isinstance(stored, dict) or stored.pop(_OUTPUT_SHA, None) != _sha256(data):
+        return None
+    measured = stored.pop(_MEASURED, {})
+    if stored != key or not isinstance(measured, dict):
+        return None
+    return data, measured
+
+
+def write_keyed(target: Path, key: Mapping[str, Any] | None, text: str,
+                measured: Mapping[str, Any] | None = None) -> None:
+    """Write the key of ``text`` (with what its task measured), then ``text``, atomically.
+
+    The key goes first: a key naming a file that never got written matches nothing.
+    With no key (a task that can have none), only the file is written.
+
+    Raises
+    ------
+    OSError
+        If the folder cannot be written.
+    """
+    if key is not None:
+        _key_path(target).parent.mkdir(parents=True, exist_ok=True)
+        stored = {**key, _OUTPUT_SHA: _sha256(text.encode("utf-8"))}
+        if measured:
+            stored[_MEASURED] = dict(measured)
+        write_text_atomic(_key_path(target), json.dumps(stored, indent=1) + "\n")
+    write_text_atomic(target, text)
+
+
 def _task_key(task: BatchTask) -> dict[str, Any] | None:
     """What a schedule must have been planned from to be taken for this task.
 
@@ -269,20 +353,15 @@ def _task_key(task: BatchTask) -> dict[str, Any] | None:
 def _resumable(task: BatchTask, key: dict[str, Any], instance: Instance) -> Schedule | None:
     """The task's schedule on disk, freshly verified, if its key matches and it passes."""
     target = Path(task.target)
+    found = keyed_output(target, key)
+    if found is None:
+        return None
     try:
-        stored = json.loads(_key_path(target).read_text(encoding="utf-8"))
-        data = target.read_bytes()
-        if not isinstance(stored, dict) or stored.pop("schedule_sha256", None) != _sha256(data):
-            return None
-        if stored != key:
-            return None
-        schedule = Schedule.from_json(data.decode("utf-8"), str(target))
+        schedule = Schedule.from_json(found[0].decode("utf-8"), str(target))
         if schedule.method != task.method or not schedule.status.has_plan:
             return None
         verification = verify_schedule(instance, schedule)
-    except FileNotFoundError:
-        return None
-    except Exception as exc:  # a damaged key or schedule: plan again
+    except Exception as exc:  # a damaged schedule: plan again
         logger.info("%s: not resumed (%s: %s)", task.target, type(exc).__name__, exc)
         return None
     if not verification.ok:
@@ -354,34 +433,42 @@ def plan_file(task: BatchTask) -> Row:
 
 
 def _write(task: BatchTask, key: dict[str, Any] | None, text: str) -> None:
-    """Write the task's key, then its schedule, each atomically.
-
-    The key goes first: a key naming a schedule that never got written matches nothing.
+    """Write the task's key, then its schedule, each atomically (:func:`write_keyed`).
 
     Raises
     ------
     InputError
         If the output folder cannot be written (full, read-only, a name it refuses).
     """
-    target = Path(task.target)
     try:
-        if key is not None:
-            _key_path(target).parent.mkdir(parents=True, exist_ok=True)
-            key["schedule_sha256"] = _sha256(text.encode("utf-8"))
-            write_text_atomic(_key_path(target), json.dumps(key, indent=1) + "\n")
-        write_text_atomic(target, text)
+        write_keyed(Path(task.target), key, text)
     except OSError as exc:
         raise InputError(task.target, "", f"cannot write the schedule: "
                          f"{exc.strerror or exc}") from None
 
 
-def _written_rows(tasks: Sequence[BatchTask], since: float,
-                 skip: Sequence[int] = ()) -> list[tuple[int, Row]]:
-    """Rows of the schedules planned since ``since`` (a ``time.time()``) and still valid.
+def _planned(task: BatchTask) -> Row | None:
+    """The row of the task's schedule on disk, if its key matches and it verifies."""
+    key = _task_key(task)
+    if key is None:
+        return None
+    schedule = _resumable(task, key, read_instance(task.source))
+    return None if schedule is None else _row(task, schedule, schedule.wall_time_s,
+                                              resumed=False)
 
-    A task counts when its key was written since then, still matches, and its schedule
-    verifies against the instance; ``skip`` lists the indices to leave out (those whose
-    rows are known). :func:`run_batch` reports these when interrupted.
+
+#: Planning instance files: the tasks of ``gpuplan batch``.
+PLANNING: TaskKind[BatchTask] = TaskKind(
+    work=plan_file, failed=_failed, target=lambda task: Path(task.target), written=_planned)
+
+
+def _written_rows(tasks: Sequence[Task], kind: TaskKind[Task], since: float,
+                  skip: Sequence[int] = ()) -> list[tuple[int, Row]]:
+    """Rows of the files written since ``since`` (a ``time.time()``) and still valid.
+
+    A task counts when its key was written since then and ``kind.written`` finds its
+    file valid; ``skip`` lists the indices to leave out (those whose rows are known).
+    :func:`run_tasks` reports these when interrupted.
     """
     found, known = [], set(skip)
     for index, task in enumerate(tasks):
@@ -389,27 +476,41 @@ def _written_rows(tasks: Sequence[BatchTask], since: float,
             continue
         try:
             # A second of slack: file times may lag the clock by a tick.
-            if _key_path(Path(task.target)).stat().st_mtime < since - 1.0:
+            if _key_path(kind.target(task)).stat().st_mtime < since - 1.0:
                 continue
-            key = _task_key(task)
-            if key is None:
-                continue
-            schedule = _resumable(task, key, read_instance(task.source))
-        except Exception:  # not a schedule of this run after all
+            row = kind.written(task)
+        except Exception:  # not a file of this run after all
             continue
-        if schedule is not None:
-            found.append((index, _row(task, schedule, schedule.wall_time_s, resumed=False)))
+        if row is not None:
+            found.append((index, row))
     return found
 
 
 def run_batch(tasks: Sequence[BatchTask], workers: int, scheduler: str | None = None,
+              on_row: Callable[[Row], None] | None = None) -> list[Row]:
+    """Plan every task and return the rows in task order (:func:`run_tasks`).
+
+    Parameters
+    ----------
+    tasks
+        From :func:`make_tasks`.
+    workers, scheduler, on_row
+        As :func:`run_tasks` takes them.
+    """
+    return run_tasks(tasks, PLANNING, workers, scheduler, on_row)
+
+
+def run_tasks(tasks: Sequence[Task], kind: TaskKind[Task], workers: int,
+              scheduler: str | None = None,
               on_row: Callable[[Row], None] | None = None) -> list[Row]:
     """Run every task and return the rows in task order.
 
     Parameters
     ----------
     tasks
-        From :func:`make_tasks`.
+        Tasks of one kind.
+    kind
+        How to run them (:class:`TaskKind`).
     workers
         Local processes (1: in this process). Ignored with a scheduler, whose cluster has
         its own workers.
@@ -426,7 +527,7 @@ def run_batch(tasks: Sequence[BatchTask], workers: int, scheduler: str | None = 
     If interrupted (``KeyboardInterrupt``, or any exception in this process), local
     workers are killed and pending tasks cancelled; before the exception propagates,
     ``on_row`` is also called with the row of every task that finished and of every
-    schedule this run wrote (see the module docstring). Every file left is whole.
+    file this run wrote (see the module docstring). Every file left is whole.
     """
     rows: dict[int, Row] = {}
     since = time.time()
@@ -439,42 +540,45 @@ def run_batch(tasks: Sequence[BatchTask], workers: int, scheduler: str | None = 
 
     try:
         if scheduler is not None:
-            _dask(tasks, scheduler, emit)
+            _dask(tasks, kind, scheduler, emit)
         else:
-            _local(tasks, workers, emit)
+            _local(tasks, workers, emit, kind.work, kind)
     except BaseException:
-        for index, row in _written_rows(tasks, since, list(rows)):
+        for index, row in _written_rows(tasks, kind, since, list(rows)):
             emit(index, row)
         raise
     return [rows[i] for i in sorted(rows)]
 
 
-def _local(tasks: Sequence[BatchTask], workers: int, emit: Emit,
-           work: Callable[[BatchTask], Row] = plan_file) -> None:
+def _local(tasks: Sequence[Task], workers: int, emit: Emit,
+           work: Callable[[Task], Row] | None = None,
+           kind: TaskKind[Any] = PLANNING) -> None:
     """Run the tasks in this process (one worker) or in a pool of worker processes.
 
-    When a worker process dies, the pool breaks and every unfinished task fails with it.
-    The pool starts tasks in order, so the ones the dead worker may have been running are
-    the first ``workers + 1`` of those: each runs again alone, and if its process dies
-    again its row says so. The others go to a new pool.
+    ``work`` runs one task (default: ``kind.work``). When a worker process dies, the pool
+    breaks and every unfinished task fails with it. The pool starts tasks in order, so the
+    ones the dead worker may have been running are the first ``workers + 1`` of those:
+    each runs again alone, and if its process dies again its row says so. The others go
+    to a new pool.
     """
+    run = kind.work if work is None else work
     if workers <= 1:
         for index, task in enumerate(tasks):
-            emit(index, work(task))
+            emit(index, run(task))
         return
     left = list(range(len(tasks)))
     while left:
-        broken = _pool_run(tasks, left, workers, emit, work)
+        broken = _pool_run(tasks, left, workers, emit, run, kind)
         suspects, left = broken[:workers + 1], broken[workers + 1:]
         for index in suspects:
-            if _pool_run(tasks, [index], 1, emit, work):
-                emit(index, _failed(tasks[index], None, "the worker process planning this "
-                                    "file died (killed, out of memory, or a crash in a "
-                                    "solver)"))
+            if _pool_run(tasks, [index], 1, emit, run, kind):
+                emit(index, kind.failed(tasks[index], None, "the worker process running "
+                                        "this task died (killed, out of memory, or a crash "
+                                        "in a solver)"))
 
 
-def _pool_run(tasks: Sequence[BatchTask], indices: Sequence[int], workers: int, emit: Emit,
-              work: Callable[[BatchTask], Row]) -> list[int]:
+def _pool_run(tasks: Sequence[Task], indices: Sequence[int], workers: int, emit: Emit,
+              work: Callable[[Task], Row], kind: TaskKind[Task]) -> list[int]:
     """Run ``indices`` in a new pool; return those (in order) left undone by a broken pool."""
     pool = ProcessPoolExecutor(max_workers=min(workers, len(indices)),
                                initializer=_worker_init, initargs=(_expected_parent(),))
@@ -485,7 +589,7 @@ def _pool_run(tasks: Sequence[BatchTask], indices: Sequence[int], workers: int, 
         index = futures[future]
         if index not in reported:
             reported.add(index)
-            emit(index, _outcome(future, tasks[index]))
+            emit(index, _outcome(future, tasks[index], kind))
 
     def done(future: Future[Row]) -> bool:
         return (future.done() and not future.cancelled()
@@ -502,7 +606,7 @@ def _pool_run(tasks: Sequence[BatchTask], indices: Sequence[int], workers: int, 
             for future in sorted(finished, key=futures.__getitem__):
                 report(future)
     except BaseException:
-        _stop(pool, [tasks[i] for i in indices])
+        _stop(pool, [kind.target(tasks[i]) for i in indices])
         # Rows that arrived but were not reported yet: some (errors) are nowhere else.
         for future in sorted(futures, key=futures.__getitem__):
             if done(future):
@@ -519,13 +623,13 @@ def _pool_run(tasks: Sequence[BatchTask], indices: Sequence[int], workers: int, 
     return undone
 
 
-def _outcome(future: Future[Row], task: BatchTask) -> Row:
+def _outcome(future: Future[Row], task: Task, kind: TaskKind[Task]) -> Row:
     """A finished future's row, or its task's error row (say, a solver's SystemExit)."""
     exc = future.exception()
-    return future.result() if exc is None else _failed(task, None, exc)
+    return future.result() if exc is None else kind.failed(task, None, exc)
 
 
-def _stop(pool: ProcessPoolExecutor, tasks: Sequence[BatchTask]) -> None:
+def _stop(pool: ProcessPoolExecutor, targets: Sequence[Path]) -> None:
     """Interrupted: kill the workers, end the pool, and remove the workers' leftovers.
 
     The pool marks what was running or queued as failed (broken pool); what finished keeps
@@ -541,7 +645,7 @@ def _stop(pool: ProcessPoolExecutor, tasks: Sequence[BatchTask]) -> None:
         with contextlib.suppress(Exception):
             process.join(timeout=10)
     pool.shutdown(wait=True, cancel_futures=True)
-    for folder in {Path(task.target).parent for task in tasks}:
+    for folder in {target.parent for target in targets}:
         remove_stale_temporaries(folder)
         remove_stale_temporaries(folder / KEYS)
 
@@ -606,7 +710,7 @@ def check_scheduler(address: str) -> None:
                          f"such as tcp://HOST:8786 ({exc})") from None
 
 
-def _dask(tasks: Sequence[BatchTask], address: str, emit: Emit) -> None:
+def _dask(tasks: Sequence[Task], kind: TaskKind[Task], address: str, emit: Emit) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError as exc:
@@ -621,14 +725,14 @@ def _dask(tasks: Sequence[BatchTask], address: str, emit: Emit) -> None:
         raise InputError("--scheduler", "", f"{address!r} is not a Dask scheduler address "
                          f"such as tcp://HOST:8786 ({type(exc).__name__}: {exc})") from None
     with client:
-        futures = client.map(plan_file, tasks, pure=False)
+        futures = client.map(kind.work, tasks, pure=False)
         index = {future.key: i for i, future in enumerate(futures)}
 
         def outcome(future: Any) -> Row:
             try:
                 row: Row = future.result()
             except Exception as exc:  # a worker that died (KilledWorker), a lost future
-                return _failed(tasks[index[future.key]], None, exc)
+                return kind.failed(tasks[index[future.key]], None, exc)
             return row
 
         try:
