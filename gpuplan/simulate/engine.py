@@ -440,19 +440,23 @@ class Engine:
     def _rounds(self) -> None:
         round_s = self.config.round_s
         now = self.queue[0][0]
-        while self.finished < self.instance.n_jobs:
+        while True:
+            # The last job may complete right at a boundary: then there is nothing to decide.
             self._handle_until(now, inclusive=True)
+            if self.finished == self.instance.n_jobs:
+                return
             self._decide(now)
             self._report(now)
-            if not (self.running_type >= 0).any() and not any(
-                    kind != _Kind.COMPLETE for _, kind, *_ in self.queue):
+            if not (self.running_type >= 0).any() and self.arrived.all():
                 raise self._stalled(now)
             end = now + round_s
             self._handle_until(end, inclusive=False)
-            if (self.queue and not (self.running_type >= 0).any() and not self.active.any()
-                    and not self.waiting.any()):
-                # An idle cluster: the next round starts when the next job arrives.
-                end = max(end, self.queue[0][0])
+            if (not (self.running_type >= 0).any() and not self.active.any()
+                    and not self.waiting.any() and not self.arrived.all()):
+                # An idle cluster: the next round starts when the next job arrives. With
+                # nothing running, every completion still queued is of a stopped segment,
+                # and must not set the round's start.
+                end = max(end, float(self.instance.release[~self.arrived].min()))
             now = end
 
 
