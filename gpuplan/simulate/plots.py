@@ -28,7 +28,9 @@ from gpuplan.simulate.metrics import measured_interval, queue_series, utilisatio
 from gpuplan.solution import Result
 
 if TYPE_CHECKING:  # matplotlib is imported only when drawing
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
+    from matplotlib.container import Container
     from matplotlib.figure import Figure
 
 #: Output formats by file suffix.
@@ -101,6 +103,8 @@ def timeline_figure(instance: Instance, result: Result,
     title
         Above the plot.
     """
+    from matplotlib.ticker import MaxNLocator
+
     figure, (usage, queue) = _figure(2, 6)
     times, shares = utilisation_series(instance, result)
     total = instance.node_gpus.sum(axis=0)
@@ -114,6 +118,7 @@ def timeline_figure(instance: Instance, result: Result,
     times, waiting = queue_series(instance, result)
     queue.step(times / _HOUR, waiting, where="post", color="black", label="queued jobs")
     queue.set_ylim(bottom=0)
+    queue.yaxis.set_major_locator(MaxNLocator(integer=True))
     queue.set_ylabel("queued jobs")
     queue.set_xlabel("time (h)")
     if window is not None:
@@ -179,6 +184,7 @@ def load_curve_figure(rows: Sequence[Mapping[str, object]], metric: str = "mean_
         by_rate = points.setdefault(str(row["policy"]), {})
         by_rate.setdefault(_number(row, "rate", source, at), []).append(values)
     figure, (ax,) = _figure(1, 4.5)
+    handles: list[Artist | Container] = []  # in drawing order, each policy's p95 after its mean
     for policy, by_rate in points.items():
         rates = np.array(sorted(by_rate))
         runs = [np.array(by_rate[rate]) for rate in rates]
@@ -186,14 +192,17 @@ def load_curve_figure(rows: Sequence[Mapping[str, object]], metric: str = "mean_
         spread = np.array([[m - r[:, 0].min(), r[:, 0].max() - m]
                            for m, r in zip(mean, runs, strict=True)]).T
         line = ax.errorbar(rates, mean, yerr=spread, marker="o", capsize=3, label=policy)
+        handles.append(line)
         if p95:
-            ax.plot(rates, [r[:, 1].mean() for r in runs], linestyle="--", marker=".",
-                    color=line.lines[0].get_color(), label=f"{policy} p95")
+            handles += ax.plot(rates, [r[:, 1].mean() for r in runs], linestyle="--",
+                               marker=".", color=line.lines[0].get_color(),
+                               label=f"{policy} p95")
     ax.set_xlabel("arrival rate (jobs/h)")
-    ax.set_ylabel(metric.removesuffix("_h").replace("_", " ") + " (h)")
+    name = metric.removesuffix("_h").replace("_", " ").replace("jct", "JCT")
+    ax.set_ylabel(f"{name} (h)" + ("; dashed: p95 JCT" if p95 else ""))
     ax.grid(alpha=0.3)
-    if points:
-        ax.legend(fontsize=8, loc="upper left")
+    if handles:
+        ax.legend(handles=handles, fontsize=8, loc="upper left")
     ax.set_title(title or "JCT against load")
     figure.tight_layout()
     return figure

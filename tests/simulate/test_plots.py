@@ -89,7 +89,7 @@ def test_the_load_curve_averages_seeds_with_their_spread(tmp_path: Path) -> None
     ]
     figure = load_curve_figure(rows, p95=True)
     (ax,) = figure.axes
-    assert sorted(_legend(ax)) == ["fifo", "fifo p95", "las", "las p95"]
+    assert _legend(ax) == ["fifo", "fifo p95", "las", "las p95"]
     fifo = ax.containers[0]
     assert isinstance(fifo, ErrorbarContainer) and fifo.get_label() == "fifo"
     assert _xy(fifo.lines[0]) == ([0.4, 2.8], [12, 20])
@@ -97,7 +97,7 @@ def test_the_load_curve_averages_seeds_with_their_spread(tmp_path: Path) -> None
     assert [list(segment[:, 1]) for segment in bars.get_segments()] == [[10, 14], [20, 20]]
     fifo_p95 = next(line for line in ax.get_lines() if line.get_label() == "fifo p95")
     assert _xy(fifo_p95)[1] == [32, 50]
-    assert ax.get_ylabel() == "mean jct (h)"
+    assert ax.get_ylabel() == "mean JCT (h); dashed: p95 JCT"
     out = tmp_path / "load.png"
     write_figure(figure, out)
     assert out.stat().st_size > 0 and out.read_bytes().startswith(_PNG)
