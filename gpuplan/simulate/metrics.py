@@ -209,7 +209,7 @@ def isolated_speed(instance: Instance, jobs: IntArray, active: FloatArray) -> Fl
 
 @dataclass(frozen=True)
 class JobStats:
-    """Per-job measures of a run, ``(J,)`` arrays by job index; NaN for unrun jobs.
+    """Per-job measures of a run, ``(J,)`` arrays by job index; times NaN for unrun jobs.
 
     Attributes
     ----------
