@@ -151,6 +151,8 @@ class PolicyContext:
     options
         The part's own settings by name (``partitions``, ``thresholds``...), only those
         its class lists in ``takes``, already checked against it.
+    restart_overhead_s
+        Seconds a paused job pays when it resumes (for parts that plan ahead).
     """
 
     instance: Instance
@@ -159,6 +161,7 @@ class PolicyContext:
     seed: int
     settings: RunSettings = field(default_factory=RunSettings)
     options: Mapping[str, Any] = field(default_factory=dict)
+    restart_overhead_s: float = 0.0
 
 
 class Admission(Protocol):

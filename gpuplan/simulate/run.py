@@ -126,7 +126,8 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
     instance = run_instance(instance)
     window = check_window(instance, spec.window)
     config = spec.config
-    context = PolicyContext(instance, config.mode, config.round_s, spec.seed, spec.settings)
+    context = PolicyContext(instance, config.mode, config.round_s, spec.seed, spec.settings,
+                            restart_overhead_s=config.restart_overhead_s)
     modes = part_class(SCHEDULERS, spec.scheduler, "--policy").modes
     if config.mode not in modes:
         raise InputError("--mode", "", f"scheduler {spec.scheduler!r} does not work in "
