@@ -14,14 +14,21 @@ from typing import Any, TypeVar, cast
 
 from gpuplan.errors import InputError
 from gpuplan.simulate.policies.admit_all import AdmitAll
+from gpuplan.simulate.policies.best_fit import BestFit
+from gpuplan.simulate.policies.fifo import Fifo
+from gpuplan.simulate.policies.first_fit import FirstFit
+from gpuplan.simulate.policies.las import Las
+from gpuplan.simulate.policies.sjf import ShortestJobFirst
+from gpuplan.simulate.policies.srtf import ShortestRemainingFirst
 from gpuplan.simulate.policy import Admission, Placement, PolicyContext, Scheduler
 
 _Part = TypeVar("_Part")
 
 #: Schedulers by name; each class is built with a PolicyContext.
-SCHEDULERS: dict[str, type[Scheduler]] = {}
+SCHEDULERS: dict[str, type[Scheduler]] = {part.name: part for part in (
+    Fifo, ShortestJobFirst, ShortestRemainingFirst, Las)}
 #: Placements by name.
-PLACEMENTS: dict[str, type[Placement]] = {}
+PLACEMENTS: dict[str, type[Placement]] = {part.name: part for part in (BestFit, FirstFit)}
 #: Admissions by name.
 ADMISSIONS: dict[str, type[Admission]] = {part.name: part for part in (AdmitAll,)}
 

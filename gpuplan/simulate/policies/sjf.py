@@ -1,0 +1,27 @@
+"""``sjf``: shortest job first, non-preemptive.
+
+A job's length is its whole run time on its fastest eligible type (known in advance, as
+in the classic policy); ties go to the earlier arrival. A job that does not fit is
+skipped for a later, longer one that does. Running jobs keep their GPUs.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from gpuplan.instance import FloatArray
+from gpuplan.simulate.policies.fifo import Fifo
+from gpuplan.simulate.policy import View
+
+
+class ShortestJobFirst(Fifo):
+    """Shortest whole run time first, non-preemptive."""
+
+    name: ClassVar[str] = "sjf"
+    description: ClassVar[str] = ("shortest job first (run time on its fastest type), "
+                                  "non-preemptive")
+
+    def key(self, view: View) -> FloatArray:
+        """Each active job's run time on its fastest eligible type."""
+        seconds: FloatArray = view.instance.min_duration[view.jobs]
+        return seconds

@@ -1,0 +1,28 @@
+"""``srtf``: shortest remaining time first, preemptive.
+
+At every decision the jobs are ordered by the seconds they still need on their fastest
+eligible type (:meth:`~gpuplan.simulate.policy.View.remaining_s`), ties by arrival, and a
+running job that no longer makes the cut is preempted (unless it is not preemptible or
+still paying an overhead). It resumes later and pays the restore overhead then.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from gpuplan.instance import FloatArray
+from gpuplan.simulate.policies.fifo import Fifo
+from gpuplan.simulate.policy import View
+
+
+class ShortestRemainingFirst(Fifo):
+    """Shortest remaining time first, preemptive."""
+
+    name: ClassVar[str] = "srtf"
+    description: ClassVar[str] = ("shortest remaining time first (on its fastest type), "
+                                  "preemptive")
+    preemptive: ClassVar[bool] = True
+
+    def key(self, view: View) -> FloatArray:
+        """Each active job's remaining seconds on its fastest eligible type."""
+        return view.remaining_s(view.jobs)
