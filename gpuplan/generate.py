@@ -8,22 +8,35 @@ minutes for one job in five); model families with per-GPU memory from
 Gavel measured over a K80 for single-GPU jobs of its 26 job types (:data:`SPEEDUP`).
 Optionally, a share of the jobs depends on an earlier job, jobs arrive over a window, and
 some get deadlines with slack over their fastest run time.
+
+:func:`gavel_document` generates the workloads of Gavel's continuous-arrival experiments
+instead: Poisson arrivals of its job types, timed by its measured throughputs, on a cluster
+given as GPUs per worker type (:func:`cluster_document`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from gpuplan.errors import InputError
+from gpuplan.instance import ObjectiveKind
 from gpuplan.readers.gavel import (
     GPU_MEMORY_GIB,
     LONG_SHARE,
     MEMORY_GIB,
     PRICES,
+    SCALE_FACTORS,
+    TraceJob,
     run_times_s,
     scale_factors,
+    trace_document,
 )
+
+#: Gavel's throughputs, from :func:`~gpuplan.readers.gavel.read_throughputs`.
+Throughputs = dict[str, dict[tuple[str, int], float]]
 
 #: Median throughput over a K80 of Gavel's single-GPU job types (simulation_throughputs.json).
 SPEEDUP = {"k80": 1.0, "p100": 3.32, "v100": 4.05}
@@ -131,3 +144,182 @@ def generate_document(
         "jobs": documents,
         "objective": objective,
     }
+
+
+#: The worker type on which Gavel's generator draws a job's run time alone (``'v100'``).
+REFERENCE_TYPE = "v100"
+#: Gavel's weight of a high-priority job, and the share of jobs that get it when
+#: ``generate_multi_priority_jobs`` is on.
+HIGH_PRIORITY_WEIGHT = 5.0
+HIGH_PRIORITY_SHARE = 0.2
+#: What a Gavel workload's instance optimises: the mean job completion time of the run.
+GAVEL_OBJECTIVE = ObjectiveKind.WEIGHTED_COMPLETION
+
+
+def gavel_jobs(throughputs: Throughputs, fleet: Mapping[str, int], jobs: int,
+               rate_per_hour: float, seed: int, multi_gpu: bool = False,
+               priorities: bool = False, source: str = "--throughputs") -> list[TraceJob]:
+    """Jobs drawn as Gavel's continuous-arrival experiments draw them, all at once.
+
+    Gavel's ``generate_job`` and ``Scheduler.simulate``: a scale factor (1, 2, 4, 8 with
+    probability 0.7, 0.1, 0.15, 0.05; 1 unless ``multi_gpu``); a run time alone on
+    :data:`REFERENCE_TYPE` of ``60 * 10**U(1.5, 3)`` s, or ``60 * 10**U(3, 4)`` s with
+    probability 0.2; a job type uniform among those measured at the scale factor (the 26
+    of Gavel's job table for one GPU); total steps = run time x reference throughput; with
+    ``priorities``, weight :data:`HIGH_PRIORITY_WEIGHT` with probability
+    :data:`HIGH_PRIORITY_SHARE`. Job 0 arrives at 0 and the gaps are exponential with mean
+    ``3600 / rate_per_hour`` seconds.
+
+    Each attribute has its own random stream, as Gavel keeps arrivals apart from jobs: job
+    ``k`` is the same whatever the rate and however many jobs follow it. Gavel's own
+    streams (Python's ``random``) cannot be matched; the distributions are its.
+
+    Parameters
+    ----------
+    throughputs
+        Gavel's measured throughputs.
+    fleet
+        GPUs per worker type of the cluster; a job type is drawn only if it has a
+        throughput on one of them at its scale factor.
+    jobs
+        How many jobs.
+    rate_per_hour
+        Poisson arrival rate in jobs per hour; 0 puts every job at time 0, as Gavel's
+        static (makespan) experiments do.
+    seed
+        Seed of the streams: the same arguments give the same jobs.
+    multi_gpu
+        Draw Gavel's multi-GPU scale factors (its ``--generate-multi-gpu-jobs``).
+    priorities
+        Draw Gavel's priority weights (its ``--generate-multi-priority-jobs``).
+    source
+        The throughput file, named in errors.
+
+    Raises
+    ------
+    InputError
+        Naming ``source`` when it has no :data:`REFERENCE_TYPE` throughputs, or no job
+        type at a drawn scale factor that the cluster can run.
+    """
+    reference = throughputs.get(REFERENCE_TYPE)
+    if not reference:
+        raise InputError(source, "", f"Gavel's generator times jobs on "
+                         f"{REFERENCE_TYPE!r}, which the throughput file does not measure")
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(6)]
+    scale_draws, mode_draws, time_draws, type_draws, priority_draws = (
+        stream.random(jobs) for stream in streams[:5])
+    scale = scale_factors(scale_draws) if multi_gpu else np.ones(jobs, dtype=np.int64)
+    # Gavel's rule: the long mode when a draw is at least 1 - LONG_SHARE.
+    run_time = run_times_s(mode_draws >= 1.0 - LONG_SHARE, time_draws)
+    job_type = np.empty(jobs, dtype=object)
+    for factor in np.unique(scale).tolist():
+        # Sorted, so that a seed gives the same jobs whatever order the file lists them in.
+        types = sorted(t for (t, s), tput in reference.items() if s == factor and tput > 0
+                       and any(throughputs[w].get((t, s), 0.0) > 0 for w in fleet))
+        if not types:
+            raise InputError(source, "", f"no job type has a throughput at scale "
+                             f"factor {factor} on {REFERENCE_TYPE} and a type of the cluster")
+        chosen = scale == factor
+        job_type[chosen] = np.array(types, dtype=object)[
+            (type_draws[chosen] * len(types)).astype(np.int64)]
+    weight = np.where(priorities & (priority_draws < HIGH_PRIORITY_SHARE),
+                      HIGH_PRIORITY_WEIGHT, 1.0)
+    mean_gap_s = 3600.0 / rate_per_hour if rate_per_hour > 0 else 0.0
+    gaps = streams[5].standard_exponential(max(jobs - 1, 0)) * mean_gap_s
+    arrival = np.concatenate([[0.0], np.cumsum(gaps)])[:jobs].round(3)
+    steps = np.maximum(1, np.rint(run_time * [reference[(t, int(s))]
+                                              for t, s in zip(job_type, scale, strict=True)]))
+    return [TraceJob(*row) for row in zip(
+        job_type.tolist(), steps.astype(np.int64).tolist(), scale.tolist(), weight.tolist(),
+        arrival.tolist(), strict=True)]
+
+
+def cluster_document(trace: list[TraceJob], throughputs: Throughputs,
+                     cluster: Mapping[str, int], gpus_per_node: int, name: str,
+                     source: str) -> dict[str, Any]:
+    """The instance document of Gavel jobs on a cluster of GPUs per worker type.
+
+    Types with no GPUs are left out; each type's GPUs fill nodes of ``gpus_per_node``
+    (the last one holds the rest), as
+    :func:`~gpuplan.readers.gavel.trace_document` builds them. Release times are the
+    arrival times and the objective is :data:`GAVEL_OBJECTIVE`.
+
+    Parameters
+    ----------
+    trace
+        The jobs, each with a throughput at its scale factor on some type of the cluster.
+    throughputs
+        Gavel's measured throughputs.
+    cluster
+        GPUs per worker type, e.g. from :func:`gpuplan.simulate.workload.parse_cluster`.
+    gpus_per_node
+        GPUs per server (Gavel's ``--num_gpus_per_server``); a gang stays on one.
+    name
+        The instance name.
+    source
+        The throughput file, named when it does not measure a type of the cluster.
+
+    Raises
+    ------
+    InputError
+        Naming ``source`` for a worker type of the cluster it does not measure.
+    """
+    fleet = measured_fleet(cluster, throughputs, source)
+    return trace_document(trace, throughputs, fleet, gpus_per_node, PRICES, name,
+                          objective=GAVEL_OBJECTIVE.value)
+
+
+def measured_fleet(cluster: Mapping[str, int], throughputs: Throughputs,
+                   source: str) -> dict[str, int]:
+    """The worker types of the cluster that have GPUs, each measured in ``throughputs``.
+
+    Raises
+    ------
+    InputError
+        Naming ``source`` for a worker type it does not measure.
+    """
+    fleet = {t: count for t, count in cluster.items() if count > 0}
+    unmeasured = sorted(set(fleet) - set(throughputs))
+    if unmeasured:
+        raise InputError(source, "", f"no throughputs for worker type(s) "
+                         f"{', '.join(unmeasured)} of the cluster")
+    return fleet
+
+
+def gavel_document(throughputs: Throughputs, cluster: Mapping[str, int], gpus_per_node: int,
+                   jobs: int, rate_per_hour: float, seed: int, multi_gpu: bool = False,
+                   priorities: bool = False, source: str = "--throughputs") -> dict[str, Any]:
+    """The instance document of a generated Gavel workload (:func:`gavel_jobs`) on a cluster.
+
+    Parameters
+    ----------
+    throughputs, cluster, gpus_per_node, source
+        As for :func:`cluster_document`.
+    jobs, rate_per_hour, seed, multi_gpu, priorities
+        As for :func:`gavel_jobs`.
+
+    Raises
+    ------
+    InputError
+        Naming ``--gpus-per-node`` when multi-GPU jobs fit no node (a gang stays on one
+        node here, where Gavel's simulator ignores servers), or ``source`` as
+        :func:`gavel_jobs` and :func:`cluster_document` do.
+    """
+    fleet = measured_fleet(cluster, throughputs, source)
+    roomiest = min(max(fleet.values()), gpus_per_node)
+    widest = int(SCALE_FACTORS.max()) if multi_gpu else 1
+    if roomiest < widest:
+        raise InputError("--gpus-per-node", "", f"multi-GPU jobs take up to {widest} GPUs "
+                         f"on one node; the largest node of this cluster has {roomiest}")
+    trace = gavel_jobs(throughputs, fleet, jobs, rate_per_hour, seed, multi_gpu, priorities,
+                       source)
+    counts = ":".join(str(count) for count in cluster.values())
+    document = cluster_document(trace, throughputs, fleet, gpus_per_node,
+                                f"gavel_{counts.replace(':', '_')}_{rate_per_hour:g}_{seed}",
+                                source)
+    flags = " --multi-gpu" * multi_gpu + " --priorities" * priorities
+    document["description"] = (
+        f"gpuplan generate --cluster {counts} --gpus-per-node {gpus_per_node} --jobs {jobs} "
+        f"--arrival-rate {rate_per_hour:g} --seed {seed}{flags}: Gavel's job generator "
+        f"(run times on {REFERENCE_TYPE}, Poisson arrivals). {document['description']}")
+    return document
