@@ -48,13 +48,16 @@ BATCHES = {
     "Recommendation": (512, 1024, 2048, 4096, 8192), "A3C": (0,), "CycleGAN": (0,),
 }
 
+#: GPUs per node (server) when none is given: room for Gavel's largest gang.
+GPUS_PER_NODE = 8
+
 
 def generate_document(
     jobs: int,
     nodes: int,
     types: tuple[str, ...] = ("v100", "p100", "k80"),
     seed: int = 0,
-    gpus_per_node: int = 8,
+    gpus_per_node: int = GPUS_PER_NODE,
     dependencies: float = 0.0,
     arrival_window_s: float = 0.0,
     deadlines: float = 0.0,
@@ -286,9 +289,10 @@ def measured_fleet(cluster: Mapping[str, int], throughputs: Throughputs,
     return fleet
 
 
-def gavel_document(throughputs: Throughputs, cluster: Mapping[str, int], gpus_per_node: int,
-                   jobs: int, rate_per_hour: float, seed: int, multi_gpu: bool = False,
-                   priorities: bool = False, source: str = "--throughputs") -> dict[str, Any]:
+def gavel_document(throughputs: Throughputs, cluster: Mapping[str, int], jobs: int,
+                   rate_per_hour: float, *, gpus_per_node: int = GPUS_PER_NODE, seed: int = 0,
+                   multi_gpu: bool = False, priorities: bool = False,
+                   source: str = "--throughputs") -> dict[str, Any]:
     """The instance document of a generated Gavel workload (:func:`gavel_jobs`) on a cluster.
 
     Parameters

@@ -1,17 +1,25 @@
-"""``gpuplan generate``: write a seeded synthetic instance."""
+"""``gpuplan generate``: write a seeded synthetic instance.
+
+Two kinds, chosen by the fleet flag: ``--nodes K`` (nodes of GPU types with Gavel's job
+mix, :func:`~gpuplan.generate.generate_document`) or ``--cluster V:P:K`` (a workload of
+Gavel's continuous-arrival experiments on its worker types,
+:func:`~gpuplan.generate.gavel_document`). A flag of the other kind is refused.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from gpuplan.cli.common import Commands, ExitCode, bounded, console, default_of, given
 from gpuplan.errors import InputError
-from gpuplan.generate import SPEEDUP, generate_document
+from gpuplan.generate import SPEEDUP, gavel_document, generate_document
 from gpuplan.instance import ObjectiveKind
 from gpuplan.io import check_output, write_text_atomic
 from gpuplan.methods.base import MAX_SEED
+from gpuplan.readers.gavel import read_throughputs
 from gpuplan.readers.instance_file import (
     MAX_GPUS,
     MAX_JOBS,
@@ -19,6 +27,17 @@ from gpuplan.readers.instance_file import (
     build_instance,
     parse_document,
 )
+from gpuplan.simulate.workload import parse_cluster
+
+#: The flags of each kind, by their argparse names; the other kind refuses them.
+NODE_FLAGS = {"nodes": "--nodes", "types": "--types", "dependencies": "--dependencies",
+              "arrival_window_s": "--arrivals", "deadlines": "--deadlines",
+              "objective": "--objective"}
+GAVEL_FLAGS = {"cluster": "--cluster", "rate_per_hour": "--arrival-rate",
+               "throughputs": "--throughputs", "multi_gpu": "--multi-gpu",
+               "priorities": "--priorities"}
+#: Highest arrival rate, in jobs per hour.
+MAX_RATE_PER_HOUR = 1e6
 
 
 def _types(value: str) -> tuple[str, ...]:
@@ -39,19 +58,27 @@ def register(commands: Commands) -> None:
     parser = commands.add_parser(
         "generate", help="write a seeded synthetic instance",
         description="Jobs as Gavel's generator draws them (gangs 1/2/4/8, run times, model "
-        "memory) on nodes of GPU types with Gavel's measured speed-ups.",
+        "memory) on nodes of GPU types with Gavel's measured speed-ups (--nodes); or a "
+        "workload of Gavel's continuous-arrival experiments, its 26 job types timed by its "
+        "measured throughputs and arriving as a Poisson process, on a v100:p100:k80 "
+        "cluster (--cluster).",
     )
 
     unset = argparse.SUPPRESS
     share = bounded(float, 0, 1)
     parser.add_argument("--jobs", type=bounded(int, 1, MAX_JOBS), required=True, metavar="N")
-    parser.add_argument("--nodes", type=bounded(int, 1, MAX_GPUS), required=True, metavar="K")
+    parser.add_argument("--nodes", type=bounded(int, 1, MAX_GPUS), default=unset, metavar="K",
+                        help="generate K nodes of --types (one kind of instance)")
+    parser.add_argument("--cluster", default=unset, metavar="V:P:K",
+                        help="generate a Gavel workload on V V100s, P P100s and K K80s, "
+                        "e.g. 36:36:36 (the other kind; needs --arrival-rate and "
+                        "--throughputs)")
     parser.add_argument("--types", type=_types, default=unset, metavar="T,...",
                         help=f"GPU types, from {', '.join(SPEEDUP)} (default: "
                         f"{default('types')})")
     parser.add_argument("--gpus-per-node", type=bounded(int, 1, MAX_GPUS), default=unset,
-                        metavar="N", help=f"GPUs per node; a gang stays in one (default: "
-                        f"{default('gpus_per_node')})")
+                        metavar="N", help=f"GPUs per node (Gavel's --num_gpus_per_server); "
+                        f"a gang stays in one (default: {default('gpus_per_node')})")
     parser.add_argument("--dependencies", type=share, default=unset, metavar="P",
                         help="share of jobs that depend on an earlier one (default: "
                         f"{default('dependencies')})")
@@ -62,23 +89,70 @@ def register(commands: Commands) -> None:
                         help=f"share of jobs with a deadline (default: {default('deadlines')})")
     parser.add_argument("--objective", choices=[k.value for k in ObjectiveKind], default=unset,
                         help=f"the instance's objective (default: {default('objective')})")
+    gavel = parser.add_argument_group("Gavel workloads (with --cluster)")
+    gavel.add_argument("--arrival-rate", dest="rate_per_hour", default=unset, metavar="L",
+                       type=bounded(float, 0, MAX_RATE_PER_HOUR),
+                       help="Poisson arrivals, L jobs per hour; 0 puts every job at time 0 "
+                       "(Gavel's static batches)")
+    gavel.add_argument("--throughputs", type=Path, default=unset, metavar="FILE",
+                       help="Gavel's simulation_throughputs.json")
+    gavel.add_argument("--multi-gpu", action="store_true", default=unset,
+                       help="scale factors 1/2/4/8 w.p. .7/.1/.15/.05 (Gavel's "
+                       "--generate-multi-gpu-jobs; default: single-GPU jobs)")
+    gavel.add_argument("--priorities", action="store_true", default=unset,
+                       help="weight 5 for one job in five, else 1 (Gavel's "
+                       "--generate-multi-priority-jobs)")
     parser.add_argument("--seed", type=bounded(int, 0, MAX_SEED), default=unset,
                         metavar="N", help=f"0 to {MAX_SEED} (default: {default('seed')})")
     parser.add_argument("-o", "--output", required=True, metavar="FILE.json")
     parser.set_defaults(run=generate)
 
 
+def _refuse(args: argparse.Namespace, flags: dict[str, str], kind: str, other: str) -> None:
+    """Refuse the first of ``flags`` (the ``other`` kind's) given with ``kind``."""
+    for name, flag in flags.items():
+        if hasattr(args, name):
+            raise InputError(flag, "", f"is a flag of {other}; {kind} does not take it")
+
+
 def generate(args: argparse.Namespace) -> int:
     """Generate, validate as a file would be read, then write atomically."""
     check_output(args.output)
+    if hasattr(args, "cluster") and hasattr(args, "nodes"):
+        raise InputError("--cluster", "", "give either --nodes or --cluster, not both")
+    if hasattr(args, "cluster"):
+        document, fleet = _gavel(args), f"--cluster {args.cluster}"
+    else:
+        document, fleet = _nodes(args), f"{args.nodes} nodes"
+    # Validate before writing: a generated file must load as it is.
+    build_instance(parse_document(document, args.output), args.output)
+    write_text_atomic(Path(args.output), json.dumps(document, indent=1) + "\n")
+    console.print(f"wrote {args.output}: {args.jobs} jobs on {fleet}", markup=False)
+    return ExitCode.OK
+
+
+def _nodes(args: argparse.Namespace) -> dict[str, Any]:
+    """The document of ``--nodes``: Gavel's job mix on nodes of GPU types."""
+    if not hasattr(args, "nodes"):
+        raise InputError("--nodes", "", "give --nodes K (nodes of --types) or --cluster "
+                         "V:P:K (a Gavel workload on V100s, P100s and K80s)")
+    _refuse(args, GAVEL_FLAGS, "a node fleet (--nodes)", "Gavel workloads (--cluster)")
     try:
-        document = generate_document(args.jobs, args.nodes, **given(
+        return generate_document(args.jobs, args.nodes, **given(
             args, "types", "seed", "gpus_per_node", "dependencies", "arrival_window_s",
             "deadlines", "objective"))
     except ValueError as exc:
         raise InputError("--types" if "type" in str(exc) else "--jobs", "", str(exc)) from None
-    # Validate before writing: a generated file must load as it is.
-    build_instance(parse_document(document, args.output), args.output)
-    write_text_atomic(Path(args.output), json.dumps(document, indent=1) + "\n")
-    console.print(f"wrote {args.output}: {args.jobs} jobs on {args.nodes} nodes", markup=False)
-    return ExitCode.OK
+
+
+def _gavel(args: argparse.Namespace) -> dict[str, Any]:
+    """The document of ``--cluster``: a workload of Gavel's job generator."""
+    _refuse(args, NODE_FLAGS, "a Gavel workload (--cluster)", "node fleets (--nodes)")
+    cluster = parse_cluster(args.cluster)
+    for name in ("rate_per_hour", "throughputs"):
+        if not hasattr(args, name):
+            raise InputError(GAVEL_FLAGS[name], "", "a Gavel workload (--cluster) needs it")
+    return gavel_document(
+        read_throughputs(args.throughputs), cluster, args.jobs, args.rate_per_hour,
+        **given(args, "gpus_per_node", "seed"), multi_gpu=hasattr(args, "multi_gpu"),
+        priorities=hasattr(args, "priorities"), source=str(args.throughputs))

@@ -20,7 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpuplan.errors import InputError
-from gpuplan.generate import Throughputs, cluster_document, gavel_document, measured_fleet
+from gpuplan.generate import (
+    GPUS_PER_NODE,
+    Throughputs,
+    cluster_document,
+    gavel_document,
+    measured_fleet,
+)
 from gpuplan.instance import Instance
 from gpuplan.io import read_text
 from gpuplan.readers.gavel import TraceJob, read_throughputs, read_trace
@@ -28,9 +34,6 @@ from gpuplan.readers.instance_file import MAX_GPUS, build_instance, parse_docume
 
 #: The worker types of a Gavel cluster string, in its order (``-c 36:36:36``).
 CLUSTER_TYPES = ("v100", "p100", "k80")
-#: GPUs per server when none is given: room for Gavel's largest gang.
-DEFAULT_GPUS_PER_NODE = 8
-
 _COUNT = re.compile(r"[0-9]{1,9}")
 
 
@@ -131,8 +134,8 @@ def check_trace(trace: list[TraceJob], path: Path, throughputs: Throughputs,
             raise InputError(str(path), f"line {number}", problem)
 
 
-def gavel_trace_instance(trace: Path, throughputs: Path, cluster: Mapping[str, int],
-                         gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Instance:
+def gavel_trace_instance(trace: Path, throughputs: Path, cluster: Mapping[str, int], *,
+                         gpus_per_node: int = GPUS_PER_NODE) -> Instance:
     """The workload of a Gavel trace file on a cluster.
 
     Parameters
@@ -163,9 +166,10 @@ def gavel_trace_instance(trace: Path, throughputs: Path, cluster: Mapping[str, i
     return build_instance(parse_document(document, str(trace)), str(trace))
 
 
-def gavel_workload_instance(throughputs: Path, cluster: Mapping[str, int],
-                            gpus_per_node: int, jobs: int, rate_per_hour: float, seed: int,
-                            multi_gpu: bool = False, priorities: bool = False) -> Instance:
+def gavel_workload_instance(throughputs: Path, cluster: Mapping[str, int], jobs: int,
+                            rate_per_hour: float, *, gpus_per_node: int = GPUS_PER_NODE,
+                            seed: int = 0, multi_gpu: bool = False,
+                            priorities: bool = False) -> Instance:
     """A workload drawn by Gavel's job generator on a cluster.
 
     Parameters
@@ -174,11 +178,13 @@ def gavel_workload_instance(throughputs: Path, cluster: Mapping[str, int],
         Gavel's ``simulation_throughputs.json``.
     cluster
         GPUs per worker type, from :func:`parse_cluster`.
+    jobs, rate_per_hour
+        How many jobs, and their arrivals per hour (0: all at time 0).
     gpus_per_node
         GPUs per server; a gang stays on one.
-    jobs, rate_per_hour, seed, multi_gpu, priorities
-        As for :func:`gpuplan.generate.gavel_jobs`: how many jobs, arrivals per hour (0:
-        all at time 0), the seed, Gavel's multi-GPU scale factors and its priorities.
+    seed, multi_gpu, priorities
+        As for :func:`gpuplan.generate.gavel_jobs`: the seed, Gavel's multi-GPU scale
+        factors and its priorities.
 
     Raises
     ------
@@ -186,7 +192,8 @@ def gavel_workload_instance(throughputs: Path, cluster: Mapping[str, int],
         Naming the throughput file when it cannot be read or lacks a type, or
         ``--gpus-per-node`` when multi-GPU gangs fit no server.
     """
-    document = gavel_document(read_throughputs(throughputs), cluster, gpus_per_node, jobs,
-                              rate_per_hour, seed, multi_gpu, priorities, str(throughputs))
+    document = gavel_document(read_throughputs(throughputs), cluster, jobs, rate_per_hour,
+                              gpus_per_node=gpus_per_node, seed=seed, multi_gpu=multi_gpu,
+                              priorities=priorities, source=str(throughputs))
     source = f"generated Gavel workload (seed {seed})"
     return build_instance(parse_document(document, source), source)
