@@ -153,5 +153,5 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
         restart_overhead_s=config.restart_overhead_s,
         migration_overhead_s=config.migration_overhead_s,
         window=list(window), metrics=run_metrics(instance, result, window),
-        utilisation_by_type=utilisation_by_type(instance, result))
+        utilisation_by_type=utilisation_by_type(instance, result, window))
     return schedule.model_copy(update={"verification": verification, "run": record})

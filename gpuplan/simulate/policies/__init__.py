@@ -18,6 +18,7 @@ from gpuplan.simulate.policies.best_fit import BestFit
 from gpuplan.simulate.policies.fifo import Fifo
 from gpuplan.simulate.policies.first_fit import FirstFit
 from gpuplan.simulate.policies.las import Las
+from gpuplan.simulate.policies.replan import Replan
 from gpuplan.simulate.policies.sjf import ShortestJobFirst
 from gpuplan.simulate.policies.srtf import ShortestRemainingFirst
 from gpuplan.simulate.policy import Admission, Placement, PolicyContext, Scheduler
@@ -26,7 +27,7 @@ _Part = TypeVar("_Part")
 
 #: Schedulers by name; each class is built with a PolicyContext.
 SCHEDULERS: dict[str, type[Scheduler]] = {part.name: part for part in (
-    Fifo, ShortestJobFirst, ShortestRemainingFirst, Las)}
+    Fifo, ShortestJobFirst, ShortestRemainingFirst, Las, Replan)}
 #: Placements by name.
 PLACEMENTS: dict[str, type[Placement]] = {part.name: part for part in (BestFit, FirstFit)}
 #: Admissions by name.
