@@ -1,0 +1,65 @@
+"""``gpuplan generate --cluster``: Gavel workloads as instance files, and the flags of each kind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import GAVEL
+
+from cli.conftest import Gpuplan
+
+THROUGHPUTS = GAVEL / "simulation_throughputs.json"
+GAVEL_RUN = ("generate", "--cluster", "36:36:36", "--gpus-per-node", "4", "--jobs", "300",
+             "--arrival-rate", "2.8", "--throughputs", THROUGHPUTS, "--seed", "0")
+
+
+def test_gavel_workload_file(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """The file validates, holds the jobs asked on 36 GPUs per type, and a seed repeats it."""
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert gpuplan(*GAVEL_RUN, "-o", first).code == 0
+    assert gpuplan(*GAVEL_RUN, "-o", second).code == 0
+    assert first.read_bytes() == second.read_bytes()
+    assert gpuplan("validate", first).code == 0
+    document = json.loads(first.read_text())
+    assert len(document["jobs"]) == 300
+    assert {job["gpus"] for job in document["jobs"]} == {1}
+    assert [t["id"] for t in document["gpu_types"]] == ["v100", "p100", "k80"]
+    per_type = {t: sum(n["gpus"].get(t, 0) for n in document["nodes"])
+                for t in ("v100", "p100", "k80")}
+    assert per_type == {"v100": 36, "p100": 36, "k80": 36} and len(document["nodes"]) == 27
+    assert document["objective"] == "weighted-completion"
+    assert document["description"].startswith("gpuplan generate --cluster 36:36:36")
+
+
+def test_multi_gpu_file(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--multi-gpu draws gangs up to 8 (servers of 8 by default); --priorities weights of 5."""
+    out = tmp_path / "m.json"
+    run = [*GAVEL_RUN[:3], *GAVEL_RUN[5:]]
+    assert gpuplan(*run, "--multi-gpu", "--priorities", "-o", out).code == 0
+    jobs = json.loads(out.read_text())["jobs"]
+    assert {job["gpus"] for job in jobs} == {1, 2, 4, 8}
+    assert {job["weight"] for job in jobs} == {1.0, 5.0}
+
+
+@pytest.mark.parametrize(("args", "flag", "says"), [
+    (("--cluster", "36:36"), "--cluster", "2 count(s), not 3"),
+    (("--cluster", "1:1:1", "--nodes", "2"), "--cluster", "not both"),
+    (("--cluster", "1:1:1", "--types", "v100"), "--types", "is a flag of node fleets"),
+    (("--cluster", "1:1:1", "--deadlines", "0.5"), "--deadlines", "is a flag of node fleets"),
+    (("--nodes", "2", "--arrival-rate", "1"), "--arrival-rate", "a flag of Gavel workloads"),
+    (("--nodes", "2", "--multi-gpu"), "--multi-gpu", "a flag of Gavel workloads"),
+    (("--cluster", "1:1:1", "--throughputs", str(THROUGHPUTS)), "--arrival-rate", "needs it"),
+    (("--cluster", "1:1:1", "--arrival-rate", "1"), "--throughputs", "needs it"),
+    (("--cluster", "8:8:8", "--arrival-rate", "1", "--throughputs", str(THROUGHPUTS),
+      "--multi-gpu", "--gpus-per-node", "4"), "--gpus-per-node", "up to 8 GPUs"),
+    ((), "--nodes", "give --nodes K"),
+])
+def test_wrong_flags_are_exit_2(gpuplan: Gpuplan, tmp_path: Path, args: tuple[str, ...],
+                                flag: str, says: str) -> None:
+    """A bad cluster or a flag of the other kind is exit 2 naming the flag; nothing written."""
+    out = tmp_path / "x.json"
+    outcome = gpuplan("generate", "--jobs", "5", *args, "-o", out)
+    assert outcome.code == 2 and f"{flag}:" in outcome.err and says in outcome.err
+    assert not out.exists()
