@@ -21,7 +21,7 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.instance import IntArray, ObjectiveKind
-from gpuplan.methods import get_method
+from gpuplan.methods import METHODS
 from gpuplan.planning import plan
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 from gpuplan.simulate.residual import residual_instance
@@ -48,7 +48,10 @@ class Replan:
     def __init__(self, context: PolicyContext) -> None:
         options = context.options
         self.method = str(options.get("replan_method", "greedy"))
-        if OBJECTIVE not in get_method(self.method).objectives:
+        if self.method not in METHODS:
+            raise InputError("--replan-method", "", f"unknown method {self.method!r}; "
+                             f"choose one of: {', '.join(METHODS)}")
+        if OBJECTIVE not in METHODS[self.method].objectives:
             raise InputError("--replan-method", "", f"method {self.method!r} cannot plan "
                              f"{OBJECTIVE.value!r}, which the residual batches minimise")
         self.every = float(options.get("replan_every", 0.0))

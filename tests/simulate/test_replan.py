@@ -1,0 +1,96 @@
+"""The ``replan`` hook: a registered method plans the residual batch, and the run follows it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import instance_from
+
+from gpuplan.errors import InputError
+from gpuplan.instance import Instance
+from gpuplan.methods.base import RunSettings
+from gpuplan.planning import plan
+from gpuplan.simulate import Mode, RunSpec, SimulationConfig, simulate
+from gpuplan.simulate.residual import residual_instance
+
+
+def cluster(jobs: list[dict[str, Any]]) -> Instance:
+    """One node with one GPU of type A and one of type B (B twice as slow), and the jobs."""
+    return instance_from({
+        "name": "replan",
+        "gpu_types": [{"id": "A", "capacity": {"memory_gib": 16}},
+                      {"id": "B", "capacity": {"memory_gib": 16}}],
+        "nodes": [{"id": "n0", "gpus": {"A": 1, "B": 1}}],
+        "jobs": jobs,
+        "objective": "weighted-completion",
+    })
+
+
+def job(name: str, seconds: float, arrival: float = 0.0, weight: float = 1.0) -> dict[str, Any]:
+    """A 1-GPU preemptible job taking ``seconds`` on A and twice that on B."""
+    return {"id": name, "gpus": 1, "demand": {"memory_gib": 1},
+            "duration_s": {"A": seconds, "B": 2 * seconds}, "release_s": arrival,
+            "weight": weight, "preemptible": True}
+
+
+def test_residual_instance_keeps_only_the_work_left() -> None:
+    """The residual batch holds the active jobs with their remaining work plus the restore
+    a paused job pays, released at once, due dates counted from now."""
+    instance = cluster([job("a", 100.0), job("b", 50.0), job("c", 10.0)])
+    jobs = np.array([2, 0])
+    residual = residual_instance(instance, jobs, np.array([0.5, 0.25]), np.array([7.0, 0.0]),
+                                 now=40.0)
+    assert residual.job_ids == ("c", "a")
+    np.testing.assert_allclose(residual.duration, [[12.0, 17.0], [25.0, 50.0]])
+    assert (residual.release == 0).all()
+    assert residual.predecessors == ((), ())
+
+
+def test_the_run_follows_the_methods_plan() -> None:
+    """With every job present at time 0 and no overheads, the run starts the jobs in the
+    order and on the GPU types of the plan the method makes of the batch."""
+    instance = cluster([job("long", 300.0, weight=1.0), job("short", 20.0, weight=1.0),
+                        job("heavy", 100.0, weight=10.0)])
+    planned = plan(residual_instance(instance, np.arange(3), np.ones(3), np.zeros(3), 0.0),
+                   "greedy", settings=RunSettings(time_limit_s=5))
+    run = simulate(instance, RunSpec(
+        scheduler="replan", options={"replan_method": "greedy"},
+        config=SimulationConfig(mode=Mode.EVENT, restart_overhead_s=0,
+                                migration_overhead_s=0),
+        settings=RunSettings(time_limit_s=5)))
+    assert run.verification is not None and run.verification.ok
+    first = {s.job: (s.start_s, s.gpu_type) for s in reversed(run.segments)}
+    starts_at_zero = {s.job: s.gpu_type for s in planned.segments if s.start_s == 0}
+    assert starts_at_zero
+    for name, gpu_type in starts_at_zero.items():
+        assert first[name] == (0.0, gpu_type)
+
+
+def test_replan_every_limits_the_calls() -> None:
+    """With --replan-every longer than the run, only the first batch is planned; later
+    arrivals queue behind it in arrival order, and every job still completes."""
+    instance = cluster([job("a", 100.0), job("b", 100.0), job("c", 10.0, arrival=5.0),
+                        job("d", 5.0, arrival=6.0)])
+    run = simulate(instance, RunSpec(
+        scheduler="replan", options={"replan_method": "greedy", "replan_every": 1e9},
+        config=SimulationConfig(mode=Mode.EVENT, restart_overhead_s=0,
+                                migration_overhead_s=0)))
+    assert run.verification is not None and run.verification.ok
+    start = {s.job: s.start_s for s in reversed(run.segments)}
+    assert start["c"] < start["d"]
+    assert run.run is not None and run.run.metrics["jobs"] == 4
+
+
+@pytest.mark.parametrize(("options", "flag"), [
+    ({"replan_method": "nosuch"}, "--replan-method"),
+    ({"replan_method": "milp"}, "--replan-method"),
+    ({"replan_every": -1.0}, "--replan-every"),
+])
+def test_bad_replan_options_name_the_flag(options: dict[str, Any], flag: str) -> None:
+    """An unknown method, one that cannot plan the residual objective, or a negative
+    interval is refused before the run, naming the flag."""
+    with pytest.raises(InputError) as caught:
+        simulate(cluster([job("a", 10.0)]), RunSpec(scheduler="replan", options=options))
+    assert flag in str(caught.value)
