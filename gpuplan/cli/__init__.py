@@ -29,7 +29,9 @@ from gpuplan.cli import (
     generate,
     plot,
     schema,
+    simulate,
     solve,
+    sweep,
     validate,
 )
 from gpuplan.cli.common import ExitCode, console
@@ -38,7 +40,8 @@ from gpuplan.errors import BackendUnavailableError, InputError, VerificationErro
 __all__ = ["ExitCode", "build_parser", "main", "run"]
 
 #: The commands, in the order ``gpuplan --help`` lists them.
-COMMANDS = (solve, validate, check, plot, convert, batch, bench, generate, export_model, schema)
+COMMANDS = (solve, simulate, sweep, validate, check, plot, convert, batch, bench, generate,
+            export_model, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,340 @@
+"""``gpuplan simulate``: play a workload out under a cluster policy; the verified run log.
+
+The policy's parts come from the registries of :mod:`gpuplan.simulate.policies`, read when
+the parser is built, so a part registered there is offered here with its description. The
+flags of a run (:func:`run_parser`) are shared with ``gpuplan sweep``.
+
+Exit codes: 0 the run log is verified (and written with ``-o``); 1 the verifier rejected
+the run, or the run got stuck (:class:`~gpuplan.simulate.engine.SimulationError`: a bug of
+the engine or a policy, never of the input), nothing written; 2 bad input or flags,
+nothing written; 130 Ctrl-C, nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from gpuplan.cli.common import (
+    Commands,
+    ExitCode,
+    add_settings,
+    bounded,
+    console,
+    default_of,
+    settings,
+    summary_table,
+)
+from gpuplan.errors import InputError
+from gpuplan.instance import Instance
+from gpuplan.io import check_output, check_output_folder
+from gpuplan.readers import read_instance
+from gpuplan.readers.instance_file import MAX_GPUS, MAX_TIME_S
+from gpuplan.schedule import Schedule
+from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate
+from gpuplan.simulate.engine import Progress as ProgressCallback
+from gpuplan.simulate.metrics import job_stats, window_jobs
+from gpuplan.simulate.plots import jct_cdf_figure, timeline_figure, write_figure
+from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS
+from gpuplan.simulate.run import run_instance
+from gpuplan.simulate.workload import gavel_trace_instance, parse_cluster
+
+#: Settings a preset gives; a flag given beside it wins.
+PRESETS: dict[str, dict[str, Any]] = {
+    # Gavel's simulator: 360 s rounds, and it charges nothing for a resume or a move.
+    "gavel": {"mode": Mode.ROUND, "round_s": 360.0, "restart_overhead_s": 0.0,
+              "migration_overhead_s": 0.0},
+}
+
+#: The SimulationConfig fields a flag sets, for presets and the flags given.
+_CONFIG = ("mode", "round_s", "restart_overhead_s", "migration_overhead_s")
+
+_SECONDS = bounded(float, 0, MAX_TIME_S)
+
+
+def _positive_seconds(text: str) -> float:
+    value: float = _SECONDS(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, got {text!r}")
+    return value
+
+
+#: The parts' own options: option name, flag type (None: a switch), metavar and help.
+#: Values a part checks itself stay text, so that its message is the one users see; each
+#: flag's help lists the registered parts that take it.
+PART_OPTIONS: dict[str, tuple[Callable[[str], Any] | None, str, str]] = {
+    "thresholds": (str, "H,H,...", "attained-service thresholds of the priority queues, "
+                   "GPU-hours, increasing"),
+    "starvation": (str, "X", "promote a job that waited X times its run time (0: never)"),
+    "partitions": (bounded(int, 1, 1024), "K", "POP: split the allocation LP into K "
+                   "partitions"),
+    "space_sharing": (None, "", "let pairs of jobs share GPUs where the data has their "
+                      "colocated speeds"),
+    "replan_method": (str, "NAME", "the registered planning method the replan hook calls "
+                      "on the residual jobs"),
+    "replan_every": (_SECONDS, "S", "at most one replan every S seconds"),
+}
+
+
+def _window(text: str) -> tuple[int, int]:
+    """``A:B`` as the job positions ``[A, B)`` (checked against the workload later)."""
+    first, sep, last = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return int(first), int(last)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A:B (job positions, half-open), got "
+                                         f"{text!r}") from None
+
+
+def _names(registry: Mapping[str, Any]) -> str:
+    return "; ".join(f"{name}: {cls.description}" for name, cls in registry.items())
+
+
+def _taken_by(option: str) -> str:
+    parts = [name for registry in (SCHEDULERS, PLACEMENTS, ADMISSIONS)
+             for name, cls in registry.items() if option in cls.takes]
+    return ", ".join(parts) or "no registered part"
+
+
+def run_parser() -> argparse.ArgumentParser:
+    """The flags of a run besides its policy and workload: parts, mode, costs, settings."""
+    parser = argparse.ArgumentParser(add_help=False)
+    unset = argparse.SUPPRESS
+    defaults = RunSpec()
+    parser.add_argument("--placement", choices=list(PLACEMENTS), default=defaults.placement,
+                        help=f"how a job's GPUs are picked (default: {defaults.placement}); "
+                        + _names(PLACEMENTS))
+    parser.add_argument("--admission", choices=list(ADMISSIONS), default=defaults.admission,
+                        help=f"when an arrived job is let in (default: {defaults.admission}); "
+                        + _names(ADMISSIONS))
+    config = SimulationConfig()
+    parser.add_argument("--preset", choices=list(PRESETS), default=unset,
+                        help="gavel: Gavel's simulator (--mode round --round 360 "
+                        "--restart-overhead 0 --migration-overhead 0); flags given win")
+    parser.add_argument("--mode", choices=[m.value for m in Mode], default=unset,
+                        help="event: decide at every arrival and completion; round: at "
+                        f"every round boundary (default: {config.mode.value})")
+    parser.add_argument("--round", dest="round_s", type=_positive_seconds, metavar="S",
+                        default=unset, help=f"round length in seconds, round mode (default: "
+                        f"{config.round_s:g}, Gavel's)")
+    parser.add_argument("--restart-overhead", dest="restart_overhead_s", type=_SECONDS,
+                        metavar="S", default=unset, help="checkpoint/restore seconds every "
+                        f"resume pays (default: {config.restart_overhead_s:g})")
+    parser.add_argument("--migration-overhead", dest="migration_overhead_s", type=_SECONDS,
+                        metavar="S", default=unset, help="further seconds a resume on other "
+                        f"GPUs pays (default: {config.migration_overhead_s:g})")
+    parser.add_argument("--window", type=_window, metavar="A:B", default=unset,
+                        help="measure the jobs at positions [A, B) in arrival order, as "
+                        "Gavel measures steady state (default: all)")
+    add_settings(parser, "time_limit_s")
+    for option, (kind, metavar, text) in PART_OPTIONS.items():
+        flag = "--" + option.replace("_", "-")
+        shown = f"{text} (taken by: {_taken_by(option)})"
+        if kind is None:
+            parser.add_argument(flag, dest=option, action="store_true", default=unset,
+                                help=shown)
+        else:
+            parser.add_argument(flag, dest=option, type=kind, metavar=metavar,
+                                default=unset, help=shown)
+    return parser
+
+
+def workload_parser() -> argparse.ArgumentParser:
+    """The flags of a Gavel workload: its cluster, servers and throughputs."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--cluster", metavar="V:P:K", default=argparse.SUPPRESS,
+                        help="GPUs of each type as Gavel gives them, v100:p100:k80 (e.g. "
+                        "36:36:36)")
+    default = default_of(gavel_trace_instance, "gpus_per_node")
+    parser.add_argument("--gpus-per-node", type=bounded(int, 1, MAX_GPUS), metavar="N",
+                        default=default, help="GPUs per server, Gavel's "
+                        f"--num_gpus_per_server; a gang stays on one (default: {default})")
+    parser.add_argument("--throughputs", metavar="FILE", default=argparse.SUPPRESS,
+                        help="Gavel's simulation_throughputs.json: each job's speed per type")
+    return parser
+
+
+def run_spec(args: argparse.Namespace, policy: str, **fixed: Any) -> RunSpec:
+    """The run the flags of :func:`run_parser` describe, for ``policy``.
+
+    ``fixed`` are run settings the command sets itself (a sweep's seed and threads).
+
+    Raises
+    ------
+    InputError
+        Naming a setting out of range.
+    """
+    preset = PRESETS.get(getattr(args, "preset", ""), {})
+    chosen = {**preset, **{name: getattr(args, name) for name in _CONFIG if hasattr(args, name)}}
+    if "mode" in chosen:
+        chosen["mode"] = Mode(chosen["mode"])
+    config = SimulationConfig(**chosen)
+    run = settings(args, **fixed)
+    options = {name: getattr(args, name) for name in PART_OPTIONS if hasattr(args, name)}
+    return RunSpec(scheduler=policy, placement=args.placement, admission=args.admission,
+                   config=config, seed=run.seed, settings=run,
+                   window=getattr(args, "window", None), options=options)
+
+
+def register(commands: Commands) -> None:
+    """Add ``simulate``, its choices and part flags from the policy registries."""
+    parser = commands.add_parser(
+        "simulate", help="simulate a workload under a cluster policy; the verified run log",
+        parents=[run_parser(), workload_parser()],
+        description="Play a workload out over time under a cluster policy (admission, "
+        "scheduler, placement) with preemption, migration and their overheads; the run log "
+        "(a v2 schedule with the run's metrics) is verified before it is written. INPUT is "
+        "a gpuplan instance file (its release_s are arrival times), or a Gavel trace (*.trace, "
+        "with --cluster and --throughputs). Exit codes: 0 ok; 1 the "
+        "verifier rejected the run (a bug, nothing written); 2 bad input; 130 Ctrl-C.",
+    )
+    parser.add_argument("input", metavar="INPUT", help="instance file (.json, .yaml) or "
+                        "Gavel trace (.trace)")
+    add_settings(parser, "seed", "threads")
+    default = RunSpec().scheduler
+    parser.add_argument("--policy", choices=list(SCHEDULERS), default=default,
+                        metavar="NAME", help=f"the scheduler (default: {default}); "
+                        + _names(SCHEDULERS))
+    parser.add_argument("-o", "--output", metavar="RUN.json",
+                        help="write the verified run log here")
+    parser.add_argument("--plot", metavar="DIR", help="write the run's pictures here "
+                        "(jct_cdf.png, timeline.png)")
+    parser.add_argument("--progress", action="store_true",
+                        help="show the progress bar even when stderr is not a terminal")
+    parser.set_defaults(run=run_simulate)
+
+
+@contextmanager
+def progress_bar(show: bool, label: str) -> Iterator[ProgressCallback | None]:
+    """A progress bar on stderr fed by the engine's callback; None when not shown."""
+    if not show:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("jobs, simulated {task.fields[simulated]}"), TimeElapsedColumn(),
+               TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(label, total=None, simulated="0 h")
+
+        def report(now: float, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, simulated=f"{now / 3600:.1f} h")
+        yield report
+
+
+def _summary(instance: Instance, schedule: Schedule, seconds: float,
+             written: str) -> list[tuple[str, str]]:
+    run = schedule.run
+    assert run is not None  # simulate() always records the run
+    metrics, (first, last) = run.metrics, run.window
+    jobs = int(metrics["jobs"])
+    mode = f"round ({run.round_s:g} s)" if run.round_s is not None else run.mode
+    return [
+        ("policy", f"{run.scheduler} (placement {run.placement}, admission {run.admission})"),
+        ("mode", f"{mode}, restart {run.restart_overhead_s:g} s, migration "
+         f"{run.migration_overhead_s:g} s"),
+        ("measured", f"jobs {first}:{last} ({jobs} of {instance.n_jobs})"),
+        ("JCT mean / median", f"{metrics['mean_jct_h']:.4g} h / {metrics['median_jct_h']:.4g} h"),
+        ("JCT p95 / p99", f"{metrics['p95_jct_h']:.4g} h / {metrics['p99_jct_h']:.4g} h"),
+        ("makespan", f"{metrics['makespan_h']:.4g} h"),
+        ("utilisation", f"{metrics['utilisation_share']:.1%} ("
+         + ", ".join(f"{t} {share:.0%}" for t, share in run.utilisation_by_type.items())
+         + ")"),
+        ("preemptions", f"{metrics['preemptions_per_job']:.3g} per job "
+         f"({round(metrics['preemptions_per_job'] * jobs)} in all)"),
+        ("migrations", f"{metrics['migrations_per_job']:.3g} per job "
+         f"({round(metrics['migrations_per_job'] * jobs)} in all)"),
+        ("wall time", f"{seconds:.3f} s"),
+        ("written to", written),
+    ]
+
+
+def write_plots(folder: Path, instance: Instance, schedule: Schedule, label: str) -> list[Path]:
+    """Write the run's JCT distribution and timeline into ``folder``; the files."""
+    run = schedule.run
+    assert run is not None and schedule.verification is not None
+    result = schedule.to_result(instance, schedule.verification.objective)
+    window = (run.window[0], run.window[1])
+    jct = job_stats(instance, result).jct_h[window_jobs(instance, window)]
+    files = [folder / "jct_cdf.png", folder / "timeline.png"]
+    write_figure(jct_cdf_figure({label: jct}, title=f"{instance.name}: JCT"), files[0])
+    write_figure(timeline_figure(instance, result, window, title=instance.name), files[1])
+    return files
+
+
+def read_workload(args: argparse.Namespace) -> Instance:
+    """The instance file, or the Gavel trace on ``--cluster`` with ``--throughputs``.
+
+    Raises
+    ------
+    InputError
+        Naming the file, line and field of bad input; ``--cluster`` or ``--throughputs``
+        missing for a trace, or given for an instance file (which has its own cluster).
+    """
+    trace = args.input.endswith(".trace")
+    gavel = [flag for flag, name in (("--cluster", "cluster"), ("--throughputs", "throughputs"))
+             if hasattr(args, name)]
+    if not trace:
+        if gavel:
+            raise InputError(gavel[0], "", f"applies to Gavel traces (*.trace); the instance "
+                             f"file {args.input} has its own cluster and run times")
+        return read_instance(args.input)
+    missing = [flag for flag in ("--cluster", "--throughputs") if flag not in gavel]
+    if missing:
+        raise InputError(missing[0], "", f"a Gavel trace ({args.input}) needs --cluster "
+                         "V:P:K and --throughputs FILE")
+    return gavel_trace_instance(Path(args.input), Path(args.throughputs),
+                                parse_cluster(args.cluster), gpus_per_node=args.gpus_per_node)
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    """Check the outputs, read, simulate, write and summarise."""
+    spec = run_spec(args, args.policy)
+    inputs = [args.input, *([args.throughputs] if hasattr(args, "throughputs") else [])]
+    if args.output is not None:
+        check_output(args.output, inputs)
+    if args.plot is not None and Path(args.plot).exists() and not Path(args.plot).is_dir():
+        raise InputError(args.plot, "", "--plot names a file; it takes a folder")
+    instance = run_instance(read_workload(args))
+    began = time.perf_counter()
+    with progress_bar(args.progress or console.is_terminal,
+                      f"simulating {args.policy}") as report:
+        try:
+            schedule = simulate(instance, spec, report)
+        except SimulationError as exc:
+            if args.debug:
+                raise
+            console.print(f"[red bold]simulation bug[/red bold] (gpuplan's engine or policy "
+                          f"{args.policy!r}, not the input; nothing written; please report "
+                          "it with the command line):", highlight=False)
+            console.print(f"  {exc}", markup=False)
+            return ExitCode.FAILED
+    seconds = time.perf_counter() - began
+    if args.output is not None:
+        try:
+            schedule.write(args.output)
+        except OSError as exc:
+            raise InputError(args.output, "", f"cannot write the run log: {exc}") from None
+    console.print(summary_table(
+        f"{instance.name}: {instance.n_jobs} jobs on {instance.n_gpus} GPUs",
+        _summary(instance, schedule, seconds, args.output or "- (use -o FILE to save)")))
+    if args.plot is not None:
+        folder = check_output_folder(args.plot, inputs, "--plot")
+        files = write_plots(folder, instance, schedule, args.policy)
+        console.print(f"pictures: {', '.join(map(str, files))}", markup=False)
+    return ExitCode.OK
+
