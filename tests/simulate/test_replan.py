@@ -36,8 +36,10 @@ def job(name: str, seconds: float, arrival: float = 0.0, weight: float = 1.0) ->
 
 
 def test_residual_instance_keeps_only_the_work_left() -> None:
-    """The residual batch holds the active jobs with their remaining work plus the restore
-    a paused job pays, released at once, due dates counted from now."""
+    """The residual batch holds the active jobs with the work they have left.
+
+    A paused job's duration includes its restore; all are released at once.
+    """
     instance = cluster([job("a", 100.0), job("b", 50.0), job("c", 10.0)])
     jobs = np.array([2, 0])
     residual = residual_instance(instance, jobs, np.array([0.5, 0.25]), np.array([7.0, 0.0]),
@@ -49,8 +51,10 @@ def test_residual_instance_keeps_only_the_work_left() -> None:
 
 
 def test_the_run_follows_the_methods_plan() -> None:
-    """With every job present at time 0 and no overheads, the run starts the jobs in the
-    order and on the GPU types of the plan the method makes of the batch."""
+    """The run starts the jobs the method plans at time 0, then and on the planned types.
+
+    Every job is present at time 0 and resumes cost nothing.
+    """
     instance = cluster([job("long", 300.0, weight=1.0), job("short", 20.0, weight=1.0),
                         job("heavy", 100.0, weight=10.0)])
     planned = plan(residual_instance(instance, np.arange(3), np.ones(3), np.zeros(3), 0.0),
@@ -69,8 +73,10 @@ def test_the_run_follows_the_methods_plan() -> None:
 
 
 def test_replan_every_limits_the_calls() -> None:
-    """With --replan-every longer than the run, only the first batch is planned; later
-    arrivals queue behind it in arrival order, and every job still completes."""
+    """With --replan-every longer than the run, only the first batch is planned.
+
+    Later arrivals queue behind it in arrival order, and every job still completes.
+    """
     instance = cluster([job("a", 100.0), job("b", 100.0), job("c", 10.0, arrival=5.0),
                         job("d", 5.0, arrival=6.0)])
     run = simulate(instance, RunSpec(
@@ -89,8 +95,11 @@ def test_replan_every_limits_the_calls() -> None:
     ({"replan_every": -1.0}, "--replan-every"),
 ])
 def test_bad_replan_options_name_the_flag(options: dict[str, Any], flag: str) -> None:
-    """An unknown method, one that cannot plan the residual objective, or a negative
-    interval is refused before the run, naming the flag."""
+    """A bad method or interval is refused before the run, naming the flag.
+
+    That is an unknown method, one that cannot plan the residual objective, or a negative
+    interval.
+    """
     with pytest.raises(InputError) as caught:
         simulate(cluster([job("a", 10.0)]), RunSpec(scheduler="replan", options=options))
     assert flag in str(caught.value)
