@@ -14,6 +14,7 @@ facts left to the verifier to infer; gpuplan writes only version 2.
 
 from __future__ import annotations
 
+import bisect
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -280,6 +281,8 @@ class Schedule(_Model):
         for e in result.events:
             if e.kind is EventKind.MIGRATE:
                 migrated.setdefault(int(e.job), []).append(float(e.time_s))
+        for times in migrated.values():
+            times.sort()
         previous: dict[int, IntArray] = {}
         segments = []
         for i in order:
@@ -287,8 +290,7 @@ class Schedule(_Model):
             before = previous.get(j)
             previous[j] = gpus
             moved = before is not None and set(before.tolist()) != set(gpus.tolist()) and (
-                migrate[i] > 0 or any(abs(t - start) <= _SAME_INSTANT * max(1.0, abs(start))
-                                      for t in migrated.get(j, ())))
+                migrate[i] > 0 or _migrates_at(migrated.get(j, []), start))
             share = float(work[i])
             segments.append(Segment(
                 job=instance.job_ids[j],
@@ -421,6 +423,18 @@ class Schedule(_Model):
 
 #: Relative tolerance for "the same instant" and for float noise in a work share.
 _SAME_INSTANT = 1e-9
+
+
+def _migrates_at(times: list[float], start: float) -> bool:
+    """Whether a migrate event among ``times`` (sorted) is at the instant ``start``."""
+    near = _SAME_INSTANT * max(1.0, abs(start))
+    # Candidates from a window twice as wide, so the exact test decides, not the search.
+    k = bisect.bisect_left(times, start - 2 * near)
+    while k < len(times) and times[k] <= start + 2 * near:
+        if abs(times[k] - start) <= near:
+            return True
+        k += 1
+    return False
 
 
 def _paired(instance: Instance, result: Result) -> IntArray:

@@ -8,14 +8,16 @@ every result, and ``gpuplan check`` runs it on any schedule file.
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.schedule import Schedule, Segment, Verification, Violation, ViolationKind
+from gpuplan.schedule import Event, Schedule, Segment, Verification, Violation, ViolationKind
 from gpuplan.solution import EventKind
 from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
 
@@ -135,7 +137,8 @@ def _rounding(*times: float) -> float:
     A length ``end - start`` far from time zero carries the rounding of ``start`` and
     ``end``, which no relative tolerance on the length covers.
     """
-    return 8.0 * float(np.spacing(max(abs(t) for t in times)))
+    # math.ulp is np.spacing for the non-negative float here, at a fraction of the cost.
+    return 8.0 * math.ulp(max(abs(t) for t in times))
 
 
 def _ineligibility(instance: Instance, j: int, t: int) -> str:
@@ -492,16 +495,16 @@ class _Slot:
 def _expected_events(placed: _Placed, mine: list[int]) -> list[_Slot]:
     """The events one job's segments (in start order) call for."""
     first, last = mine[0], mine[-1]
-    slots = [_Slot(EventKind.START, placed.start[first], frozenset(placed.gpus[first]), True)]
+    gpus = {k: frozenset(placed.gpus[k]) for k in mine}
+    slots = [_Slot(EventKind.START, placed.start[first], gpus[first], True)]
     for before, k in itertools.pairwise(mine):
-        paused = not (set(placed.gpus[before]) == set(placed.gpus[k])
+        paused = not (gpus[before] == gpus[k]
                       and _same_time(placed.end[before], placed.start[k]))
-        slots.append(_Slot(EventKind.PREEMPT, placed.end[before],
-                           frozenset(placed.gpus[before]), paused))
+        slots.append(_Slot(EventKind.PREEMPT, placed.end[before], gpus[before], paused))
         moved = placed.migrated_from[k] is not None
         slots.append(_Slot(EventKind.MIGRATE if moved else EventKind.RESUME, placed.start[k],
-                           frozenset(placed.gpus[k]), paused))
-    slots.append(_Slot(EventKind.COMPLETE, placed.end[last], frozenset(placed.gpus[last]), True))
+                           gpus[k], paused))
+    slots.append(_Slot(EventKind.COMPLETE, placed.end[last], gpus[last], True))
     return slots
 
 
@@ -514,9 +517,39 @@ _WHEN = {
 }
 
 
-def _stray_event(at: str, kind: EventKind, time: float, mine: list[_Slot]) -> str:
+class _Slots:
+    """One job's expected events, found by kind and instant in logarithmic time.
+
+    Each kind's slots are kept sorted by time (then by their place in the job's list), so
+    an event looks only at the slots within the time tolerance of its instant.
+    """
+
+    def __init__(self, slots: list[_Slot]) -> None:
+        self.slots = slots
+        self.by_kind: dict[EventKind, tuple[list[float], list[int]]] = {}
+        ranked = sorted(range(len(slots)), key=lambda k: (slots[k].kind, slots[k].time, k))
+        for kind, group in itertools.groupby(ranked, key=lambda k: slots[k].kind):
+            members = list(group)
+            self.by_kind[kind] = ([slots[k].time for k in members], members)
+
+    def near(self, kind: EventKind, time: float) -> list[int]:
+        """The places of the slots of ``kind`` at the instant ``time``, in the job's order."""
+        times, members = self.by_kind.get(kind, ([], []))
+        # A window wider than any tolerance of _same_time, so the exact test decides.
+        wide = 2 * TOLERANCE + 1e-14 * abs(time)
+        first = bisect.bisect_left(times, time - wide)
+        last = bisect.bisect_right(times, time + wide)
+        return sorted(k for k in members[first:last] if _same_time(self.slots[k].time, time))
+
+    def take(self, kind: EventKind, time: float) -> _Slot | None:
+        """The job's first unused slot of ``kind`` at ``time``; None if there is none."""
+        return next((self.slots[k] for k in self.near(kind, time) if not self.slots[k].used),
+                    None)
+
+
+def _stray_event(at: _EventName, kind: EventKind, time: float, mine: _Slots) -> str:
     """Why an event matches none of its job's expected events."""
-    then = {s.kind for s in mine if _same_time(s.time, time)}
+    then = {other for other in EventKind if mine.near(other, time)}
     if kind is EventKind.MIGRATE and EventKind.RESUME in then:
         return (f"{at} is no migration: the segment starting then does not move the job "
                 "(its migrated_from is null); that is a resume event")
@@ -525,6 +558,17 @@ def _stray_event(at: str, kind: EventKind, time: float, mine: list[_Slot]) -> st
     if kind in then:
         return f"{at} is given twice"
     return f"{at} is not at {_WHEN[kind]}"
+
+
+@dataclass(frozen=True)
+class _EventName:
+    """How a message names an event, formatted only when one is said."""
+
+    event: Event
+
+    def __str__(self) -> str:
+        event = self.event
+        return f"job {event.job!r}: the {event.kind.value} event at {event.time_s:g} s"
 
 
 def _check_events(instance: Instance, schedule: Schedule, placed: _Placed,
@@ -538,11 +582,13 @@ def _check_events(instance: Instance, schedule: Schedule, placed: _Placed,
     """
     if not schedule.events:
         return
-    slots = {j: _expected_events(placed, mine) for j, mine in placed.by_job().items()}
+    slots = {j: _Slots(_expected_events(placed, mine)) for j, mine in placed.by_job().items()}
     latest = -np.inf
     for event in schedule.events:
         time, kind = event.time_s, event.kind
-        at = f"job {event.job!r}: the {kind.value} event at {time:g} s"
+        # Said only when something is wrong: formatting it for every event is most of the
+        # cost of a long run log.
+        at = _EventName(event)
         if time < latest - TOLERANCE - _rounding(latest):
             out.add(ViolationKind.EVENT, f"{at} is listed after an event at {latest:g} s "
                     "(events are in time order)")
@@ -560,8 +606,7 @@ def _check_events(instance: Instance, schedule: Schedule, placed: _Placed,
         if mine is None:
             out.add(ViolationKind.EVENT, f"{at} is for a job with no segments")
             continue
-        slot = next((s for s in mine if not s.used and s.kind is kind
-                     and _same_time(s.time, time)), None)
+        slot = mine.take(kind, time)
         if slot is None:
             out.add(ViolationKind.EVENT, _stray_event(at, kind, time, mine))
             continue
@@ -571,7 +616,7 @@ def _check_events(instance: Instance, schedule: Schedule, placed: _Placed,
             out.add(ViolationKind.EVENT, f"{at} names GPU(s) {', '.join(event.gpu_ids)}, but "
                     f"the segment then runs on {_ids(instance, slot.gpus)}")
     for j, mine in slots.items():
-        for slot in mine:
+        for slot in mine.slots:
             if slot.required and not slot.used:
                 out.add(ViolationKind.EVENT, f"job {instance.job_ids[j]!r} has no "
                         f"{slot.kind.value} event at {slot.time:g} s")
@@ -583,14 +628,21 @@ def _check_segments(instance: Instance, placed: _Placed, out: _Collector) -> Non
     work = placed.work(instance)
     done = np.bincount(job, weights=work, minlength=instance.n_jobs)
     start, end = np.asarray(placed.start), np.asarray(placed.end)
+    # All segments at once, by job, then start, then their order: each job's run of them
+    # is its segments in start order.
+    order = np.lexsort((np.arange(job.size), start, job))
+    after, before = order[1:], order[:-1]
+    overlaps = (job[after] == job[before]) & (
+        start[after] < end[before] - TOLERANCE - 8.0 * np.spacing(np.abs(end[before])))
+    # The first overlap of each job, in start order.
+    hits = np.flatnonzero(overlaps)
+    jobs_hit, first_hit = np.unique(job[after[hits]], return_index=True)
+    overlap_at = dict(zip(jobs_hit.tolist(), start[after[hits[first_hit]]].tolist(),
+                          strict=True))
     for j in np.flatnonzero(instance.preemptible & (np.bincount(job, minlength=instance.n_jobs)
                                                     > 0)):
-        mine = np.flatnonzero(job == j)
-        mine = mine[np.argsort(start[mine], kind="stable")]
-        overlap = np.flatnonzero(start[mine[1:]] < end[mine[:-1]] - TOLERANCE
-                                 - 8.0 * np.spacing(np.abs(end[mine[:-1]])))
-        if overlap.size:
-            at = float(start[mine[1:]][overlap[0]])
+        at = overlap_at.get(int(j))
+        if at is not None:
             out.add(ViolationKind.SEGMENT, f"job {instance.job_ids[j]!r} runs in two places "
                     f"at once at {at:g} s (its segments overlap)")
         if not _close(float(done[j]), 1.0):
