@@ -7,7 +7,9 @@ Blox's simulators are a round or event loop. Two modes:
   happens (an arrival, a completion, or a wake-up it asked for);
 - **round** (:attr:`Mode.ROUND`): it decides at every round boundary, Gavel's time
   slicing; arrivals wait for the next round, and GPUs a job frees mid-round stay idle
-  until the round ends.
+  until the round ends. As in Gavel's simulator, a round whose jobs all complete early
+  ends at the last completion, and a round that runs nothing is followed by one at the
+  next arrival.
 
 Work is accounted exactly: a job running on type ``t`` does ``1 / duration[j, t]`` of
 itself per second once its overheads are paid. Every resume pays the restore overhead,
@@ -438,8 +440,16 @@ class Engine:
             raise self._stalled(float(np.nanmax(self.finish, initial=0.0)))
 
     def _rounds(self) -> None:
+        """Gavel's rounds: decide, run until the round ends, repeat.
+
+        A round lasts ``round_s``, or less when every job dispatched in it completes
+        sooner: it ends at the last of those completions. A round that dispatches nothing
+        is followed by one at the next arrival (Gavel's idle clock jump, taken even while
+        jobs wait that the scheduler does not run yet).
+        """
         round_s = self.config.round_s
         now = self.queue[0][0]
+        idle = 0
         while True:
             # The last job may complete right at a boundary: then there is nothing to decide.
             self._handle_until(now, inclusive=True)
@@ -447,17 +457,29 @@ class Engine:
                 return
             self._decide(now)
             self._report(now)
-            if not (self.running_type >= 0).any() and self.arrived.all():
-                raise self._stalled(now)
-            end = now + round_s
-            self._handle_until(end, inclusive=False)
-            if (not (self.running_type >= 0).any() and not self.active.any()
-                    and not self.waiting.any() and not self.arrived.all()):
-                # An idle cluster: the next round starts when the next job arrives. With
-                # nothing running, every completion still queued is of a stopped segment,
-                # and must not set the round's start.
-                end = max(end, float(self.instance.release[~self.arrived].min()))
+            running = np.flatnonzero(self.running_type >= 0)
+            if running.size:
+                idle = 0
+                kinds = self.running_type[running]
+                done_at = (self.work_start[running] + self.seg_remaining[running]
+                           / self.rate[running, kinds])
+                end = min(now + round_s, float(done_at.max()))
+                self._handle_until(end, inclusive=False)
+            elif not self.arrived.all():
+                end = max(now, float(self.instance.release[~self.arrived].min()))
+            else:
+                # Jobs wait, nothing runs and nothing will arrive: a scheduler may still
+                # start them later (Gavel's allocation waits for its reset interval).
+                idle += 1
+                if idle > _IDLE_ROUNDS:
+                    raise self._stalled(now)
+                end = now + round_s
             now = end
+
+
+#: Rounds in a row that may dispatch nothing, with nothing left to arrive, before a run
+#: is declared stuck.
+_IDLE_ROUNDS = 100
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

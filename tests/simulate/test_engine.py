@@ -335,21 +335,33 @@ def test_gangs_start_and_stop_together(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_round_mode_decides_only_at_round_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rounds of 100 s: a mid-round arrival and GPUs freed mid-round wait for the round's end.
+    """Rounds of 100 s: a mid-round arrival waits for the round's end.
 
-    ``a`` (150 s) runs 0 to 150; ``b`` (30 s) arrives at 50 but starts only at 200, the
-    first boundary after ``a`` frees the GPU (idle from 150 to 200); the cluster is then
-    idle, so the next round starts when ``c`` arrives at 1050, not at a boundary of the
-    old grid.
+    ``a`` (150 s) runs 0 to 150; ``b`` (30 s) arrives at 50 but waits for a round. As in
+    Gavel, the round from 100 ends at 150, when ``a``, the only job in it, completes, and
+    ``b`` starts then; the cluster is then idle, so the next round starts when ``c``
+    arrives at 1050, not at a boundary of the old grid.
     """
     seen: list[View] = []
     instance = cluster(ONE_GPU, [job("a", 150), job("b", 30, release=50),
                                  job("c", 10, release=1050)])
     schedule = run(monkeypatch, instance, in_arrival_order, mode=Mode.ROUND, seen=seen)
-    assert [v.now for v in seen] == [0, 100, 200, 1050]
+    assert [v.now for v in seen] == [0, 100, 150, 1050]
     assert all(v.round_s == 100 for v in seen)
-    assert segments(schedule, "b")[0].start_s == 200
+    assert segments(schedule, "b")[0].start_s == 150
     assert segments(schedule, "c")[0].start_s == 1050
+
+
+def test_round_mode_gpus_freed_mid_round_stay_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU freed mid-round stays idle until the round ends while another job still runs.
+
+    Two GPUs: ``long`` (250 s) and ``short`` (30 s) start at 0; ``late`` arrives at 10 and
+    starts at 100, the round boundary, not at 30 when ``short`` frees its GPU.
+    """
+    instance = cluster({"n": {"A": 2}}, [job("long", 250), job("short", 30),
+                                     job("late", 10, release=10)])
+    schedule = run(monkeypatch, instance, in_arrival_order, mode=Mode.ROUND)
+    assert segments(schedule, "late")[0].start_s == 100
 
 
 def test_idle_cluster_jumps_to_the_next_arrival_after_a_move(
