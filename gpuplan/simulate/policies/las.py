@@ -9,9 +9,13 @@ in ``simulator/run_sim.py`` of github.com/SymbioticLab/Tiresias):
 - ``K`` priority queues are split by thresholds on that service; a job arrives in the top
   queue and is demoted one queue when its service since it last entered the top queue
   reaches its queue's threshold, joining the back of the next queue;
-- higher queues go first; within a queue the running jobs go first (so a job is never
-  preempted for one of its own queue), then the waiting ones in the order they entered
-  the queue (ties by arrival); a job that does not fit is skipped for one that does;
+- higher queues go first; within a queue, first the jobs that were there before this
+  decision, running ones ahead of waiting ones, then those that enter it now; each group
+  in the order it entered the queue, ties by arrival (Tiresias appends a job entering a
+  queue at its back and, after each decision, moves a queue's waiting jobs behind its
+  running ones). So a running job is not preempted by a waiting job of its own queue
+  unless it has just been demoted into it. A job that does not fit is skipped for one
+  that does;
 - starvation: a waiting job below the top queue that has waited, since it last entered
   the top queue and first ran there, at least ``starvation`` times as long as it has run
   since then, is promoted to the top queue, its service counted from zero again
@@ -153,8 +157,13 @@ class Las:
         moved = queue != self.queue[jobs]
         self.entered[jobs[moved]] = now
         self.queue[jobs] = queue
-        # lexsort's last key is the primary one; position in view.jobs is arrival order.
-        order = np.lexsort((np.arange(jobs.size), self.entered[jobs], ~running, queue))
+        # Tiresias appends a job entering a queue at its back, and after each decision
+        # moves the waiting jobs of a queue behind its running ones: within a queue,
+        # those there before this decision go first, running ones ahead, each group in
+        # the order it entered. lexsort's last key is the primary one; a position in
+        # view.jobs is the arrival order.
+        order = np.lexsort((np.arange(jobs.size), self.entered[jobs], ~running, moved,
+                            queue))
         return Decision(jobs[order])
 
     def wakeup(self, view: View) -> float | None:
