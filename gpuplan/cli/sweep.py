@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rich.progress import (
@@ -101,8 +102,7 @@ def sweep(args: argparse.Namespace) -> int:
     workload = Workload(args.throughputs, parse_cluster(args.cluster), args.jobs,
                         args.gpus_per_node, args.multi_gpu, args.priorities)
     spec = run_spec(args, args.policies[0], threads=threads)
-    out = check_output_folder(args.output, [args.throughputs])
-    tasks = points(args.policies, args.rates, args.seeds, workload, spec, out)
+    tasks = points(args.policies, args.rates, args.seeds, workload, spec, Path(args.output))
     try:
         check_points(tasks)
     except SimulationError as exc:
@@ -110,6 +110,7 @@ def sweep(args: argparse.Namespace) -> int:
                       "the input; nothing run):")
         console.print(f"  {exc}", markup=False)
         return ExitCode.FAILED
+    out = check_output_folder(args.output, [args.throughputs])
     rows: list[dict[str, Any]] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())

@@ -1,0 +1,137 @@
+"""gpuplan simulate: the run log it writes, its flags, and what it refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import DATA, GAVEL
+
+from cli.conftest import Gpuplan
+from gpuplan.schedule import Schedule
+
+SMALL = DATA / "valid_small.json"
+TRACE = GAVEL / "traces" / "physical_cluster" / "small_test.trace"
+THROUGHPUTS = GAVEL / "simulation_throughputs.json"
+
+
+def test_the_run_log_is_verified_and_check_accepts_it(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A run log written by simulate passes gpuplan check, and carries its summary."""
+    out = tmp_path / "run.json"
+    ran = gpuplan("simulate", SMALL, "--policy", "srtf", "-o", out)
+    assert ran.code == 0, ran.err
+    assert "mean" in ran.err and "makespan" in ran.err
+    run = Schedule.read(out).run
+    assert run is not None and run.scheduler == "srtf" and "mean_jct_h" in run.metrics
+    assert gpuplan("check", SMALL, out).code == 0
+
+
+def test_gavel_preset_is_round_mode_without_overheads(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--preset gavel runs 360 s rounds at no restart or migration cost; a flag given wins."""
+    out = tmp_path / "run.json"
+    assert gpuplan("simulate", SMALL, "--preset", "gavel", "-o", out).code == 0
+    run = Schedule.read(out).run
+    assert run is not None
+    assert (run.mode, run.round_s, run.restart_overhead_s, run.migration_overhead_s) == (
+        "round", 360.0, 0.0, 0.0)
+    assert gpuplan("simulate", SMALL, "--preset", "gavel", "--round", "60", "-o", out).code == 0
+    run = Schedule.read(out).run
+    assert run is not None and run.round_s == 60.0 and run.restart_overhead_s == 0.0
+
+
+def test_a_gavel_trace_runs_on_a_cluster_string(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A Gavel trace with --cluster and --throughputs is simulated like an instance file."""
+    out = tmp_path / "run.json"
+    ran = gpuplan("simulate", TRACE, "--cluster", "4:4:4", "--throughputs", THROUGHPUTS,
+                  "--policy", "las", "--window", "5:15", "-o", out)
+    assert ran.code == 0, ran.err
+    run = Schedule.read(out).run
+    assert run is not None and run.window == [5, 15] and run.metrics["jobs"] == 10
+
+
+def test_a_flag_no_chosen_part_takes_is_refused(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--thresholds belongs to las: with fifo it is exit 2 naming the flag, nothing written."""
+    out = tmp_path / "run.json"
+    ran = gpuplan("simulate", SMALL, "--policy", "fifo", "--thresholds", "1,2", "-o", out)
+    assert ran.code == 2 and "--thresholds" in ran.err
+    assert not out.exists()
+
+
+def test_an_unknown_policy_lists_the_choices(gpuplan: Gpuplan) -> None:
+    """A misspelt policy is exit 2 and the message lists the registered ones."""
+    ran = gpuplan("simulate", SMALL, "--policy", "lass")
+    assert ran.code == 2 and "'fifo'" in ran.err and "'las'" in ran.err
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--window", "3:99"], "--window"),
+    (["--window", "3-4"], "--window"),
+    ([], "--cluster"),
+    (["--cluster", "4:4", "--throughputs", str(THROUGHPUTS)], "--cluster"),
+], ids=["window-range", "window-form", "trace-without-cluster", "cluster-string"])
+def test_bad_flags_are_exit_2_and_nothing_written(gpuplan: Gpuplan, tmp_path: Path,
+                                                  args: list[str], named: str) -> None:
+    """A bad window, a missing or malformed cluster: exit 2, one error naming the flag."""
+    out = tmp_path / "run.json"
+    source = SMALL if "--window" in args else TRACE
+    ran = gpuplan("simulate", source, *args, "-o", out)
+    assert ran.code == 2 and named in ran.err and "error" in ran.err
+    assert not out.exists()
+
+
+def test_a_missing_file_or_output_over_input_is_exit_2(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A missing input is named; -o at its own input never overwrites it."""
+    missing = gpuplan("simulate", tmp_path / "nope.json", "-o", tmp_path / "run.json")
+    assert missing.code == 2 and "nope.json" in missing.err
+    assert not (tmp_path / "run.json").exists()
+    own = tmp_path / "own.json"
+    own.write_text(SMALL.read_text())
+    before = own.read_text()
+    ran = gpuplan("simulate", own, "-o", own)
+    assert ran.code == 2 and "input" in ran.err and own.read_text() == before
+
+
+def test_a_trace_row_that_is_bad_names_its_line(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A trace with a negative arrival time: exit 2 naming the file and the line."""
+    rows = TRACE.read_text().splitlines()
+    fields = rows[2].split("\t")
+    fields[-1] = "-5"
+    rows[2] = "\t".join(fields)
+    bad = tmp_path / "bad.trace"
+    bad.write_text("\n".join(rows) + "\n")
+    ran = gpuplan("simulate", bad, "--cluster", "4:4:4", "--throughputs", THROUGHPUTS,
+                  "-o", tmp_path / "run.json")
+    assert ran.code == 2 and "bad.trace" in ran.err and "line 3" in ran.err
+    assert not (tmp_path / "run.json").exists()
+
+
+def test_plot_writes_the_runs_pictures(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--plot DIR writes the JCT distribution and the timeline as PNG files."""
+    ran = gpuplan("simulate", SMALL, "--plot", tmp_path / "pics")
+    assert ran.code == 0, ran.err
+    for name in ("jct_cdf.png", "timeline.png"):
+        assert (tmp_path / "pics" / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_help_lists_policies_with_descriptions(gpuplan: Gpuplan) -> None:
+    """--help names each scheduler with what it does, and which parts take each option."""
+    shown = gpuplan("simulate", "--help")
+    assert shown.code == 0
+    text = " ".join(shown.out.split())
+    assert "fifo:" in text and "las:" in text and "taken by: las" in text
+
+
+def test_a_part_option_is_passed_to_the_part(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """The las policy takes --thresholds; a value it refuses is exit 2 naming the flag."""
+    assert gpuplan("simulate", SMALL, "--policy", "las", "--thresholds", "0.5,2").code == 0
+    bad = gpuplan("simulate", SMALL, "--policy", "las", "--thresholds", "2,1")
+    assert bad.code == 2 and "--thresholds" in bad.err
+
+
+def test_run_log_json_holds_the_window_metrics(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """The output JSON carries the summary (mean JCT, makespan, utilisation)."""
+    out = tmp_path / "run.json"
+    assert gpuplan("simulate", SMALL, "-o", out).code == 0
+    metrics = json.loads(out.read_text())["run"]["metrics"]
+    assert {"mean_jct_h", "makespan_h", "utilisation_share"} <= set(metrics)
