@@ -16,6 +16,8 @@ given as GPUs per worker type (:func:`cluster_document`).
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,6 +49,13 @@ BATCHES = {
     "Transformer": (16, 32, 64, 128, 256), "LM": (5, 10, 20, 40, 80),
     "Recommendation": (512, 1024, 2048, 4096, 8192), "A3C": (0,), "CycleGAN": (0,),
 }
+
+#: Gavel's job table (``scheduler/job_table.py``) in its order: each model, and whether it
+#: may run on several GPUs. Its generator draws from this list by position.
+JOB_TABLE: tuple[tuple[str, bool], ...] = tuple(
+    (f"{family} (batch size {batch})" if batch else family,
+     family in ("ResNet-18", "ResNet-50", "Transformer", "LM"))
+    for family, batches in BATCHES.items() for batch in batches)
 
 #: GPUs per node (server) when none is given: room for Gavel's largest gang.
 GPUS_PER_NODE = 8
@@ -173,9 +182,13 @@ def gavel_jobs(throughputs: Throughputs, fleet: Mapping[str, int], jobs: int,
     :data:`HIGH_PRIORITY_SHARE`. Job 0 arrives at 0 and the gaps are exponential with mean
     ``3600 / rate_per_hour`` seconds.
 
-    Each attribute has its own random stream, as Gavel keeps arrivals apart from jobs: job
-    ``k`` is the same whatever the rate and however many jobs follow it. Gavel's own
-    streams (Python's ``random``) cannot be matched; the distributions are its.
+    The draws are Gavel's, in its order, from Python's Mersenne Twister seeded as its
+    simulator seeds it: every job attribute from ``random.Random(seed + 2)`` (scale factor,
+    drawn even for single-GPU workloads; mode; run time; job type from
+    :data:`JOB_TABLE`, drawn again until a multi-GPU job gets a distributed model;
+    priority), the arrival gaps from ``random.Random(seed + 3)``. A seed therefore gives
+    the jobs Gavel's generator gives for it, and job ``k`` is the same whatever the rate
+    and however many jobs follow it.
 
     Parameters
     ----------
@@ -208,33 +221,30 @@ def gavel_jobs(throughputs: Throughputs, fleet: Mapping[str, int], jobs: int,
     if not reference:
         raise InputError(source, "", f"Gavel's generator times jobs on "
                          f"{REFERENCE_TYPE!r}, which the throughput file does not measure")
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(6)]
-    scale_draws, mode_draws, time_draws, type_draws, priority_draws = (
-        stream.random(jobs) for stream in streams[:5])
-    scale = scale_factors(scale_draws) if multi_gpu else np.ones(jobs, dtype=np.int64)
-    # Gavel's rule: the long mode when a draw is at least 1 - LONG_SHARE.
-    run_time = run_times_s(mode_draws >= 1.0 - LONG_SHARE, time_draws)
-    job_type = np.empty(jobs, dtype=object)
-    for factor in np.unique(scale).tolist():
-        # Sorted, so that a seed gives the same jobs whatever order the file lists them in.
-        types = sorted(t for (t, s), tput in reference.items() if s == factor and tput > 0
-                       and any(throughputs[w].get((t, s), 0.0) > 0 for w in fleet))
-        if not types:
-            raise InputError(source, "", f"no job type has a throughput at scale "
-                             f"factor {factor} on {REFERENCE_TYPE} and a type of the cluster")
-        chosen = scale == factor
-        job_type[chosen] = np.array(types, dtype=object)[
-            (type_draws[chosen] * len(types)).astype(np.int64)]
-    weight = np.where(priorities & (priority_draws < HIGH_PRIORITY_SHARE),
-                      HIGH_PRIORITY_WEIGHT, 1.0)
+    draw, gap = random.Random(seed + 2), random.Random(seed + 3)
     mean_gap_s = 3600.0 / rate_per_hour if rate_per_hour > 0 else 0.0
-    gaps = streams[5].standard_exponential(max(jobs - 1, 0)) * mean_gap_s
-    arrival = np.concatenate([[0.0], np.cumsum(gaps)])[:jobs].round(3)
-    steps = np.maximum(1, np.rint(run_time * [reference[(t, int(s))]
-                                              for t, s in zip(job_type, scale, strict=True)]))
-    return [TraceJob(*row) for row in zip(
-        job_type.tolist(), steps.astype(np.int64).tolist(), scale.tolist(), weight.tolist(),
-        arrival.tolist(), strict=True)]
+    arrival, trace = 0.0, []
+    for k in range(jobs):
+        if k:
+            arrival += -math.log(1.0 - gap.random()) * mean_gap_s
+        scale = int(scale_factors(draw.uniform(0, 1)))
+        if not multi_gpu:
+            scale = 1
+        long = draw.random() >= 1.0 - LONG_SHARE
+        run_time = float(run_times_s(long, draw.random()))
+        while True:
+            model, distributed = draw.choice(JOB_TABLE)
+            if scale == 1 or distributed:
+                break
+        weight = (HIGH_PRIORITY_WEIGHT if priorities
+                  and draw.uniform(0, 1) <= HIGH_PRIORITY_SHARE else 1.0)
+        if not any(throughputs[w].get((model, scale), 0.0) > 0 for w in fleet) or \
+                reference.get((model, scale), 0.0) <= 0:
+            raise InputError(source, "", f"job {k}: {model!r} on {scale} GPU(s) has no "
+                             f"throughput on {REFERENCE_TYPE} and a type of the cluster")
+        steps = max(1, round(run_time * reference[(model, scale)]))
+        trace.append(TraceJob(model, steps, scale, weight, round(arrival, 3)))
+    return trace
 
 
 def cluster_document(trace: list[TraceJob], throughputs: Throughputs,
