@@ -27,7 +27,7 @@ from gpuplan.readers import FORMATS, read_instance
 from gpuplan.schedule import Schedule, Verification, ViolationKind
 
 #: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.
-console = Console(stderr=True, highlight=False, soft_wrap=True)
+console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 #: The sub-command table of the ``gpuplan`` parser, where each command adds itself.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
