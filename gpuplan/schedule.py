@@ -373,8 +373,12 @@ class Schedule(_Model):
         )
 
     def to_json(self) -> str:
-        """Serialise as indented JSON (always the current format version)."""
-        return self.model_dump_json(indent=2) + "\n"
+        """Serialise as indented JSON (always the current format version).
+
+        A plan's file has no ``run`` key: only simulated runs carry one.
+        """
+        return self.model_dump_json(indent=2, exclude={"run"} if self.run is None
+                                    else None) + "\n"
 
     @classmethod
     def from_json(cls, text: str, source: str) -> Schedule:

@@ -425,11 +425,20 @@ class Engine:
         return self.recorder.result(f"gpuplan simulate {self.scheduler.name}")
 
     def _events(self) -> None:
+        idle = 0
         while self.queue:
             now = self.queue[0][0]
             if not self._handle_until(now, inclusive=True):
                 continue
             view = self._decide(now)
+            if (self.running_type >= 0).any() or not self.arrived.all():
+                idle = 0
+            else:
+                # Only wake-ups are left: a scheduler that keeps waking without ever
+                # starting a job on the empty cluster would loop forever.
+                idle += 1
+                if idle > _IDLE_ROUNDS:
+                    raise self._stalled(now)
             wake = self.scheduler.wakeup(view) if view.jobs.size else None
             # Only the latest wake-up counts: a decision replaces the plan it came from.
             self.wake_version += 1
@@ -477,8 +486,8 @@ class Engine:
             now = end
 
 
-#: Rounds in a row that may dispatch nothing, with nothing left to arrive, before a run
-#: is declared stuck.
+#: Decisions in a row that may run nothing, with nothing left to arrive, before a run is
+#: declared stuck.
 _IDLE_ROUNDS = 100
 
 

@@ -476,6 +476,14 @@ def test_stuck_run_is_an_error(monkeypatch: pytest.MonkeyPatch, mode: Mode) -> N
         run(monkeypatch, instance, lambda view: Decision(view.jobs[:0]), mode=mode)
 
 
+def test_scheduler_that_only_wakes_is_stuck(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scheduler that asks to wake up forever without starting anything is an error too."""
+    instance = cluster(ONE_GPU, [job("a", 100)])
+    with pytest.raises(SimulationError, match=r"stuck .* 1 job\(s\) \(a\)"):
+        run(monkeypatch, instance, lambda view: Decision(view.jobs[:0]),
+            wakeup=lambda view: view.now + 1.0)
+
+
 # -- the run's instance -----------------------------------------------------------------
 
 
