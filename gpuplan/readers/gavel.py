@@ -182,13 +182,21 @@ def _job_key(key: str) -> tuple[str, int]:
     return match.group(2), int(match.group(3))
 
 
+#: The numeric columns of each trace layout, by column count: (column, field, type).
+_LAYOUTS: dict[int, tuple[tuple[int, str, Callable[[str], float]], ...]] = {
+    10: ((5, "total_steps", int), (6, "scale_factor", int), (7, "priority_weight", float),
+         (9, "arrival_time", float)),
+    7: ((4, "total_steps", int), (5, "arrival_time", float), (6, "scale_factor", int)),
+}
+
+
 def read_trace(path: Path) -> list[TraceJob]:
     """Read a Gavel job trace in either column layout (10 columns, or the older 7).
 
     Raises
     ------
     InputError
-        Naming the line and column that cannot be read.
+        Naming the line, and the field and column that cannot be read.
     """
     jobs = []
     lines = read_text(path).splitlines()
@@ -196,16 +204,20 @@ def read_trace(path: Path) -> list[TraceJob]:
         if not line.strip():
             continue
         cols = line.split("\t")
-        try:
-            if len(cols) == 10:
-                jobs.append(TraceJob(cols[0], int(cols[5]), int(cols[6]), float(cols[7]),
-                                     float(cols[9])))
-            elif len(cols) == 7:
-                jobs.append(TraceJob(cols[0], int(cols[4]), int(cols[6]), 1.0, float(cols[5])))
-            else:
-                raise ValueError(f"expected 10 or 7 tab-separated columns, found {len(cols)}")
-        except ValueError as exc:
-            raise InputError(str(path), f"line {number}", str(exc)) from None
+        layout = _LAYOUTS.get(len(cols))
+        if layout is None:
+            raise InputError(str(path), f"line {number}", f"expected 10 or 7 tab-separated "
+                             f"columns, found {len(cols)}")
+        values: dict[str, float] = {"priority_weight": 1.0}
+        for column, field, convert in layout:
+            try:
+                values[field] = convert(cols[column])
+            except ValueError:
+                kind = "an integer" if convert is int else "a number"
+                raise InputError(str(path), f"line {number}", f"{field} (column {column + 1}):"
+                                 f" {cols[column]!r} is not {kind}") from None
+        jobs.append(TraceJob(cols[0], int(values["total_steps"]), int(values["scale_factor"]),
+                             values["priority_weight"], values["arrival_time"]))
     return jobs
 
 

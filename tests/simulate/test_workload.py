@@ -102,7 +102,7 @@ def test_seven_column_trace(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("name", "field"), [
     ("wrong_column_count", "expected 10 or 7 tab-separated columns, found 5"),
-    ("non_numeric_steps", "'many'"),
+    ("non_numeric_steps", "total_steps (column 6): 'many' is not an integer"),
     ("unknown_job_type", "job_type: 'ResNet-99 (batch size 16)' is not a job type"),
     ("scale_factor_without_throughput", "scale_factor: 'A3C' has no throughput at scale "
      "factor 2"),
