@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import FloatArray
+from gpuplan.instance import FloatArray, IntArray
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 
 
@@ -31,18 +31,30 @@ class Fifo:
     def __init__(self, context: PolicyContext) -> None:
         del context
 
-    def key(self, view: View) -> FloatArray | None:
-        """``(len(view.jobs),)`` sort key, smallest first; None: arrival order."""
-        del view
+    def key(self, view: View, jobs: IntArray) -> FloatArray | None:
+        """``(len(jobs),)`` sort key of ``jobs`` (active, in arrival order), smallest first.
+
+        None: arrival order.
+        """
+        del view, jobs
         return None
 
     def decide(self, view: View) -> Decision:
-        """The active jobs by :meth:`key`, ties in arrival order."""
-        key = self.key(view)
+        """The jobs that may start or keep running, by :meth:`key`, ties in arrival order."""
+        jobs = view.jobs
+        if not self.preemptive:
+            # Running jobs keep their GPUs whatever the order says, and a waiting job too
+            # large for the free GPUs of each type it may use cannot start: leaving both
+            # out keeps the engine's walk over the order short when the queue is long.
+            instance = view.instance
+            jobs = jobs[view.running_type[jobs] < 0]
+            fits = instance.eligible[jobs] & (instance.gang[jobs, None] <= view.free)
+            jobs = jobs[fits.any(axis=1)]
+        key = self.key(view, jobs)
         if key is None:
-            return Decision(view.jobs)
-        # view.jobs is in arrival order, so a stable sort breaks ties by arrival.
-        return Decision(view.jobs[np.argsort(key, kind="stable")])
+            return Decision(jobs)
+        # jobs are in arrival order, so a stable sort breaks ties by arrival.
+        return Decision(jobs[np.argsort(key, kind="stable")])
 
     def wakeup(self, view: View) -> float | None:
         """None: the order changes only at arrivals and completions."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from gpuplan.instance import FloatArray
+from gpuplan.instance import FloatArray, IntArray
 from gpuplan.simulate.policies.fifo import Fifo
 from gpuplan.simulate.policy import View
 
@@ -21,7 +21,7 @@ class ShortestJobFirst(Fifo):
     description: ClassVar[str] = ("shortest job first (run time on its fastest type), "
                                   "non-preemptive")
 
-    def key(self, view: View) -> FloatArray:
-        """Each active job's run time on its fastest eligible type."""
-        seconds: FloatArray = view.instance.min_duration[view.jobs]
+    def key(self, view: View, jobs: IntArray) -> FloatArray:
+        """Each job's run time on its fastest eligible type."""
+        seconds: FloatArray = view.instance.min_duration[jobs]
         return seconds

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from gpuplan.instance import FloatArray
+from gpuplan.instance import FloatArray, IntArray
 from gpuplan.simulate.policies.fifo import Fifo
 from gpuplan.simulate.policy import View
 
@@ -23,6 +23,6 @@ class ShortestRemainingFirst(Fifo):
                                   "preemptive")
     preemptive: ClassVar[bool] = True
 
-    def key(self, view: View) -> FloatArray:
-        """Each active job's remaining seconds on its fastest eligible type."""
-        return view.remaining_s(view.jobs)
+    def key(self, view: View, jobs: IntArray) -> FloatArray:
+        """Each job's remaining seconds on its fastest eligible type."""
+        return view.remaining_s(jobs)
