@@ -102,7 +102,9 @@ def _window(text: str) -> tuple[int, int]:
 
 
 def _names(registry: Mapping[str, Any]) -> str:
-    return "; ".join(f"{name}: {cls.description}" for name, cls in registry.items())
+    # argparse formats help with %: a description saying "5%" must not break --help.
+    return "; ".join(f"{name}: {cls.description}" for name, cls in registry.items()).replace(
+        "%", "%%")
 
 
 def _taken_by(option: str) -> str:
