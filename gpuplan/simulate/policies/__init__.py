@@ -17,6 +17,10 @@ from gpuplan.simulate.policies.admit_all import AdmitAll
 from gpuplan.simulate.policies.best_fit import BestFit
 from gpuplan.simulate.policies.fifo import Fifo
 from gpuplan.simulate.policies.first_fit import FirstFit
+from gpuplan.simulate.policies.gavel_fifo import GavelFifo, GavelFifoAgnostic
+from gpuplan.simulate.policies.gavel_ftf import GavelFtf, GavelFtfAgnostic
+from gpuplan.simulate.policies.gavel_las import GavelLas, GavelLasAgnostic
+from gpuplan.simulate.policies.gavel_makespan import GavelMakespan, GavelMakespanAgnostic
 from gpuplan.simulate.policies.las import Las
 from gpuplan.simulate.policies.replan import Replan
 from gpuplan.simulate.policies.sjf import ShortestJobFirst
@@ -27,7 +31,9 @@ _Part = TypeVar("_Part")
 
 #: Schedulers by name; each class is built with a PolicyContext.
 SCHEDULERS: dict[str, type[Scheduler]] = {part.name: part for part in (
-    Fifo, ShortestJobFirst, ShortestRemainingFirst, Las, Replan)}
+    Fifo, ShortestJobFirst, ShortestRemainingFirst, Las, Replan, GavelFifo, GavelFifoAgnostic,
+    GavelLas, GavelLasAgnostic, GavelFtf, GavelFtfAgnostic, GavelMakespan,
+    GavelMakespanAgnostic)}
 #: Placements by name.
 PLACEMENTS: dict[str, type[Placement]] = {part.name: part for part in (BestFit, FirstFit)}
 #: Admissions by name.
