@@ -50,6 +50,9 @@ logger = logging.getLogger(__name__)
 #: Called now and then with (simulated seconds, jobs finished, jobs in all).
 Progress = Callable[[float, int, int], None]
 
+#: Work share left below which a job being stopped counts as done (float noise).
+_DONE = 1e-9
+
 #: How often (wall seconds) the progress callback is called at most.
 _PROGRESS_EVERY_S = 0.25
 
@@ -159,8 +162,8 @@ class Engine:
             instance.eligible, instance.duration, 1.0), 0.0)
         duration = np.where(instance.eligible, instance.duration, np.inf)
         # Every eligible type, fastest first (the default preference of a decision).
-        self.fastest: list[IntArray] = [
-            np.argsort(duration[j], kind="stable")[:int(instance.eligible[j].sum())]
+        self.fastest_list: list[list[int]] = [
+            np.argsort(duration[j], kind="stable")[:int(instance.eligible[j].sum())].tolist()
             for j in range(n)]
         # Jobs by arrival (release, then index), the order views list them in.
         self.by_arrival: IntArray = np.lexsort((np.arange(n), instance.release))
@@ -329,6 +332,7 @@ class Engine:
             remaining=_readonly(self.remaining), attained=_readonly(self.attained),
             received=_readonly(self.received), running_type=_readonly(self.running_type),
             locked=_readonly(locked), first_start=_readonly(self.first_start),
+            work_start=_readonly(self.work_start),
             free=_readonly(self.free.sum(axis=0)), total=_readonly(self.total),
             round_s=self.config.round_s if self.config.mode is Mode.ROUND else None)
 
@@ -347,40 +351,62 @@ class Engine:
             self._apply(self.scheduler.decide(view), view)
         return view
 
+    def _types(self, job: int, decision: Decision, k: int) -> list[int]:
+        """The types job ``order[k]`` may use, most preferred first."""
+        if decision.prefer is None:
+            return self.fastest_list[job]
+        eligible = self.instance.eligible[job]
+        return [t for t in decision.prefer[k].tolist() if t >= 0 and eligible[t]]
+
     def _apply(self, decision: Decision, view: View) -> None:
-        """Grant types in the decision's order, stop who lost out, place who starts."""
+        """Grant types in the decision's order, stop who lost out, place who starts.
+
+        The walk over the order is on Python numbers: it touches each job once, and numpy
+        calls on arrays of a few types would cost more than the work.
+        """
         instance, now = self.instance, view.now
         gang = instance.gang
         running = self.running_type >= 0
         fixed = running & (view.locked | (not self.scheduler.preemptive))
         held = np.bincount(self.running_type[fixed], weights=gang[fixed],
                            minlength=instance.n_types)
-        avail = self.total - held.astype(np.int64)
-        grant = np.full(instance.n_jobs, -1, dtype=np.int64)
+        avail: list[int] = (self.total - held.astype(np.int64)).tolist()
         order = np.asarray(decision.order, dtype=np.int64)
         inactive = order[~self.active[order]]
         if inactive.size:
             raise SimulationError(f"scheduler {self.scheduler.name!r} chose job "
                                   f"{instance.job_ids[inactive[0]]!r}, which is not active")
         smallest = int(gang[order].min()) if order.size else 0
-        for k, job in enumerate(order.tolist()):
-            if avail.max() < smallest:
+        best = max(avail)
+        granted: dict[int, int] = {}
+        allowed: dict[int, list[int]] = {}
+        for k, (job, need, current, kept) in enumerate(zip(
+                order.tolist(), gang[order].tolist(), self.running_type[order].tolist(),
+                fixed[order].tolist(), strict=True)):
+            if best < smallest:
                 break
-            if fixed[job] or grant[job] >= 0:
+            if kept or job in granted:
                 continue
-            types = (self.fastest[job] if decision.prefer is None
-                     else decision.prefer[k][decision.prefer[k] >= 0])
-            need, current = int(gang[job]), int(self.running_type[job])
-            if current >= 0 and avail[current] >= need and (types == current).any():
+            types = self._types(job, decision, k)
+            if current >= 0 and avail[current] >= need and current in types:
                 chosen = current
             else:
-                fits = types[(avail[types] >= need) & instance.eligible[job, types]]
-                chosen = int(fits[0]) if fits.size else -1
+                chosen = next((t for t in types if avail[t] >= need), -1)
             if chosen >= 0:
                 avail[chosen] -= need
-                grant[job] = chosen
+                granted[job] = chosen
+                allowed[job] = types
+                best = max(avail)
+        grant = np.full(instance.n_jobs, -1, dtype=np.int64)
+        if granted:
+            grant[list(granted)] = list(granted.values())
         for job in np.flatnonzero(running & ~fixed & (grant != self.running_type)).tolist():
-            self._preempt(job, now)
+            if self.remaining[job] <= _DONE:
+                # Float noise: the job is done now, and a resume would pay a restore for
+                # nothing.
+                self._complete(job, now)
+            else:
+                self._preempt(job, now)
         starting = np.flatnonzero((grant >= 0) & (self.running_type < 0))
         if starting.size == 0:
             return
@@ -388,12 +414,27 @@ class Engine:
         rank = np.empty(instance.n_jobs, dtype=np.int64)
         rank[order] = np.arange(order.size)
         for job in starting[np.lexsort((rank[starting], -gang[starting]))].tolist():
-            gpus = self.placement.place(self.cluster, job, int(grant[job]))
-            if gpus is None:
-                logger.debug("t=%g: no node has %d free %s GPUs for job %s", now, gang[job],
-                             instance.type_ids[grant[job]], instance.job_ids[job])
+            self._place(job, int(grant[job]), allowed[job], avail, now)
+
+    def _place(self, job: int, gpu_type: int, types: list[int], avail: list[int],
+               now: float) -> None:
+        """Start ``job`` on its granted type, or on another it may use if no node holds it.
+
+        Types are granted by free GPUs summed over nodes, so a gang may find its type's
+        GPUs split over nodes; it then takes the next type of its preference with room.
+        """
+        need = int(self.instance.gang[job])
+        avail[gpu_type] += need
+        for kind in [gpu_type, *(t for t in types if t != gpu_type)]:
+            if avail[kind] < need:
                 continue
-            self._start(job, int(grant[job]), np.asarray(gpus, dtype=np.int64), now)
+            gpus = self.placement.place(self.cluster, job, kind)
+            if gpus is not None:
+                avail[kind] -= need
+                self._start(job, kind, np.asarray(gpus, dtype=np.int64), now)
+                return
+        logger.debug("t=%g: no node has %d free GPUs of a type job %s may use", now, need,
+                     self.instance.job_ids[job])
 
     # -- the loop ----------------------------------------------------------------------
 

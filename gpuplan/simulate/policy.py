@@ -80,6 +80,9 @@ class View:
         it is still paying its restore or migration overhead.
     first_start
         ``(J,)`` when each job first started; NaN before then.
+    work_start
+        ``(J,)`` for a running job, when its restore and migration overheads end and it
+        works (its attained service grows from then); meaningless for the others.
     free
         ``(T,)`` GPUs of each type that nobody holds.
     total
@@ -98,6 +101,7 @@ class View:
     running_type: IntArray
     locked: np.ndarray
     first_start: FloatArray
+    work_start: FloatArray
     free: IntArray
     total: IntArray
     round_s: float | None

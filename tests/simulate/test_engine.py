@@ -82,7 +82,8 @@ def _copied(view: View) -> View:
                 waiting=view.waiting.copy(), remaining=view.remaining.copy(),
                 attained=view.attained.copy(), received=view.received.copy(),
                 running_type=view.running_type.copy(), locked=view.locked.copy(),
-                first_start=view.first_start.copy(), free=view.free.copy(),
+                first_start=view.first_start.copy(), work_start=view.work_start.copy(),
+                free=view.free.copy(),
                 total=view.total.copy(), round_s=view.round_s)
 
 
