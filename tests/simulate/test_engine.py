@@ -332,6 +332,21 @@ def test_gangs_start_and_stop_together(monkeypatch: pytest.MonkeyPatch) -> None:
                                              ("migrate", 30, ["n2/0", "n2/1"])]
 
 
+def test_gang_split_over_nodes_takes_its_next_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gang whose preferred type has room only split over nodes starts on its next type.
+
+    Nodes n1 and n2 hold 6 A GPUs each and n3 4 B GPUs; ``p`` and ``q`` take 4 A GPUs on
+    each A node, leaving 2 + 2 free. ``g`` (4 GPUs, 100 s on A, 200 s on B) cannot have
+    A on one node, so it starts on B at once rather than waiting for A.
+    """
+    instance = cluster({"n1": {"A": 6}, "n2": {"A": 6}, "n3": {"B": 4}}, [
+        job("p", {"A": 1000}, gpus=4), job("q", {"A": 1000}, gpus=4),
+        job("g", {"A": 100, "B": 200}, gpus=4)])
+    schedule = run(monkeypatch, instance, in_arrival_order)
+    (only,) = segments(schedule, "g")
+    assert (only.gpu_type, only.start_s, only.end_s) == ("B", 0, 200)
+
+
 # -- round mode ------------------------------------------------------------------------
 
 

@@ -281,3 +281,16 @@ def test_las_takes_thresholds_as_text() -> None:
     instance = one_node(1, {"a": (1, 4000, 0, True), "b": (1, 4000, 10, True)})
     assert intervals(run(instance, "las", thresholds="0.9,2")) == intervals(
         run(instance, "las", thresholds=[0.9, 2.0]))
+
+
+def test_las_round_robin_leaves_no_sliver_segments() -> None:
+    """Two jobs swapping at every threshold end exactly, with no sliver segment after.
+
+    ``x`` (1000 s) and ``y`` (1000 s from 50 s) alternate every 100 s; ``x`` is stopped
+    at 1900 s with only float noise of its work left, and completes then rather than
+    coming back for a resume of about 1e-13 s.
+    """
+    schedule = run(one_node(1, {"x": (1, 1000, 0, True), "y": (1, 1000, 50, True)}), "las",
+                   thresholds=[100 / 3600], starvation=1)
+    assert min(s.end_s - s.start_s for s in schedule.segments) > 1.0
+    assert max(s.end_s for s in schedule.segments if s.job == "x") == 1900
