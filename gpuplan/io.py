@@ -24,6 +24,8 @@ import stat
 import time
 from collections import Counter
 from collections.abc import Iterable
+from itertools import chain, compress
+from operator import not_
 from pathlib import Path
 from typing import Any
 
@@ -97,23 +99,80 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+#: The types of the containers a parsed document is made of (JSON and YAML alike).
+_CONTAINERS = frozenset({dict, list, _Duplicated})
+_OBJECTS = frozenset({dict, _Duplicated})
+
+
+def _has_defect(data: Any) -> bool:
+    """Whether the document holds a duplicated key or nests too deeply.
+
+    The check runs level by level over the containers only, with every per-value step in
+    C (``map``, ``compress``, ``chain``): a big file costs a few milliseconds per million
+    values, and no path is formatted.
+    """
+    level = [data] if type(data) in _CONTAINERS else []
+    for depth in range(MAX_DEPTH + 1):
+        if not level:
+            return False
+        kinds = list(map(type, level))
+        if _Duplicated in kinds:
+            return True
+        if depth == MAX_DEPTH:
+            # Anything inside a container this deep is one level too deep.
+            return any(level)
+        objects = list(map(_OBJECTS.__contains__, kinds))
+        children = list(chain(chain.from_iterable(map(dict.values, compress(level, objects))),
+                              chain.from_iterable(compress(level, map(not_, objects)))))
+        level = list(compress(children, map(_CONTAINERS.__contains__, map(type, children))))
+    return False
+
+
+#: Where a container sits in the document: its parent's place, and its key there (an index
+#: when the parent is a list). Paths are formatted from these links only for a message.
+_Place = tuple["_Place | None", Any, bool]
+
+
+def _path(place: _Place | None) -> str:
+    """The JSON path of a place, e.g. ``jobs[1].demand``; ``""`` for the top level."""
+    steps: list[tuple[Any, bool]] = []
+    while place is not None:
+        place, key, in_list = place
+        steps.append((key, in_list))
+    path = ""
+    for key, in_list in reversed(steps):
+        path = f"{path}[{key}]" if in_list else f"{path}.{key}" if path else str(key)
+    return path
+
+
 def _find_defects(data: Any, source: str) -> None:
-    """Walk the parsed document (without recursion) for duplicated keys and deep nesting."""
-    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    """Refuse a parsed document with a duplicated key or nesting deeper than :data:`MAX_DEPTH`.
+
+    :func:`_has_defect` decides cheaply; only a defective document is walked again, depth
+    first from each container's last child, to name the defect met first in that order.
+
+    Raises
+    ------
+    InputError
+        Naming the JSON path of the object with the duplicated key (and both values), or
+        of the first value nested too deeply.
+    """
+    if not _has_defect(data):
+        return
+    stack: list[tuple[Any, _Place | None, int]] = [(data, None, 0)]
     while stack:
-        value, path, depth = stack.pop()
+        value, place, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise InputError(source, path, f"nested more than {MAX_DEPTH} levels deep")
+            raise InputError(source, _path(place), f"nested more than {MAX_DEPTH} levels deep")
         if isinstance(value, _Duplicated):
             shown = " and ".join(_describe(v) for v in value.given[:2])
-            raise InputError(source, path or "(top level)",
+            raise InputError(source, _path(place) or "(top level)",
                              f"key {value.key!r} is given {len(value.given)} times in one "
                              f"object ({shown}); give it once")
         if isinstance(value, dict):
-            stack.extend((v, f"{path}.{k}" if path else str(k), depth + 1)
-                         for k, v in value.items())
+            stack.extend((child, (place, key, False), depth + 1) for key, child in value.items())
         elif isinstance(value, list):
-            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
+            stack.extend((child, (place, i, True), depth + 1) for i, child in enumerate(value))
 
 
 def parse_json(text: str, source: str) -> Any:

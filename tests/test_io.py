@@ -7,7 +7,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import DATA
@@ -17,8 +19,11 @@ from gpuplan.cli import solve as solve_command
 from gpuplan.errors import InputError
 from gpuplan.io import (
     HOST_TAG,
+    MAX_DEPTH,
     STALE_AFTER_S,
     check_output,
+    parse_json,
+    parse_yaml,
     remove_stale_temporaries,
     write_text_atomic,
 )
@@ -133,3 +138,44 @@ def test_a_rewrite_keeps_the_file_permissions(tmp_path: Path) -> None:
     path.chmod(0o600)
     write_text_atomic(path, "new")
     assert path.read_text() == "new" and (path.stat().st_mode & 0o777) == 0o600
+
+
+def test_a_duplicated_key_deep_in_a_big_document_names_its_exact_path() -> None:
+    """A key given twice in one object among thousands is reported at its own JSON path.
+
+    The object is ``segments[1234].gpu.node`` after 2000 clean segments are walked past;
+    a key twice at the top level is named as the top level.
+    """
+    segments = [f'{{"job": "j{k}", "gpu_ids": ["a/0", "a/1"], "work": 1.0}}'
+                for k in range(2000)]
+    segments[1234] = '{"job": "j", "gpu": {"node": {"id": 1, "id": 2}}}'
+    text = '{"format_version": 2, "segments": [' + ", ".join(segments) + "]}"
+    with pytest.raises(InputError) as caught:
+        parse_json(text, "run.json")
+    assert caught.value.path == "segments[1234].gpu.node"
+    assert caught.value.message == ("key 'id' is given 2 times in one object (1 and 2); "
+                                    "give it once")
+    with pytest.raises(InputError) as caught:
+        parse_json('{"a": [1], "b": 2, "a": 3}', "run.json")
+    assert caught.value.path == "(top level)"
+
+
+@pytest.mark.parametrize("parse", [parse_json, parse_yaml])
+def test_nesting_one_level_too_deep_names_the_value_there(
+        parse: Callable[[str, str], Any]) -> None:
+    """MAX_DEPTH levels are read; a value one deeper is refused at its exact path.
+
+    Beside a clean sibling the path runs through list indices and object keys alike:
+    ``deep[1].k[1].k...``; the same document one level shallower parses.
+    """
+    def nest(levels: int) -> str:
+        inner = "7"
+        for level in range(levels):
+            inner = f'{{"k": {inner}}}' if level % 2 else f"[0, {inner}]"
+        return f'{{"clean": [[1]], "deep": {inner}}}'
+    parse(nest(MAX_DEPTH - 1), "doc")
+    with pytest.raises(InputError, match=f"nested more than {MAX_DEPTH} levels deep") as caught:
+        parse(nest(MAX_DEPTH), "doc")
+    expected = "deep" + "".join(".k" if level % 2 else "[1]"
+                                for level in reversed(range(MAX_DEPTH)))
+    assert caught.value.path == expected
