@@ -13,6 +13,7 @@ nothing written; 130 Ctrl-C, nothing written.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -40,9 +41,14 @@ from gpuplan.cli.common import (
 )
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance
-from gpuplan.io import check_output, check_output_folder
-from gpuplan.readers import read_instance
-from gpuplan.readers.instance_file import MAX_GPUS, MAX_TIME_S
+from gpuplan.io import check_output, check_output_folder, write_text_atomic
+from gpuplan.readers import load_data
+from gpuplan.readers.instance_file import (
+    MAX_GPUS,
+    MAX_TIME_S,
+    build_instance,
+    parse_document,
+)
 from gpuplan.schedule import Schedule
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate
 from gpuplan.simulate.engine import Progress as ProgressCallback
@@ -50,7 +56,7 @@ from gpuplan.simulate.metrics import job_stats, window_jobs
 from gpuplan.simulate.plots import jct_cdf_figure, timeline_figure, write_figure
 from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS
 from gpuplan.simulate.run import run_instance
-from gpuplan.simulate.workload import gavel_trace_instance, parse_cluster
+from gpuplan.simulate.workload import gavel_trace_document, parse_cluster, run_document
 
 #: Settings a preset gives; a flag given beside it wins.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -162,7 +168,7 @@ def workload_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cluster", metavar="V:P:K", default=argparse.SUPPRESS,
                         help="GPUs of each type as Gavel gives them, v100:p100:k80 (e.g. "
                         "36:36:36)")
-    default = default_of(gavel_trace_instance, "gpus_per_node")
+    default = default_of(gavel_trace_document, "gpus_per_node")
     parser.add_argument("--gpus-per-node", type=bounded(int, 1, MAX_GPUS), metavar="N",
                         default=default, help="GPUs per server, Gavel's "
                         f"--num_gpus_per_server; a gang stays on one (default: {default})")
@@ -214,6 +220,10 @@ def register(commands: Commands) -> None:
                         + _names(SCHEDULERS))
     parser.add_argument("-o", "--output", metavar="RUN.json",
                         help="write the verified run log here")
+    parser.add_argument("--write-instance", metavar="FILE", help="write the instance "
+                        "document simulated here (deadlines as due dates, a static "
+                        "objective as weighted-completion): gpuplan check FILE RUN.json "
+                        "checks the run log")
     parser.add_argument("--plot", metavar="DIR", help="write the run's pictures here "
                         "(jct_cdf.png, timeline.png)")
     parser.add_argument("--progress", action="store_true",
@@ -278,8 +288,13 @@ def write_plots(folder: Path, instance: Instance, schedule: Schedule, label: str
     return files
 
 
-def read_workload(args: argparse.Namespace) -> Instance:
+def read_workload(args: argparse.Namespace) -> tuple[Instance, dict[str, Any]]:
     """The instance file, or the Gavel trace on ``--cluster`` with ``--throughputs``.
+
+    Returns
+    -------
+    tuple
+        The instance and the document it was built from.
 
     Raises
     ------
@@ -287,6 +302,7 @@ def read_workload(args: argparse.Namespace) -> Instance:
         Naming the file, line and field of bad input; ``--cluster`` or ``--throughputs``
         missing for a trace, or given for an instance file (which has its own cluster).
     """
+    path = Path(args.input)
     trace = args.input.endswith(".trace")
     gavel = [flag for flag, name in (("--cluster", "cluster"), ("--throughputs", "throughputs"))
              if hasattr(args, name)]
@@ -294,24 +310,48 @@ def read_workload(args: argparse.Namespace) -> Instance:
         if gavel:
             raise InputError(gavel[0], "", f"applies to Gavel traces (*.trace); the instance "
                              f"file {args.input} has its own cluster and run times")
-        return read_instance(args.input)
-    missing = [flag for flag in ("--cluster", "--throughputs") if flag not in gavel]
-    if missing:
-        raise InputError(missing[0], "", f"a Gavel trace ({args.input}) needs --cluster "
-                         "V:P:K and --throughputs FILE")
-    return gavel_trace_instance(Path(args.input), Path(args.throughputs),
-                                parse_cluster(args.cluster), gpus_per_node=args.gpus_per_node)
+        document = load_data(path)
+    else:
+        missing = [flag for flag in ("--cluster", "--throughputs") if flag not in gavel]
+        if missing:
+            raise InputError(missing[0], "", f"a Gavel trace ({args.input}) needs --cluster "
+                             "V:P:K and --throughputs FILE")
+        document = gavel_trace_document(path, Path(args.throughputs),
+                                        parse_cluster(args.cluster),
+                                        gpus_per_node=args.gpus_per_node)
+    instance = build_instance(parse_document(document, args.input), args.input,
+                              default_name=path.stem)
+    return instance, document
+
+
+def _write(path: str, what: str, write: Callable[[], None]) -> None:
+    """Write an output, a file system error as bad input naming it."""
+    try:
+        write()
+    except OSError as exc:
+        raise InputError(path, "", f"cannot write the {what}: {exc}") from None
 
 
 def run_simulate(args: argparse.Namespace) -> int:
     """Check the outputs, read, simulate, write and summarise."""
     spec = run_spec(args, args.policy)
     inputs = [args.input, *([args.throughputs] if hasattr(args, "throughputs") else [])]
-    if args.output is not None:
-        check_output(args.output, inputs)
+    log = None if args.output is None else check_output(args.output, inputs)
+    if args.write_instance is not None:
+        target = check_output(args.write_instance, inputs, "--write-instance")
+        if target == log:
+            raise InputError(args.write_instance, "", "--write-instance names the run log "
+                             f"file {args.output} (-o); choose another file")
     if args.plot is not None and Path(args.plot).exists() and not Path(args.plot).is_dir():
         raise InputError(args.plot, "", "--plot names a file; it takes a folder")
-    instance = run_instance(read_workload(args))
+    instance, document = read_workload(args)
+    instance = run_instance(instance)
+    if args.write_instance is not None:
+        document = run_document(document, instance)
+        # What runs is the file's content, built as gpuplan check will build it: the
+        # instance file and the run log cannot disagree.
+        instance = run_instance(build_instance(parse_document(document, args.write_instance),
+                                               args.write_instance))
     began = time.perf_counter()
     with progress_bar(args.progress or console.is_terminal,
                       f"simulating {args.policy}") as report:
@@ -326,17 +366,17 @@ def run_simulate(args: argparse.Namespace) -> int:
             console.print(f"  {exc}", markup=False)
             return ExitCode.FAILED
     seconds = time.perf_counter() - began
+    if args.write_instance is not None:
+        text = json.dumps(document, indent=1) + "\n"
+        _write(args.write_instance, "instance", lambda: write_text_atomic(target, text))
     if args.output is not None:
-        try:
-            schedule.write(args.output)
-        except OSError as exc:
-            raise InputError(args.output, "", f"cannot write the run log: {exc}") from None
+        _write(args.output, "run log", lambda: schedule.write(args.output))
+    written = " and ".join(path for path in (args.output, args.write_instance) if path)
     console.print(summary_table(
         f"{instance.name}: {instance.n_jobs} jobs on {instance.n_gpus} GPUs",
-        _summary(instance, schedule, seconds, args.output or "- (use -o FILE to save)")))
+        _summary(instance, schedule, seconds, written or "- (use -o FILE to save)")))
     if args.plot is not None:
         folder = check_output_folder(args.plot, inputs, "--plot")
         files = write_plots(folder, instance, schedule, args.policy)
         console.print(f"pictures: {', '.join(map(str, files))}", markup=False)
     return ExitCode.OK
-

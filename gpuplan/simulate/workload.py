@@ -4,12 +4,13 @@ A cluster is given as Gavel gives it, GPUs per worker type in the order
 ``v100:p100:k80`` (:func:`parse_cluster`), with ``gpus_per_node`` GPUs per server (Gavel's
 ``--num_gpus_per_server``; here a gang stays on one server, so multi-GPU jobs need
 servers as large as their gangs). Jobs come from a Gavel trace file
-(:func:`gavel_trace_instance`) or from Gavel's job generator
-(:func:`gavel_workload_instance`, :func:`gpuplan.generate.gavel_jobs`). Either way a job's
-run time on a type is its total steps over Gavel's measured throughput there, it is
-released at its arrival time, and the instance's objective is weighted completion time,
-the simulator's measure. Any gpuplan instance file is a workload too (its ``release_s``
-are arrival times); it needs nothing from here.
+(:func:`gavel_trace_instance`, built from :func:`gavel_trace_document`) or from Gavel's
+job generator (:func:`gavel_workload_instance`, :func:`gpuplan.generate.gavel_jobs`).
+Either way a job's run time on a type is its total steps over Gavel's measured throughput
+there, it is released at its arrival time, and the instance's objective is weighted
+completion time, the simulator's measure. Any gpuplan instance file is a workload too
+(its ``release_s`` are arrival times). :func:`run_document` gives the document of the
+instance a run simulates, for ``gpuplan simulate --write-instance``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from gpuplan.errors import InputError
 from gpuplan.generate import (
@@ -134,9 +136,9 @@ def check_trace(trace: list[TraceJob], path: Path, throughputs: Throughputs,
             raise InputError(str(path), f"line {number}", problem)
 
 
-def gavel_trace_instance(trace: Path, throughputs: Path, cluster: Mapping[str, int], *,
-                         gpus_per_node: int = GPUS_PER_NODE) -> Instance:
-    """The workload of a Gavel trace file on a cluster.
+def gavel_trace_document(trace: Path, throughputs: Path, cluster: Mapping[str, int], *,
+                         gpus_per_node: int = GPUS_PER_NODE) -> dict[str, Any]:
+    """The instance document of a Gavel trace file on a cluster.
 
     Parameters
     ----------
@@ -161,9 +163,53 @@ def gavel_trace_instance(trace: Path, throughputs: Path, cluster: Mapping[str, i
     fleet = measured_fleet(cluster, measured, str(throughputs))
     jobs = read_trace(trace)
     check_trace(jobs, trace, measured, fleet, gpus_per_node)
-    document = cluster_document(jobs, measured, fleet, gpus_per_node,
-                                trace.stem.replace(".", "_"), str(throughputs))
+    return cluster_document(jobs, measured, fleet, gpus_per_node,
+                            trace.stem.replace(".", "_"), str(throughputs))
+
+
+def gavel_trace_instance(trace: Path, throughputs: Path, cluster: Mapping[str, int], *,
+                         gpus_per_node: int = GPUS_PER_NODE) -> Instance:
+    """The workload of a Gavel trace file on a cluster: :func:`gavel_trace_document` built.
+
+    Raises
+    ------
+    InputError
+        As :func:`gavel_trace_document`.
+    """
+    document = gavel_trace_document(trace, throughputs, cluster, gpus_per_node=gpus_per_node)
     return build_instance(parse_document(document, str(trace)), str(trace))
+
+
+def run_document(document: Mapping[str, Any], run: Instance) -> dict[str, Any]:
+    """The instance document a run simulates: ``document`` with the times and objective of ``run``.
+
+    :func:`~gpuplan.simulate.run.run_instance` turns deadlines into due dates and a static
+    objective into weighted completion time; this writes its outcome back into the
+    document the instance was built from, so that ``gpuplan check`` on the document and
+    the run log checks what was simulated. Everything else of the document is kept as
+    it was given (the instance name is filled in when the document has none).
+
+    Parameters
+    ----------
+    document
+        A valid instance document (parsed JSON or YAML data).
+    run
+        ``run_instance`` of the instance built from ``document``: job ``j`` is the
+        document's ``jobs[j]``.
+
+    Returns
+    -------
+    dict
+        A new document; ``document`` is not changed.
+    """
+    jobs = []
+    for job, deadline, due in zip(document["jobs"], run.deadline, run.due, strict=True):
+        times = {key: float(value) for key, value in (("deadline_s", deadline), ("due_s", due))
+                 if math.isfinite(value)}
+        kept = {key: value for key, value in job.items() if key not in ("deadline_s", "due_s")}
+        jobs.append({**kept, **times})
+    return {**document, "name": document.get("name") or run.name, "jobs": jobs,
+            "objective": run.objective.value}
 
 
 def gavel_workload_instance(throughputs: Path, cluster: Mapping[str, int], jobs: int,

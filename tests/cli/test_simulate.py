@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import DATA, GAVEL
+from conftest import DATA, GAVEL, run_cli
 
 from cli.conftest import Gpuplan
 from gpuplan.schedule import Schedule
@@ -135,3 +136,54 @@ def test_run_log_json_holds_the_window_metrics(gpuplan: Gpuplan, tmp_path: Path)
     assert gpuplan("simulate", SMALL, "-o", out).code == 0
     metrics = json.loads(out.read_text())["run"]["metrics"]
     assert {"mean_jct_h", "makespan_h", "utilisation_share"} <= set(metrics)
+
+
+#: Two one-GPU jobs due by 150 s on one GPU: the run cannot meet both hard deadlines.
+DEADLINES: dict[str, Any] = {
+    "name": "deadlines", "gpu_types": [{"id": "a", "capacity": {"memory_gib": 16}}],
+    "nodes": [{"id": "n0", "gpus": {"a": 1}}],
+    "jobs": [{"id": "j0", "duration_s": 100, "deadline_s": 150, "weight": 2},
+             {"id": "j1", "duration_s": 100, "deadline_s": 150, "due_s": 120}],
+    "objective": "max-weight"}
+
+
+def test_the_written_instance_checks_the_run_log(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--write-instance writes what was simulated; gpuplan check accepts it with the log.
+
+    The file's hard deadlines cannot both be met and its max-weight objective has no
+    time: checked against the file as given, the run log fails. The written instance
+    holds them as due dates (the earlier of due date and deadline) and weighted
+    completion, as simulated, and check exits 0 on it. The same holds for a Gavel trace.
+    """
+    given = tmp_path / "deadlines.json"
+    given.write_text(json.dumps(DEADLINES))
+    out, written = tmp_path / "run.json", tmp_path / "simulated.json"
+    ran = gpuplan("simulate", given, "-o", out, "--write-instance", written)
+    assert ran.code == 0, ran.err
+    document = json.loads(written.read_text())
+    assert [job.get("due_s") for job in document["jobs"]] == [150, 120]
+    assert not any("deadline_s" in job for job in document["jobs"])
+    assert document["objective"] == "weighted-completion"
+    checked = run_cli("check", written, out)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert run_cli("check", given, out).returncode == 1
+    trace_out, trace_written = tmp_path / "trace_run.json", tmp_path / "trace.json"
+    ran = gpuplan("simulate", TRACE, "--cluster", "4:4:4", "--throughputs", THROUGHPUTS,
+                  "--policy", "las", "-o", trace_out, "--write-instance", trace_written)
+    assert ran.code == 0, ran.err
+    checked = run_cli("check", trace_written, trace_out)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_written_instance_never_replaces_an_input_or_the_log(gpuplan: Gpuplan,
+                                                                 tmp_path: Path) -> None:
+    """--write-instance at the input or at -o's file is exit 2; nothing is written."""
+    given = tmp_path / "deadlines.json"
+    given.write_text(json.dumps(DEADLINES))
+    before = given.read_text()
+    over_input = gpuplan("simulate", given, "--write-instance", given)
+    assert over_input.code == 2 and "--write-instance" in over_input.err
+    assert given.read_text() == before
+    out = tmp_path / "run.json"
+    over_log = gpuplan("simulate", given, "-o", out, "--write-instance", out)
+    assert over_log.code == 2 and "-o" in over_log.err and not out.exists()

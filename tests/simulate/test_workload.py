@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import DATA, GAVEL
+from conftest import DATA, GAVEL, instance_from
 
 from gpuplan.errors import InputError
 from gpuplan.generate import Throughputs, gavel_document, gavel_jobs
 from gpuplan.instance import ObjectiveKind
 from gpuplan.readers.gavel import read_throughputs
 from gpuplan.simulate import RunSpec, simulate
+from gpuplan.simulate.run import run_instance
 from gpuplan.simulate.workload import (
+    gavel_trace_document,
     gavel_trace_instance,
     gavel_workload_instance,
     parse_cluster,
+    run_document,
 )
 
 THROUGHPUTS = GAVEL / "simulation_throughputs.json"
@@ -194,3 +200,44 @@ def test_generated_workload_runs_in_the_simulator(tmp_path: Path) -> None:
     schedule = simulate(instance, RunSpec())
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.run is not None and schedule.run.window == [0, 30]
+
+
+def test_the_run_document_holds_what_the_run_simulates() -> None:
+    """run_document writes run_instance's changes back into the document it came from.
+
+    Deadlines 150 (and 500 beside a due date of 400) become due dates 150 and 400, a job
+    with only a due date keeps it, the static max-weight objective becomes weighted
+    completion, every other field is kept, the name is filled in, and the given document
+    is unchanged. Built again, it is the instance the run simulates.
+    """
+    document: dict[str, Any] = {
+        "gpu_types": [{"id": "a", "capacity": {"memory_gib": 16}}],
+        "nodes": [{"id": "n0", "gpus": {"a": 2}}],
+        "jobs": [{"id": "j0", "duration_s": 100, "deadline_s": 150, "preemptible": True},
+                 {"id": "j1", "duration_s": 200, "release_s": 10, "deadline_s": 500,
+                  "due_s": 400},
+                 {"id": "j2", "gpus": 2, "duration_s": 50, "due_s": 30}],
+        "objective": {"kind": "max-weight"}}
+    given = copy.deepcopy(document)
+    run = run_instance(instance_from(document))
+    written = run_document(document, run)
+    assert document == given
+    assert [job.get("due_s") for job in written["jobs"]] == [150, 400, 30]
+    assert not any("deadline_s" in job for job in written["jobs"])
+    assert written["objective"] == "weighted-completion" and written["name"] == "instance"
+    assert written["jobs"][0]["preemptible"] is True and written["jobs"][1]["release_s"] == 10
+    again = instance_from(written)
+    assert again.objective is run.objective is ObjectiveKind.WEIGHTED_COMPLETION
+    assert again.due.tolist() == run.due.tolist()
+    assert again.deadline.tolist() == run.deadline.tolist() == [math.inf] * 3
+
+
+def test_the_trace_document_is_the_trace_instance() -> None:
+    """gavel_trace_document is the document gavel_trace_instance builds, job for job."""
+    trace = TRACES / "physical_cluster" / "small_test.trace"
+    document = gavel_trace_document(trace, THROUGHPUTS, CLUSTER, gpus_per_node=4)
+    built = instance_from(document)
+    instance = gavel_trace_instance(trace, THROUGHPUTS, CLUSTER, gpus_per_node=4)
+    assert built.job_ids == instance.job_ids and built.name == instance.name
+    assert np.array_equal(built.duration, instance.duration, equal_nan=True)
+    assert built.release.tolist() == instance.release.tolist()
