@@ -4,6 +4,10 @@ The policy's parts come from the registries of :mod:`gpuplan.simulate.policies`,
 the parser is built, so a part registered there is offered here with its description. The
 flags of a run (:func:`run_parser`) are shared with ``gpuplan sweep``.
 
+With ``--write-instance FILE`` the instance document simulated is written too (deadlines as
+due dates, a static objective as weighted completion: what the run log is checked on), so
+that ``gpuplan check FILE RUN.json`` accepts the log.
+
 Exit codes: 0 the run log is verified (and written with ``-o``); 1 the verifier rejected
 the run, or the run got stuck (:class:`~gpuplan.simulate.engine.SimulationError`: a bug of
 the engine or a policy, never of the input), nothing written; 2 bad input or flags,
