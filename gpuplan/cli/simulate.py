@@ -82,17 +82,15 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-#: The parts' own options: option name, flag type (None: a switch), metavar and help.
-#: Values a part checks itself stay text, so that its message is the one users see; each
-#: flag's help lists the registered parts that take it.
-PART_OPTIONS: dict[str, tuple[Callable[[str], Any] | None, str, str]] = {
+#: The parts' own options: option name, flag type, metavar and help. Values a part checks
+#: itself stay text, so that its message is the one users see; each flag's help lists the
+#: registered parts that take it, and every option here is taken by some part.
+PART_OPTIONS: dict[str, tuple[Callable[[str], Any], str, str]] = {
     "thresholds": (str, "H,H,...", "attained-service thresholds of the priority queues, "
                    "GPU-hours, increasing"),
     "starvation": (str, "X", "promote a job that waited X times its run time (0: never)"),
     "partitions": (bounded(int, 1, 1024), "K", "POP: split the allocation LP into K "
                    "partitions"),
-    "space_sharing": (None, "", "let pairs of jobs share GPUs where the data has their "
-                      "colocated speeds"),
     "replan_method": (str, "NAME", "the registered planning method the replan hook calls "
                       "on the residual jobs"),
     "replan_every": (_SECONDS, "S", "at most one replan every S seconds"),
@@ -156,13 +154,8 @@ def run_parser() -> argparse.ArgumentParser:
     add_settings(parser, "time_limit_s")
     for option, (kind, metavar, text) in PART_OPTIONS.items():
         flag = "--" + option.replace("_", "-")
-        shown = f"{text} (taken by: {_taken_by(option)})"
-        if kind is None:
-            parser.add_argument(flag, dest=option, action="store_true", default=unset,
-                                help=shown)
-        else:
-            parser.add_argument(flag, dest=option, type=kind, metavar=metavar,
-                                default=unset, help=shown)
+        parser.add_argument(flag, dest=option, type=kind, metavar=metavar, default=unset,
+                            help=f"{text} (taken by: {_taken_by(option)})")
     return parser
 
 

@@ -10,7 +10,9 @@ import pytest
 from conftest import DATA, GAVEL, run_cli
 
 from cli.conftest import Gpuplan
+from gpuplan.cli.simulate import PART_OPTIONS
 from gpuplan.schedule import Schedule
+from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS
 
 SMALL = DATA / "valid_small.json"
 TRACE = GAVEL / "traces" / "physical_cluster" / "small_test.trace"
@@ -121,6 +123,14 @@ def test_the_help_lists_policies_with_descriptions(gpuplan: Gpuplan) -> None:
     assert shown.code == 0
     text = " ".join(shown.out.split())
     assert "fifo:" in text and "las:" in text and "taken by: las" in text
+    assert all(f"{name}:" in text for name in SCHEDULERS)
+
+
+def test_every_part_option_has_a_flag_and_every_flag_a_part() -> None:
+    """Each option a registered part takes has its flag, and no flag is taken by no part."""
+    taken = {option for registry in (SCHEDULERS, PLACEMENTS, ADMISSIONS)
+             for part in registry.values() for option in part.takes}
+    assert taken == set(PART_OPTIONS)
 
 
 def test_a_part_option_is_passed_to_the_part(gpuplan: Gpuplan, tmp_path: Path) -> None:
