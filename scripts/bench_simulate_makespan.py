@@ -54,6 +54,20 @@ PUBLISHED_JOBS = 700
 #: Gavel's base FIFO at its HEAD, 700 jobs, per seed (run by hand with stubs), hours.
 GAVEL_HEAD_FIFO = {0: 1756.7, 1: 574.5, 2: 668.8}
 
+MAKESPAN_NOTES = """FIFO is Gavel's base FIFO (`gavel-fifo-agnostic`, its type-choice quirk
+over-subscribing V100s included), Gavel is `gavel-makespan` (Gavel's
+`min_total_duration_perf`, solved exactly instead of Gavel's 5% bisection), both in round
+mode with `--preset gavel`. FIFO published is the mean of Gavel's logs; FIFO Gavel HEAD is
+Gavel's simulator at its HEAD on the same seeds (run by hand, notes/gavel_protocol.md §5):
+the base FIFO is seed-sensitive, and the published 619.5 h is not reproducible from the
+HEAD code. One node of 36 GPUs per type (`--gpus-per-node 36`): Gavel's simulator lets a
+gang take any GPUs of a type, gpuplan keeps a gang on one node. A start-time plan runs each
+job once, whole, on one type (no preemption); balance plans time fractions, rounded to
+360 s rounds, preempting and migrating as Gavel does. The bound is the work-over-capacity
+LP (the same optimum as Gavel's makespan LP), a lower bound for both kinds of plan; the
+gap is the start-time plan's.
+"""
+
 #: Offline plans: (label, ``gpuplan solve`` flags after the instance); the time limit is
 #: appended to the anytime methods.
 PLANS: list[tuple[str, list[str], bool]] = [
@@ -149,7 +163,7 @@ def makespan_part(seeds: list[int], jobs: int, limit: float, work: Path) -> str:
     """The makespan tables (per seed and per method) as Markdown."""
     summary: list[list[str]] = []
     methods: list[str] = []
-    fifo_all, gavel_all, best_all, start_all = [], [], [], []
+    fifo_all, gavel_all, best_all, start_all, bound_all = [], [], [], [], []
     heads: list[float | None] = []
     for seed in seeds:
         workload = work / f"static_{seed}.json"
@@ -174,6 +188,7 @@ def makespan_part(seeds: list[int], jobs: int, limit: float, work: Path) -> str:
         gavel_all.append(gavel["makespan_h"])
         best_all.append(best[1] / 3600)
         start_all.append(start_best[1] / 3600)
+        bound_all.append(start_best[2] / 3600)
         head = GAVEL_HEAD_FIFO.get(seed) if jobs == PUBLISHED_JOBS else None
         heads.append(head)
         summary.append([str(seed), "-", "-" if head is None else f"{head:.1f}",
@@ -191,14 +206,15 @@ def makespan_part(seeds: list[int], jobs: int, limit: float, work: Path) -> str:
                     "-" if None in heads else mean([h for h in heads if h is not None]),
                     mean(fifo_all),
                     f"{PUBLISHED['gavel']:.1f}", mean(gavel_all), mean(best_all),
-                    mean(start_all), "", "", ""])
+                    mean(start_all), mean(bound_all), "", ""])
     rows = ["| seed | FIFO published | FIFO Gavel HEAD | FIFO ours | Gavel published | "
             "Gavel ours | best gpuplan plan (method) | best start-time plan (method) | "
             "bound | start-time gap | start-time s |", "|---|" + "---:|" * 10]
     rows += ["| " + " | ".join(row) + " |" for row in summary]
     per_method = ["| seed | method | makespan h | bound h | gap | seconds |",
                   "|---|---|---:|---:|---:|---:|", *methods]
-    return "\n".join(rows) + "\n\nEach offline plan:\n\n" + "\n".join(per_method)
+    return ("\n".join(rows) + "\n\n" + MAKESPAN_NOTES + "\nEach offline plan:\n\n"
+            + "\n".join(per_method))
 
 
 def replan_part(jobs: int, window: str, limit: float, work: Path) -> tuple[str, str]:
@@ -216,6 +232,23 @@ def replan_part(jobs: int, window: str, limit: float, work: Path) -> tuple[str, 
                     f"{timed.seconds:.0f} | {timed.peak_mib:.0f} |")
         print(rows[-1], flush=True)
     return "\n".join(rows), shown(made)
+
+
+TITLE = "# Makespan batches and replan\n\n"
+#: Opens each part's section (with the part's name and " -->"), so a run of one part keeps
+#: the other's section.
+PART_OPEN = "<!-- part: "
+
+
+def kept_sections(out: Path) -> dict[str, str]:
+    """The sections of an earlier results file by part name (none if there is no file)."""
+    if not out.exists():
+        return {}
+    sections: dict[str, str] = {}
+    for piece in out.read_text().split(PART_OPEN)[1:]:
+        name, body = piece.split(" -->\n", 1)
+        sections[name] = body
+    return sections
 
 
 def main() -> None:
@@ -236,26 +269,28 @@ def main() -> None:
     parts = args.part.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
     command = shlex.join(["python", "scripts/bench_simulate_makespan.py", *sys.argv[1:]])
-    text = [f"# Makespan batches and replan\n\nWritten by `{command}`.\n"]
+    written = f"Written by `{command}`."
+    sections = kept_sections(args.out)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         if "makespan" in parts:
-            text.append(f"## Gavel's static makespan batch ({args.jobs} jobs, 36:36:36)\n\n"
-                        f"Workloads: `gpuplan generate --cluster 36:36:36 --arrival-rate 0 "
-                        f"--jobs {args.jobs} --multi-gpu --throughputs "
-                        f"simulation_throughputs.json --seed S --gpus-per-node 36`; "
-                        f"simulations with `--preset gavel`; offline plans with "
-                        f"`gpuplan solve W.json --objective makespan ...`, "
-                        f"`--time-limit {args.time_limit:g}` for sa and cp. Makespans in "
-                        f"hours.\n\n" + makespan_part(seeds, args.jobs, args.time_limit, work)
-                        + "\n")
+            sections["makespan"] = (
+                f"## Gavel's static makespan batch ({args.jobs} jobs, 36:36:36)\n\n{written} "
+                f"Workloads: `gpuplan generate --cluster 36:36:36 --arrival-rate 0 --jobs "
+                f"{args.jobs} --multi-gpu --throughputs simulation_throughputs.json --seed S "
+                f"--gpus-per-node 36`; simulations with `--preset gavel`; offline plans with "
+                f"`gpuplan solve W.json --objective makespan ...`, `--time-limit "
+                f"{args.time_limit:g}` for sa and cp. Makespans in hours.\n\n"
+                + makespan_part(seeds, args.jobs, args.time_limit, work) + "\n")
         if "replan" in parts:
             table, made = replan_part(args.replan_jobs, args.replan_window,
                                       args.replan_limit, work)
-            text.append(f"## Replan at 2.8 jobs/h, seed 0 (window {args.replan_window})\n\n"
-                        f"Workload: `{made}`. Replan solves `--time-limit "
-                        f"{args.replan_limit:g}` per call.\n\n{table}\n")
-    write_results(args.out, "\n".join(text))
+            sections["replan"] = (
+                f"## Replan at 2.8 jobs/h, seed 0 (window {args.replan_window})\n\n{written} "
+                f"Workload: `{made}`. Replan solves with `--time-limit "
+                f"{args.replan_limit:g}` per call.\n\n{table}\n")
+    write_results(args.out, TITLE + "".join(f"{PART_OPEN}{name} -->\n{body}"
+                                            for name, body in sorted(sections.items())))
 
 
 if __name__ == "__main__":
