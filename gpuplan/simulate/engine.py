@@ -413,15 +413,18 @@ class Engine:
         # In the decision's order, largest gangs first, so small jobs do not split nodes.
         rank = np.empty(instance.n_jobs, dtype=np.int64)
         rank[order] = np.arange(order.size)
-        for job in starting[np.lexsort((rank[starting], -gang[starting]))].tolist():
-            self._place(job, int(grant[job]), allowed[job], avail, now)
+        placed = [self._place(job, int(grant[job]), allowed[job], avail, now)
+                  for job in starting[np.lexsort((rank[starting], -gang[starting]))].tolist()]
+        if not all(placed):
+            self._fill(decision, now)
 
     def _place(self, job: int, gpu_type: int, types: list[int], avail: list[int],
-               now: float) -> None:
+               now: float) -> bool:
         """Start ``job`` on its granted type, or on another it may use if no node holds it.
 
         Types are granted by free GPUs summed over nodes, so a gang may find its type's
         GPUs split over nodes; it then takes the next type of its preference with room.
+        Whether it started.
         """
         need = int(self.instance.gang[job])
         avail[gpu_type] += need
@@ -432,9 +435,28 @@ class Engine:
             if gpus is not None:
                 avail[kind] -= need
                 self._start(job, kind, np.asarray(gpus, dtype=np.int64), now)
-                return
+                return True
         logger.debug("t=%g: no node has %d free GPUs of a type job %s may use", now, need,
                      self.instance.job_ids[job])
+        return False
+
+    def _fill(self, decision: Decision, now: float) -> None:
+        """Offer the GPUs a gang could not use to the decision's other waiting jobs.
+
+        A gang granted GPUs split over nodes held them in the count while later jobs were
+        turned away; walking the order again over the free GPUs, starting no one by
+        stopping anyone, lets those jobs have them.
+        """
+        avail: list[int] = self.free.sum(axis=0).tolist()
+        gang = self.instance.gang
+        for k, job in enumerate(np.asarray(decision.order, dtype=np.int64).tolist()):
+            if self.running_type[job] >= 0 or max(avail) < gang[job]:
+                continue
+            types = self._types(job, decision, k)
+            chosen = next((t for t in types if avail[t] >= gang[job]), -1)
+            if chosen >= 0:
+                avail[chosen] -= int(gang[job])
+                self._place(job, chosen, types, avail, now)
 
     # -- the loop ----------------------------------------------------------------------
 

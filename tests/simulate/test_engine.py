@@ -347,6 +347,22 @@ def test_gang_split_over_nodes_takes_its_next_type(monkeypatch: pytest.MonkeyPat
     assert (only.gpu_type, only.start_s, only.end_s) == ("B", 0, 200)
 
 
+def test_gpus_a_split_gang_cannot_use_go_to_the_next_job(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small job starts beside a gang that waits because its GPUs are split over nodes.
+
+    Two nodes of 2 A GPUs; ``a`` and ``b`` hold one GPU on each for 1000 s. At 60 s the
+    2-GPU ``c`` comes first in the order and counts the 2 free GPUs, but no node holds
+    both; ``d`` (1 GPU), behind it, starts at once instead of waiting for 1000 s.
+    """
+    instance = cluster({"n1": {"A": 2}, "n2": {"A": 2}}, [
+        job("a", {"A": 1000}), job("x", {"A": 50}), job("b", {"A": 1000}),
+        job("c", {"A": 100}, release=60, gpus=2), job("d", {"A": 100}, release=60)])
+    schedule = run(monkeypatch, instance, in_arrival_order)
+    assert segments(schedule, "d")[0].start_s == 60
+    assert segments(schedule, "c")[0].start_s == 1000
+
+
 # -- round mode ------------------------------------------------------------------------
 
 
