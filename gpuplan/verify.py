@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.schedule import Event, Schedule, Segment, Verification, Violation, ViolationKind
+from gpuplan.schedule import (
+    Event,
+    RunRecord,
+    Schedule,
+    Segment,
+    Verification,
+    Violation,
+    ViolationKind,
+)
 from gpuplan.solution import EventKind
 from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
 
@@ -479,6 +487,31 @@ def _check_migrations(instance: Instance, placed: _Placed, out: _Collector) -> N
                         f"{', '.join(source)}, the GPUs it runs on: a migration moves the job")
 
 
+def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
+                   out: _Collector) -> None:
+    """A simulated run charges the overheads its record says, on every resume and move.
+
+    After a pause (other GPUs, or a gap) a segment pays ``run.restart_overhead_s`` of
+    restore, plus ``run.migration_overhead_s`` when it migrated; a segment that continues
+    the previous one on the same GPUs without a gap pays nothing.
+    """
+    restore_s, migrate_s = run.restart_overhead_s, run.migration_overhead_s
+    for j, mine in placed.by_job().items():
+        for before, k in itertools.pairwise(mine):
+            paused = not (set(placed.gpus[before]) == set(placed.gpus[k])
+                          and _same_time(placed.end[before], placed.start[k]))
+            moved = placed.migrated_from[k] is not None
+            owed = (restore_s if paused else 0.0, migrate_s if paused and moved else 0.0)
+            paid = (placed.restore[k], placed.migrate[k])
+            if not all(_close(a, b) for a, b in zip(paid, owed, strict=True)):
+                out.add(ViolationKind.OVERHEAD, f"job {instance.job_ids[j]!r}: the segment "
+                        f"at {placed.start[k]:g} s pays restore {paid[0]:g} s and migration "
+                        f"{paid[1]:g} s, but the run charges {owed[0]:g} s and {owed[1]:g} s "
+                        f"there ({'a move' if moved else 'a resume' if paused else 'no pause'};"
+                        f" run.restart_overhead_s {restore_s:g}, run.migration_overhead_s "
+                        f"{migrate_s:g})")
+
+
 @dataclass
 class _Slot:
     """An event the segments call for: its kind, instant and GPUs."""
@@ -840,7 +873,8 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
     (run time less overheads, at the type's speed and its pair's), its partner against the
     segments and the instance's class pairs (segments naming none are paired as version 1
     files are, see :func:`_pair_up`), its overheads against its length, ``migrated_from``
-    against the job's previous segment, and the events against the segments.
+    against the job's previous segment, and the events against the segments. A simulated
+    run's log must charge the overheads its run record states on every resume and move.
 
     Parameters
     ----------
@@ -871,6 +905,8 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
     _check_overheads(instance, placed, out)
     _check_work(instance, placed, out)
     _check_migrations(instance, placed, out)
+    if schedule.run is not None:
+        _check_charged(instance, schedule.run, placed, out)
     if not static:
         _check_segments(instance, placed, out)
         _check_dependencies(instance, placed, out)

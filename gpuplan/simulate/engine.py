@@ -400,7 +400,8 @@ class Engine:
         grant = np.full(instance.n_jobs, -1, dtype=np.int64)
         if granted:
             grant[list(granted)] = list(granted.values())
-        for job in np.flatnonzero(running & ~fixed & (grant != self.running_type)).tolist():
+        stopped = np.flatnonzero(running & ~fixed & (grant != self.running_type))
+        for job in stopped.tolist():
             if self.remaining[job] <= _DONE:
                 # Float noise: the job is done now, and a resume would pay a restore for
                 # nothing.
@@ -416,7 +417,7 @@ class Engine:
         placed = [self._place(job, int(grant[job]), allowed[job], avail, now)
                   for job in starting[np.lexsort((rank[starting], -gang[starting]))].tolist()]
         if not all(placed):
-            self._fill(decision, now)
+            self._fill(decision, stopped, now)
 
     def _place(self, job: int, gpu_type: int, types: list[int], avail: list[int],
                now: float) -> bool:
@@ -440,17 +441,19 @@ class Engine:
                      self.instance.job_ids[job])
         return False
 
-    def _fill(self, decision: Decision, now: float) -> None:
+    def _fill(self, decision: Decision, stopped: IntArray, now: float) -> None:
         """Offer the GPUs a gang could not use to the decision's other waiting jobs.
 
         A gang granted GPUs split over nodes held them in the count while later jobs were
         turned away; walking the order again over the free GPUs, starting no one by
-        stopping anyone, lets those jobs have them.
+        stopping anyone, lets those jobs have them. Jobs the decision just stopped stay
+        stopped.
         """
         avail: list[int] = self.free.sum(axis=0).tolist()
         gang = self.instance.gang
+        skip = set(stopped.tolist())
         for k, job in enumerate(np.asarray(decision.order, dtype=np.int64).tolist()):
-            if self.running_type[job] >= 0 or max(avail) < gang[job]:
+            if self.running_type[job] >= 0 or job in skip or max(avail) < gang[job]:
                 continue
             types = self._types(job, decision, k)
             chosen = next((t for t in types if avail[t] >= gang[job]), -1)

@@ -564,7 +564,18 @@ def _segment(document: Document, name: str, index: int) -> Document:
     return found
 
 
+def _uncharged(document: Document) -> None:
+    """The move pays nothing and starts 90 s later, so its work still adds up."""
+    moved = _segment(document, "long", 1)
+    late = moved["start_s"] + moved["restore_s"] + moved["migrate_s"]
+    for event in document["events"]:
+        if event["job"] == "long" and event["time_s"] == moved["start_s"]:
+            event["time_s"] = late
+    moved.update(start_s=late, restore_s=0.0, migrate_s=0.0)
+
+
 TAMPERING: dict[str, tuple[Callable[[Document], None], ViolationKind]] = {
+    "overheads not charged": (_uncharged, ViolationKind.OVERHEAD),
     "work changed": (lambda d: _segment(d, "long", 0).update(work=0.5), ViolationKind.WORK),
     "restore removed": (lambda d: _segment(d, "long", 1).update(restore_s=0.0),
                         ViolationKind.WORK),
