@@ -158,3 +158,46 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
         raise SimulationError(f"the run log of {spec.scheduler!r} breaks "
                               f"{len(verification.violations)} rule(s) of the verifier: {shown}")
     return schedule.model_copy(update={"verification": verification})
+
+
+def check_record(instance: Instance, schedule: Schedule) -> list[str]:
+    """What a run log's record states that its segments do not give.
+
+    The metrics and per-type utilisation are recomputed from the log's segments and
+    events over its window, as :func:`simulate` computed them; a value that differs
+    (beyond float noise) is reported. Call it on a log the verifier accepted.
+
+    Parameters
+    ----------
+    instance
+        The instance the run simulated.
+    schedule
+        A run log (``schedule.run`` set).
+    """
+    record = schedule.run
+    if record is None:
+        return []
+    window = (record.window[0], record.window[1])
+    if not 0 <= window[0] < window[1] <= instance.n_jobs:
+        return [f"run.window {window[0]}:{window[1]} is not a range of the instance's "
+                f"{instance.n_jobs} jobs"]
+    result = schedule.to_result(instance)
+    recomputed = {**{f"metrics.{k}": v for k, v in run_metrics(instance, result,
+                                                               window).items()},
+                  **{f"utilisation_by_type.{k}": v for k, v in utilisation_by_type(
+                      instance, result, window).items()}}
+    stated = {**{f"metrics.{k}": v for k, v in record.metrics.items()},
+              **{f"utilisation_by_type.{k}": v for k, v in record.utilisation_by_type.items()}}
+    problems = [f"run.{key} is missing" for key in recomputed if key not in stated]
+    problems += [f"run.{key} is not a metric gpuplan computes" for key in stated
+                 if key not in recomputed]
+    problems += [
+        f"run.{key} states {stated[key]:.6g}, the log's segments give {value:.6g}"
+        for key, value in recomputed.items()
+        if key in stated and not _same(stated[key], value)]
+    return problems
+
+
+def _same(a: float, b: float) -> bool:
+    """Equal up to float noise, NaN equal to NaN."""
+    return bool(np.isclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True))

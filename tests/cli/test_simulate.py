@@ -30,6 +30,33 @@ def test_the_run_log_is_verified_and_check_accepts_it(gpuplan: Gpuplan, tmp_path
     assert gpuplan("check", SMALL, out).code == 0
 
 
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("metrics", {"mean_jct_h": 0.001}, "run.metrics.mean_jct_h"),
+    ("restart_overhead_s", 0.0, "but the run charges 0 s"),
+])
+def test_check_refuses_a_run_record_its_segments_do_not_give(
+        gpuplan: Gpuplan, tmp_path: Path, field: str, value: Any, named: str) -> None:
+    """A run log whose record claims other metrics or other overheads fails gpuplan check.
+
+    Tiresias' LAS with low thresholds preempts and moves the trace's jobs, each resume
+    paying 10 s.
+    """
+    out, simulated = tmp_path / "run.json", tmp_path / "simulated.json"
+    assert gpuplan("simulate", TRACE, "--cluster", "2:2:2", "--throughputs", THROUGHPUTS,
+                   "--policy", "las", "--thresholds", "0.01,0.1", "--restart-overhead", "10",
+                   "-o", out, "--write-instance", simulated).code == 0
+    assert gpuplan("check", simulated, out).code == 0
+    document = json.loads(out.read_text())
+    if field == "metrics":
+        document["run"]["metrics"].update(value)
+    else:
+        document["run"][field] = value
+    out.write_text(json.dumps(document))
+    checked = gpuplan("check", simulated, out)
+    assert checked.code == 1
+    assert named in " ".join((checked.out + checked.err).split())
+
+
 def test_gavel_preset_is_round_mode_without_overheads(gpuplan: Gpuplan, tmp_path: Path) -> None:
     """--preset gavel runs 360 s rounds at no restart or migration cost; a flag given wins."""
     out = tmp_path / "run.json"
