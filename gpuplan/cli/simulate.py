@@ -189,6 +189,9 @@ def run_spec(args: argparse.Namespace, policy: str, **fixed: Any) -> RunSpec:
     if "mode" in chosen:
         chosen["mode"] = Mode(chosen["mode"])
     config = SimulationConfig(**chosen)
+    if hasattr(args, "round_s") and config.mode is not Mode.ROUND:
+        raise InputError("--round", "", "rounds are a setting of --mode round (or --preset "
+                         "gavel); in event mode the scheduler decides at every event")
     run = settings(args, **fixed)
     options = {name: getattr(args, name) for name in PART_OPTIONS if hasattr(args, name)}
     return RunSpec(scheduler=policy, placement=args.placement, admission=args.admission,
@@ -339,8 +342,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         if target == log:
             raise InputError(args.write_instance, "", "--write-instance names the run log "
                              f"file {args.output} (-o); choose another file")
-    if args.plot is not None and Path(args.plot).exists() and not Path(args.plot).is_dir():
-        raise InputError(args.plot, "", "--plot names a file; it takes a folder")
+    # Checked (and made) before anything is written, so a bad folder leaves no file.
+    folder = None if args.plot is None else check_output_folder(args.plot, inputs, "--plot")
     instance, document = read_workload(args)
     instance = run_instance(instance)
     if args.write_instance is not None:
@@ -372,8 +375,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     console.print(summary_table(
         f"{instance.name}: {instance.n_jobs} jobs on {instance.n_gpus} GPUs",
         _summary(instance, schedule, seconds, written or "- (use -o FILE to save)")))
-    if args.plot is not None:
-        folder = check_output_folder(args.plot, inputs, "--plot")
+    if folder is not None:
         files = write_plots(folder, instance, schedule, args.policy)
         console.print(f"pictures: {', '.join(map(str, files))}", markup=False)
     return ExitCode.OK

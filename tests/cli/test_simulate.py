@@ -99,12 +99,19 @@ def test_an_unknown_policy_lists_the_choices(gpuplan: Gpuplan) -> None:
     (["--window", "3-4"], "--window"),
     ([], "--cluster"),
     (["--cluster", "4:4", "--throughputs", str(THROUGHPUTS)], "--cluster"),
-], ids=["window-range", "window-form", "trace-without-cluster", "cluster-string"])
+    (["--round", "60"], "--round"),
+    (["--plot", str(SMALL)], "--plot"),
+], ids=["window-range", "window-form", "trace-without-cluster", "cluster-string",
+        "round-in-event-mode", "plot-at-a-file"])
 def test_bad_flags_are_exit_2_and_nothing_written(gpuplan: Gpuplan, tmp_path: Path,
                                                   args: list[str], named: str) -> None:
-    """A bad window, a missing or malformed cluster: exit 2, one error naming the flag."""
+    """A bad flag is exit 2, one error naming it, and no file written.
+
+    A bad window, a missing or malformed cluster, --round in event mode (it would do
+    nothing), a --plot folder that is a file (checked before the run log is written).
+    """
     out = tmp_path / "run.json"
-    source = SMALL if "--window" in args else TRACE
+    source = TRACE if "--cluster" in args or not args else SMALL
     ran = gpuplan("simulate", source, *args, "-o", out)
     assert ran.code == 2 and named in ran.err and "error" in ran.err
     assert not out.exists()
