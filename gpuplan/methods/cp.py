@@ -3,7 +3,9 @@
 The model is :class:`~gpuplan.models.scheduling.SchedulingModel`, or for batches with nothing
 to sequence (:func:`~gpuplan.models.machine_load.sequencing_free`) the load model
 :class:`~gpuplan.models.machine_load.MachineLoadModel`. The solve starts from a plan given
-as a hint: list scheduling's, or the warm start's (a schedule file's, or a heuristic's run
+as a hint: list scheduling's (for makespan, the better of greedy list scheduling and
+:func:`~gpuplan.search.lp_list.lp_list_schedule`, which holds each job to the type the
+makespan LP gives it), or the warm start's (a schedule file's, or a heuristic's run
 first on :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit) when that is better. It
 runs CP-SAT on ``threads`` workers and keeps the better of CP-SAT's plan and the start at
 the real durations. The reported bound is the best of the combinatorial bounds
@@ -57,6 +59,7 @@ from gpuplan.models.scheduling import (
     exclusive_types,
     model_size,
 )
+from gpuplan.search.lp_list import lp_list_schedule
 from gpuplan.search.time_bounds import simple_bound
 from gpuplan.solution import Result
 from gpuplan.status import Status
@@ -143,16 +146,22 @@ def _hintable(plan: Result) -> bool:
 def _start(instance: Instance, context: Context) -> tuple[Result, str, Result | None]:
     """The plan to fall back on, what messages call it, and the plan to hint to CP-SAT.
 
-    The fallback is list scheduling's plan, or the warm start's when that is at least as
-    good: a schedule file's plan (``context.start``), or a heuristic's (``context.warm``),
-    run here on :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit. The hint is
-    the fallback, or list scheduling's plan when the fallback runs a job in pieces.
+    The fallback is list scheduling's plan (for makespan, the better of the greedy's and
+    the LP-guided one's, whose LP gets :data:`BOUND_SHARE` of the time limit), or the warm
+    start's when that is at least as good: a schedule file's plan (``context.start``), or
+    a heuristic's (``context.warm``), run here on
+    :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit. The hint is the fallback,
+    or list scheduling's plan when the fallback runs a job in pieces.
     """
     start = context.start
     if context.warm is not None:
         found = context.warm(context.budget.part(share=WARM_SHARE))
         start = found if start is None else better(instance, start, found)
     listed = list_schedule(instance)
+    if instance.objective is ObjectiveKind.MAKESPAN:
+        guided = lp_list_schedule(instance, context.limits(context.budget.part(
+            share=BOUND_SHARE)))
+        listed = better(instance, listed, guided)
     fallback, origin = listed, LISTED
     if start is not None and start.status.has_plan:
         fallback = better(instance, start, listed)
