@@ -52,6 +52,7 @@ consumed and nothing runs).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 import random
 from abc import ABC, abstractmethod
@@ -115,6 +116,12 @@ def reference_rates(rate: FloatArray, eligible: BoolArray, top: int) -> FloatArr
     reference = np.where(eligible[:, top], rate[:, top], rate.max(axis=1, initial=0.0))
     same: FloatArray = np.where(eligible, reference[:, None], 0.0)
     return same
+
+
+def unit_rates(eligible: BoolArray) -> FloatArray:
+    """Rates of 1 wherever a job may run: Gavel's agnostic max-min fairness LP."""
+    ones: FloatArray = eligible.astype(float)
+    return ones
 
 
 class GavelRounds(ABC):
@@ -315,13 +322,25 @@ class GavelRounds(ABC):
         return order, chosen_kinds
 
 
+class LpRates(enum.Enum):
+    """The throughputs an LP policy's allocation sees (the rounds always run true speeds)."""
+
+    #: The measured ones: Gavel's heterogeneity-aware policies.
+    TRUE = "true"
+    #: 1 wherever a job may run (:func:`unit_rates`): Gavel's agnostic max-min fairness.
+    UNIT = "unit"
+    #: The fleet's fastest type's on every type (:func:`reference_rates`): Gavel's agnostic
+    #: finish-time fairness and makespan policies.
+    REFERENCE = "reference"
+
+
 class LpRounds(GavelRounds):
     """A Gavel policy whose allocation is one of gpuplan's allocation LPs.
 
     Solved by :func:`~gpuplan.methods.balance.solve_policy` on the jobs present at every
     recompute, with the run's time limit per call and threads; ``partitions`` (POP) as
-    given, at most one part per job present. Subclasses set :attr:`policy` and may change
-    the rates the LP sees (:meth:`rates`); the mechanism always runs jobs at their true
+    given, at most one part per job present. Subclasses set :attr:`policy` and may set the
+    rates the LP sees (:attr:`lp_rates`); the mechanism always runs jobs at their true
     speeds. If the solver returns no allocation (the time limit), Gavel's isolated share is
     used instead, as Gavel's finish-time fairness does when its solver fails.
     """
@@ -329,13 +348,19 @@ class LpRounds(GavelRounds):
     takes: ClassVar[frozenset[str]] = frozenset({"partitions"})
     #: The allocation policy solved.
     policy: ClassVar[Policy]
+    #: The throughputs the LP sees.
+    lp_rates: ClassVar[LpRates] = LpRates.TRUE
 
     def __init__(self, context: PolicyContext) -> None:
         super().__init__(context)
         self.partitions = _partitions(context.options.get("partitions", 1))
 
     def rates(self, jobs: IntArray) -> FloatArray:
-        """``(len(jobs), T)`` the rates the LP sees: the true ones (aware policies)."""
+        """``(len(jobs), T)`` the rates the LP sees, as :attr:`lp_rates` says."""
+        if self.lp_rates is LpRates.UNIT:
+            return unit_rates(self.eligible[jobs])
+        if self.lp_rates is LpRates.REFERENCE:
+            return reference_rates(self.rate[jobs], self.eligible[jobs], int(self.order[0]))
         rate: FloatArray = self.rate[jobs]
         return rate
 
@@ -367,12 +392,6 @@ class LpRounds(GavelRounds):
                            allocation.status.value)
             return data.isolated_share()
         return allocation.share
-
-
-def unit_rates(eligible: BoolArray) -> FloatArray:
-    """Rates of 1 wherever a job may run: Gavel's agnostic max-min fairness LP."""
-    ones: FloatArray = eligible.astype(float)
-    return ones
 
 
 def _partitions(value: object) -> int:

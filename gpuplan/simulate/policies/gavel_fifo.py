@@ -36,14 +36,9 @@ from gpuplan.simulate.gavel_rounds import GavelRounds
 from gpuplan.simulate.policy import PolicyContext, View
 
 
-class GavelFifo(GavelRounds):
-    """Gavel-FIFO: strict FIFO, each job on its fastest type with room, recomputed afresh."""
+class FifoRounds(GavelRounds):
+    """Gavel's FIFO policies: run allocated jobs only; they list free types by name."""
 
-    name: ClassVar[str] = "gavel-fifo"
-    description: ClassVar[str] = (
-        "Gavel-FIFO (fifo_perf): jobs in arrival order, each on its fastest type with room, "
-        "stopping at the first that fits nowhere; recomputed at most every 1920 s")
-    aware: ClassVar[bool] = True
     fifo: ClassVar[bool] = True
 
     def __init__(self, context: PolicyContext) -> None:
@@ -51,6 +46,16 @@ class GavelFifo(GavelRounds):
         ids = context.instance.type_ids
         #: Gavel lists free types sorted by name; ties in throughput go to the first.
         self.by_name = sorted(range(len(ids)), key=lambda t: ids[t])
+
+
+class GavelFifo(FifoRounds):
+    """Gavel-FIFO: strict FIFO, each job on its fastest type with room, recomputed afresh."""
+
+    name: ClassVar[str] = "gavel-fifo"
+    description: ClassVar[str] = (
+        "Gavel-FIFO (fifo_perf): jobs in arrival order, each on its fastest type with room, "
+        "stopping at the first that fits nowhere; recomputed at most every 1920 s")
+    aware: ClassVar[bool] = True
 
     def allocate(self, view: View, jobs: IntArray, now: float) -> FloatArray:
         """Each job in arrival order on its fastest type with room; stop at one that fits none."""
@@ -73,7 +78,7 @@ class GavelFifo(GavelRounds):
         return share
 
 
-class GavelFifoAgnostic(GavelRounds):
+class GavelFifoAgnostic(FifoRounds):
     """Gavel's FIFO baseline, with its type-choice quirk (see the module docstring)."""
 
     name: ClassVar[str] = "gavel-fifo-agnostic"
@@ -82,12 +87,9 @@ class GavelFifoAgnostic(GavelRounds):
         "by name with any free GPU even without room (V100 over-subscribed), sticky until "
         "it completes")
     aware: ClassVar[bool] = False
-    fifo: ClassVar[bool] = True
 
     def __init__(self, context: PolicyContext) -> None:
         super().__init__(context)
-        ids = context.instance.type_ids
-        self.by_name = sorted(range(len(ids)), key=lambda t: ids[t])
         self.rng = random.Random(context.seed)
         #: Each allocated job's type, kept until the job completes.
         self.assigned: dict[int, int] = {}

@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuplan.instance import FloatArray, IntArray
 from gpuplan.models.allocation import FairShare, Policy
-from gpuplan.simulate.gavel_rounds import LpRounds, reference_rates
+from gpuplan.simulate.gavel_rounds import LpRates, LpRounds
 from gpuplan.simulate.policy import PolicyContext, View
 
 
@@ -78,7 +78,4 @@ class GavelFtfAgnostic(GavelFtf):
         "Gavel's agnostic finish-time fairness (finish_time_fairness): every type counted at "
         "the job's speed on the fastest type, types in a shuffled order every round")
     aware: ClassVar[bool] = False
-
-    def rates(self, jobs: IntArray) -> FloatArray:
-        """The job's rate on the fleet's fastest type, on every type it may use."""
-        return reference_rates(self.rate[jobs], self.eligible[jobs], int(self.order[0]))
+    lp_rates: ClassVar[LpRates] = LpRates.REFERENCE

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from gpuplan.instance import FloatArray, IntArray
 from gpuplan.models.allocation import Policy
-from gpuplan.simulate.gavel_rounds import LpRounds, unit_rates
+from gpuplan.simulate.gavel_rounds import LpRates, LpRounds
 
 
 class GavelLas(LpRounds):
@@ -39,7 +38,4 @@ class GavelLasAgnostic(GavelLas):
         "Gavel's agnostic LAS (max_min_fairness): max-min fairness with every throughput 1, "
         "Gavel's round mechanism, types in a shuffled order every round")
     aware: ClassVar[bool] = False
-
-    def rates(self, jobs: IntArray) -> FloatArray:
-        """1 on every type the job may use."""
-        return unit_rates(self.eligible[jobs])
+    lp_rates: ClassVar[LpRates] = LpRates.UNIT

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from gpuplan.instance import FloatArray, IntArray
 from gpuplan.models.allocation import Policy
-from gpuplan.simulate.gavel_rounds import LpRounds, reference_rates
+from gpuplan.simulate.gavel_rounds import LpRates, LpRounds
 
 
 class GavelMakespan(LpRounds):
@@ -39,7 +38,4 @@ class GavelMakespanAgnostic(GavelMakespan):
         "Gavel's agnostic makespan policy (min_total_duration): every type counted at the "
         "job's speed on the fastest type, types in a shuffled order every round")
     aware: ClassVar[bool] = False
-
-    def rates(self, jobs: IntArray) -> FloatArray:
-        """The job's rate on the fleet's fastest type, on every type it may use."""
-        return reference_rates(self.rate[jobs], self.eligible[jobs], int(self.order[0]))
+    lp_rates: ClassVar[LpRates] = LpRates.REFERENCE
