@@ -4,16 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
-
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from gpuplan.batch import (
     batch_plan,
@@ -29,6 +19,7 @@ from gpuplan.cli.common import (
     add_settings,
     console,
     options_file,
+    run_with_table,
     settings,
 )
 from gpuplan.errors import InputError
@@ -78,29 +69,10 @@ def batch(args: argparse.Namespace) -> int:
     if clash is not None:
         raise InputError(str(out), "", f"the schedule of {clash.source} would be written over "
                          f"the input {clash.target}; choose another output folder")
-    rows: list[dict[str, Any]] = []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
-        bar = progress.add_task(f"planning ({method.name})", total=len(tasks))
-
-        def advance(row: dict[str, Any]) -> None:
-            rows.append(row)
-            progress.advance(bar)
-
-        started = True
-        try:
-            run_batch(tasks, workers, args.scheduler, on_row=advance)
-        except InputError:
-            # The cluster could not be reached: nothing ran, earlier summaries stay.
-            started = False
-            raise
-        finally:
-            # Also on Ctrl-C: the summary lists what finished, and every file is whole.
-            if started:
-                order = {t.source: i for i, t in enumerate(tasks)}
-                rows.sort(key=lambda r: order.get(str(r["file"]), 0))
-                as_json, as_csv = write_summary(rows, out)
+    rows, (as_json, as_csv) = run_with_table(
+        f"planning ({method.name})", [t.source for t in tasks],
+        lambda on_row: run_batch(tasks, workers, args.scheduler, on_row=on_row),
+        lambda finished: write_summary(finished, out))
     failed = [r for r in rows if not r["verified"]]
     console.print(f"{len(rows)} instances, {len(rows) - len(failed)} planned and verified, "
                   f"{sum(bool(r['resumed']) for r in rows)} up to date; summary in {as_json} "

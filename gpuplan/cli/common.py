@@ -12,12 +12,21 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
+from gpuplan.batch import Row
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.io import parse_yaml, read_text
@@ -28,6 +37,9 @@ from gpuplan.schedule import Schedule, Verification, ViolationKind
 
 #: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.
 console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+#: What :func:`run_with_table` writes the rows into (the table's files, say).
+Written = TypeVar("Written")
 
 #: The sub-command table of the ``gpuplan`` parser, where each command adds itself.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -261,3 +273,60 @@ def print_verification(verification: Verification, has_plan: bool = True) -> Non
         console.print(f"[red]{len(shown)} violation(s):[/red]")
     for violation in shown:
         console.print(f"  {violation}", markup=False)
+
+
+def run_with_table(label: str, files: Sequence[str],
+                   run: Callable[[Callable[[Row], None]], object],
+                   write: Callable[[list[Row]], Written]) -> tuple[list[Row], Written]:
+    """Run tasks under a progress bar and write their rows, also when interrupted.
+
+    Parameters
+    ----------
+    label
+        The bar's description.
+    files
+        Each task's ``file`` as its row gives it, in task order: the rows are written in
+        that order, whichever finished first.
+    run
+        Runs the tasks, calling its argument with each finished task's row (the
+        ``on_row`` of :func:`gpuplan.batch.run_tasks`).
+    write
+        Writes the rows (a results table) and returns what it wrote.
+
+    Returns
+    -------
+    tuple
+        The rows in task order and what ``write`` returned.
+
+    Raises
+    ------
+    InputError
+        From ``run`` when the cluster cannot be reached: nothing ran and nothing is
+        written, so the tables of an earlier run stay.
+    KeyboardInterrupt
+        On Ctrl-C, after writing the rows of the tasks that finished.
+    """
+    rows: list[Row] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        bar = progress.add_task(label, total=len(files))
+
+        def advance(row: Row) -> None:
+            rows.append(row)
+            progress.advance(bar)
+
+        started = True
+        try:
+            run(advance)
+        except InputError:
+            # The cluster could not be reached: nothing ran, earlier tables stay.
+            started = False
+            raise
+        finally:
+            # Also on Ctrl-C: the table lists what finished, and every file is whole.
+            if started:
+                order = {file: i for i, file in enumerate(files)}
+                rows.sort(key=lambda r: order.get(str(r["file"]), 0))
+                written = write(rows)
+    return rows, written

@@ -13,17 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
 from gpuplan.batch import batch_plan, check_scheduler, run_tasks
-from gpuplan.cli.common import Commands, ExitCode, bounded, console
+from gpuplan.cli.common import Commands, ExitCode, bounded, console, run_with_table
 from gpuplan.cli.simulate import run_parser, run_spec, workload_parser
 from gpuplan.errors import InputError
 from gpuplan.io import check_output_folder
@@ -111,29 +102,10 @@ def sweep(args: argparse.Namespace) -> int:
         console.print(f"  {exc}", markup=False)
         return ExitCode.FAILED
     out = check_output_folder(args.output, [args.throughputs])
-    rows: list[dict[str, Any]] = []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
-        bar = progress.add_task("simulating", total=len(tasks))
-
-        def advance(row: dict[str, Any]) -> None:
-            rows.append(row)
-            progress.advance(bar)
-
-        started = True
-        try:
-            run_tasks(tasks, SWEEP, workers, args.scheduler, on_row=advance)
-        except InputError:
-            # The cluster could not be reached: nothing ran, earlier tables stay.
-            started = False
-            raise
-        finally:
-            # Also on Ctrl-C: the table lists what finished, and every file is whole.
-            if started:
-                order = {t.target: i for i, t in enumerate(tasks)}
-                rows.sort(key=lambda r: order.get(str(r["file"]), 0))
-                as_csv, as_md = write_results(rows, out)
+    rows, (as_csv, as_md) = run_with_table(
+        "simulating", [t.target for t in tasks],
+        lambda on_row: run_tasks(tasks, SWEEP, workers, args.scheduler, on_row=on_row),
+        lambda finished: write_results(finished, out))
     done = [r for r in rows if r["status"] == "ok"]
     curve = out / "load_curve.png"
     write_figure(load_curve_figure(done, p95=True, source=str(as_csv)), curve)
