@@ -1,7 +1,9 @@
 """Pictures of a schedule: a Gantt chart per GPU and the utilisation of each GPU type.
 
-:func:`plot_schedule` draws with matplotlib (headless ``Agg`` backend) and writes PNG, SVG,
-or an HTML page holding the SVG, atomically like every file gpuplan writes.
+:func:`plot_schedule` draws with matplotlib, on a figure not registered with pyplot (no
+display needed, nothing to close), and :func:`write_figure`, which every picture of
+gpuplan goes through, writes PNG, SVG, or an HTML page holding the SVG, atomically like
+every file gpuplan writes.
 """
 
 from __future__ import annotations
@@ -44,18 +46,15 @@ def schedule_figure(schedule: Schedule, instance: Instance | None = None) -> Fig
     instance
         The schedule's instance: adds its idle GPUs as rows and its jobs' deadlines.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     static = schedule.objective_kind in {k.value for k in ObjectiveKind if k.is_static}
     gpus = list(instance.gpu_ids) if instance is not None else sorted(
         {g for p in schedule.segments for g in p.gpu_ids})
     row = {g: k for k, g in enumerate(gpus)}
-    fig, (gantt, usage) = plt.subplots(
-        2, 1, figsize=(12, 3 + 0.22 * len(gpus)), sharex=True,
-        gridspec_kw={"height_ratios": [max(3, 0.22 * len(gpus)), 2]})
+    fig = Figure(figsize=(12, 3 + 0.22 * len(gpus)))
+    gantt, usage = fig.subplots(2, 1, sharex=True, gridspec_kw={
+        "height_ratios": [max(3, 0.22 * len(gpus)), 2]})
     for p in schedule.segments:
         colour = _colour(p.job)
         for g in p.gpu_ids:
@@ -103,6 +102,54 @@ def schedule_figure(schedule: Schedule, instance: Instance | None = None) -> Fig
     return fig
 
 
+def _format(out: Path) -> str:
+    """The picture format of ``out``: its suffix, lower case.
+
+    Raises
+    ------
+    InputError
+        If the suffix is not one of :data:`FORMATS`.
+    """
+    suffix = out.suffix.lower()
+    if suffix not in FORMATS:
+        raise InputError(str(out), "", f"unknown picture format {suffix!r}; use one of "
+                         + ", ".join(FORMATS))
+    return suffix
+
+
+def write_figure(figure: Figure, out: Path, title: str = "gpuplan") -> None:
+    """Write a figure to ``out`` as PNG, SVG or an HTML page (by its suffix), atomically.
+
+    Parameters
+    ----------
+    figure
+        The figure to write.
+    out
+        A ``.png``, ``.svg`` or ``.html`` path.
+    title
+        The HTML page's title.
+
+    Raises
+    ------
+    InputError
+        If the suffix is not one of :data:`FORMATS` or the file cannot be written.
+    """
+    suffix = _format(out)
+    buffer = io.BytesIO() if suffix == ".png" else io.StringIO()
+    figure.savefig(buffer, format="png" if suffix == ".png" else "svg", dpi=120)
+    try:
+        if isinstance(buffer, io.BytesIO):
+            write_bytes_atomic(out, buffer.getvalue())
+        elif suffix == ".svg":
+            write_text_atomic(out, buffer.getvalue())
+        else:
+            write_text_atomic(out, f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+                              f"<title>{html.escape(title)}</title></head><body>\n"
+                              f"{buffer.getvalue()}\n</body></html>\n")
+    except OSError as exc:
+        raise InputError(str(out), "", f"cannot write the picture: {exc}") from None
+
+
 def plot_schedule(schedule: Schedule, out: Path, instance: Instance | None = None) -> None:
     """Draw the Gantt chart and per-type utilisation of a schedule into ``out``.
 
@@ -120,25 +167,6 @@ def plot_schedule(schedule: Schedule, out: Path, instance: Instance | None = Non
     InputError
         If the suffix is not one of :data:`FORMATS` or the file cannot be written.
     """
-    suffix = out.suffix.lower()
-    if suffix not in FORMATS:
-        raise InputError(str(out), "", f"unknown picture format {suffix!r}; use one of "
-                         + ", ".join(FORMATS))
-    import matplotlib.pyplot as plt
-
-    fig = schedule_figure(schedule, instance)
-    buffer = io.BytesIO() if suffix == ".png" else io.StringIO()
-    fig.savefig(buffer, format="png" if suffix == ".png" else "svg", dpi=120)
-    plt.close(fig)
-    try:
-        if isinstance(buffer, io.BytesIO):
-            write_bytes_atomic(out, buffer.getvalue())
-        elif suffix == ".svg":
-            write_text_atomic(out, buffer.getvalue())
-        else:
-            title = html.escape(f"gpuplan: {schedule.instance}")
-            write_text_atomic(out, f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-                              f"<title>{title}</title></head><body>\n{buffer.getvalue()}\n"
-                              "</body></html>\n")
-    except OSError as exc:
-        raise InputError(str(out), "", f"cannot write the picture: {exc}") from None
+    _format(out)  # before drawing, which may take long
+    write_figure(schedule_figure(schedule, instance), out,
+                 title=f"gpuplan: {schedule.instance}")

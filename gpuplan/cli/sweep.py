@@ -19,9 +19,10 @@ from gpuplan.cli.simulate import run_parser, run_spec, workload_parser
 from gpuplan.errors import InputError
 from gpuplan.io import check_output_folder
 from gpuplan.methods.base import MAX_SEED
+from gpuplan.plot import write_figure
 from gpuplan.readers.instance_file import MAX_JOBS
 from gpuplan.simulate import SimulationError
-from gpuplan.simulate.plots import load_curve_figure, write_figure
+from gpuplan.simulate.plots import load_curve_figure
 from gpuplan.simulate.policies import SCHEDULERS
 from gpuplan.simulate.sweep import SWEEP, Workload, check_points, points, write_results
 from gpuplan.simulate.workload import parse_cluster

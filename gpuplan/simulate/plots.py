@@ -7,23 +7,21 @@
   policy, with the spread over seeds.
 
 Each draws a matplotlib :class:`~matplotlib.figure.Figure` that is not registered with
-pyplot (nothing to close, no display needed); :func:`write_figure` writes it as PNG or
-SVG, atomically like every file gpuplan writes.
+pyplot (nothing to close, no display needed); :func:`gpuplan.plot.write_figure` writes it
+as PNG, SVG or HTML, atomically like every file gpuplan writes.
 """
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance
-from gpuplan.io import write_bytes_atomic
+from gpuplan.plot import write_figure
 from gpuplan.simulate.metrics import measured_interval, queue_series, utilisation_series
 from gpuplan.solution import Result
 
@@ -33,8 +31,8 @@ if TYPE_CHECKING:  # matplotlib is imported only when drawing
     from matplotlib.container import Container
     from matplotlib.figure import Figure
 
-#: Output formats by file suffix.
-FORMATS = (".png", ".svg")
+# write_figure (gpuplan.plot's) is here too, beside the figures it writes.
+__all__ = ["jct_cdf_figure", "load_curve_figure", "timeline_figure", "write_figure"]
 
 _HOUR = 3600.0
 
@@ -206,23 +204,3 @@ def load_curve_figure(rows: Sequence[Mapping[str, object]], metric: str = "mean_
     ax.set_title(title or "JCT against load")
     figure.tight_layout()
     return figure
-
-
-def write_figure(figure: Figure, out: Path) -> None:
-    """Write a figure to ``out`` as PNG or SVG (by its suffix), atomically.
-
-    Raises
-    ------
-    InputError
-        If the suffix is not one of :data:`FORMATS` or the file cannot be written.
-    """
-    suffix = out.suffix.lower()
-    if suffix not in FORMATS:
-        raise InputError(str(out), "", f"unknown picture format {suffix!r}; use one of "
-                         + ", ".join(FORMATS))
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format=suffix[1:], dpi=120)
-    try:
-        write_bytes_atomic(out, buffer.getvalue())
-    except OSError as exc:
-        raise InputError(str(out), "", f"cannot write the picture: {exc}") from None

@@ -11,13 +11,9 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.lines import Line2D
 
 from gpuplan.errors import InputError
+from gpuplan.plot import write_figure
 from gpuplan.simulate.metrics import job_stats
-from gpuplan.simulate.plots import (
-    jct_cdf_figure,
-    load_curve_figure,
-    timeline_figure,
-    write_figure,
-)
+from gpuplan.simulate.plots import jct_cdf_figure, load_curve_figure, timeline_figure
 
 from .test_metrics import hand_instance, hand_result
 
