@@ -17,6 +17,7 @@ from gpuplan.cli.common import (
     Commands,
     ExitCode,
     add_settings,
+    add_workers,
     console,
     options_file,
     run_with_table,
@@ -44,10 +45,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--options", metavar="FILE.toml|.yaml",
                         help="the method's settings, as for solve --options")
     add_settings(parser, "time_limit_s", "iterations", "seed")
-    parser.add_argument("--workers", type=int, metavar="N",
-                        help="local worker processes (default: one per core)")
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                        help="send the work to this Dask scheduler instead")
+    add_workers(parser, "the work")
     parser.set_defaults(run=batch)
 
 

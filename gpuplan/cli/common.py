@@ -275,6 +275,22 @@ def print_verification(verification: Verification, has_plan: bool = True) -> Non
         console.print(f"  {violation}", markup=False)
 
 
+def add_workers(parser: argparse.ArgumentParser, work: str) -> None:
+    """Add ``--workers`` and ``--scheduler``: where the tasks of ``work`` run.
+
+    Parameters
+    ----------
+    parser
+        The command's parser.
+    work
+        What is sent to a Dask scheduler, for the help ("the points").
+    """
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="local worker processes (default: one per core)")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help=f"send {work} to this Dask scheduler instead")
+
+
 def run_with_table(label: str, files: Sequence[str],
                    run: Callable[[Callable[[Row], None]], object],
                    write: Callable[[list[Row]], Written]) -> tuple[list[Row], Written]:

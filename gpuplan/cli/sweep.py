@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.batch import batch_plan, check_scheduler, run_tasks
-from gpuplan.cli.common import Commands, ExitCode, bounded, console, run_with_table
+from gpuplan.cli.common import (
+    Commands,
+    ExitCode,
+    add_workers,
+    bounded,
+    console,
+    run_with_table,
+)
 from gpuplan.cli.simulate import run_parser, run_spec, workload_parser
 from gpuplan.errors import InputError
 from gpuplan.io import check_output_folder
@@ -75,10 +82,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--priorities", action="store_true",
                         help="Gavel's priority weights (20%% of jobs at weight 5)")
     parser.add_argument("-o", "--output", required=True, metavar="OUTDIR")
-    parser.add_argument("--workers", type=int, metavar="N",
-                        help="local worker processes (default: one per core)")
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                        help="send the points to this Dask scheduler instead")
+    add_workers(parser, "the points")
     parser.set_defaults(run=sweep)
 
 
