@@ -12,7 +12,9 @@ from gpuplan.errors import InputError
 from gpuplan.instance import Instance
 from gpuplan.methods.base import RunSettings
 from gpuplan.planning import plan
+from gpuplan.schedule import Schedule
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, simulate
+from gpuplan.simulate.policies import replan
 from gpuplan.simulate.residual import residual_instance
 
 
@@ -72,20 +74,37 @@ def test_the_run_follows_the_methods_plan() -> None:
         assert first[name] == (0.0, gpu_type)
 
 
-def test_replan_every_limits_the_calls() -> None:
-    """With --replan-every longer than the run, only the first batch is planned.
+@pytest.mark.parametrize(("every", "batches"), [(1e9, [2]), (0.0, [2, 3, 4, 3, 2, 1])],
+                         ids=["longer-than-the-run", "every-change"])
+def test_replan_every_limits_the_calls(monkeypatch: pytest.MonkeyPatch, every: float,
+                                       batches: list[int]) -> None:
+    """--replan-every longer than the run plans the first batch only; 0 plans each change.
 
-    Later arrivals queue behind it in arrival order, and every job still completes.
+    The method is called once, on a and b, or at every arrival and completion, on the
+    jobs then active. With one plan, the later arrivals c and d queue behind a and b in
+    arrival order and start as each GPU frees (c at 100 s on A, d at 110 s on A); a plan
+    at every change runs them as they arrive. Every job completes either way.
     """
+    planned: list[int] = []
+
+    def counted(instance: Instance, *args: Any, **kwargs: Any) -> Schedule:
+        planned.append(instance.n_jobs)
+        return plan(instance, *args, **kwargs)
+
+    monkeypatch.setattr(replan, "plan", counted)
     instance = cluster([job("a", 100.0), job("b", 100.0), job("c", 10.0, arrival=5.0),
                         job("d", 5.0, arrival=6.0)])
     run = simulate(instance, RunSpec(
-        scheduler="replan", options={"replan_method": "greedy", "replan_every": 1e9},
+        scheduler="replan", options={"replan_method": "greedy", "replan_every": every},
         config=SimulationConfig(mode=Mode.EVENT, restart_overhead_s=0,
                                 migration_overhead_s=0)))
     assert run.verification is not None and run.verification.ok
+    assert planned == batches
     start = {s.job: s.start_s for s in reversed(run.segments)}
-    assert start["c"] < start["d"]
+    if every > 0:
+        assert (start["c"], start["d"]) == (100.0, 110.0)
+    else:
+        assert (start["c"], start["d"]) == (5.0, 6.0)
     assert run.run is not None and run.run.metrics["jobs"] == 4
 
 
