@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
+import pytest
 from conftest import GAVEL
 
 from cli.conftest import Gpuplan
+from gpuplan.io import write_text_atomic
 from gpuplan.schedule import Schedule
 
 THROUGHPUTS = GAVEL / "simulation_throughputs.json"
@@ -58,3 +61,48 @@ def test_sweep_refuses_bad_input_before_any_point(gpuplan: Gpuplan, tmp_path: Pa
     window = gpuplan(*sweep_args(out, "--window", "5:40"))
     assert window.code == 2 and "--window" in window.err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("after_the_log", "kept"), [(False, 1), (True, 2)],
+                         ids=["between-key-and-log", "after-the-log"])
+def test_an_interrupted_sweep_leaves_whole_files_and_a_rerun_completes_it(
+        gpuplan: Gpuplan, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        after_the_log: bool, kept: int) -> None:
+    """Ctrl-C while the second point is written: exit 130, whole files, the table says which.
+
+    Interrupted after its key but before its log, or after its log but before its row, the
+    folder holds only whole, verified logs, each listed in results.csv, and no temporary
+    file. A rerun simulates only the points missing and completes the table.
+    """
+    out = tmp_path / "sweep"
+
+    def interrupted(path: Path, text: str) -> None:
+        second = path.name == "fifo_rate6_seed0.json" and path.parent == out
+        if second and not after_the_log:
+            raise KeyboardInterrupt
+        write_text_atomic(path, text)
+        if second:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        # batch.write_keyed writes each point's key, then its log, through it.
+        patch.setattr("gpuplan.batch.write_text_atomic", interrupted)
+        stopped = gpuplan(*sweep_args(out))
+    assert stopped.code == 130, stopped.err
+    logs = sorted(p.name for p in out.glob("*_rate*_seed*.json"))
+    assert logs == ["fifo_rate2_seed0.json", "fifo_rate6_seed0.json"][:kept]
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert [Path(r["file"]).name for r in rows] == logs
+    assert all(r["status"] == "ok" for r in rows)
+    for path in out.rglob("*"):
+        assert not path.name.endswith(".tmp"), f"temporary file left: {path}"
+        if path.suffix == ".json":
+            json.loads(path.read_text())
+    for name in logs:
+        verification = Schedule.read(out / name).verification
+        assert verification is not None and verification.ok
+    again = gpuplan(*sweep_args(out))
+    assert again.code == 0, again.err
+    assert f"4 points, 4 simulated and verified, {kept} up to date" in again.err
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert len(rows) == 4 and all(r["status"] == "ok" for r in rows)
