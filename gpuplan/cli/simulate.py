@@ -46,6 +46,7 @@ from gpuplan.cli.common import (
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance
 from gpuplan.io import check_output, check_output_folder, write_text_atomic
+from gpuplan.plot import write_figure
 from gpuplan.readers import load_data
 from gpuplan.readers.instance_file import (
     MAX_GPUS,
@@ -57,7 +58,7 @@ from gpuplan.schedule import Schedule
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate
 from gpuplan.simulate.engine import Progress as ProgressCallback
 from gpuplan.simulate.metrics import job_stats, window_jobs
-from gpuplan.simulate.plots import jct_cdf_figure, timeline_figure, write_figure
+from gpuplan.simulate.plots import jct_cdf_figure, timeline_figure
 from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS
 from gpuplan.simulate.run import run_instance
 from gpuplan.simulate.workload import gavel_trace_document, parse_cluster, run_document

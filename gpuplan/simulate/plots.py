@@ -21,7 +21,6 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.instance import FloatArray, Instance
-from gpuplan.plot import write_figure
 from gpuplan.simulate.metrics import measured_interval, queue_series, utilisation_series
 from gpuplan.solution import Result
 
@@ -31,8 +30,6 @@ if TYPE_CHECKING:  # matplotlib is imported only when drawing
     from matplotlib.container import Container
     from matplotlib.figure import Figure
 
-# write_figure (gpuplan.plot's) is here too, beside the figures it writes.
-__all__ = ["jct_cdf_figure", "load_curve_figure", "timeline_figure", "write_figure"]
 
 _HOUR = 3600.0
 
