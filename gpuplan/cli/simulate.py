@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,23 @@ def workload_parser() -> argparse.ArgumentParser:
     parser.add_argument("--throughputs", metavar="FILE", default=argparse.SUPPRESS,
                         help="Gavel's simulation_throughputs.json: each job's speed per type")
     return parser
+
+
+def check_solver_flags(args: argparse.Namespace, policies: Sequence[str]) -> None:
+    """Refuse --time-limit and --threads when no chosen scheduler calls a solver.
+
+    Raises
+    ------
+    InputError
+        Naming the flag and the schedulers that do call one.
+    """
+    if any(part.calls_solver for name, part in SCHEDULERS.items() if name in policies):
+        return
+    solvers = ", ".join(name for name, part in SCHEDULERS.items() if part.calls_solver)
+    for name, flag in (("time_limit_s", "--time-limit"), ("threads", "--threads")):
+        if hasattr(args, name):
+            raise InputError(flag, "", f"{', '.join(policies)} call(s) no solver, so "
+                             f"{flag} would do nothing; schedulers that do: {solvers}")
 
 
 def run_spec(args: argparse.Namespace, policy: str, **fixed: Any) -> RunSpec:
@@ -335,6 +352,7 @@ def _write(path: str, what: str, write: Callable[[], None]) -> None:
 
 def run_simulate(args: argparse.Namespace) -> int:
     """Check the outputs, read, simulate, write and summarise."""
+    check_solver_flags(args, [args.policy])
     spec = run_spec(args, args.policy)
     inputs = [args.input, *([args.throughputs] if hasattr(args, "throughputs") else [])]
     log = None if args.output is None else check_output(args.output, inputs)

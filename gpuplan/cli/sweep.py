@@ -22,7 +22,7 @@ from gpuplan.cli.common import (
     console,
     run_with_table,
 )
-from gpuplan.cli.simulate import run_parser, run_spec, workload_parser
+from gpuplan.cli.simulate import check_solver_flags, run_parser, run_spec, workload_parser
 from gpuplan.errors import InputError
 from gpuplan.io import check_output_folder
 from gpuplan.methods.base import MAX_SEED
@@ -97,6 +97,7 @@ def sweep(args: argparse.Namespace) -> int:
     workers, threads = batch_plan(args.workers, args.scheduler)
     workload = Workload(args.throughputs, parse_cluster(args.cluster), args.jobs,
                         args.gpus_per_node, args.multi_gpu, args.priorities)
+    check_solver_flags(args, args.policies)
     spec = run_spec(args, args.policies[0], threads=threads)
     tasks = points(args.policies, args.rates, args.seeds, workload, spec, Path(args.output))
     try:

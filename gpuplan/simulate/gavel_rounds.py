@@ -138,6 +138,7 @@ class GavelRounds(ABC):
     takes: ClassVar[frozenset[str]] = frozenset()
     modes: ClassVar[frozenset[Mode]] = frozenset({Mode.ROUND})
     preemptive: ClassVar[bool] = True
+    calls_solver: ClassVar[bool] = False
     #: Types fastest first (True) or shuffled every round (False).
     aware: ClassVar[bool]
     #: Gavel's FIFO policies never run a job of priority 0.
@@ -346,6 +347,7 @@ class LpRounds(GavelRounds):
     """
 
     takes: ClassVar[frozenset[str]] = frozenset({"partitions"})
+    calls_solver: ClassVar[bool] = True
     #: The allocation policy solved.
     policy: ClassVar[Policy]
     #: The throughputs the LP sees.

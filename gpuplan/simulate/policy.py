@@ -195,6 +195,8 @@ class Scheduler(Protocol):
     #: Whether it may stop a running job to run another (non-preemptive schedulers only
     #: order the jobs that wait; running jobs always keep their GPUs).
     preemptive: ClassVar[bool]
+    #: Whether it calls a solver, and so reads the run's --time-limit and --threads.
+    calls_solver: ClassVar[bool]
 
     def decide(self, view: View) -> Decision:
         """The jobs to run now, in priority order, and their types."""

@@ -100,15 +100,19 @@ def test_an_unknown_policy_lists_the_choices(gpuplan: Gpuplan) -> None:
     ([], "--cluster"),
     (["--cluster", "4:4", "--throughputs", str(THROUGHPUTS)], "--cluster"),
     (["--round", "60"], "--round"),
+    (["--time-limit", "5"], "--time-limit"),
+    (["--threads", "1"], "--threads"),
     (["--plot", str(SMALL)], "--plot"),
 ], ids=["window-range", "window-form", "trace-without-cluster", "cluster-string",
-        "round-in-event-mode", "plot-at-a-file"])
+        "round-in-event-mode", "plot-at-a-file", "time-limit-without-solver",
+        "threads-without-solver"])
 def test_bad_flags_are_exit_2_and_nothing_written(gpuplan: Gpuplan, tmp_path: Path,
                                                   args: list[str], named: str) -> None:
     """A bad flag is exit 2, one error naming it, and no file written.
 
-    A bad window, a missing or malformed cluster, --round in event mode (it would do
-    nothing), a --plot folder that is a file (checked before the run log is written).
+    A bad window, a missing or malformed cluster, --round in event mode, --time-limit or
+    --threads for fifo, which calls no solver (each would do nothing), a --plot folder
+    that is a file (checked before the run log is written).
     """
     out = tmp_path / "run.json"
     source = TRACE if "--cluster" in args or not args else SMALL

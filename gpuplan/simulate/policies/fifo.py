@@ -27,6 +27,7 @@ class Fifo:
     takes: ClassVar[frozenset[str]] = frozenset()
     modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
     preemptive: ClassVar[bool] = False
+    calls_solver: ClassVar[bool] = False
 
     def __init__(self, context: PolicyContext) -> None:
         del context

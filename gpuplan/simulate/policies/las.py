@@ -119,6 +119,7 @@ class Las:
     takes: ClassVar[frozenset[str]] = frozenset({"thresholds", "starvation"})
     modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
     preemptive: ClassVar[bool] = True
+    calls_solver: ClassVar[bool] = False
 
     def __init__(self, context: PolicyContext) -> None:
         options = context.options

@@ -44,6 +44,7 @@ class Replan:
     takes: ClassVar[frozenset[str]] = frozenset({"replan_method", "replan_every"})
     modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
     preemptive: ClassVar[bool] = True
+    calls_solver: ClassVar[bool] = True
 
     def __init__(self, context: PolicyContext) -> None:
         options = context.options
