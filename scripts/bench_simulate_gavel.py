@@ -41,10 +41,12 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from gpuplan.io import write_text_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 THROUGHPUTS = (ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "gavel"
@@ -131,8 +133,44 @@ class Point:
                           str(target))
 
 
+def _summary(target: Path) -> Path:
+    """Where the window check and CPU seconds of a run log are kept."""
+    return target.with_name(target.name + ".bench.json")
+
+
+def kept_row(point: Point, cache: Path, throughputs: Path) -> dict[str, Any] | None:
+    """The row kept beside the point's run log, if the log is the one it was made from."""
+    import hashlib
+
+    from gpuplan.batch import keyed_output
+    from gpuplan.simulate.sweep import point_key
+
+    sweep_point = point.sweep_point(cache, throughputs)
+    target = Path(sweep_point.target)
+    key = point_key(sweep_point)
+    if not _summary(target).exists() or key is None:
+        return None
+    found = keyed_output(target, key)
+    kept = json.loads(_summary(target).read_text(encoding="utf-8"))
+    if found is None or hashlib.sha256(found[0]).hexdigest() != kept["sha256"]:
+        return None
+    return {**kept["row"], "resumed": True}
+
+
+def cached_outcome(point: Point, cache: Path, throughputs: Path) -> Outcome:
+    """The point as far as the cache has it, nothing run: the fewest jobs that sufficed."""
+    stem = f"{point.policy}_rate{point.rate:g}_seed{point.seed}_jobs"
+    sizes = sorted(int(p.name[len(stem):].split(".")[0])
+                   for p in (cache / point.scenario).glob(f"{stem}*.json.bench.json"))
+    for jobs in sizes:
+        row = kept_row(dataclasses.replace(point, jobs=jobs), cache, throughputs)
+        if row is not None and row["window_end_h"] < row["last_arrival_h"]:
+            return Outcome(point, row, [jobs])
+    return Outcome(point, None, sizes or [point.jobs], "not in the cache")
+
+
 def run_one(point: Point, cache: Path, throughputs: Path) -> dict[str, Any]:
-    """Run (or take from the cache) one point; its sweep row and the window check.
+    """Run (or take from the cache, :func:`kept_row`) one point; its row and the window check.
 
     Adds ``cpu_s`` (CPU seconds of the process, None for a log made before they were
     kept), ``last_arrival_h`` (the workload's last arrival), ``window_end_h`` (the last
@@ -145,20 +183,14 @@ def run_one(point: Point, cache: Path, throughputs: Path) -> dict[str, Any]:
 
     import numpy as np
 
-    from gpuplan.batch import keyed_output
-    from gpuplan.io import write_text_atomic
     from gpuplan.simulate.metrics import window_jobs
-    from gpuplan.simulate.sweep import point_key, run_point
+    from gpuplan.simulate.sweep import run_point
 
     sweep_point = point.sweep_point(cache, throughputs)
     target = Path(sweep_point.target)
-    summary = target.with_name(target.name + ".bench.json")
-    key = point_key(sweep_point)
-    if summary.exists() and key is not None:
-        found = keyed_output(target, key)
-        kept = json.loads(summary.read_text(encoding="utf-8"))
-        if found is not None and hashlib.sha256(found[0]).hexdigest() == kept["sha256"]:
-            return {**kept["row"], "resumed": True}
+    kept = kept_row(point, cache, throughputs)
+    if kept is not None:
+        return kept
     row: dict[str, Any] = run_point(sweep_point)
     if row["status"] != "ok":
         return row
@@ -174,8 +206,8 @@ def run_one(point: Point, cache: Path, throughputs: Path) -> dict[str, Any]:
     metrics = log["run"]["metrics"]
     row["held_gpu_h"] = metrics["held_gpu_h"]
     row["overhead_gpu_h"] = metrics["overhead_gpu_h"]
-    write_text_atomic(summary, json.dumps({"sha256": hashlib.sha256(data).hexdigest(),
-                                           "row": row}))
+    kept = {"sha256": hashlib.sha256(data).hexdigest(), "row": row}
+    write_text_atomic(_summary(target), json.dumps(kept))
     return row
 
 
@@ -202,25 +234,30 @@ def _grown(point: Point, row: dict[str, Any]) -> Point:
 
 
 def run_points(points: Sequence[Point], cache: Path, throughputs: Path, parallel: int,
-               timeout: float) -> list[Outcome]:
+               timeout: float, done: Callable[[Sequence[Outcome]], None]) -> list[Outcome]:
     """Run the points, ``parallel`` at a time, each grown until its window is complete.
 
-    A point still running after ``timeout`` seconds is stopped and reported.
+    A point still running after ``timeout`` seconds is stopped and reported. ``done`` is
+    called with every outcome after each point ends (the tables so far).
     """
     pending = [Outcome(p, None, [p.jobs]) for p in points]
     queue = list(pending)
-    running: list[tuple[Outcome, subprocess.Popen[str], float]] = []
+    running: list[tuple[Outcome, subprocess.Popen[str], float, Path]] = []
     while queue or running:
         while queue and len(running) < parallel:
             outcome = queue.pop(0)
             point = dataclasses.replace(outcome.point, jobs=outcome.tries[-1])
-            child = subprocess.Popen(_child_command(point, cache, throughputs),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-            running.append((outcome, child, time.monotonic()))
+            # A file, not a pipe: a child that logs much must not block on a full pipe.
+            errors = cache / f"{point.scenario}_{point.policy}_rate{point.rate:g}_seed" \
+                f"{point.seed}_jobs{point.jobs}.stderr"
+            errors.parent.mkdir(parents=True, exist_ok=True)
+            with errors.open("w", encoding="utf-8") as stream:
+                child = subprocess.Popen(_child_command(point, cache, throughputs),
+                                         stdout=subprocess.PIPE, stderr=stream, text=True)
+            running.append((outcome, child, time.monotonic(), errors))
         time.sleep(0.5)
         for item in list(running):
-            outcome, child, began = item
+            outcome, child, began, errors = item
             if child.poll() is None:
                 if time.monotonic() - began > timeout:
                     child.kill()
@@ -228,12 +265,15 @@ def run_points(points: Sequence[Point], cache: Path, throughputs: Path, parallel
                     outcome.error = f"stopped after {timeout:g} s"
                     running.remove(item)
                     _report(outcome)
+                    done(pending)
                 continue
             running.remove(item)
-            out, err = child.communicate()
+            out, _ = child.communicate()
+            err = errors.read_text(encoding="utf-8", errors="replace")
             if child.returncode != 0:
                 outcome.error = f"exit {child.returncode}: {err.strip()[-300:]}"
                 _report(outcome)
+                done(pending)
                 continue
             row = json.loads(out.strip().splitlines()[-1])
             if row["status"] != "ok":
@@ -248,6 +288,7 @@ def run_points(points: Sequence[Point], cache: Path, throughputs: Path, parallel
                 continue
             outcome.row = row
             _report(outcome)
+            done(pending)
     return pending
 
 
@@ -257,6 +298,7 @@ def _name(outcome: Outcome) -> str:
 
 
 def _report(outcome: Outcome) -> None:
+    """Print how the point ended."""
     row = outcome.row
     if row is None:
         print(f"  {_name(outcome)}: FAILED {outcome.error}", flush=True)
@@ -447,6 +489,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds after which a point is stopped")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results"
                         / "simulate_gavel.md")
+    parser.add_argument("--cached-only", action="store_true",
+                        help="run nothing: write the tables from the points in --cache")
     parser.add_argument("--point", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.point is not None:
@@ -468,13 +512,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                          max(args.jobs, _known_jobs(args.cache, policy, rate)))
                    for rate in args.rates for policy in args.policies]
     unique = list(dict.fromkeys(wanted))
-    print(f"{len(unique)} points, {args.parallel} at a time", flush=True)
-    outcomes = run_points(unique, args.cache, args.throughputs, args.parallel, args.timeout)
-    results: Results = {(o.point.scenario, o.point.policy, o.point.rate, o.point.seed): o
-                        for o in outcomes}
     command = "python scripts/bench_simulate_gavel.py " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    args.out.write_text(render(results, args, command.strip()), encoding="utf-8")
+
+    def write(outcomes: Sequence[Outcome]) -> None:
+        results: Results = {(o.point.scenario, o.point.policy, o.point.rate, o.point.seed): o
+                            for o in outcomes if o.row is not None or o.error}
+        write_text_atomic(args.out, render(results, args, command.strip()))
+
+    if args.cached_only:
+        outcomes = [cached_outcome(p, args.cache, args.throughputs) for p in unique]
+    else:
+        print(f"{len(unique)} points, {args.parallel} at a time", flush=True)
+        outcomes = run_points(unique, args.cache, args.throughputs, args.parallel,
+                              args.timeout, write)
+    write(outcomes)
     print(f"wrote {args.out}")
     return 0 if all(o.row is not None for o in outcomes) else 1
 
