@@ -12,7 +12,7 @@ columns, or a sequence of them, except quadratic load balancing, a convex QP:
 - ``finish-time-fairness``: minimise the largest ratio ``rho_j`` of a job's finish time
   under ``X`` to its finish time on its fair share, both counted from the job's own arrival
   (Themis' rho, Gavel's ``FinishTimeFairnessPolicyWithPerf``); one LP when no job has waited
-  yet, else a bisection over LPs;
+  yet, else a fixed point over a few LPs;
 - ``makespan``: maximise the smallest throughput over the work left, so every job ends by
   ``1 / z`` (solved in units of a typical run time, :func:`time_unit`);
 - ``max-throughput``: maximise the weighted sum of normalised throughputs;
@@ -244,10 +244,13 @@ class ThroughputData:
         isolated: FloatArray = share / np.maximum(share.sum(axis=1), 1.0)[:, None]
         return isolated
 
+    def fair_share(self, basis: FairShare) -> FloatArray:
+        """``(J, T)`` the fair share of finish-time fairness: isolated or equal."""
+        return self.isolated_share() if basis is FairShare.GPUS else self.equal_share()
+
     def fair_share_rate(self, basis: FairShare) -> FloatArray:
         """``(J,)`` each job's throughput on its fair share (finish-time fairness's)."""
-        share = self.isolated_share() if basis is FairShare.GPUS else self.equal_share()
-        rate: FloatArray = (self.rate * share).sum(axis=1)
+        rate: FloatArray = (self.rate * self.fair_share(basis)).sum(axis=1)
         return rate
 
     def isolated_time(self, basis: FairShare) -> FloatArray:
@@ -315,11 +318,12 @@ def _floor_rows(data: ThroughputData, rows: RowBuilder, job: IntArray, kind: Int
                 scale: FloatArray, z: int | None, floor: FloatArray) -> None:
     """Rows ``sum_t scale_j * rate[j, t] * X[j, t] - (z if given) >= floor_j``.
 
-    A row with a positive floor is divided by it, so that its entries are of order one
-    whatever the rates' unit (HiGHS' tolerances are absolute).
+    Without ``z``, a row with a positive floor is divided by it, so that its entries are
+    of order one whatever the rates' unit (HiGHS' tolerances are absolute); with ``z``,
+    the caller scales the rows (``z`` counts alike in all of them).
     """
     n = job.size
-    divide = np.where(floor > 0, floor, 1.0)
+    divide = np.where(floor > 0, floor, 1.0) if z is None else np.ones(data.n_jobs)
     floor = floor / divide
     scale = scale / divide
     cols, values, where = np.arange(n), scale[job] * data.rate[job, kind], job
@@ -380,15 +384,17 @@ def job_groups(rows: FloatArray, gang: IntArray) -> tuple[IntArray, IntArray, In
 
 def rate_program(data: ThroughputData, scale: FloatArray, floor: FloatArray | None = None,
                  maximise_min: bool = True, grouped: bool = False) -> AllocationProgram:
-    """Maximise ``z`` with ``scale_j * throughput_j >= z`` (or ``>= floor_j`` when given).
+    """Maximise ``z`` with ``scale_j * throughput_j - z >= floor_j`` (floor 0 if None).
 
     The shared form of max-min fairness (``scale = 1 / (weight * fair-share rate)``),
-    makespan (``scale = unit / remaining``) and the finish-time fairness steps. With
-    ``grouped``, alike jobs share columns (:func:`job_groups`; maximising ``z`` only):
-    the same optimum from a program as large as the groups. Space sharing's master is
-    never grouped (its pair columns name jobs).
+    makespan (``scale = unit / remaining``) and the finish-time fairness steps. Without
+    ``maximise_min``, only the rows ``scale_j * throughput_j >= floor_j`` (each divided
+    by its floor). With ``grouped``, alike jobs share columns (:func:`job_groups`;
+    maximising ``z`` without floors only): the same optimum from a program as large as
+    the groups. Space sharing's master is never grouped (its pair columns name jobs).
     """
     if grouped and maximise_min:
+        assert floor is None, "grouped rows have no floors"
         weighted = scale[:, None] * data.rate
         group, first, count = job_groups(weighted, data.gang)
         # The largest row of each group (equal to GROUP_TOLERANCE): a relaxation whose
@@ -404,7 +410,8 @@ def rate_program(data: ThroughputData, scale: FloatArray, floor: FloatArray | No
     job, kind = _share_rows(data, rows)
     n = job.size
     if maximise_min:
-        _floor_rows(data, rows, job, kind, scale, n, np.zeros(data.n_jobs))
+        _floor_rows(data, rows, job, kind, scale, n,
+                    np.zeros(data.n_jobs) if floor is None else floor)
         cost = np.r_[np.zeros(n), 1.0]
         return _program(data, rows, job, kind, "max", cost, 1)
     assert floor is not None
@@ -491,9 +498,20 @@ def finish_time_program(data: ThroughputData, rho: float,
     ``D_j`` is the job's :meth:`~ThroughputData.isolated_time`, ``R_j`` its work left and
     ``e_j`` its elapsed time; a job with ``rho * D_j <= e_j`` cannot meet ``rho``.
     """
+    return rate_program(data, np.ones(data.n_jobs), floor=finish_time_need(data, rho, basis),
+                        maximise_min=False)
+
+
+def finish_time_need(data: ThroughputData, rho: float,
+                     basis: FairShare = FairShare.GPUS) -> FloatArray:
+    """``(J,)`` the throughput each job needs for a finish-time ratio ``rho``.
+
+    ``R_j / (rho * D_j - e_j)`` (as in :func:`finish_time_program`); unbounded, in
+    effect, where ``rho * D_j <= e_j``.
+    """
     slack = rho * data.isolated_time(basis) - data.waited()
-    floor = data.work_left() / np.maximum(slack, 1e-12)
-    return rate_program(data, np.ones(data.n_jobs), floor=floor, maximise_min=False)
+    need: FloatArray = data.work_left() / np.maximum(slack, 1e-12)
+    return need
 
 
 def max_throughput_program(data: ThroughputData) -> AllocationProgram:

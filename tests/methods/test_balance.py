@@ -20,8 +20,10 @@ from gpuplan.methods import balance
 from gpuplan.methods.balance import Allocation, BalanceOptions, solve_policy
 from gpuplan.methods.base import Context, RunSettings
 from gpuplan.models.allocation import (
+    FairShare,
     Policy,
     ThroughputData,
+    finish_time_ratios,
     load_unit,
     price_pairs,
     quadratic_program,
@@ -140,6 +142,90 @@ def test_finish_time_fairness_on_a_residual_state() -> None:
     x = (1 + np.sqrt(17)) / 8
     assert result.value == pytest.approx(0.5 / (1 - x), rel=1e-5)
     assert result.share[:, 0] == pytest.approx([x, 1 - x], rel=1e-4)
+
+
+def residual(seed: int, n_jobs: int = 8) -> ThroughputData:
+    """A random residual state: 3 types, gangs of 1 to 4, every job waited and part done.
+
+    Elapsed and isolated times are each the done work's fair-share time times a factor
+    of 0.3 to 3, so that the ratios spread over both sides of 1.
+    """
+    rng = np.random.default_rng(seed)
+    rate = rng.uniform(0.2, 1.0, size=(n_jobs, 3)) / rng.uniform(1e3, 1e5, size=(n_jobs, 1))
+    rate[rng.random((n_jobs, 3)) < 0.2] = 0.0
+    rate[:, 0] = np.where(rate.sum(axis=1) > 0, rate[:, 0], 1e-4)
+    state = dataclasses.replace(
+        data(rate.tolist(), rng.integers(2, 9, size=3).tolist(),
+             gang=rng.choice([1, 1, 2, 4], size=n_jobs).tolist()),
+        remaining=rng.uniform(0.05, 1.0, size=n_jobs))
+    done = (1 - state.work_left()) / state.fair_share_rate(FairShare.GPUS) + 100.0
+    return dataclasses.replace(state, elapsed=done * rng.uniform(0.3, 3.0, size=n_jobs),
+                               isolated_elapsed=done * rng.uniform(0.3, 3.0, size=n_jobs))
+
+
+def bisection(rates: ThroughputData) -> float:
+    """The largest finish-time ratio by bisection alone, from the fair share's ratio."""
+    fair = rates.fair_share(FairShare.GPUS)
+    high = float(finish_time_ratios(rates, rates.fair_share_rate(FairShare.GPUS)).max())
+    (share, _), status = balance._bisect(rates, FairShare.GPUS, BACKENDS["highs"](),
+                                         Context(Budget()), 0.0, high, (fair, ""))
+    assert status is Status.OPTIMAL
+    return float(finish_time_ratios(rates, (rates.rate * share).sum(axis=1)).max())
+
+
+def count_programs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the programs HiGHS solves from now on: a one-item list, the count."""
+    count = [0]
+    highs = type(BACKENDS["highs"]())
+    solve_program = highs.solve_program
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return solve_program(self, *args, **kwargs)
+
+    monkeypatch.setattr(highs, "solve_program", counted)
+    return count
+
+
+def test_finish_time_fairness_fixed_point_meets_the_bisection(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On 50 random residual states, the fixed point's ratio is the bisection's, in few LPs.
+
+    The bisection takes about 20 LPs a state; the fixed point reaches the same ratio (both
+    are within the tolerance of the optimum) in 4 LPs or fewer on average, the one that
+    proves it optimal included (3.5 measured), and never more than 8.
+    """
+    count = count_programs(monkeypatch)
+    programs = []
+    for seed in range(50):
+        rates = residual(seed)
+        count[0] = 0
+        result = solve(rates, Policy.FINISH_TIME_FAIRNESS)
+        programs.append(count[0])
+        assert result.status is Status.OPTIMAL and result.value is not None
+        reference = bisection(rates)
+        assert result.value == pytest.approx(reference, rel=2 * balance.BISECTION_TOLERANCE)
+        assert (rates.gang @ result.share <= rates.gpus + 1e-6).all()
+        assert (result.share.sum(axis=1) <= 1 + 1e-6).all()
+    assert np.mean(programs) <= 4 and max(programs) <= 8
+
+
+def test_finish_time_fairness_serves_a_job_about_to_end() -> None:
+    """A job with 1e-12 of its work left still gets a throughput: every ratio stays finite.
+
+    Its share is far below the LP's tolerances; left without one, its ratio would be
+    astronomical, and the policy's value with it.
+    """
+    rates = residual(0)
+    remaining = rates.work_left().copy()
+    remaining[[1, 4]] = 1e-12
+    rates = dataclasses.replace(rates, remaining=remaining)
+    result = solve(rates, Policy.FINISH_TIME_FAIRNESS)
+    ratios = finish_time_ratios(rates, result.throughput)
+    assert result.throughput.min() > 0 and result.value is not None
+    assert result.value == pytest.approx(ratios.max())
+    assert result.value <= float(finish_time_ratios(
+        rates, rates.fair_share_rate(FairShare.GPUS)).max())
 
 
 def test_partitions_lose_nothing_on_identical_jobs() -> None:

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from gpuplan.backends import BACKENDS
 from gpuplan.budget import Budget
 from gpuplan.instance import Instance
 from gpuplan.methods.balance import BalanceOptions, solve_policy
@@ -17,6 +18,7 @@ from gpuplan.models.allocation import (
     ThroughputData,
     job_groups,
     max_min_fairness_program,
+    rate_program,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
 
@@ -112,3 +114,18 @@ def test_makespan_ends_the_work_left() -> None:
     result = solve_policy(data, BalanceOptions(policy=Policy.MAKESPAN.value),
                           Context(Budget()))
     assert result.value == pytest.approx(100.0)
+
+
+def test_max_min_rows_with_floors() -> None:
+    """``x0 - z >= 0``, ``x1 - z >= 0.5`` on one GPU: ``z = 0.25``, shares 0.25 and 0.75.
+
+    The finish-time fairness steps' rows: each job's floor is met, and ``z`` on top alike.
+    """
+    data = ThroughputData(rate=np.ones((2, 1)), gang=np.ones(2, dtype=np.int64),
+                          gpus=np.array([1.0]), weight=np.ones(2), release=np.zeros(2),
+                          deadline=np.full(2, np.inf), price_per_hour=np.zeros(1))
+    built = rate_program(data, np.ones(2), floor=np.array([0.0, 0.5]))
+    solution = BACKENDS["highs"]().solve_program(built.program, Context(Budget()).limits())
+    assert solution.objective == pytest.approx(0.25)
+    assert solution.values is not None
+    assert built.shares(solution.values)[:, 0] == pytest.approx([0.25, 0.75])
