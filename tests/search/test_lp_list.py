@@ -12,7 +12,10 @@ from gpuplan.methods.greedy import list_schedule
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.search.lp_list import lp_list_schedule
 
-LIMITS = Limits(Budget(20.0))
+
+def limits() -> Limits:
+    """20 s from now: a budget made at import would be spent when a long suite gets here."""
+    return Limits(Budget(20.0))
 
 
 def two_types() -> Instance:
@@ -44,7 +47,7 @@ def test_the_job_goes_where_the_lp_puts_it() -> None:
     """On the hand-checked pair, a runs on the slow GPU: 11 s, where greedy takes 20 s."""
     instance = two_types()
     assert list_schedule(instance).objective == pytest.approx(20.0)
-    result = lp_list_schedule(instance, LIMITS)
+    result = lp_list_schedule(instance, limits())
     assert result.objective == pytest.approx(11.0)
     assert result.bound == pytest.approx(10.9)
     on = {instance.job_ids[j]: instance.type_ids[t]
@@ -65,7 +68,7 @@ def test_plans_are_valid_and_never_below_the_lp_bound(
     instance = build_instance(parse_document(generate_document(
         80, 3, seed=4, dependencies=dependencies, arrival_window_s=window,
         deadlines=deadlines), "<gen>"), "<gen>")
-    result = lp_list_schedule(instance, LIMITS)
+    result = lp_list_schedule(instance, limits())
     if not result.status.has_plan:
         assert deadlines > 0 and result.unplaced
         return
