@@ -531,6 +531,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if all(o.row is not None for o in outcomes) else 1
 
 
+NOTES = """## Notes
+
+- Windows are complete: every point's last arrival comes after its window's last
+  completion (columns "window ends" and "last arrival"), and more jobs change nothing:
+  FIFO at 4.8 gives 101.85928206305555 h with 10290, 11014 and 13000 jobs alike.
+- Gavel-FIFO: gpuplan matches Gavel's own simulator at HEAD (15.51 / 15.96 / 22.81 h
+  against ours 15.50 / 15.96 / 22.76), not the notebook (15.31 / 15.68 / 22.24), whose
+  logs came from older code (Gavel's allocation-reset logic changed after them).
+- FIFO at 2.8: ours 18.53 h is nearer the notebook's 18.62 than Gavel's HEAD (19.73);
+  at 0.4 ours equals HEAD to 4 digits. Base FIFO's type quirk (a random pop of the
+  available types) makes it sensitive to every small difference; not explained further.
+- LAS and FTF, both forms: 0.4-2.7% above the notebook at 2.8 and 4.8, the ratios within
+  2.3%. The LAS LP is degenerate: Gavel's ECOS returns an interior point, HiGHS a vertex,
+  so per-job shares can differ at equal optimum (gavel_protocol.md, section 3); not
+  verified against Gavel's LP runs (no cvxpy here).
+- Overheads: the agnostic policies put each job on a shuffled type every round, a
+  migration per round (155 per job at 0.4), so 30 s + 60 s of many 360 s rounds is lost;
+  the aware ones keep a lone job on its V100 and pay nothing at light load, but swap
+  more under load (Gavel-LAS at 4.8: +69%).
+- Cost: the agnostic runs log ~900,000 segments (a 550 MB run log at 0.4) and peak at
+  4-8.6 GB. Wall seconds are on two cores shared with other work (load 3-8 during these
+  runs); CPU seconds (kept from the second batch of runs on) are the process's own. FTF
+  at 4.8 was stopped twice after 600 s wall (9000 jobs).
+"""
+
+
 def render(results: Results, args: argparse.Namespace, command: str) -> str:
     """The results file: the command, each table made, and the notes."""
     from gpuplan import __version__
@@ -564,7 +590,7 @@ def render(results: Results, args: argparse.Namespace, command: str) -> str:
             parts += ["", "## Table 3: seed 0, 30 s restart and 60 s migration overheads "
                       "(360 s rounds) beside none", "",
                       table_overheads(results, args.policies, args.rates)]
-    return "\n".join(parts) + "\n"
+    return "\n".join([*parts, "", NOTES])
 
 
 if __name__ == "__main__":
