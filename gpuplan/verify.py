@@ -491,25 +491,23 @@ def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
                    out: _Collector) -> None:
     """A simulated run charges the overheads its record says, on every resume and move.
 
-    After a pause (other GPUs, or a gap) a segment pays ``run.restart_overhead_s`` of
-    restore, plus ``run.migration_overhead_s`` when it migrated; a segment that continues
-    the previous one on the same GPUs without a gap pays nothing.
+    A run log splits a job into segments only where the run paused it (the simulator
+    never splits a job that keeps running), so every later segment of a job resumed it
+    and pays ``run.restart_overhead_s`` of restore, plus ``run.migration_overhead_s`` when
+    it migrated; however short the pause was.
     """
     restore_s, migrate_s = run.restart_overhead_s, run.migration_overhead_s
     for j, mine in placed.by_job().items():
-        for before, k in itertools.pairwise(mine):
-            paused = not (set(placed.gpus[before]) == set(placed.gpus[k])
-                          and _same_time(placed.end[before], placed.start[k]))
+        for k in mine[1:]:
             moved = placed.migrated_from[k] is not None
-            owed = (restore_s if paused else 0.0, migrate_s if paused and moved else 0.0)
+            owed = (restore_s, migrate_s if moved else 0.0)
             paid = (placed.restore[k], placed.migrate[k])
             if not all(_close(a, b) for a, b in zip(paid, owed, strict=True)):
                 out.add(ViolationKind.OVERHEAD, f"job {instance.job_ids[j]!r}: the segment "
                         f"at {placed.start[k]:g} s pays restore {paid[0]:g} s and migration "
                         f"{paid[1]:g} s, but the run charges {owed[0]:g} s and {owed[1]:g} s "
-                        f"there ({'a move' if moved else 'a resume' if paused else 'no pause'};"
-                        f" run.restart_overhead_s {restore_s:g}, run.migration_overhead_s "
-                        f"{migrate_s:g})")
+                        f"for {'a move' if moved else 'a resume'} (run.restart_overhead_s "
+                        f"{restore_s:g}, run.migration_overhead_s {migrate_s:g})")
 
 
 @dataclass
