@@ -90,6 +90,11 @@ def chain_names(*parts: Sequence[str]) -> Sequence[str]:
     return LazyNames(ends[-1] if ends else 0, spell)
 
 
+
+#: The largest power of two a row is scaled by: far beyond any coefficient worth keeping,
+#: and finite (2**1024 is not).
+_MAX_SHIFT = 1000
+
 @dataclass(frozen=True)
 class LinearProgram:
     """A mixed-integer linear program in canonical, row-wise sparse form.
@@ -180,7 +185,13 @@ class LinearProgram:
             return self
         scale = np.ones(self.n_rows)
         _, exponent = np.frexp(largest[odd])  # largest = m * 2**exponent, m in [0.5, 1)
-        scale[odd] = np.ldexp(1.0, 1 - exponent)
+        # A subnormal coefficient (1e-311) would need a factor beyond the largest float;
+        # the shift stops where the row's finite bounds would overflow.
+        bounds = np.maximum(np.abs(np.nan_to_num(self.row_lower[odd], posinf=0, neginf=0)),
+                            np.abs(np.nan_to_num(self.row_upper[odd], posinf=0, neginf=0)))
+        _, room = np.frexp(np.maximum(bounds, largest[odd]))
+        scale[odd] = np.ldexp(1.0, np.minimum(np.minimum(1 - exponent, 1022 - room),
+                                              _MAX_SHIFT))
         return replace(self, value=self.value * np.repeat(scale, lengths),
                        row_lower=self.row_lower * scale, row_upper=self.row_upper * scale)
 

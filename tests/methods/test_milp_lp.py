@@ -594,3 +594,26 @@ def test_a_tightened_cpsat_model_never_claims_infeasible(method: str) -> None:
     schedule = plan(instance, method, {"backend": "cpsat"})
     assert schedule.status is not Status.INFEASIBLE
     assert schedule.verification is not None
+
+
+def test_a_subnormal_demand_is_planned_without_overflow() -> None:
+    """A demand of 2e-311 GiB (found by Hypothesis) plans and verifies.
+
+    Scaling its row up by the power of two that brings it to 1 would overflow to
+    infinity and turn the program's bounds into NaN (a bound of 0 reported for a plan
+    of profit 1).
+    """
+    types = ("A100", "V100", "T4")
+    instance = instance_from({
+        "gpu_types": [{"id": t, "capacity": {"memory_gib": 16.0, "compute": 1.0}}
+                      for t in types],
+        "nodes": [{"id": "node0", "gpus": {"V100": 2, "T4": 1}}],
+        "jobs": [{"id": f"j{k}", "gpus": 1, "demand": {"memory_gib": memory, "compute": 0.1},
+                  "duration_s": {"V100": 1.0}, "profit": profit}
+                 for k, (memory, profit) in enumerate([(2.225073858507e-311, 1.0),
+                                                       (0.0, 0.0), (0.0, 0.0)])],
+        "objective": "assign-profit",
+    })
+    schedule = plan(instance, "milp", settings=RunSettings(threads=1))
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.objective == 1.0 and schedule.bound == 1.0
