@@ -450,16 +450,21 @@ class Engine:
         stopped.
         """
         avail: list[int] = self.free.sum(axis=0).tolist()
+        # Only a node's own free GPUs can hold a gang: the largest per type rules out, in
+        # one comparison, the waiting gangs that fit the summed count but no node.
+        block: list[int] = self.free.max(axis=0).tolist()
         gang = self.instance.gang
         skip = set(stopped.tolist())
         for k, job in enumerate(np.asarray(decision.order, dtype=np.int64).tolist()):
-            if self.running_type[job] >= 0 or job in skip or max(avail) < gang[job]:
+            need = int(gang[job])
+            if self.running_type[job] >= 0 or job in skip or max(block) < need:
                 continue
-            types = self._types(job, decision, k)
-            chosen = next((t for t in types if avail[t] >= gang[job]), -1)
+            types = [t for t in self._types(job, decision, k) if block[t] >= need]
+            chosen = next((t for t in types if avail[t] >= need), -1)
             if chosen >= 0:
-                avail[chosen] -= int(gang[job])
-                self._place(job, chosen, types, avail, now)
+                avail[chosen] -= need
+                if self._place(job, chosen, types, avail, now):
+                    block = self.free.max(axis=0).tolist()
 
     # -- the loop ----------------------------------------------------------------------
 

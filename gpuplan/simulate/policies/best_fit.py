@@ -33,6 +33,10 @@ def gpus_on(cluster: ClusterView, node: int, gpu_type: int, job: int) -> IntArra
     return gpus
 
 
+#: Free count of a node that cannot hold the gang (never the fewest).
+_NO_ROOM = np.iinfo(np.int64).max
+
+
 class BestFit:
     """Previous GPUs if free, else the fullest node that still holds the gang."""
 
@@ -51,7 +55,7 @@ class BestFit:
             return before
         free = cluster.free[:, gpu_type]
         # Nodes too small rank last; argmin takes the lowest index among equals.
-        fill = np.where(free >= cluster.instance.gang[job], free, np.iinfo(np.int64).max)
+        fill = np.where(free >= cluster.instance.gang[job], free, _NO_ROOM)
         node = int(np.argmin(fill))
         if free[node] < cluster.instance.gang[job]:
             return None
