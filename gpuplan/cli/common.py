@@ -291,6 +291,18 @@ def add_workers(parser: argparse.ArgumentParser, work: str) -> None:
                         help=f"send {work} to this Dask scheduler instead")
 
 
+def progress_display(counting: str = "", transient: bool = False) -> Progress:
+    """Gpuplan's progress bar on stderr: label, bar, done of total, ``counting``, times.
+
+    ``counting`` is a column template after the count (for example ``"jobs, simulated
+    {task.fields[simulated]}"``); ``transient`` bars vanish when done.
+    """
+    extra = (TextColumn(counting),) if counting else ()
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    *extra, TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+                    transient=transient)
+
+
 def run_with_table(label: str, files: Sequence[str],
                    run: Callable[[Callable[[Row], None]], object],
                    write: Callable[[list[Row]], Written]) -> tuple[list[Row], Written]:
@@ -323,9 +335,7 @@ def run_with_table(label: str, files: Sequence[str],
         On Ctrl-C, after writing the rows of the tasks that finished.
     """
     rows: list[Row] = []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
+    with progress_display() as progress:
         bar = progress.add_task(label, total=len(files))
 
         def advance(row: Row) -> None:

@@ -24,15 +24,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
 from gpuplan.cli.common import (
     Commands,
     ExitCode,
@@ -40,6 +31,7 @@ from gpuplan.cli.common import (
     bounded,
     console,
     default_of,
+    progress_display,
     settings,
     summary_table,
 )
@@ -255,10 +247,7 @@ def progress_bar(show: bool, label: str) -> Iterator[ProgressCallback | None]:
     if not show:
         yield None
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("jobs, simulated {task.fields[simulated]}"), TimeElapsedColumn(),
-               TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
+    with progress_display("jobs, simulated {task.fields[simulated]}", transient=True) as bar:
         task = bar.add_task(label, total=None, simulated="0 h")
 
         def report(now: float, done: int, total: int) -> None:
