@@ -158,6 +158,15 @@ class Instance:
         ``(C, C, T)``: a job of class ``a`` holding the same GPUs of type ``t`` over the
         same interval as a job of class ``b`` runs at ``colocation_speed[a, b, t]`` times
         its speed alone; 0 where the pair may not share.
+    node_resources
+        Names of the node-level resources, length ``Q`` (e.g. ``("cpu_milli", "memory_mib")``;
+        empty: nodes are only their GPUs).
+    node_capacity
+        ``(N, Q)`` capacity of each node.
+    node_demand
+        ``(J, Q)`` what each job draws on its node, for its whole gang at once. A job with a
+        gang of 0 (a CPU-only job) uses no GPU but still draws on one node of a type it is
+        eligible for.
     """
 
     name: str
@@ -186,6 +195,9 @@ class Instance:
     job_class: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     colocation_speed: FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros((0, 0, 0)))
+    node_resources: tuple[str, ...] = ()
+    node_capacity: FloatArray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
+    node_demand: FloatArray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -203,6 +215,14 @@ class Instance:
         if speed.size == 0:
             return 1.0
         return max(1.0, float((speed + speed.transpose(1, 0, 2)).max()))
+
+    @property
+    def has_node_resources(self) -> bool:
+        """Whether nodes have capacities of their own or some job is CPU-only (gang 0).
+
+        Only methods that declare they plan node-level resources take such instances.
+        """
+        return bool(self.node_resources) or bool((self.gang == 0).any())
 
     @property
     def n_jobs(self) -> int:

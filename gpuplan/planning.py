@@ -120,6 +120,13 @@ def check_method(instance: Instance, method: Method, options: Any,
         able = [m.name for m in METHODS.values() if instance.objective in m.objectives]
         raise InputError("--method", "", f"method {method.name!r} cannot plan objective "
                          f"{instance.objective.value!r}; methods that can: {', '.join(able)}")
+    if instance.has_node_resources:
+        # The solve methods model GPUs only; node CPU and memory and CPU-only jobs are
+        # placed by the sharing replays, which check them.
+        raise InputError(instance.source, "nodes", "this instance has node-level resources "
+                         f"({', '.join(instance.node_resources) or 'none'}) or CPU-only jobs "
+                         f"(gpus: 0), which method {method.name!r} does not plan; place it "
+                         "with `gpuplan simulate --replay fgd`")
     check_settings(method, settings)
     if method.backends:
         # None: the method picks its backend for the objective (textbook's makespan).

@@ -13,6 +13,7 @@ import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -69,6 +70,7 @@ class _Placed:
 
     job: list[int] = field(default_factory=list)
     gpu_type: list[int] = field(default_factory=list)
+    node: list[int] = field(default_factory=list)
     start: list[float] = field(default_factory=list)
     end: list[float] = field(default_factory=list)
     gpus: list[list[int]] = field(default_factory=list)
@@ -82,10 +84,11 @@ class _Placed:
     speed: FloatArray | None = None
     partner: IntArray | None = None
 
-    def add(self, j: int, t: int, gpus: list[int], segment: Segment) -> None:
+    def add(self, j: int, t: int, n: int, gpus: list[int], segment: Segment) -> None:
         """Keep one segment, by index."""
         self.job.append(j)
         self.gpu_type.append(t)
+        self.node.append(n)
         self.start.append(segment.start_s)
         self.end.append(segment.end_s)
         self.gpus.append(gpus)
@@ -210,6 +213,9 @@ def _check_each_segment(instance: Instance, schedule: Schedule, out: _Collector)
                     f"job {p.job!r}: GPU {instance.gpu_ids[g]} is a "
                     f"{instance.type_ids[instance.gpu_type[g]]}, not a {p.gpu_type}",
                 )
+        if instance.gang[j] == 0 and instance.node_gpus[n, t] == 0:
+            out.add(ViolationKind.TYPE, f"job {p.job!r} is placed by {p.gpu_type} on node "
+                    f"{p.node!r}, which holds no {p.gpu_type}")
         if not instance.eligible[j, t]:
             out.add(
                 ViolationKind.TYPE,
@@ -243,7 +249,7 @@ def _check_each_segment(instance: Instance, schedule: Schedule, out: _Collector)
                 f"job {p.job!r} ends at {p.end_s:g} s, after its deadline at "
                 f"{instance.deadline[j]:g} s",
             )
-        placed.add(j, t, indices, p)
+        placed.add(j, t, n, indices, p)
     return placed
 
 
@@ -718,18 +724,66 @@ def _gpu_entries(
     return owner, gpu, start, end
 
 
+class _Sweep(NamedTuple):
+    """Per event of a capacity sweep, in sweep order: its key, the load after it, its time."""
+
+    key: IntArray
+    load: FloatArray
+    time: FloatArray
+
+
+def _sweep(keys: IntArray, start: FloatArray, end: FloatArray, amount: FloatArray,
+           n_keys: int) -> tuple[FloatArray, _Sweep]:
+    """Peak load of each key (a GPU or a node) over intervals holding amounts of resources.
+
+    Returns the ``(n_keys, R)`` peaks and the sweep's events (to name the jobs behind a
+    peak).
+    """
+    peak = np.zeros((n_keys, amount.shape[1]))
+    # Ends sort before starts at the same instant, so back-to-back jobs do not overlap.
+    times = np.concatenate([start, end])
+    is_start = np.concatenate([np.ones(keys.size), np.zeros(keys.size)])
+    both = np.concatenate([keys, keys])
+    order = np.lexsort((is_start, times, both))
+    # Every interval closes on its own key, so the running sum over the key-sorted events
+    # is back to zero at each key boundary and equals that key's load in between.
+    load = np.cumsum(np.concatenate([amount, -amount])[order], axis=0)
+    event_key = both[order]
+    if keys.size:
+        np.maximum.at(peak, event_key, load)
+    return peak, _Sweep(event_key, load, times[order])
+
+
+def _report_over(instance: Instance, what: str, names: tuple[str, ...],
+                 resources: tuple[str, ...], peak: FloatArray, capacity: FloatArray,
+                 sweep: _Sweep,
+                 held: tuple[IntArray, IntArray, FloatArray, FloatArray],
+                 out: _Collector) -> None:
+    """Flag every (key, resource) whose peak load exceeds its capacity, naming the jobs."""
+    event_key, load, event_time = sweep.key, sweep.load, sweep.time
+    key, jobs, start, end = held
+    over = peak > capacity * (1 + TOLERANCE) + TOLERANCE
+    for k, r in np.argwhere(over):
+        mine = np.flatnonzero(event_key == k)
+        instant = event_time[mine[int(np.argmax(load[mine, r]))]]
+        active = (key == k) & (start <= instant) & (end > instant)
+        held_by = ", ".join(repr(instance.job_ids[j]) for j in jobs[active])
+        when = "" if instance.objective.is_static else f" at {instant:g} s"
+        out.add(
+            ViolationKind.CAPACITY,
+            f"{what} {names[k]}: {resources[r]} load {peak[k, r]:g} exceeds capacity "
+            f"{capacity[k, r]:g}{when} (jobs {held_by})",
+        )
+
+
 def _check_capacity(instance: Instance, placed: _Placed, out: _Collector) -> FloatArray:
     """Sweep each GPU's events in time order and flag any resource above capacity.
 
     Returns the ``(G, R)`` peak load of every GPU, which the load objective needs.
     """
-    n_gpus, n_res = instance.n_gpus, len(instance.resources)
-    peak = np.zeros((n_gpus, n_res))
     owner, gpu, start, end = _gpu_entries(instance, placed)
-    if owner.size == 0:
-        return peak
-    jobs = np.asarray(placed.job)[owner]
-    demand = instance.demand[jobs, np.asarray(placed.gpu_type)[owner]]
+    jobs = np.asarray(placed.job, dtype=np.int64)[owner]
+    demand = instance.demand[jobs, np.asarray(placed.gpu_type, dtype=np.int64)[owner]]
     if placed.partner is not None and (placed.partner >= 0).any():
         # A space-shared pair takes its GPUs as one occupant with the larger demand.
         partner = placed.partner[owner]
@@ -740,32 +794,32 @@ def _check_capacity(instance: Instance, placed: _Placed, out: _Collector) -> Flo
         demand = demand.copy()
         demand[first] = np.maximum(demand[first], mate)
         demand[paired & ~first] = 0.0
-    # Ends sort before starts at the same instant, so back-to-back jobs do not overlap.
-    times = np.concatenate([start, end])
-    is_start = np.concatenate([np.ones(owner.size), np.zeros(owner.size)])
-    gpus = np.concatenate([gpu, gpu])
-    delta = np.concatenate([demand, -demand])
-    order = np.lexsort((is_start, times, gpus))
-    # Every interval closes on its own GPU, so the running sum over the GPU-sorted events
-    # is back to zero at each GPU boundary and equals that GPU's load in between.
-    load = np.cumsum(delta[order], axis=0)
-    event_gpu = gpus[order]
-    np.maximum.at(peak, event_gpu, load)
-    capacity = instance.capacity[instance.gpu_type]
-    over = peak > capacity * (1 + TOLERANCE) + TOLERANCE
-    for g, r in np.argwhere(over):
-        on_gpu = np.flatnonzero(event_gpu == g)
-        worst = on_gpu[int(np.argmax(load[on_gpu, r]))]
-        instant = times[order][worst]
-        active = (gpu == g) & (start <= instant) & (end > instant)
-        names = ", ".join(repr(instance.job_ids[k]) for k in jobs[active])
-        when = "" if instance.objective.is_static else f" at {instant:g} s"
-        out.add(
-            ViolationKind.CAPACITY,
-            f"GPU {instance.gpu_ids[g]}: {instance.resources[r]} load {peak[g, r]:g} exceeds "
-            f"capacity {capacity[g, r]:g}{when} (jobs {names})",
-        )
+    demand = demand.reshape(owner.size, len(instance.resources))
+    peak, sweep = _sweep(gpu, start, end, demand, instance.n_gpus)
+    _report_over(instance, "GPU", instance.gpu_ids, instance.resources, peak,
+                 instance.capacity[instance.gpu_type],
+                 sweep, (gpu, jobs, start, end), out)
     return peak
+
+
+def _check_node_capacity(instance: Instance, placed: _Placed, out: _Collector) -> None:
+    """Sweep each node's events in time order and flag any node resource above capacity.
+
+    A job draws its node demand once for its whole gang, on the node of each segment.
+    """
+    if not instance.node_resources:
+        return
+    jobs = np.asarray(placed.job, dtype=np.int64)
+    node = np.asarray(placed.node, dtype=np.int64)
+    if instance.objective.is_static:
+        start, end = np.zeros(jobs.size), np.ones(jobs.size)
+    else:
+        start, end = np.asarray(placed.start, dtype=float), np.asarray(placed.end, dtype=float)
+    draw = instance.node_demand[jobs].reshape(jobs.size, len(instance.node_resources))
+    peak, sweep = _sweep(node, start, end, draw, instance.n_nodes)
+    _report_over(instance, "node", instance.node_ids, instance.node_resources, peak,
+                 instance.node_capacity,
+                 sweep, (node, jobs, start, end), out)
 
 
 def _objective_value(instance: Instance, placed: _Placed, peak: FloatArray) -> float:
@@ -910,6 +964,7 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
         _check_dependencies(instance, placed, out)
     _check_events(instance, schedule, placed, out)
     peak = _check_capacity(instance, placed, out)
+    _check_node_capacity(instance, placed, out)
     value = _objective_value(instance, placed, peak)
     _check_certificate(instance, schedule, value, out)
     return out.result(value)

@@ -1,4 +1,4 @@
-"""``gpuplan convert``: OR-Library GAP files or Gavel traces to instance files."""
+"""``gpuplan convert``: OR-Library GAP files, Gavel traces or openb pod lists to instance files."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.cli.common import Commands, ExitCode, bounded, console, file_of
+from gpuplan.errors import InputError
 from gpuplan.io import check_output_folder
 from gpuplan.readers.gavel import PHYSICAL_CLUSTER, gavel_documents
 from gpuplan.readers.instance_file import MAX_GPUS, write_documents
+from gpuplan.readers.openb import openb_document
 from gpuplan.readers.orlib_gap import gap_documents
 
 
@@ -33,8 +35,9 @@ def register(commands: Commands) -> None:
         "job trace timed by Gavel's measured throughputs, as gpuplan instance JSON files in "
         "OUTDIR.",
     )
-    parser.add_argument("source_format", choices=["orlib-gap", "gavel"])
-    parser.add_argument("file", help="GAP file (FILE#k for one problem), or Gavel trace")
+    parser.add_argument("source_format", choices=["orlib-gap", "gavel", "openb"])
+    parser.add_argument("file", help="GAP file (FILE#k for one problem), Gavel trace, or "
+                        "openb pod list (CSV)")
     parser.add_argument("-o", "--output", required=True, metavar="OUTDIR")
     parser.add_argument("--sense", choices=["min", "max"], default="min",
                         help="orlib-gap: minimise cost (default) or maximise profit")
@@ -51,18 +54,30 @@ def register(commands: Commands) -> None:
     parser.add_argument("--space-sharing", action="store_true",
                         help="gavel: add job classes and the measured pair speeds, for "
                         "solve --method balance --space-sharing")
+    parser.add_argument("--nodes", metavar="FILE",
+                        help="openb: the node list (e.g. openb_node_list_gpu_node.csv)")
     parser.set_defaults(run=convert)
 
 
 def convert(args: argparse.Namespace) -> int:
     """Convert, then write every document or none."""
-    inputs = [file_of(args.file), *([args.throughputs] if args.throughputs else [])]
+    if (args.nodes is None) == (args.source_format == "openb"):
+        raise InputError("--nodes", "", "openb needs --nodes FILE (the node list); other "
+                         "formats take no --nodes")
+    inputs = [file_of(args.file), *([args.throughputs] if args.throughputs else []),
+              *([args.nodes] if args.nodes else [])]
     out = check_output_folder(args.output, inputs)
-    documents: list[dict[str, Any]] = (
-        gavel_documents(Path(args.file),
-                        None if args.throughputs is None else Path(args.throughputs),
-                        args.fleet, args.gpus_per_node, args.space_sharing)
-        if args.source_format == "gavel" else gap_documents(args.file, args.sense))
+    documents: list[dict[str, Any]]
+    if args.source_format == "openb":
+        document = openb_document(args.nodes, args.file)
+        del document["lines"]
+        documents = [document]
+    elif args.source_format == "gavel":
+        documents = gavel_documents(
+            Path(args.file), None if args.throughputs is None else Path(args.throughputs),
+            args.fleet, args.gpus_per_node, args.space_sharing)
+    else:
+        documents = gap_documents(args.file, args.sense)
     for target in write_documents(documents, args.file, out, inputs):
         console.print(f"wrote {target}", markup=False)
     return ExitCode.OK

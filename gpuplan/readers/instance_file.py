@@ -9,6 +9,7 @@ index-based :class:`~gpuplan.instance.Instance`.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,11 +24,21 @@ from pydantic import (
     ValidationError,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 
 from gpuplan.errors import ALL_TYPES, InputError, json_path, validation_message
-from gpuplan.instance import BoolArray, Instance, ObjectiveKind, check_objective_data
+from gpuplan.instance import (
+    BoolArray,
+    FloatArray,
+    Instance,
+    IntArray,
+    ObjectiveKind,
+    check_objective_data,
+)
 from gpuplan.io import check_output, write_text_atomic
+
+logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 
@@ -125,13 +136,20 @@ class NodeSpec(_Strict):
     gpus: dict[str, Count] = Field(
         min_length=1, description="Number of GPUs per GPU type id."
     )
+    resources: dict[str, Capacity] = Field(
+        default_factory=dict,
+        description="Node-level capacities, e.g. cpu_milli and memory_mib, that a job's "
+        "node_demand draws on. Every node names the same resources.",
+    )
 
 
 class JobSpec(_Strict):
     """A deep-learning job: a gang of GPUs for a time, with per-GPU demands."""
 
     id: Id
-    gpus: Count = Field(default=1, description="Gang size: GPUs needed at once.")
+    gpus: Annotated[int, Field(ge=0, le=MAX_GPUS)] = Field(
+        default=1, description="Gang size: GPUs needed at once, all on one node and of one "
+        "type; 0 for a CPU-only job, which still draws its node_demand on one node.")
     duration_s: DurationPerType = Field(
         description="Run time in seconds: one value, or a value per GPU type. "
         "A type with no duration is not allowed for the job."
@@ -140,6 +158,11 @@ class JobSpec(_Strict):
         default_factory=dict,
         description="Per-GPU demand per named resource (one value, or a value per GPU "
         "type). A resource not named is not used.",
+    )
+    node_demand: dict[str, Demand] = Field(
+        default_factory=dict,
+        description="What the whole job draws on its node, per node resource (e.g. "
+        "cpu_milli, memory_mib). A resource not named is not used.",
     )
     cost: MoneyPerType | None = Field(
         default=None,
@@ -174,6 +197,13 @@ class JobSpec(_Strict):
         description="Space-sharing class (e.g. the model and batch size): with the "
         "instance's colocation speeds, which jobs may share GPUs and how fast they then run.",
     )
+
+    @model_validator(mode="after")
+    def _cpu_only_needs_node_demand(self) -> JobSpec:
+        if self.gpus == 0 and not any(self.node_demand.values()):
+            raise ValueError("gpus is 0 (a CPU-only job) but node_demand names nothing it "
+                             "draws: give it, e.g. cpu_milli, or a gang of at least 1 GPU")
+        return self
 
 
 class ColocationSpec(_Strict):
@@ -370,7 +400,8 @@ def build_instance(
     ------
     InputError
         For duplicate ids, unknown references, dependency cycles, a job that fits no GPU
-        type, a gang larger than every node, or data the objective needs but lacks.
+        type or node (unless the objective lets jobs be left out), a gang larger than every
+        node, or data the objective needs but lacks.
     """
     gpu_types, nodes, jobs = document.gpu_types, document.nodes, document.jobs
     _duplicates([g.id for g in gpu_types], "gpu_types", source)
@@ -461,11 +492,23 @@ def build_instance(
         names = " -> ".join(repr(jobs[j].id) for j in reversed(cycle))
         raise InputError(source, "jobs", f"dependency cycle: {names}")
 
+    node_resources, node_capacity, node_demand = _node_resources(document, source)
     candidate: BoolArray = allowed & ~np.isnan(duration)
     fits: BoolArray = np.all(demand <= capacity[None, :, :], axis=2)
-    gang_fits = gang[:, None] <= largest_gang[None, :]
-    eligible = candidate & fits & gang_fits
-    for bad in np.flatnonzero(~eligible.any(axis=1)):
+    # A CPU-only job still sits on a node holding a GPU of the type it is placed by.
+    gang_fits = np.maximum(gang, 1)[:, None] <= largest_gang[None, :]
+    node_fits = _node_fits(gang, node_demand, node_gpus, node_capacity)
+    eligible = candidate & fits & gang_fits & node_fits
+    unplaceable = np.flatnonzero(~eligible.any(axis=1))
+    if unplaceable.size and ObjectiveKind(document.objective.kind).allows_unplaced:
+        # A plan may leave jobs out, so one that fits nowhere is simply never placed (a
+        # trace keeps what production submitted, such as pods no node could hold).
+        logger.warning("%s: %d jobs fit no node (first: %r); no plan can place them",
+                       source, unplaceable.size, jobs[int(unplaceable[0])].id)
+        unplaceable = unplaceable[:0]
+    for bad in unplaceable:
+        if (candidate[bad] & fits[bad] & gang_fits[bad]).any():
+            _explain_node_misfit(int(bad), jobs[bad], node_resources, node_capacity, source)
         _explain_ineligible(
             int(bad), jobs[bad], candidate[bad], fits[bad], demand[bad], capacity,
             resources, gpu_types, largest_gang, source,
@@ -495,6 +538,9 @@ def build_instance(
         preemptible=np.array([job.preemptible for job in jobs], dtype=bool),
         objective=ObjectiveKind(document.objective.kind),
         **_colocation(document, type_index, source),
+        node_resources=node_resources,
+        node_capacity=node_capacity,
+        node_demand=node_demand,
     )
     check_objective_data(instance, source)
     return instance
@@ -538,6 +584,57 @@ def write_documents(documents: Sequence[Mapping[str, Any]], source: str, out_fol
     for document, target in zip(documents, targets, strict=True):
         write_text_atomic(target, json.dumps(document, indent=1) + "\n")
     return targets
+
+
+def _node_resources(document: InstanceDocument,
+                    source: str) -> tuple[tuple[str, ...], FloatArray, FloatArray]:
+    """The node resource names, the ``(N, Q)`` node capacities and ``(J, Q)`` job draws."""
+    nodes, jobs = document.nodes, document.jobs
+    names = tuple(nodes[0].resources)
+    for n, node in enumerate(nodes[1:], start=1):
+        if set(node.resources) != set(names):
+            raise InputError(
+                source, f"nodes[{n}].resources",
+                f"names resources {sorted(node.resources)} but nodes[0] ({nodes[0].id!r}) "
+                f"names {sorted(names)}: every node names the same")
+    capacity = np.array([[node.resources[r] for r in names] for node in nodes],
+                        dtype=float).reshape(len(nodes), len(names))
+    index = {r: k for k, r in enumerate(names)}
+    draw = np.zeros((len(jobs), len(names)))
+    for j, job in enumerate(jobs):
+        for resource, amount in job.node_demand.items():
+            if resource not in index:
+                known = ", ".join(names) if names else "none"
+                raise InputError(source, f"jobs[{j}].node_demand.{resource}",
+                                 f"unknown node resource {resource!r} (nodes name: {known})")
+            draw[j, index[resource]] = amount
+    return names, capacity, draw
+
+
+def _node_fits(gang: IntArray, node_demand: FloatArray, node_gpus: IntArray,
+               node_capacity: FloatArray) -> BoolArray:
+    """``(J, T)``: whether some node of the type has the job's gang and its node demand."""
+    if node_capacity.shape[1] == 0:
+        return np.ones((gang.size, node_gpus.shape[1]), dtype=bool)
+    # Nodes alike in GPUs and capacities decide alike: test each kind of node once.
+    kinds = np.unique(np.hstack([node_gpus, node_capacity]), axis=0)
+    gpus, capacity = kinds[:, :node_gpus.shape[1]], kinds[:, node_gpus.shape[1]:]
+    room = np.all(node_demand[:, None, :] <= capacity[None, :, :], axis=2)
+    enough = gpus[None, :, :] >= np.maximum(gang, 1)[:, None, None]
+    fits: BoolArray = (room[:, :, None] & enough).any(axis=1)
+    return fits
+
+
+def _explain_node_misfit(j: int, job: JobSpec, names: tuple[str, ...],
+                         node_capacity: FloatArray, source: str) -> None:
+    """Raise the error that says job ``j`` fits its GPUs but no node's capacities."""
+    largest = node_capacity.max(axis=0)
+    over = [f"{r} {job.node_demand.get(r, 0.0):g} > {largest[k]:g}"
+            for k, r in enumerate(names) if job.node_demand.get(r, 0.0) > largest[k]]
+    why = (f"it needs more than any node has ({', '.join(over)})" if over else
+           "no single node of a type it may use has all of it at once with enough GPUs")
+    raise InputError(source, f"jobs[{j}].node_demand",
+                     f"job {job.id!r} fits no node: {why}")
 
 
 def _colocation(document: InstanceDocument, type_index: dict[str, int],

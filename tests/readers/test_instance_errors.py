@@ -25,7 +25,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "zero_duration.json": ("jobs[0].duration_s.A100 (job 'prep')",
                            "greater than or equal to 0.001"),
     "zero_capacity.json": ("gpu_types[1].capacity.memory_gib (GPU type 'L4')", "greater than 0"),
-    "zero_gang.json": ("jobs[0].gpus (job 'prep')", "greater than or equal to 1"),
+    "zero_gang.json": ("jobs[0] (job 'prep')", "gpus is 0 (a CPU-only job)"),
     "nan_demand.json": ("jobs[0].demand.memory_gib (job 'prep')", "finite number"),
     "empty_jobs.json": ("jobs", "at least 1 item"),
     "duplicate_job_id.json": ("jobs[3].id", "duplicate id 'prep' (also jobs[0])"),
