@@ -284,6 +284,7 @@ class Schedule(_Model):
         for times in migrated.values():
             times.sort()
         previous: dict[int, IntArray] = {}
+        nodes = result.nodes(instance)
         segments = []
         for i in order:
             j, gpus, start = int(result.job[i]), result.gpus[i], float(result.start[i])
@@ -294,7 +295,7 @@ class Schedule(_Model):
             share = float(work[i])
             segments.append(Segment(
                 job=instance.job_ids[j],
-                node=instance.node_ids[instance.gpu_node[gpus[0]]],
+                node=instance.node_ids[nodes[i]],
                 gpu_type=instance.type_ids[result.gpu_type[i]],
                 gpu_ids=[instance.gpu_ids[g] for g in gpus],
                 start_s=start,
@@ -362,6 +363,7 @@ class Schedule(_Model):
             start=np.array([s.start_s for s in segments], dtype=float),
             end=np.array([s.end_s for s in segments], dtype=float),
             gpus=gpus,
+            node=np.array([instance.node_index[s.node] for s in segments], dtype=np.int64),
             work=np.array([s.work for s in segments], dtype=float) if declared else None,
             partner=partner if (partner >= 0).any() else None,
             restore_s=np.array([s.restore_s for s in segments], dtype=float),

@@ -15,7 +15,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, IntArray
+from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.status import Status
 
 
@@ -61,6 +61,9 @@ class Result:
         One entry per segment: the job's index, the type index and its times.
     gpus
         For each segment, the indices of its GPUs.
+    node
+        For each segment, its node index; None: the node of its first GPU (needed where a
+        CPU-only job, gang 0, has a segment on no GPU).
     work
         For each segment, the share of its job's work it does; None: each segment does
         what its run time at the type's speed gives (1 for a job run whole).
@@ -85,6 +88,7 @@ class Result:
     start: FloatArray = field(default_factory=lambda: np.zeros(0))
     end: FloatArray = field(default_factory=lambda: np.zeros(0))
     gpus: tuple[IntArray, ...] = ()
+    node: IntArray | None = None
     work: FloatArray | None = None
     partner: IntArray | None = None
     restore_s: FloatArray | None = None
@@ -96,6 +100,12 @@ class Result:
     def n_segments(self) -> int:
         """How many segments the plan has."""
         return int(self.job.size)
+
+    def nodes(self, instance: Instance) -> IntArray:
+        """``(S,)`` each segment's node index."""
+        if self.node is not None:
+            return self.node
+        return np.array([instance.gpu_node[g[0]] for g in self.gpus], dtype=np.int64)
 
     def partners(self) -> IntArray:
         """``(S,)`` each segment's partner segment, -1 for none."""
