@@ -59,6 +59,7 @@ import hashlib
 import io
 import json
 import logging
+import math
 import multiprocessing
 import os
 import signal
@@ -757,6 +758,39 @@ def write_summary(rows: Sequence[Row], out: Path) -> tuple[Path, Path]:
     writer.writerows(rows)
     write_text_atomic(as_csv, buffer.getvalue())
     return as_json, as_csv
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+def write_tables(rows: Sequence[Row], out: Path, fields: Sequence[str],
+                 markdown: Sequence[tuple[str, str]]) -> tuple[Path, Path]:
+    """Write ``results.csv`` (``fields``) and ``results.md`` in ``out`` atomically.
+
+    ``markdown`` gives the Markdown table's columns as (field, heading); text columns
+    (``policy``, ``status``) are left-aligned. A row whose ``status`` is not ``ok`` shows its
+    ``error`` in the status column.
+    """
+    as_csv, as_md = out / "results.csv", out / "results.md"
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(fields), extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(as_csv, buffer.getvalue())
+    lines = ["| " + " | ".join(heading for _, heading in markdown) + " |",
+             "|" + "|".join("---" if name in ("policy", "status") else "---:"
+                            for name, _ in markdown) + "|"]
+    for row in rows:
+        shown = {**row, "status": row["status"] if row["status"] == "ok"
+                 else f"{row['status']}: {row['error']}".replace("|", "/").replace("\n", " ")}
+        lines.append("| " + " | ".join(_cell(shown.get(name)) for name, _ in markdown) + " |")
+    write_text_atomic(as_md, "\n".join(lines) + "\n")
+    return as_csv, as_md
 
 
 def default_workers() -> int:

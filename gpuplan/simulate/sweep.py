@@ -25,13 +25,10 @@ Peak memory
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
 import hashlib
-import io
 import json
 import logging
-import math
 import resource
 import sys
 import time
@@ -40,11 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuplan.batch import MAX_ERROR, Row, TaskKind, keyed_output, write_keyed
+from gpuplan.batch import MAX_ERROR, Row, TaskKind, keyed_output, write_keyed, write_tables
 from gpuplan.errors import BackendUnavailableError, InputError
 from gpuplan.generate import GPUS_PER_NODE
 from gpuplan.instance import Instance
-from gpuplan.io import write_text_atomic
 from gpuplan.schedule import Schedule
 from gpuplan.simulate.engine import SimulationError
 from gpuplan.simulate.run import RunSpec, check_window, simulate
@@ -327,31 +323,9 @@ SWEEP: TaskKind[SweepPoint] = TaskKind(
     written=_written)
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:.4g}"
-    return str(value)
-
-
 def write_results(rows: Sequence[Row], out: Path) -> tuple[Path, Path]:
     """Write ``results.csv`` and ``results.md`` in ``out`` atomically; return both.
 
     An error row shows its error in the Markdown status column.
     """
-    as_csv, as_md = out / "results.csv", out / "results.md"
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=FIELDS, extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_text_atomic(as_csv, buffer.getvalue())
-    lines = ["| " + " | ".join(heading for _, heading in MARKDOWN) + " |",
-             "|" + "|".join("---" if name in ("policy", "status") else "---:"
-                            for name, _ in MARKDOWN) + "|"]
-    for row in rows:
-        shown = {**row, "status": row["status"] if row["status"] == "ok"
-                 else f"{row['status']}: {row['error']}".replace("|", "/").replace("\n", " ")}
-        lines.append("| " + " | ".join(_cell(shown.get(name)) for name, _ in MARKDOWN) + " |")
-    write_text_atomic(as_md, "\n".join(lines) + "\n")
-    return as_csv, as_md
+    return write_tables(rows, out, FIELDS, MARKDOWN)
