@@ -769,14 +769,14 @@ def _cell(value: Any) -> str:
 
 
 def write_tables(rows: Sequence[Row], out: Path, fields: Sequence[str],
-                 markdown: Sequence[tuple[str, str]]) -> tuple[Path, Path]:
-    """Write ``results.csv`` (``fields``) and ``results.md`` in ``out`` atomically.
+                 markdown: Sequence[tuple[str, str]], stem: str = "results") -> tuple[Path, Path]:
+    """Write ``<stem>.csv`` (``fields``) and ``<stem>.md`` in ``out`` atomically.
 
     ``markdown`` gives the Markdown table's columns as (field, heading); text columns
     (``policy``, ``status``) are left-aligned. A row whose ``status`` is not ``ok`` shows its
     ``error`` in the status column.
     """
-    as_csv, as_md = out / "results.csv", out / "results.md"
+    as_csv, as_md = out / f"{stem}.csv", out / f"{stem}.md"
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(fields), extrasaction="ignore")
     writer.writeheader()
@@ -786,8 +786,9 @@ def write_tables(rows: Sequence[Row], out: Path, fields: Sequence[str],
              "|" + "|".join("---" if name in ("policy", "status") else "---:"
                             for name, _ in markdown) + "|"]
     for row in rows:
-        shown = {**row, "status": row["status"] if row["status"] == "ok"
-                 else f"{row['status']}: {row['error']}".replace("|", "/").replace("\n", " ")}
+        status = row.get("status", "ok")
+        shown = {**row, "status": status if status == "ok"
+                 else f"{status}: {row['error']}".replace("|", "/").replace("\n", " ")}
         lines.append("| " + " | ".join(_cell(shown.get(name)) for name, _ in markdown) + " |")
     write_text_atomic(as_md, "\n".join(lines) + "\n")
     return as_csv, as_md

@@ -35,6 +35,7 @@ from gpuplan.cli.common import (
     settings,
     summary_table,
 )
+from gpuplan.cli.replay import add_replay_flags, check_replay_flags, run_replay
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance
 from gpuplan.io import check_output, check_output_folder, write_text_atomic
@@ -47,6 +48,7 @@ from gpuplan.readers.instance_file import (
     parse_document,
 )
 from gpuplan.schedule import Schedule
+from gpuplan.sharing.policies import POLICIES
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate
 from gpuplan.simulate.engine import Progress as ProgressCallback
 from gpuplan.simulate.metrics import job_stats, window_jobs
@@ -225,9 +227,10 @@ def register(commands: Commands) -> None:
                         "Gavel trace (.trace)")
     add_settings(parser, "seed", "threads")
     default = RunSpec().scheduler
-    parser.add_argument("--policy", choices=list(SCHEDULERS), default=default,
-                        metavar="NAME", help=f"the scheduler (default: {default}); "
-                        + _names(SCHEDULERS))
+    parser.add_argument("--policy", default=argparse.SUPPRESS, metavar="NAME",
+                        help=f"the scheduler (default: {default}); " + _names(SCHEDULERS)
+                        + "; with --replay, sharing policies, comma-separated (default: "
+                        "fgd): " + _names(POLICIES))
     parser.add_argument("-o", "--output", metavar="RUN.json",
                         help="write the verified run log here")
     parser.add_argument("--write-instance", metavar="FILE", help="write the instance "
@@ -238,6 +241,7 @@ def register(commands: Commands) -> None:
                         "(jct_cdf.png, timeline.png)")
     parser.add_argument("--progress", action="store_true",
                         help="show the progress bar even when stderr is not a terminal")
+    add_replay_flags(parser)
     parser.set_defaults(run=run_simulate)
 
 
@@ -340,7 +344,18 @@ def _write(path: str, what: str, write: Callable[[], None]) -> None:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    """Check the outputs, read, simulate, write and summarise."""
+    """Check the outputs, read, simulate (or replay a trace), write and summarise."""
+    spec_defaults = RunSpec()
+    check_replay_flags(args, {
+        "placement": spec_defaults.placement, "admission": spec_defaults.admission,
+        "gpus_per_node": default_of(gavel_trace_document, "gpus_per_node"),
+        "write_instance": None, "plot": None})
+    if hasattr(args, "replay"):
+        return run_replay(args, getattr(args, "policy", None))
+    args.policy = getattr(args, "policy", RunSpec().scheduler)
+    if args.policy not in SCHEDULERS:
+        raise InputError("--policy", "", f"unknown scheduler {args.policy!r}; choose from "
+                         f"{', '.join(SCHEDULERS)} (sharing policies need --replay)")
     check_solver_flags(args, [args.policy])
     spec = run_spec(args, args.policy)
     inputs = [args.input, *([args.throughputs] if hasattr(args, "throughputs") else [])]

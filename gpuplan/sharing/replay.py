@@ -210,7 +210,8 @@ class ReplayResult:
         alloc = np.array([round(u / gpus / 10, 2) for u in self.used_milli.tolist()])
         # FGD logs the fragment milli and ratio with %.2f and reads those back.
         frag = np.array([float(f"{f:.2f}") for f in self.frag_milli.tolist()])
-        ratio = np.array([float(f"{100 * f / i:.2f}") for f, i in
+        # With no idle GPU left the ratio is 0/0: NaN, as Go's float division gives it.
+        ratio = np.array([float(f"{100 * f / i:.2f}") if i else np.nan for f, i in
                           zip(self.frag_milli.tolist(), self.idle_milli.tolist(), strict=True)])
         out = {key: np.full(len(ARRIVED_PERCENT), np.nan)
                for key in ("allocated", "fragmented", "frag_ratio")}

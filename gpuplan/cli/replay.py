@@ -1,0 +1,191 @@
+"""``gpuplan simulate --replay fgd``: FGD's replay of an openb trace, policies x seeds.
+
+Each (policy, seed) replays the pod list on the node list with the paper's protocol
+(:mod:`gpuplan.sharing.replay`), verifies the end state (:func:`gpuplan.sharing.runs.
+replay_schedule`) and writes it to ``OUTDIR/<pods>/<policy>-<seed>.json``; the tables
+(``results``, ``means`` beside the published values, ``curves.csv``) and the allocation
+plot go to OUTDIR. Runs go to local processes or a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gpuplan.batch import batch_plan, check_scheduler, run_tasks
+from gpuplan.cli.common import ExitCode, add_workers, console, run_with_table, summary_table
+from gpuplan.errors import InputError
+from gpuplan.io import check_output_folder
+from gpuplan.plot import write_figure
+from gpuplan.readers.openb import read_openb
+from gpuplan.sharing.plots import allocation_figure
+from gpuplan.sharing.policies import POLICIES
+from gpuplan.sharing.replay import PAPER_RATIO, PAPER_SEEDS
+from gpuplan.sharing.runs import REPLAYS, ReplayPoint, mean_rows, write_results
+
+#: Replays ``--replay`` offers: name and what it is.
+REPLAY_KINDS = {"fgd": "the FGD paper's protocol: pods shuffled and inflated by seed, placed "
+                "once in order, never leaving"}
+
+#: Largest seed a replay takes (Go's source takes any int64; these are plenty).
+MAX_SEED = 2**31 - 1
+
+
+def _seeds(text: str) -> list[int]:
+    """``A:B`` (half-open) or ``N,M,...`` as a list of seeds."""
+    try:
+        if ":" in text:
+            first, last = (int(part) for part in text.split(":"))
+            seeds = list(range(first, last))
+        else:
+            seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A:B or N,M,... (whole numbers), got "
+                                         f"{text!r}") from None
+    if not seeds or any(not 0 <= s <= MAX_SEED for s in seeds) or len(set(seeds)) < len(seeds):
+        raise argparse.ArgumentTypeError(f"expected distinct seeds in 0..{MAX_SEED}, got "
+                                         f"{text!r}")
+    return seeds
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 10:
+        raise argparse.ArgumentTypeError(f"expected a ratio above 0 and at most 10, got {text!r}")
+    return value
+
+
+def add_replay_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the flags only a replay takes: ``--replay``, ``--nodes``, seeds, ratio, workers."""
+    group = parser.add_argument_group("trace replays (--replay)")
+    group.add_argument("--replay", choices=list(REPLAY_KINDS), default=argparse.SUPPRESS,
+                       help="replay an openb pod list (INPUT) on --nodes with GPU-sharing "
+                       "placement policies: " + "; ".join(f"{k}: {v}" for k, v in
+                                                          REPLAY_KINDS.items()))
+    group.add_argument("--nodes", metavar="FILE", default=argparse.SUPPRESS,
+                       help="the openb node list (openb_node_list_gpu_node.csv)")
+    group.add_argument("--seeds", type=_seeds, metavar="A:B|N,...", default=argparse.SUPPRESS,
+                       help=f"replay seeds (default: the paper's {PAPER_SEEDS[0]}:"
+                       f"{PAPER_SEEDS[-1] + 1}); --seed N replays one")
+    group.add_argument("--ratio", type=_ratio, metavar="R", default=argparse.SUPPRESS,
+                       help=f"inflate the GPU request to R x capacity (default: {PAPER_RATIO}, "
+                       "the paper's 130%%)")
+    add_workers(parser, "the replays")
+
+
+#: Flags of ``gpuplan simulate`` a replay does not take: attribute and flag.
+_NOT_FOR_REPLAY = (("preset", "--preset"), ("mode", "--mode"), ("round_s", "--round"),
+                   ("restart_overhead_s", "--restart-overhead"),
+                   ("migration_overhead_s", "--migration-overhead"), ("window", "--window"),
+                   ("time_limit_s", "--time-limit"), ("threads", "--threads"),
+                   ("cluster", "--cluster"), ("throughputs", "--throughputs"),
+                   ("thresholds", "--thresholds"), ("starvation", "--starvation"),
+                   ("partitions", "--partitions"), ("replan_method", "--replan-method"),
+                   ("replan_every", "--replan-every"))
+
+
+def check_replay_flags(args: argparse.Namespace, defaults: Mapping[str, Any]) -> None:
+    """Refuse the simulator's flags in a replay, and the replay's flags without one.
+
+    ``defaults`` are the simulator's flags that have a default (by attribute): a value
+    other than it was given.
+
+    Raises
+    ------
+    InputError
+        Naming the flag.
+    """
+    replaying = hasattr(args, "replay")
+    if not replaying:
+        for name, flag in (("nodes", "--nodes"), ("seeds", "--seeds"), ("ratio", "--ratio")):
+            if hasattr(args, name):
+                raise InputError(flag, "", "applies to trace replays (--replay fgd)")
+        for name, flag in (("workers", "--workers"), ("scheduler", "--scheduler")):
+            if getattr(args, name) is not None:
+                raise InputError(flag, "", "applies to trace replays (--replay fgd); a "
+                                 "simulation runs in this process")
+        return
+    given = [flag for name, flag in _NOT_FOR_REPLAY if hasattr(args, name)]
+    given += ["--" + name.replace("_", "-") for name, default in defaults.items()
+              if getattr(args, name) != default]
+    if given:
+        raise InputError(given[0], "", "is a setting of the job simulator; a trace replay "
+                         "(--replay) takes --nodes, --policy, --seed/--seeds, --ratio, -o, "
+                         "--workers and --scheduler")
+    if hasattr(args, "seed") and hasattr(args, "seeds"):
+        raise InputError("--seed", "", "give --seed N (one replay) or --seeds (several), "
+                         "not both")
+    if not hasattr(args, "nodes"):
+        raise InputError("--nodes", "", "a replay needs the node list: --nodes FILE")
+    if args.output is None:
+        raise InputError("-o", "", "a replay writes its verified runs and tables to a "
+                         "folder: -o OUTDIR")
+
+
+def policy_names(text: str) -> list[str]:
+    """``--policy`` of a replay: registered sharing policies, comma-separated.
+
+    Raises
+    ------
+    InputError
+        Naming an unknown policy and the registered ones.
+    """
+    names = [name.strip() for name in text.split(",")]
+    for name in names:
+        if name not in POLICIES:
+            raise InputError("--policy", "", f"unknown sharing policy {name!r}; choose from "
+                             f"{', '.join(POLICIES)}")
+    if len(set(names)) < len(names):
+        raise InputError("--policy", "", f"{text!r} names a policy twice")
+    return names
+
+
+def _points(args: argparse.Namespace, policies: Sequence[str], out: Path) -> list[ReplayPoint]:
+    seeds = args.seeds if hasattr(args, "seeds") else (
+        [args.seed] if hasattr(args, "seed") else list(PAPER_SEEDS))
+    ratio = getattr(args, "ratio", PAPER_RATIO)
+    folder = out / Path(args.input).stem
+    folder.mkdir(exist_ok=True)
+    return [ReplayPoint(nodes=args.nodes, pods=args.input, policy=policy, seed=seed,
+                        ratio=ratio, target=str(folder / f"{policy}-{seed}.json"))
+            for policy in policies for seed in seeds]
+
+
+def run_replay(args: argparse.Namespace, policy: str | None) -> int:
+    """Replay every (policy, seed), write the verified runs, tables and plot; summarise."""
+    policies = policy_names(policy or "fgd")
+    if args.scheduler is not None:
+        check_scheduler(args.scheduler)
+    workers, _ = batch_plan(args.workers, args.scheduler)
+    # Read here first: a bad row is exit 2 before any folder or replay is made.
+    read_openb(args.nodes, args.input)
+    out = check_output_folder(args.output, [args.input, args.nodes])
+    tasks = _points(args, policies, out)
+    rows, written = run_with_table(
+        "replaying", [t.target for t in tasks],
+        lambda on_row: run_tasks(tasks, REPLAYS, workers, args.scheduler, on_row=on_row),
+        lambda finished: write_results(finished, out))
+    done = [r for r in rows if r["status"] == "ok"]
+    plot = out / "allocation.png"
+    if done:
+        write_figure(allocation_figure(done, title=Path(args.input).stem), plot)
+    means = mean_rows(rows)
+    console.print(summary_table(
+        f"{Path(args.input).stem}: GPUs allocated (% of capacity) against arrived GPU "
+        "demand, mean over seeds",
+        [(row["policy"], f"{row['allocated_100']:.2f} at 100%, {row['allocated_130']:.2f} at "
+          f"130% ({row['seeds']} seeds"
+          + ("" if row["published_100"] is None else
+             f"; published {row['published_100']:.2f} / {row['published_130']:.2f}")
+          + f"; {row['seconds']:.1f} s per seed)") for row in means]))
+    console.print(f"{len(rows)} replays, {len(done)} verified; tables and curves in {out} "
+                  f"({', '.join(p.name for p in written)})"
+                  + (f", plot {plot}" if done else ""), markup=False)
+    for row in [r for r in rows if r["status"] != "ok"][:10]:
+        console.print(f"  {row['file']}: {row['error']}", markup=False)
+    return ExitCode.OK if len(done) == len(rows) else ExitCode.FAILED

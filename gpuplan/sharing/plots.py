@@ -1,0 +1,77 @@
+"""Pictures of trace replays: allocated GPU share against arrived GPU demand (FGD's Fig. 7).
+
+:func:`allocation_figure` draws a matplotlib :class:`~matplotlib.figure.Figure` that is not
+registered with pyplot; :func:`gpuplan.plot.write_figure` writes it atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gpuplan.instance import FloatArray
+from gpuplan.sharing.replay import ARRIVED_PERCENT
+
+if TYPE_CHECKING:  # matplotlib is imported only when drawing
+    from matplotlib.figure import Figure
+
+
+def _mean_curves(rows: Sequence[Mapping[str, Any]], curve: str) -> dict[str, FloatArray]:
+    """Each policy's mean curve over its runs (NaN where a run has no value)."""
+    by_policy: dict[str, list[list[float]]] = {}
+    for row in rows:
+        values = [np.nan if v is None else float(v) for v in row["curves"][curve]]
+        by_policy.setdefault(str(row["policy"]), []).append(values)
+    return {policy: np.array(runs).mean(axis=0) for policy, runs in by_policy.items()}
+
+
+def allocation_figure(rows: Sequence[Mapping[str, Any]], title: str = "",
+                      bound: Mapping[float, float] | None = None) -> Figure:
+    """Allocated GPUs (% of capacity) against arrived GPU demand, one line per policy.
+
+    Parameters
+    ----------
+    rows
+        One per replay: ``policy`` and ``curves`` (:meth:`ReplayResult.curves` as lists).
+        Each policy's line is the mean over its runs (seeds).
+    title
+        Above the plot.
+    bound
+        Arrived percent to a proven upper bound on the allocated percent, drawn as points:
+        no placement of the same pods can allocate more.
+    """
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(8, 5))
+    ax = figure.subplots()
+    arrived = ARRIVED_PERCENT.astype(float)
+    ax.plot(arrived, np.minimum(arrived, 100.0), color="0.7", linestyle=":",
+            label="arrived (all placed)")
+    curves = _mean_curves(rows, "allocated")
+    for policy, curve in curves.items():
+        ax.plot(arrived, curve, label=policy)
+    points = sorted((bound or {}).items())
+    if points:
+        ax.plot([a for a, _ in points], [b for _, b in points], "k^", label="upper bound")
+    ax.set_xlabel("arrived GPU demand (% of GPU capacity)")
+    ax.set_ylabel("GPUs allocated (% of capacity)")
+    ax.set_xlim(0, float(arrived[-1]))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    # The interesting part is where policies part ways: zoom on it in an inset.
+    inset = ax.inset_axes((0.08, 0.55, 0.4, 0.4))
+    for curve in curves.values():
+        inset.plot(arrived, curve)
+    if points:
+        inset.plot([a for a, _ in points], [b for _, b in points], "k^")
+    inset.set_xlim(80, float(arrived[-1]))
+    tail = np.concatenate([c[80:] for c in curves.values()])
+    low = float(np.nanmin(tail)) if np.isfinite(tail).any() else 80.0
+    inset.set_ylim(max(0.0, low - 1), 100)
+    inset.grid(alpha=0.3)
+    if title:
+        ax.set_title(title)
+    figure.tight_layout()
+    return figure

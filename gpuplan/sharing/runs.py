@@ -1,0 +1,255 @@
+"""Replays as runs: a replay's end state as a verified schedule, and policies x seeds at once.
+
+A replay (:func:`gpuplan.sharing.replay.replay`) ends with every arrived pod placed or
+failed, and pods never leave, so its end state holds every placement it ever made: as a
+static ``max-weight`` schedule of the inflated instance (weight = GPU milli requested), the
+independent verifier checks GPU milli per GPU, node CPU and memory, GPU models and gangs,
+and its objective is the allocated GPU milli. :func:`replay_schedule` builds and verifies it;
+a violation is a bug of the replay or a policy, raised, never repaired.
+
+:data:`REPLAYS` runs :class:`ReplayPoint` tasks through the machinery of ``gpuplan batch``
+(:func:`gpuplan.batch.run_tasks`: local processes or a Dask cluster), each writing its
+verified schedule atomically and returning one row with its curves.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpuplan.batch import MAX_ERROR, Row, TaskKind, write_tables
+from gpuplan.errors import BackendUnavailableError, InputError, VerificationError
+from gpuplan.instance import Instance
+from gpuplan.io import write_text_atomic
+from gpuplan.readers.openb import read_openb
+from gpuplan.schedule import Schedule
+from gpuplan.sharing.replay import ARRIVED_PERCENT, PAPER_RATIO, ReplayResult, replay
+from gpuplan.solution import Result
+from gpuplan.status import Status
+from gpuplan.verify import verify_schedule
+
+logger = logging.getLogger(__name__)
+
+#: The paper's published allocation (% of GPUs) at 100% and 130% arrived, mean of seeds
+#: 42..51, by pod list and policy: FGD's artifact, experiments/analysis/expected_results/
+#: analysis_allo_discrete.csv (the default list's values are the paper's Fig. 7 table).
+PUBLISHED: dict[str, dict[str, tuple[float, float]]] = {
+    "openb_pod_list_default": {
+        "random": (86.30, 87.47), "dot-product": (90.62, 90.85),
+        "gpu-clustering": (91.65, 91.88), "gpu-packing": (91.78, 92.00),
+        "best-fit": (92.86, 93.08), "fgd": (95.23, 95.39)},
+    "openb_pod_list_gpushare100": {
+        "random": (78.90, 79.44), "dot-product": (81.98, 82.42),
+        "gpu-clustering": (82.22, 82.65), "gpu-packing": (82.13, 82.57),
+        "best-fit": (84.62, 85.01), "fgd": (86.64, 86.90)},
+    "openb_pod_list_gpuspec33": {
+        "random": (83.87, 86.46), "dot-product": (79.82, 89.14),
+        "gpu-clustering": (81.09, 92.12), "gpu-packing": (82.22, 93.22),
+        "best-fit": (80.40, 93.09), "fgd": (87.84, 94.55)},
+    "openb_pod_list_multigpu50": {
+        "random": (81.28, 90.28), "dot-product": (94.73, 94.85),
+        "gpu-clustering": (95.69, 95.81), "gpu-packing": (96.06, 96.18),
+        "best-fit": (95.62, 95.74), "fgd": (97.09, 97.18)},
+}
+
+#: Columns of the results table (CSV), in order.
+FIELDS = ("pods", "policy", "seed", "arrived", "failed", "allocated_100", "allocated_130",
+          "fragmented_100", "fragmented_130", "seconds", "status", "file", "error")
+
+#: Columns of the Markdown table: field and heading.
+MARKDOWN = (("policy", "policy"), ("seed", "seed"), ("arrived", "pods arrived"),
+            ("failed", "failed"), ("allocated_100", "allocated % at 100% arrived"),
+            ("allocated_130", "at 130%"), ("fragmented_100", "fragmented % at 100%"),
+            ("seconds", "seconds"), ("status", "status"))
+
+#: Columns of the means table (CSV), in order.
+MEAN_FIELDS = ("pods", "policy", "seeds", "allocated_100", "published_100", "allocated_130",
+               "published_130", "fragmented_100", "seconds")
+
+#: Columns of the Markdown means table: field and heading.
+MEAN_MARKDOWN = (("pods", "pods"), ("policy", "policy"), ("seeds", "seeds"),
+                 ("allocated_100", "allocated % at 100%"), ("published_100", "published"),
+                 ("allocated_130", "at 130%"), ("published_130", "published"),
+                 ("fragmented_100", "fragmented % at 100%"), ("seconds", "s per seed"))
+
+
+def replay_result(result: ReplayResult) -> Result:
+    """A replay's end state by index: one segment per placed pod, the failed ones unplaced."""
+    instance = result.instance
+    placed = np.flatnonzero(result.node >= 0)
+    nodes = result.node[placed]
+    # One GPU model per node (the replay's cluster refuses others): a CPU-only pod is
+    # placed "by" its node's model, which its eligibility was checked against.
+    node_type = np.argmax(instance.node_gpus > 0, axis=1)
+    types = node_type[nodes]
+    return Result(
+        status=Status.FEASIBLE,
+        objective=float(result.used_milli[-1]) if len(result.used_milli) else 0.0,
+        bound=None,
+        solver=result.policy,
+        job=placed.astype(np.int64),
+        gpu_type=types.astype(np.int64),
+        start=np.zeros(placed.size),
+        end=instance.duration[placed, types],
+        gpus=tuple(result.global_gpus(int(pod)) for pod in placed),
+        node=nodes.astype(np.int64),
+        unplaced={int(pod): f"no node passed the filters when it arrived (pod {pod + 1} of "
+                  f"{instance.n_jobs})" for pod in np.flatnonzero(result.node < 0)},
+    )
+
+
+def replay_schedule(result: ReplayResult) -> Schedule:
+    """The replay's end state as a static max-weight schedule, verified.
+
+    Raises
+    ------
+    VerificationError
+        If the verifier rejects it: a bug of the replay or the policy, never of the input.
+    """
+    instance = result.instance
+    schedule = Schedule.from_result(instance, replay_result(result), f"replay:{result.policy}",
+                                    result.seconds, result.seed)
+    verification = verify_schedule(instance, schedule)
+    if not verification.ok:
+        raise VerificationError(f"replay {result.policy} (seed {result.seed})",
+                                [str(v) for v in verification.violations])
+    return schedule.model_copy(update={"verification": verification})
+
+
+@functools.lru_cache(maxsize=4)
+def _trace(nodes: str, pods: str) -> Instance:
+    """The openb trace, read once per worker process."""
+    return read_openb(nodes, pods)
+
+
+@dataclass(frozen=True)
+class ReplayPoint:
+    """One replay to run: the trace, the policy and seed, and where its schedule goes.
+
+    Plain data, so that it pickles to a worker process or a Dask worker.
+
+    Attributes
+    ----------
+    nodes, pods
+        The openb node list and pod list.
+    policy
+        A registered sharing policy.
+    seed
+        FGD's tuning seed.
+    ratio
+        Inflate the GPU request to this multiple of capacity.
+    target
+        The verified schedule's file; empty: not written.
+    """
+
+    nodes: str
+    pods: str
+    policy: str
+    seed: int
+    ratio: float = PAPER_RATIO
+    target: str = ""
+
+
+def _row(point: ReplayPoint, result: ReplayResult) -> Row:
+    curves = result.curves()
+    return {
+        "pods": Path(point.pods).stem, "policy": point.policy, "seed": point.seed,
+        "arrived": result.instance.n_jobs, "failed": int((result.node < 0).sum()),
+        "allocated_100": float(curves["allocated"][100]),
+        "allocated_130": float(curves["allocated"][130]),
+        "fragmented_100": float(curves["fragmented"][100]),
+        "fragmented_130": float(curves["fragmented"][130]),
+        "status": "ok", "file": point.target, "error": "",
+        "curves": {key: [None if math.isnan(v) else v for v in values.tolist()]
+                   for key, values in curves.items()},
+    }
+
+
+def failed_row(point: ReplayPoint, seconds: float | None, exc: BaseException | str) -> Row:
+    """The row of a replay that raised or whose process died."""
+    if isinstance(exc, InputError | BackendUnavailableError):
+        status = "error"
+    elif isinstance(exc, VerificationError):
+        status = "rejected"
+    else:
+        status = "failed"
+    text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    return {"pods": Path(point.pods).stem, "policy": point.policy, "seed": point.seed,
+            "seconds": seconds, "status": status, "file": point.target,
+            "error": text[:MAX_ERROR]}
+
+
+def run_point(point: ReplayPoint) -> Row:
+    """Replay one point, verify its end state and write it; a row, never an exception.
+
+    Any exception but ``KeyboardInterrupt`` and ``SystemExit`` becomes the row's error.
+    """
+    began = time.perf_counter()
+    try:
+        result = replay(_trace(point.nodes, point.pods), point.policy, point.seed,
+                        point.ratio)
+        schedule = replay_schedule(result)
+        row = _row(point, result)
+        if point.target:
+            try:
+                write_text_atomic(Path(point.target), schedule.to_json())
+            except OSError as exc:
+                raise InputError(point.target, "", "cannot write the schedule: "
+                                 f"{exc.strerror or exc}") from None
+    except Exception as exc:  # any error is this point's row, never the whole run's end
+        return failed_row(point, time.perf_counter() - began, exc)
+    return {**row, "seconds": time.perf_counter() - began}
+
+
+#: Replay points as tasks of :func:`gpuplan.batch.run_tasks`.
+REPLAYS: TaskKind[ReplayPoint] = TaskKind(
+    work=run_point, failed=failed_row, target=lambda point: Path(point.target),
+    written=lambda point: None)
+
+
+def mean_rows(rows: Sequence[Row]) -> list[Row]:
+    """One row per (pod list, policy): the mean over its seeds that ran, with the published.
+
+    Rows that failed are left out of the means; ``seeds`` counts the ones that ran.
+    """
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        if row.get("status") == "ok":
+            groups.setdefault((row["pods"], row["policy"]), []).append(row)
+    means = []
+    for (pods, policy), mine in groups.items():
+        published = PUBLISHED.get(pods, {}).get(policy)
+        mean = {key: float(np.mean([row[key] for row in mine]))
+                for key in ("allocated_100", "allocated_130", "fragmented_100", "seconds")}
+        means.append({"pods": pods, "policy": policy, "seeds": len(mine), **mean,
+                      "published_100": None if published is None else published[0],
+                      "published_130": None if published is None else published[1]})
+    return means
+
+
+def curve_table(rows: Sequence[Row]) -> str:
+    """The curves of every run as CSV: pods, policy, seed, curve, then 0..130 arrived."""
+    lines = ["pods,policy,seed,curve," + ",".join(str(a) for a in ARRIVED_PERCENT.tolist())]
+    for row in rows:
+        curves: Mapping[str, list[Any]] = row.get("curves", {})
+        for name, values in curves.items():
+            cells = ",".join("" if v is None else f"{v:g}" for v in values)
+            lines.append(f"{row['pods']},{row['policy']},{row['seed']},{name},{cells}")
+    return "\n".join(lines) + "\n"
+
+
+def write_results(rows: Sequence[Row], out: Path) -> tuple[Path, ...]:
+    """Write results.csv/.md (per run), means.csv/.md and curves.csv in ``out``, atomically."""
+    per_run = write_tables(rows, out, FIELDS, MARKDOWN)
+    means = write_tables(mean_rows(rows), out, MEAN_FIELDS, MEAN_MARKDOWN, stem="means")
+    curves = out / "curves.csv"
+    write_text_atomic(curves, curve_table(rows))
+    return (*per_run, *means, curves)
