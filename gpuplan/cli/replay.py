@@ -4,7 +4,9 @@ Each (policy, seed) replays the pod list on the node list with the paper's proto
 (:mod:`gpuplan.sharing.replay`), verifies the end state (:func:`gpuplan.sharing.runs.
 replay_schedule`) and writes it to ``OUTDIR/<pods>/<policy>-<seed>.json``; the tables
 (``results``, ``means`` beside the published values, ``curves.csv``) and the allocation
-plot go to OUTDIR. Runs go to local processes or a Dask cluster.
+plot go to OUTDIR. ``--replay time`` replays the pods over time instead
+(:func:`gpuplan.sharing.timeline.time_replay`): its verified runs, ``results`` and the
+held-share plot. Runs go to local processes or a Dask cluster.
 """
 
 from __future__ import annotations
@@ -14,20 +16,29 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpuplan.batch import batch_plan, check_scheduler, run_tasks
+from gpuplan.batch import Row, batch_plan, check_scheduler, run_tasks
 from gpuplan.cli.common import ExitCode, add_workers, console, run_with_table, summary_table
 from gpuplan.errors import InputError
 from gpuplan.io import check_output_folder
 from gpuplan.plot import write_figure
 from gpuplan.readers.openb import read_openb
-from gpuplan.sharing.plots import allocation_figure
+from gpuplan.sharing.plots import allocation_figure, held_share_figure
 from gpuplan.sharing.policies import POLICIES
 from gpuplan.sharing.replay import PAPER_RATIO, PAPER_SEEDS
-from gpuplan.sharing.runs import REPLAYS, ReplayPoint, mean_rows, write_results
+from gpuplan.sharing.runs import (
+    REPLAYS,
+    ReplayPoint,
+    mean_rows,
+    write_results,
+    write_time_results,
+)
+from gpuplan.sharing.timeline import check_times
 
 #: Replays ``--replay`` offers: name and what it is.
 REPLAY_KINDS = {"fgd": "the FGD paper's protocol: pods shuffled and inflated by seed, placed "
-                "once in order, never leaving"}
+                "once in order, never leaving",
+                "time": "pods arrive at creation_time and leave after their duration; one "
+                "that fits nowhere waits (FIFO with backfilling)"}
 
 #: Largest seed a replay takes (Go's source takes any int64; these are plenty).
 MAX_SEED = 2**31 - 1
@@ -60,6 +71,17 @@ def _ratio(text: str) -> float:
     return value
 
 
+def _speedup(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1e9:
+        raise argparse.ArgumentTypeError(f"expected a factor above 0 and at most 1e9, got "
+                                         f"{text!r}")
+    return value
+
+
 def add_replay_flags(parser: argparse.ArgumentParser) -> None:
     """Add the flags only a replay takes: ``--replay``, ``--nodes``, seeds, ratio, workers."""
     group = parser.add_argument_group("trace replays (--replay)")
@@ -73,8 +95,11 @@ def add_replay_flags(parser: argparse.ArgumentParser) -> None:
                        help=f"replay seeds (default: the paper's {PAPER_SEEDS[0]}:"
                        f"{PAPER_SEEDS[-1] + 1}); --seed N replays one")
     group.add_argument("--ratio", type=_ratio, metavar="R", default=argparse.SUPPRESS,
-                       help=f"inflate the GPU request to R x capacity (default: {PAPER_RATIO}, "
-                       "the paper's 130%%)")
+                       help=f"fgd: inflate the GPU request to R x capacity (default: "
+                       f"{PAPER_RATIO}, the paper's 130%%)")
+    group.add_argument("--speedup", type=_speedup, metavar="X", default=argparse.SUPPRESS,
+                       help="time: divide arrival times by X, durations kept (default: 1, "
+                       "the trace as it is; openb's own times load the cluster to ~1%%)")
     add_workers(parser, "the replays")
 
 
@@ -102,7 +127,8 @@ def check_replay_flags(args: argparse.Namespace, defaults: Mapping[str, Any]) ->
     """
     replaying = hasattr(args, "replay")
     if not replaying:
-        for name, flag in (("nodes", "--nodes"), ("seeds", "--seeds"), ("ratio", "--ratio")):
+        for name, flag in (("nodes", "--nodes"), ("seeds", "--seeds"), ("ratio", "--ratio"),
+                           ("speedup", "--speedup")):
             if hasattr(args, name):
                 raise InputError(flag, "", "applies to trace replays (--replay fgd)")
         for name, flag in (("workers", "--workers"), ("scheduler", "--scheduler")):
@@ -117,6 +143,9 @@ def check_replay_flags(args: argparse.Namespace, defaults: Mapping[str, Any]) ->
         raise InputError(given[0], "", "is a setting of the job simulator; a trace replay "
                          "(--replay) takes --nodes, --policy, --seed/--seeds, --ratio, -o, "
                          "--workers and --scheduler")
+    wrong = ("ratio", "--ratio") if args.replay == "time" else ("speedup", "--speedup")
+    if hasattr(args, wrong[0]):
+        raise InputError(wrong[1], "", f"is not a setting of --replay {args.replay}")
     if hasattr(args, "seed") and hasattr(args, "seeds"):
         raise InputError("--seed", "", "give --seed N (one replay) or --seeds (several), "
                          "not both")
@@ -152,8 +181,39 @@ def _points(args: argparse.Namespace, policies: Sequence[str], out: Path) -> lis
     folder = out / Path(args.input).stem
     folder.mkdir(exist_ok=True)
     return [ReplayPoint(nodes=args.nodes, pods=args.input, policy=policy, seed=seed,
-                        ratio=ratio, target=str(folder / f"{policy}-{seed}.json"))
+                        ratio=ratio, target=str(folder / f"{policy}-{seed}.json"),
+                        kind=args.replay, speedup=getattr(args, "speedup", 1.0))
             for policy in policies for seed in seeds]
+
+
+def _fgd_summary(rows: Sequence[Row], out: Path, name: str) -> list[str]:
+    """Write the allocation plot; the summary lines of an fgd replay."""
+    done = [r for r in rows if r["status"] == "ok"]
+    if done:
+        write_figure(allocation_figure(done, title=name), out / "allocation.png")
+    console.print(summary_table(
+        f"{name}: GPUs allocated (% of capacity) against arrived GPU demand, mean over seeds",
+        [(row["policy"], f"{row['allocated_100']:.2f} at 100%, {row['allocated_130']:.2f} at "
+          f"130% ({row['seeds']} seeds"
+          + ("" if row["published_100"] is None else
+             f"; published {row['published_100']:.2f} / {row['published_130']:.2f}")
+          + f"; {row['seconds']:.1f} s per seed)") for row in mean_rows(rows)]))
+    return ["allocation.png"] if done else []
+
+
+def _time_summary(rows: Sequence[Row], out: Path, name: str) -> list[str]:
+    """Write the held-share plot; the summary lines of a time replay."""
+    done = [r for r in rows if r["status"] == "ok"]
+    if done:
+        write_figure(held_share_figure(done, title=name), out / "held_share.png")
+    console.print(summary_table(
+        f"{name}: pods over time (waiting when they fit nowhere)",
+        [(f"{row['policy']} seed {row['seed']}",
+          f"{row['waited_share']:.2%} waited (mean {row['pending_mean_s']:.3g} s, max "
+          f"{row['pending_max_s']:.3g} s); GPU share held {row['allocated_mean']:.2%} mean, "
+          f"{row['allocated_peak']:.2%} peak; {int(row['failed'])} failed; "
+          f"{row['seconds']:.1f} s") for row in done]))
+    return ["held_share.png"] if done else []
 
 
 def run_replay(args: argparse.Namespace, policy: str | None) -> int:
@@ -162,30 +222,23 @@ def run_replay(args: argparse.Namespace, policy: str | None) -> int:
     if args.scheduler is not None:
         check_scheduler(args.scheduler)
     workers, _ = batch_plan(args.workers, args.scheduler)
-    # Read here first: a bad row is exit 2 before any folder or replay is made.
-    read_openb(args.nodes, args.input)
+    # Read here first: a bad row (or a pod list without times for a time replay) is exit 2
+    # before any folder or replay is made.
+    trace = read_openb(args.nodes, args.input)
+    if args.replay == "time":
+        check_times(trace)
     out = check_output_folder(args.output, [args.input, args.nodes])
     tasks = _points(args, policies, out)
+    writer = write_time_results if args.replay == "time" else write_results
     rows, written = run_with_table(
         "replaying", [t.target for t in tasks],
         lambda on_row: run_tasks(tasks, REPLAYS, workers, args.scheduler, on_row=on_row),
-        lambda finished: write_results(finished, out))
-    done = [r for r in rows if r["status"] == "ok"]
-    plot = out / "allocation.png"
-    if done:
-        write_figure(allocation_figure(done, title=Path(args.input).stem), plot)
-    means = mean_rows(rows)
-    console.print(summary_table(
-        f"{Path(args.input).stem}: GPUs allocated (% of capacity) against arrived GPU "
-        "demand, mean over seeds",
-        [(row["policy"], f"{row['allocated_100']:.2f} at 100%, {row['allocated_130']:.2f} at "
-          f"130% ({row['seeds']} seeds"
-          + ("" if row["published_100"] is None else
-             f"; published {row['published_100']:.2f} / {row['published_130']:.2f}")
-          + f"; {row['seconds']:.1f} s per seed)") for row in means]))
-    console.print(f"{len(rows)} replays, {len(done)} verified; tables and curves in {out} "
-                  f"({', '.join(p.name for p in written)})"
-                  + (f", plot {plot}" if done else ""), markup=False)
+        lambda finished: writer(finished, out))
+    summary = _time_summary if args.replay == "time" else _fgd_summary
+    pictures = summary(rows, out, Path(args.input).stem)
+    done = sum(r["status"] == "ok" for r in rows)
+    console.print(f"{len(rows)} replays, {done} verified; tables in {out} ("
+                  + ", ".join([p.name for p in written] + pictures) + ")", markup=False)
     for row in [r for r in rows if r["status"] != "ok"][:10]:
         console.print(f"  {row['file']}: {row['error']}", markup=False)
-    return ExitCode.OK if len(done) == len(rows) else ExitCode.FAILED
+    return ExitCode.OK if done == len(rows) else ExitCode.FAILED

@@ -1,6 +1,9 @@
-"""Pictures of trace replays: allocated GPU share against arrived GPU demand (FGD's Fig. 7).
+"""Pictures of trace replays.
 
-:func:`allocation_figure` draws a matplotlib :class:`~matplotlib.figure.Figure` that is not
+- :func:`allocation_figure`: allocated GPU share against arrived GPU demand (FGD's Fig. 7);
+- :func:`held_share_figure`: a time replay's GPU share held over time, one line per policy.
+
+Each draws a matplotlib :class:`~matplotlib.figure.Figure` that is not
 registered with pyplot; :func:`gpuplan.plot.write_figure` writes it atomically.
 """
 
@@ -71,6 +74,36 @@ def allocation_figure(rows: Sequence[Mapping[str, Any]], title: str = "",
     low = float(np.nanmin(tail)) if np.isfinite(tail).any() else 80.0
     inset.set_ylim(max(0.0, low - 1), 100)
     inset.grid(alpha=0.3)
+    if title:
+        ax.set_title(title)
+    figure.tight_layout()
+    return figure
+
+
+def held_share_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> Figure:
+    """The share of GPU capacity held over time, one step line per run.
+
+    Parameters
+    ----------
+    rows
+        One per time replay: ``policy``, ``seed`` and ``series`` (times in seconds and the
+        share held from each time to the next).
+    title
+        Above the plot.
+    """
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(9, 4.5))
+    ax = figure.subplots()
+    seeds = {row["seed"] for row in rows}
+    for row in rows:
+        times, share = (np.asarray(values, dtype=float) for values in row["series"])
+        label = str(row["policy"]) + ("" if len(seeds) == 1 else f" (seed {row['seed']})")
+        ax.step(times / 86400.0, 100 * share, where="post", label=label, linewidth=0.8)
+    ax.set_xlabel("time (days)")
+    ax.set_ylabel("GPU capacity held (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper right")
     if title:
         ax.set_title(title)
     figure.tight_layout()

@@ -32,6 +32,7 @@ from gpuplan.io import write_text_atomic
 from gpuplan.readers.openb import read_openb
 from gpuplan.schedule import Schedule
 from gpuplan.sharing.replay import ARRIVED_PERCENT, PAPER_RATIO, ReplayResult, replay
+from gpuplan.sharing.timeline import time_replay
 from gpuplan.solution import Result
 from gpuplan.status import Status
 from gpuplan.verify import verify_schedule
@@ -145,9 +146,14 @@ class ReplayPoint:
     seed
         FGD's tuning seed.
     ratio
-        Inflate the GPU request to this multiple of capacity.
+        ``fgd`` replays: inflate the GPU request to this multiple of capacity.
     target
         The verified schedule's file; empty: not written.
+    kind
+        ``fgd`` (the paper's static replay) or ``time`` (arrivals and departures,
+        :func:`gpuplan.sharing.timeline.time_replay`).
+    speedup
+        ``time`` replays: divide the arrival times by this.
     """
 
     nodes: str
@@ -156,6 +162,8 @@ class ReplayPoint:
     seed: int
     ratio: float = PAPER_RATIO
     target: str = ""
+    kind: str = "fgd"
+    speedup: float = 1.0
 
 
 def _row(point: ReplayPoint, result: ReplayResult) -> Row:
@@ -183,21 +191,34 @@ def failed_row(point: ReplayPoint, seconds: float | None, exc: BaseException | s
         status = "failed"
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
     return {"pods": Path(point.pods).stem, "policy": point.policy, "seed": point.seed,
+            "speedup": point.speedup if point.kind == "time" else None,
             "seconds": seconds, "status": status, "file": point.target,
             "error": text[:MAX_ERROR]}
 
 
+def _replayed(point: ReplayPoint) -> tuple[Schedule, Row]:
+    """Run one point: its verified schedule and its row."""
+    trace = _trace(point.nodes, point.pods)
+    if point.kind == "time":
+        timeline = time_replay(trace, point.policy, point.seed, point.speedup)
+        times, share = timeline.series
+        return timeline.schedule, {
+            "pods": Path(point.pods).stem, "policy": point.policy, "seed": point.seed,
+            "speedup": point.speedup, **timeline.metrics, "status": "ok",
+            "file": point.target, "error": "",
+            "series": [times.tolist(), share.tolist()]}
+    result = replay(trace, point.policy, point.seed, point.ratio)
+    return replay_schedule(result), _row(point, result)
+
+
 def run_point(point: ReplayPoint) -> Row:
-    """Replay one point, verify its end state and write it; a row, never an exception.
+    """Replay one point, verify its schedule and write it; a row, never an exception.
 
     Any exception but ``KeyboardInterrupt`` and ``SystemExit`` becomes the row's error.
     """
     began = time.perf_counter()
     try:
-        result = replay(_trace(point.nodes, point.pods), point.policy, point.seed,
-                        point.ratio)
-        schedule = replay_schedule(result)
-        row = _row(point, result)
+        schedule, row = _replayed(point)
         if point.target:
             try:
                 write_text_atomic(Path(point.target), schedule.to_json())
@@ -244,6 +265,24 @@ def curve_table(rows: Sequence[Row]) -> str:
             cells = ",".join("" if v is None else f"{v:g}" for v in values)
             lines.append(f"{row['pods']},{row['policy']},{row['seed']},{name},{cells}")
     return "\n".join(lines) + "\n"
+
+
+#: Columns of a time replay's results table (CSV), in order.
+TIME_FIELDS = ("pods", "policy", "seed", "speedup", "placed", "failed", "waited_share",
+               "pending_mean_s", "pending_p95_s", "pending_max_s", "allocated_mean",
+               "allocated_peak", "span_days", "seconds", "status", "file", "error")
+
+#: Columns of a time replay's Markdown table: field and heading.
+TIME_MARKDOWN = (("policy", "policy"), ("seed", "seed"), ("placed", "pods placed"),
+                 ("failed", "failed"), ("waited_share", "share that waited"),
+                 ("pending_mean_s", "pending mean s"), ("pending_p95_s", "p95 s"),
+                 ("pending_max_s", "max s"), ("allocated_mean", "GPU share held, mean"),
+                 ("allocated_peak", "peak"), ("seconds", "seconds"), ("status", "status"))
+
+
+def write_time_results(rows: Sequence[Row], out: Path) -> tuple[Path, ...]:
+    """Write a time replay's results.csv and results.md in ``out``, atomically."""
+    return write_tables(rows, out, TIME_FIELDS, TIME_MARKDOWN)
 
 
 def write_results(rows: Sequence[Row], out: Path) -> tuple[Path, ...]:

@@ -87,3 +87,37 @@ def test_every_registered_policy_replays(gpuplan: Gpuplan, tmp_path: Path) -> No
                   ",".join(POLICIES), "--seed", "3", "-o", tmp_path, "--workers", "1")
     assert ran.code == 0, ran.err
     assert f"{len(POLICIES)} replays, {len(POLICIES)} verified" in ran.err
+
+
+def test_time_replay_writes_verified_runs(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--replay time writes a verified time-based run per policy and its results table."""
+    ran = gpuplan("simulate", "--replay", "time", PODS, "--nodes", NODES, "--policy",
+                  "best-fit", "--seed", "0", "--speedup", "10", "-o", tmp_path,
+                  "--workers", "1")
+    assert ran.code == 0, ran.err
+    schedule = Schedule.read(tmp_path / "pods" / "best-fit-0.json")
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.objective_kind == "weighted-completion"
+    with (tmp_path / "results.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    # pod-3 asks more CPU than any node has: it fails at once, the other three run.
+    assert (row["placed"], row["failed"], row["speedup"]) == ("3.0", "1.0", "10.0")
+    assert (tmp_path / "held_share.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(("kind", "flag", "value"), [("time", "--ratio", "1.1"),
+                                                     ("fgd", "--speedup", "10")])
+def test_each_replay_refuses_the_others_setting(gpuplan: Gpuplan, tmp_path: Path, kind: str,
+                                                flag: str, value: str) -> None:
+    """--ratio belongs to fgd replays and --speedup to time replays: exit 2 otherwise."""
+    ran = gpuplan("simulate", "--replay", kind, PODS, "--nodes", NODES, flag, value, "-o",
+                  tmp_path)
+    assert ran.code == 2 and f"{flag}: is not a setting of --replay {kind}" in ran.err
+
+
+def test_time_replay_needs_times(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A pod list without creation and deletion times is exit 2 for a time replay."""
+    ran = gpuplan("simulate", "--replay", "time", DATA / "openb" / "pods_short.csv",
+                  "--nodes", NODES, "-o", tmp_path / "out")
+    assert ran.code == 2 and "has no creation_time and deletion_time" in ran.err
+    assert not (tmp_path / "out").exists()
