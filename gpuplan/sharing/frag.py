@@ -29,6 +29,8 @@ FRAGMENT = (Q1, Q2, Q4, XL, XR, NA)
 
 #: FGD's default: typical shapes cover at least this percent of the pods.
 POPULARITY_PERCENT = 95
+#: From this many node states on, :func:`frag_parts` computes each distinct state once.
+DEDUPLICATE_FROM = 64
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,10 @@ def frag_parts(typical: TypicalPods, cpu_free: IntArray, gpu_free: IntArray,
                node_type: IntArray) -> FloatArray:
     """``(M, 7)`` FGD's fragment amounts by category for ``M`` node states.
 
+    The measure depends on a state's free CPU, type and free GPU milli as a multiset, so
+    many states are equal (idle nodes of one model, say): above :data:`DEDUPLICATE_FROM`
+    states each distinct one is computed once.
+
     Parameters
     ----------
     typical
@@ -159,29 +165,44 @@ def frag_parts(typical: TypicalPods, cpu_free: IntArray, gpu_free: IntArray,
     node_type
         ``(M,)`` GPU type index of each state's node.
     """
+    if len(cpu_free) < DEDUPLICATE_FROM:
+        return _parts(typical, cpu_free, gpu_free, node_type)
+    keys = np.column_stack((cpu_free, node_type, np.sort(gpu_free, axis=1)))
+    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    parts: FloatArray = _parts(typical, distinct[:, 0], distinct[:, 2:],
+                               distinct[:, 1])[inverse.ravel()]
+    return parts
+
+
+def _parts(typical: TypicalPods, cpu_free: IntArray, gpu_free: IntArray,
+           node_type: IntArray) -> FloatArray:
+    """:func:`frag_parts` of every state, without looking for equal ones."""
     total = gpu_free.sum(axis=1)
-    roomy = gpu_free[:, None, :] >= typical.milli[None, :, None]            # (M, K, G)
-    hosts = roomy.sum(axis=2) >= typical.gang[None, :]
-    short = np.where(roomy, 0, gpu_free[:, None, :]).sum(axis=2)            # milli too small
+    # GPUs with room per distinct per-GPU milli of the shapes (far fewer than the shapes).
+    levels, level_of = np.unique(typical.milli, return_inverse=True)
+    roomy = gpu_free[:, :, None] >= levels[None, None, :]                  # (M, G, U)
+    hosts = roomy.sum(axis=1)[:, level_of] >= typical.gang[None, :]       # (M, K)
+    short = np.where(roomy, 0, gpu_free[:, :, None]).sum(axis=1)[:, level_of]
     cpu_ok = cpu_free[:, None] >= typical.cpu[None, :]
     access = typical.allowed[:, node_type].T
     gpu_shape = (typical.milli > 0)[None, :]
     prob = typical.prob[None, :]
     whole = prob * total[:, None]   # Go: freq * float64(gpuMilliLeftTotal)
     fits = gpu_shape & access & hosts & cpu_ok
-    add = np.zeros((*whole.shape, len(PARTS)))
-    add[..., Q1] = np.where(gpu_shape & access & ~hosts & ~cpu_ok, whole, 0.0)
-    add[..., Q2] = np.where(fits, prob * short,
-                            np.where(gpu_shape & access & ~hosts & cpu_ok, whole, 0.0))
-    add[..., Q3] = np.where(fits, prob * (total[:, None] - short), 0.0)
-    add[..., Q4] = np.where(gpu_shape & access & hosts & ~cpu_ok, whole, 0.0)
-    add[..., XL] = np.where(~gpu_shape & cpu_ok, whole, 0.0)
-    add[..., XR] = np.where(~gpu_shape & ~cpu_ok, whole, 0.0)
-    add[..., NA] = np.where(gpu_shape & ~access, whole, 0.0)
-    # Shape by shape, as Go accumulates (adding 0.0 leaves a sum unchanged).
-    parts = np.zeros((len(total), len(PARTS)))
-    for k in range(add.shape[1]):
-        parts += add[:, k]
+    add = np.zeros((len(PARTS), *whole.shape))
+    add[Q1] = np.where(gpu_shape & access & ~hosts & ~cpu_ok, whole, 0.0)
+    add[Q2] = np.where(fits, prob * short,
+                       np.where(gpu_shape & access & ~hosts & cpu_ok, whole, 0.0))
+    add[Q3] = np.where(fits, prob * (total[:, None] - short), 0.0)
+    add[Q4] = np.where(gpu_shape & access & hosts & ~cpu_ok, whole, 0.0)
+    add[XL] = np.where(~gpu_shape & cpu_ok, whole, 0.0)
+    add[XR] = np.where(~gpu_shape & ~cpu_ok, whole, 0.0)
+    add[NA] = np.where(gpu_shape & ~access, whole, 0.0)
+    # Shape by shape, as Go accumulates: accumulate is sequential (a sum would be pairwise),
+    # and adding 0.0 leaves a sum unchanged.
+    if add.shape[2] == 0:
+        return np.zeros((len(total), len(PARTS)))
+    parts: FloatArray = np.add.accumulate(add, axis=2)[:, :, -1].T
     return parts
 
 

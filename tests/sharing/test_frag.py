@@ -84,6 +84,18 @@ def test_fragment_amounts_by_hand() -> None:
     assert parts[0, NA] == 650.0 and frag_amount(parts).tolist() == [1300.0, 1300.0]
 
 
+def test_many_states_match_one_by_one() -> None:
+    """Computing many states at once (equal ones once, GPUs in any order) changes no bit."""
+    rng = np.random.default_rng(3)
+    gpus = rng.choice([0, 200, 500, 1000], size=(200, 4))
+    cpu, types = rng.choice([2000, 8000], size=200), rng.integers(2, size=200)
+    typical = _hand_typical()
+    together = frag_parts(typical, cpu, gpus, types)
+    alone = [frag_parts(typical, cpu[i:i + 1], gpus[i, ::-1][None, :], types[i:i + 1])[0]
+             for i in range(200)]
+    assert (together == np.array(alone)).all()
+
+
 def test_node_frag_follows_placements(tmp_path: Path) -> None:
     """After a placement the changed node's fragmentation is recomputed, the others kept."""
     state = ClusterState(openb_instance(tmp_path, NODES, _pods([(1, 60000, 1, 700, "")])))

@@ -71,16 +71,15 @@ class FGDPolicy:
         before = self.frag.amount[nodes]
         typical = self.frag.typical
         if state.pod_share[pod]:
-            # One candidate state per (node, GPU slot); slots without room score -1.
+            # One candidate state per GPU with room: the pod's milli taken from that GPU.
             free = state.gpu_free[nodes]
-            slots = free.shape[1]
-            after_gpu = np.repeat(free, slots, axis=0)
-            rows = np.arange(len(after_gpu))
-            after_gpu[rows, rows % slots] -= milli
-            after = frag_amount(frag_parts(typical, np.repeat(cpu, slots), after_gpu,
-                                           np.repeat(state.node_type[nodes], slots)))
-            scores = _scores(np.repeat(before, slots) - after).reshape(len(nodes), slots)
-            scores = np.where(free >= milli, scores, -1)
+            row, slot = np.nonzero(free >= milli)
+            after_gpu = free[row]
+            after_gpu[np.arange(len(row)), slot] -= milli
+            after = frag_amount(frag_parts(typical, cpu[row], after_gpu,
+                                           state.node_type[nodes][row]))
+            scores = np.full(free.shape, -1, dtype=np.int64)
+            scores[row, slot] = _scores(before[row] - after)
             cache.gpu[nodes] = np.argmax(scores, axis=1)
             cache.score[nodes] = scores.max(axis=1)
         else:
