@@ -158,8 +158,8 @@ class ClusterState:
         """
         gpus = np.asarray(gpus, dtype=np.int64)
         milli = int(self.pod_milli[pod])
-        if self.pod_node[pod] >= 0 or len(gpus) != self.pod_gang[pod] or (
-                len(np.unique(gpus)) != len(gpus)):
+        if (self.pod_node[pod] >= 0 or len(gpus) != self.pod_gang[pod]
+                or len(set(gpus.tolist())) != len(gpus)):
             raise ValueError(f"pod {pod} cannot be placed on node {node} with GPUs {gpus}")
         if (self.cpu_free[node] < self.pod_cpu[pod] or self.mem_free[node] < self.pod_mem[pod]
                 or (self.gpu_free[node, gpus] < milli).any()):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -61,6 +62,12 @@ class TypicalPods:
     count: IntArray
     prob: FloatArray
     coverage: float
+
+    @cached_property
+    def levels(self) -> tuple[IntArray, IntArray]:
+        """The distinct per-GPU milli of the shapes and each shape's index among them."""
+        levels, level_of = np.unique(self.milli, return_inverse=True)
+        return levels, level_of.ravel()
 
 
 def pod_specs(instance: Instance) -> tuple[str, ...]:
@@ -179,7 +186,7 @@ def _parts(typical: TypicalPods, cpu_free: IntArray, gpu_free: IntArray,
     """:func:`frag_parts` of every state, without looking for equal ones."""
     total = gpu_free.sum(axis=1)
     # GPUs with room per distinct per-GPU milli of the shapes (far fewer than the shapes).
-    levels, level_of = np.unique(typical.milli, return_inverse=True)
+    levels, level_of = typical.levels
     roomy = gpu_free[:, :, None] >= levels[None, None, :]                  # (M, G, U)
     hosts = roomy.sum(axis=1)[:, level_of] >= typical.gang[None, :]       # (M, K)
     short = np.where(roomy, 0, gpu_free[:, :, None]).sum(axis=1)[:, level_of]
