@@ -224,7 +224,8 @@ class ReplayResult:
             # pandas' mean is a numpy float, so these are numpy's (not Python's) rounding.
             out["allocated"][a] = np.round(alloc[rows].mean(), 2)
             out["fragmented"][a] = np.round(100 * frag[rows].mean() / 1000 / gpus, 2)
-            out["frag_ratio"][a] = ratio[rows].mean()
+            known = ratio[rows][~np.isnan(ratio[rows])]   # pandas' mean skips NaN
+            out["frag_ratio"][a] = known.mean() if len(known) else np.nan
         return out
 
 

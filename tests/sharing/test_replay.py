@@ -84,6 +84,20 @@ MIXED_NODES = ([(f"t8-{k}", 96000, 393216, 8, "T4") for k in range(6)]
                + [(f"t4-{k}", 32000, 131072, 4, "T4") for k in range(2)])
 
 
+def test_curves_of_a_full_cluster(tmp_path: Path) -> None:
+    """With every GPU allocated the fragment ratio is 0/0: no value, as in FGD's analysis.
+
+    At 50% the free GPU fits the one typical shape, so nothing is fragment; points without
+    a pod within a percent either side have no value.
+    """
+    nodes = [("only", 64000, 131072, 2, "P100")]
+    pods: list[Pod] = [("a", 1000, 1024, 1, 1000, ""), ("b", 1000, 1024, 1, 1000, "")]
+    curves = replay(openb_instance(tmp_path, nodes, pods), "best-fit", 1, ratio=0).curves()
+    assert (curves["allocated"][50], curves["allocated"][100]) == (50.0, 100.0)
+    assert curves["frag_ratio"][50] == 0.0 and np.isnan(curves["frag_ratio"][100])
+    assert np.isnan(curves["allocated"][0]) and np.isnan(curves["allocated"][102])
+
+
 def _mixed_pods() -> list[Pod]:
     """50 pods of every kind, some T4-only, asking for about 90% of the GPUs."""
     rng = np.random.default_rng(5)
