@@ -6,9 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import BENCHMARKS
 
-from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.policies import POLICIES
 from gpuplan.sharing.replay import ReplayResult, fgd_arrivals, replay
@@ -17,8 +15,6 @@ from sharing import Pod, openb_instance
 #: 14 GPUs: n-b (T4, 4), n-c (P100, 2), n-a (T4, 8).
 NODES = [("n-b", 32000, 65536, 4, "T4"), ("n-c", 64000, 131072, 2, "P100"),
          ("n-a", 96000, 196608, 8, "T4")]
-#: The openb trace FGD's paper replays, if the test data holds it.
-OPENB = BENCHMARKS / "gpu-traces" / "alibaba-gpu-v2023"
 
 
 def test_order_and_node_ranks_are_gos(tmp_path: Path) -> None:
@@ -147,17 +143,3 @@ def test_small_replay_end_state_is_consistent(tmp_path: Path, policy: str) -> No
     ids = result.instance.job_ids
     assert len(set(ids)) == len(ids) and any("#" in job for job in ids)
     assert (result.node < 0).any() and (result.node >= 0).any()
-
-
-# Published per-seed values, experiments/analysis/expected_results/analysis_allo_discrete.csv
-# of hkust-adsl/kubernetes-scheduler-simulator (openb_pod_list_default, tune 1.3, seed 42).
-@pytest.mark.skipif(not (OPENB / "openb_pod_list_default.csv").is_file(),
-                    reason="the openb trace is not in the test data")
-@pytest.mark.parametrize(("policy", "at_100", "at_130"), [
-    ("best-fit", 92.94, 93.13), ("fgd", 95.14, 95.29)])
-def test_paper_seed_42_is_reproduced(policy: str, at_100: float, at_130: float) -> None:
-    """The paper's allocated share at 100% and 130% arrived, seed 42, to the hundredth."""
-    instance = read_openb(OPENB / "openb_node_list_gpu_node.csv",
-                          OPENB / "openb_pod_list_default.csv")
-    curve = replay(instance, policy, 42).curves()["allocated"]
-    assert (curve[100], curve[130]) == (at_100, at_130)
