@@ -4,8 +4,7 @@ Modules: :mod:`~gpuplan.sharing.gorand` (Go's random numbers, bit for bit),
 :mod:`~gpuplan.sharing.cluster` (the mutable cluster state), :mod:`~gpuplan.sharing.frag`
 (typical pods and the fragmentation measure), :mod:`~gpuplan.sharing.policies` (the
 registry of placement policies) and :mod:`~gpuplan.sharing.replay` (the paper's protocol).
-This module holds the interface every placement policy implements. The protocol itself is
-written down in ``/work/notes/fgd_protocol.md``.
+This module holds the interface every placement policy implements.
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ one would take the GPU request past ``ratio`` times the capacity; the nodes get 
 order from the same source (ties between equal scores go to the smallest name). Pods arrive
 once each, in order, are placed by the policy or fail for good, and never leave. After every
 pod the allocated and fragmented GPU milli are recorded; :meth:`ReplayResult.curves` turns
-them into FGD's published curves over arrived GPU demand 0..130% of capacity. The full
-protocol, with the Go code it follows, is ``/work/notes/fgd_protocol.md``.
+them into FGD's published curves over arrived GPU demand 0..130% of capacity. The Go code
+followed is FGD's artifact, hkust-adsl/kubernetes-scheduler-simulator: ``pkg/simulator``
+(``core.go`` Simulate, ``simulator.go``), the vendored scheduler's ``selectHost`` and
+``scheduleOne``, and ``experiments/analysis/merge_*_discrete.py``.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ PAPER_SEEDS = tuple(range(42, 52))
 #: The paper's workload tuning ratio: arrived GPU demand up to 130% of capacity.
 PAPER_RATIO = 1.3
 #: Go random draws between the inflation and the node-name permutation that FGD's
-#: simulator makes off the main thread: one ``rand.Float64`` per client-go reflector started
-#: with the scheduler (see the protocol note). 10 is the one count in 0..14 with which
-#: best-fit reproduces the published curves exactly, every point of all ten seeds.
+#: simulator makes off the main thread: one ``rand.Float64`` per client-go reflector the
+#: scheduler starts (each draws a watch timeout before its first watch). 10 is the one count
+#: in 0..14 with which best-fit reproduces the published curves exactly, every point of all
+#: ten seeds.
 INFORMER_DRAWS = 10
 #: The arrived-demand percentages of FGD's curves.
 ARRIVED_PERCENT = np.arange(131)
