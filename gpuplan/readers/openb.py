@@ -152,6 +152,21 @@ def _pod(source: str, line: int, row: dict[str, str], models: set[str]) -> dict[
     return job
 
 
+def gpu_specs(pods_csv: str | Path) -> tuple[str, ...]:
+    """Each pod's ``gpu_spec`` exactly as the file writes it ("" for none or a CPU-only pod).
+
+    FGD's typical pods are keyed by this text, so ``V100M16|V100M32|V100M32`` is a shape of
+    its own although it allows what ``V100M16|V100M32`` allows; an exact replay needs it.
+
+    Raises
+    ------
+    InputError
+        As :func:`openb_document` for the header.
+    """
+    return tuple(row.get("gpu_spec", "") if row["num_gpu"] not in ("", "0") else ""
+                 for _, row in _rows(Path(pods_csv), POD_COLUMNS, {}))
+
+
 def openb_document(nodes_csv: str | Path, pods_csv: str | Path) -> dict[str, Any]:
     """An instance document for an openb node list and pod list.
 

@@ -29,7 +29,7 @@ from gpuplan.batch import MAX_ERROR, Row, TaskKind, write_tables
 from gpuplan.errors import BackendUnavailableError, InputError, VerificationError
 from gpuplan.instance import Instance
 from gpuplan.io import write_text_atomic
-from gpuplan.readers.openb import read_openb
+from gpuplan.readers.openb import gpu_specs, read_openb
 from gpuplan.schedule import Schedule
 from gpuplan.sharing.replay import ARRIVED_PERCENT, PAPER_RATIO, ReplayResult, replay
 from gpuplan.sharing.timeline import time_replay
@@ -126,9 +126,9 @@ def replay_schedule(result: ReplayResult) -> Schedule:
 
 
 @functools.lru_cache(maxsize=4)
-def _trace(nodes: str, pods: str) -> Instance:
-    """The openb trace, read once per worker process."""
-    return read_openb(nodes, pods)
+def _trace(nodes: str, pods: str) -> tuple[Instance, tuple[str, ...]]:
+    """The openb trace and its pods' raw ``gpu_spec`` texts, read once per worker process."""
+    return read_openb(nodes, pods), gpu_specs(pods)
 
 
 @dataclass(frozen=True)
@@ -198,16 +198,16 @@ def failed_row(point: ReplayPoint, seconds: float | None, exc: BaseException | s
 
 def _replayed(point: ReplayPoint) -> tuple[Schedule, Row]:
     """Run one point: its verified schedule and its row."""
-    trace = _trace(point.nodes, point.pods)
+    trace, specs = _trace(point.nodes, point.pods)
     if point.kind == "time":
-        timeline = time_replay(trace, point.policy, point.seed, point.speedup)
+        timeline = time_replay(trace, point.policy, point.seed, point.speedup, specs)
         times, share = timeline.series
         return timeline.schedule, {
             "pods": Path(point.pods).stem, "policy": point.policy, "seed": point.seed,
             "speedup": point.speedup, **timeline.metrics, "status": "ok",
             "file": point.target, "error": "",
             "series": [times.tolist(), share.tolist()]}
-    result = replay(trace, point.policy, point.seed, point.ratio)
+    result = replay(trace, point.policy, point.seed, point.ratio, specs)
     return replay_schedule(result), _row(point, result)
 
 

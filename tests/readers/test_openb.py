@@ -11,7 +11,7 @@ from conftest import DATA, instance_from, run_cli
 
 from gpuplan import Instance, Schedule, Status, Unplaced, read_instance, verify_schedule
 from gpuplan.errors import InputError
-from gpuplan.readers.openb import read_openb
+from gpuplan.readers.openb import gpu_specs, read_openb
 from gpuplan.schedule import Segment, ViolationKind
 
 OPENB = DATA / "openb"
@@ -143,3 +143,12 @@ def test_verifier_flags_node_over_capacity() -> None:
     assert [v.kind for v in verdict.violations] == [ViolationKind.CAPACITY]
     assert verdict.violations[0].message == (
         "node n: cpu_milli load 6000 exceeds capacity 5000 (jobs 'a', 'b')")
+
+
+def test_gpu_specs_keep_the_file_text(tmp_path: Path) -> None:
+    """gpu_spec is kept verbatim per pod (FGD keys typical pods by it), "" for CPU-only pods."""
+    pods = tmp_path / "pods.csv"
+    pods.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+                    "a,1000,1024,1,500,V100M16|T4|T4\nb,1000,1024,0,0,\nc,1000,1024,1,100,\n")
+    assert gpu_specs(pods) == ("V100M16|T4|T4", "", "")
+    assert gpu_specs(OPENB / "pods_short.csv") == ("", "")
