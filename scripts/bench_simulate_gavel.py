@@ -83,7 +83,7 @@ PUBLISHED = {
 }
 
 #: Gavel's own simulator at its HEAD (c4fa400), seed 0, run with the FIFO policies only (the
-#: LP policies need cvxpy): /work/notes/gavel_protocol.md, section 5.
+#: LP policies need cvxpy): docs/gavel_protocol.md, section 5.
 GAVEL_HEAD = {(0.4, "gavel-fifo-agnostic"): 17.576, (2.8, "gavel-fifo-agnostic"): 19.73,
               (0.4, "gavel-fifo"): 15.508, (2.8, "gavel-fifo"): 15.96,
               (4.8, "gavel-fifo"): 22.81}
@@ -544,7 +544,7 @@ NOTES = """## Notes
   available types) makes it sensitive to every small difference; not explained further.
 - LAS and FTF, both forms: 0.4-2.7% above the notebook at 2.8 and 4.8, the ratios within
   2.3%. The LAS LP is degenerate: Gavel's ECOS returns an interior point, HiGHS a vertex,
-  so per-job shares can differ at equal optimum (gavel_protocol.md, section 3); not
+  so per-job shares can differ at equal optimum (docs/gavel_protocol.md, section 3); not
   verified against Gavel's LP runs (no cvxpy here).
 - Overheads: the agnostic policies put each job on a shuffled type every round, a
   migration per round (155 per job at 0.4), so 30 s + 60 s of many 360 s rounds is lost;

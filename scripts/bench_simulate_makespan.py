@@ -58,7 +58,7 @@ MAKESPAN_NOTES = """FIFO is Gavel's base FIFO (`gavel-fifo-agnostic`, its type-c
 over-subscribing V100s included), Gavel is `gavel-makespan` (Gavel's
 `min_total_duration_perf`, solved exactly instead of Gavel's 5% bisection), both in round
 mode with `--preset gavel`. FIFO published is the mean of Gavel's logs; FIFO Gavel HEAD is
-Gavel's simulator at its HEAD on the same seeds (run by hand, notes/gavel_protocol.md §5):
+Gavel's simulator at its HEAD on the same seeds (run by hand, docs/gavel_protocol.md §5):
 the base FIFO is seed-sensitive, and the published 619.5 h is not reproducible from the
 HEAD code. One node of 36 GPUs per type (`--gpus-per-node 36`): Gavel's simulator lets a
 gang take any GPUs of a type, gpuplan keeps a gang on one node. A start-time plan runs each
