@@ -94,6 +94,18 @@ def bounded(convert: Callable[[str], float], low: float, high: float) -> Callabl
     return check
 
 
+def positive(high: float, what: str = "a number") -> Callable[[str], float]:
+    """An argument type for numbers above 0 and at most ``high``, saying so when one is not."""
+    parse = bounded(float, 0, high)
+
+    def check(text: str) -> float:
+        value: float = parse(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected {what} above 0, got {text!r}")
+        return value
+    return check
+
+
 def reading_parser(format_flag: str = "--format") -> argparse.ArgumentParser:
     """The flags of the commands that read instance files: ``--format`` and ``--sense``.
 

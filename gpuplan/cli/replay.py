@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.batch import Row, batch_plan, check_scheduler, run_tasks
-from gpuplan.cli.common import ExitCode, add_workers, console, run_with_table, summary_table
+from gpuplan.cli.common import (
+    ExitCode,
+    add_workers,
+    console,
+    positive,
+    run_with_table,
+    summary_table,
+)
 from gpuplan.errors import InputError
 from gpuplan.io import check_output_folder
 from gpuplan.plot import write_figure
@@ -61,27 +68,6 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
-def _ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 10:
-        raise argparse.ArgumentTypeError(f"expected a ratio above 0 and at most 10, got {text!r}")
-    return value
-
-
-def _speedup(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 1e9:
-        raise argparse.ArgumentTypeError(f"expected a factor above 0 and at most 1e9, got "
-                                         f"{text!r}")
-    return value
-
-
 def add_replay_flags(parser: argparse.ArgumentParser) -> None:
     """Add the flags only a replay takes: ``--replay``, ``--nodes``, seeds, ratio, workers."""
     group = parser.add_argument_group("trace replays (--replay)")
@@ -94,10 +80,12 @@ def add_replay_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--seeds", type=_seeds, metavar="A:B|N,...", default=argparse.SUPPRESS,
                        help=f"replay seeds (default: the paper's {PAPER_SEEDS[0]}:"
                        f"{PAPER_SEEDS[-1] + 1}); --seed N replays one")
-    group.add_argument("--ratio", type=_ratio, metavar="R", default=argparse.SUPPRESS,
+    group.add_argument("--ratio", type=positive(10, "a ratio"), metavar="R",
+                       default=argparse.SUPPRESS,
                        help=f"fgd: inflate the GPU request to R x capacity (default: "
                        f"{PAPER_RATIO}, the paper's 130%%)")
-    group.add_argument("--speedup", type=_speedup, metavar="X", default=argparse.SUPPRESS,
+    group.add_argument("--speedup", type=positive(1e9, "a factor"), metavar="X",
+                       default=argparse.SUPPRESS,
                        help="time: divide arrival times by X, durations kept (default: 1, "
                        "the trace as it is; openb's own times load the cluster to ~1%%)")
     add_workers(parser, "the replays")

@@ -31,6 +31,7 @@ from gpuplan.cli.common import (
     bounded,
     console,
     default_of,
+    positive,
     progress_display,
     settings,
     summary_table,
@@ -68,13 +69,6 @@ PRESETS: dict[str, dict[str, Any]] = {
 _CONFIG = ("mode", "round_s", "restart_overhead_s", "migration_overhead_s")
 
 _SECONDS = bounded(float, 0, MAX_TIME_S)
-
-
-def _positive_seconds(text: str) -> float:
-    value: float = _SECONDS(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected seconds above 0, got {text!r}")
-    return value
 
 
 #: The parts' own options: option name, flag type, metavar and help. Values a part checks
@@ -134,7 +128,8 @@ def run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mode", choices=[m.value for m in Mode], default=unset,
                         help="event: decide at every arrival and completion; round: at "
                         f"every round boundary (default: {config.mode.value})")
-    parser.add_argument("--round", dest="round_s", type=_positive_seconds, metavar="S",
+    parser.add_argument("--round", dest="round_s", type=positive(MAX_TIME_S, "seconds"),
+                        metavar="S",
                         default=unset, help=f"round length in seconds, round mode (default: "
                         f"{config.round_s:g}, Gavel's)")
     parser.add_argument("--restart-overhead", dest="restart_overhead_s", type=_SECONDS,
