@@ -76,7 +76,9 @@ def table(name: str, folder: Path, with_exact: bool) -> list[str]:
         cells = [name, policy, row["seeds"]]
         for k in (0, 1):
             theirs = published.get(policy)
-            cells += ([f"{theirs[k]:.2f}", f"{mine[k]:.2f}", f"{mine[k] - theirs[k]:+.2f}"]
+            # Adding 0.0 turns a rounded -0.0 into 0.0, so an exact match reads +0.00.
+            cells += ([f"{theirs[k]:.2f}", f"{mine[k]:.2f}",
+                       f"{round(mine[k] - theirs[k], 2) + 0.0:+.2f}"]
                       if theirs else ["-", f"{mine[k]:.2f}", "-"])
         cells.append(f"{100 - mine[0]:.2f}")
         if with_exact:
