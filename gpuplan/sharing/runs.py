@@ -63,7 +63,7 @@ PUBLISHED: dict[str, dict[str, tuple[float, float]]] = {
 
 #: Columns of the results table (CSV), in order.
 FIELDS = ("pods", "policy", "seed", "arrived", "failed", "allocated_100", "allocated_130",
-          "fragmented_100", "fragmented_130", "seconds", "status", "file", "error")
+          "fragmented_100", "fragmented_130", "replay_s", "seconds", "status", "file", "error")
 
 #: Columns of the Markdown table: field and heading.
 MARKDOWN = (("policy", "policy"), ("seed", "seed"), ("arrived", "pods arrived"),
@@ -73,13 +73,14 @@ MARKDOWN = (("policy", "policy"), ("seed", "seed"), ("arrived", "pods arrived"),
 
 #: Columns of the means table (CSV), in order.
 MEAN_FIELDS = ("pods", "policy", "seeds", "allocated_100", "published_100", "allocated_130",
-               "published_130", "fragmented_100", "seconds")
+               "published_130", "fragmented_100", "replay_s", "seconds")
 
 #: Columns of the Markdown means table: field and heading.
 MEAN_MARKDOWN = (("pods", "pods"), ("policy", "policy"), ("seeds", "seeds"),
                  ("allocated_100", "allocated % at 100%"), ("published_100", "published"),
                  ("allocated_130", "at 130%"), ("published_130", "published"),
-                 ("fragmented_100", "fragmented % at 100%"), ("seconds", "s per seed"))
+                 ("fragmented_100", "fragmented % at 100%"), ("replay_s", "replay s"),
+                 ("seconds", "s per seed"))
 
 
 def replay_result(result: ReplayResult) -> Result:
@@ -175,6 +176,7 @@ def _row(point: ReplayPoint, result: ReplayResult) -> Row:
         "allocated_130": float(curves["allocated"][130]),
         "fragmented_100": float(curves["fragmented"][100]),
         "fragmented_130": float(curves["fragmented"][130]),
+        "replay_s": result.seconds,
         "status": "ok", "file": point.target, "error": "",
         "curves": {key: [None if math.isnan(v) else v for v in values.tolist()]
                    for key, values in curves.items()},
@@ -249,7 +251,8 @@ def mean_rows(rows: Sequence[Row]) -> list[Row]:
     for (pods, policy), mine in groups.items():
         published = PUBLISHED.get(pods, {}).get(policy)
         mean = {key: float(np.mean([row[key] for row in mine]))
-                for key in ("allocated_100", "allocated_130", "fragmented_100", "seconds")}
+                for key in ("allocated_100", "allocated_130", "fragmented_100", "replay_s",
+                            "seconds")}
         means.append({"pods": pods, "policy": policy, "seeds": len(mine), **mean,
                       "published_100": None if published is None else published[0],
                       "published_130": None if published is None else published[1]})
