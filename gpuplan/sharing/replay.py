@@ -27,6 +27,7 @@ from gpuplan.sharing import PolicyContext, SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 from gpuplan.sharing.frag import NodeFrag, TypicalPods, typical_pods
 from gpuplan.sharing.gorand import GoRand
+from gpuplan.sharing.migrate import Move, Rescue
 from gpuplan.sharing.policies import POLICIES
 
 logger = logging.getLogger(__name__)
@@ -146,9 +147,9 @@ class ReplayResult:
     source_job
         ``(P,)`` job index in the original instance of each arriving pod.
     node
-        ``(P,)`` node of each pod, -1 where it failed.
+        ``(P,)`` node of each pod at the end (after any moves), -1 where it failed.
     gpus
-        ``(P, gang_max)`` GPU slots on its node of each pod, -1 padded
+        ``(P, gang_max)`` GPU slots on its node of each pod at the end, -1 padded
         (:meth:`global_gpus` gives instance GPU indices).
     arrived_milli, used_milli
         ``(P,)`` GPU milli arrived so far and allocated, after each pod.
@@ -158,6 +159,9 @@ class ReplayResult:
         The typical pods the fragmentation measure used.
     seconds
         Wall time of the replay loop.
+    moves
+        Running pods the ``rescue`` moved, in order, each naming the failing pod it made
+        room for (empty without a rescue).
     """
 
     policy: str
@@ -173,6 +177,7 @@ class ReplayResult:
     idle_milli: FloatArray
     typical: TypicalPods
     seconds: float
+    moves: tuple[Move, ...] = ()
 
     @property
     def total_gpus(self) -> int:
@@ -234,7 +239,7 @@ class ReplayResult:
 
 def replay(instance: Instance, policy: str | type[SharePolicy], seed: int,
            ratio: float = PAPER_RATIO, specs: Sequence[str] | None = None,
-           informer_draws: int = INFORMER_DRAWS) -> ReplayResult:
+           informer_draws: int = INFORMER_DRAWS, rescue: Rescue | None = None) -> ReplayResult:
     """Replay an openb trace under a placement policy with FGD's protocol.
 
     Parameters
@@ -253,6 +258,10 @@ def replay(instance: Instance, policy: str | type[SharePolicy], seed: int,
     informer_draws
         Go random draws between the inflation and the node permutation (see
         :data:`INFORMER_DRAWS`).
+    rescue
+        Called for a pod no node can take, after FGD's draws for it; the running pods it
+        moves (:mod:`gpuplan.sharing.migrate`) let the pod be placed as any other. None:
+        FGD's protocol, the pod fails.
 
     Returns
     -------
@@ -274,13 +283,17 @@ def replay(instance: Instance, policy: str | type[SharePolicy], seed: int,
     arrived = np.cumsum(state.pod_gang * state.pod_milli)
     used = np.zeros(n_pods, dtype=np.int64)
     frag_milli, idle_milli = np.zeros(n_pods), np.zeros(n_pods)
+    moves: list[Move] = []
     start = time.perf_counter()
     for pod in range(n_pods):
         rng.intn(100)  # scheduleOne samples plugin metrics with the global source
         feasible = state.feasible(pod)
         if len(feasible) == 0:
             rng.int31n(state.n_nodes)  # DefaultPreemption draws an offset over all nodes
-        else:
+            if rescue is not None and (made := rescue(state, pod, chooser)):
+                moves.extend(made)
+                feasible = state.feasible(pod)
+        if len(feasible):
             node = (int(feasible[0]) if len(feasible) == 1
                     else state.pick(feasible, chooser.score(state, pod, feasible)))
             gang = int(state.pod_gang[pod])
@@ -300,4 +313,4 @@ def replay(instance: Instance, policy: str | type[SharePolicy], seed: int,
         policy=policy_class.name, seed=seed, ratio=ratio, instance=inflated,
         source_job=arrivals.jobs, node=state.pod_node.copy(), gpus=state.pod_gpus.copy(),
         arrived_milli=arrived, used_milli=used, frag_milli=frag_milli, idle_milli=idle_milli,
-        typical=typical, seconds=seconds)
+        typical=typical, seconds=seconds, moves=tuple(moves))
