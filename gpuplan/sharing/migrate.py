@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Protocol
@@ -167,7 +168,7 @@ def _combinations(sizes: IntArray, size: int) -> tuple[IntArray, IntArray]:
 
 
 def eviction_sets(state: ClusterState, shapes: Shapes, pod: int, size: int,
-                  pinned: BoolArray, direct_only: bool) -> tuple[IntArray, IntArray, BoolArray]:
+                  pinned: BoolArray, direct_only: bool) -> tuple[IntArray, IntArray]:
     """Every set of ``size`` unpinned pods on one node whose removal lets ``pod`` fit there.
 
     With ``direct_only``, only pods that fit on another node as things stand are taken.
@@ -175,8 +176,8 @@ def eviction_sets(state: ClusterState, shapes: Shapes, pod: int, size: int,
     Returns
     -------
     tuple
-        ``(nodes, pods, direct)``: the node of each set, its ``(S, size)`` pods and whether
-        they all fit on other nodes as things stand, best first (see the module docstring).
+        ``(nodes, pods)``: the node of each set and its ``(S, size)`` pods, best first (see
+        the module docstring).
     """
     shape = int(shapes.of[pod])
     candidate = shapes.allowed[shape] & (state.n_gpus >= shapes.gang[shape])
@@ -211,7 +212,7 @@ def eviction_sets(state: ClusterState, shapes: Shapes, pod: int, size: int,
         pods, node, direct = pods[direct], node[direct], direct[direct]
     moved_milli = (state.pod_milli[pods] * state.pod_gang[pods]).sum(axis=1)
     order = np.lexsort((state.rank[node], state.pod_cpu[pods].sum(axis=1), moved_milli, ~direct))
-    return node[order], pods[order], direct[order]
+    return node[order], pods[order]
 
 
 class _Journal:
@@ -242,6 +243,56 @@ class _Journal:
                 self.state.place(pod, node, gpus)
 
 
+def _net_moves(journal: _Journal, rescued: int) -> list[Move]:
+    """The moves the journal made, net.
+
+    Each pod it touched (but ``rescued``) from where it first was to where it is now, if
+    the two differ, in the order the pods were first taken.
+    """
+    state = journal.state
+    first: dict[int, tuple[int, IntArray]] = {}
+    for pod, node, gpus in journal.log:
+        if node >= 0 and pod != rescued and pod not in first:
+            first[pod] = (node, gpus)
+    moves = []
+    for pod, (node, gpus) in first.items():
+        now = state.pod_gpus[pod, :state.pod_gang[pod]].copy()
+        if int(state.pod_node[pod]) != node or set(now.tolist()) != set(gpus.tolist()):
+            moves.append(Move(pod, node, gpus, int(state.pod_node[pod]), now, rescued))
+    return moves
+
+
+def _one_at_a_time(journal: _Journal, moves: list[Move]) -> list[Move] | None:
+    """The moves in an order that runs them one pod at a time, or None if there is none.
+
+    The moved pods go back where they were, then each move runs as soon as its target has
+    room: a pod leaves its node only for a place it fits right then. A swap (two pods each
+    needing the other's room) has no such order. The cluster ends as it was when called.
+    """
+    state, mark = journal.state, len(journal.log)
+    for move in moves:
+        journal.remove(move.pod)
+    for move in moves:
+        journal.place(move.pod, move.source, move.source_gpus)
+    pending, ordered = list(moves), []
+    while pending:
+        for move in pending:
+            journal.remove(move.pod)
+            if (state.cpu_free[move.target] >= state.pod_cpu[move.pod]
+                    and state.mem_free[move.target] >= state.pod_mem[move.pod]
+                    and (state.gpu_free[move.target, move.target_gpus]
+                         >= state.pod_milli[move.pod]).all()):
+                journal.place(move.pod, move.target, move.target_gpus)
+                ordered.append(move)
+                pending.remove(move)
+                break
+            journal.place(move.pod, move.source, move.source_gpus)
+        else:
+            journal.rollback(mark)
+            return None
+    return ordered
+
+
 class Defragmenter:
     """Rescue a failing pod by moving a bounded number of running pods (a :class:`Rescue`).
 
@@ -258,6 +309,11 @@ class Defragmenter:
         ``max_moves``.
     tries
         Eviction sets tried per size and level before a larger size is searched.
+    one_at_a_time
+        Keep only rescues whose moves can run one pod at a time, each pod leaving its node
+        only for a place that has room right then (live migration; no swaps), and list
+        them in such an order. Default: a rescue's moves run together, the moved pods stop
+        and then start at their targets (checkpoint and restart), so swaps are allowed.
 
     Attributes
     ----------
@@ -268,7 +324,7 @@ class Defragmenter:
     """
 
     def __init__(self, max_moves: int = 1, budget: float | None = None,
-                 depth: int | None = None, tries: int = 8) -> None:
+                 depth: int | None = None, tries: int = 8, one_at_a_time: bool = False) -> None:
         depth = max_moves if depth is None else depth
         if min(max_moves, depth, tries) < 1 or (budget is not None and budget < 0):
             raise ValueError(f"max_moves {max_moves}, depth {depth} and tries {tries} must "
@@ -277,6 +333,7 @@ class Defragmenter:
         self.budget = budget
         self.depth = depth
         self.tries = tries
+        self.one_at_a_time = one_at_a_time
         self.moves: list[Move] = []
         self.rescued: list[int] = []
         self._shapes: tuple[ClusterState, Shapes] | None = None
@@ -304,29 +361,26 @@ class Defragmenter:
             return []
         journal = _Journal(state)
         pinned = np.zeros(len(state.pod_node), dtype=bool)
-        if self._evict_for(journal, shapes, pod, allowance, self.depth, pinned,
-                           policy) is None:
+        found: list[list[Move]] = []
+
+        def accept() -> bool:
+            """Take the plan if its moves can run (one at a time, if asked)."""
+            journal.remove(pod)   # the replay places it, as any pod
+            moves: list[Move] | None = _net_moves(journal, pod)
+            if self.one_at_a_time and moves is not None:
+                moves = _one_at_a_time(journal, moves)
+            if moves is not None:
+                found.append(moves)
+            return moves is not None
+
+        if self._evict_for(journal, shapes, pod, allowance, self.depth, pinned, policy,
+                           accept) is None:
             self._failed[key] = int(state.version.sum())
             return []
-        journal.remove(pod)   # the replay places it, as any pod
-        moves = self._net_moves(state, journal, pod)
+        moves = found[-1]
         self.moves.extend(moves)
         self.rescued.append(pod)
         logger.debug("pod %d rescued by %d moves", pod, len(moves))
-        return moves
-
-    @staticmethod
-    def _net_moves(state: ClusterState, journal: _Journal, pod: int) -> list[Move]:
-        """Each touched pod's first place against its place now, where the two differ."""
-        first: dict[int, tuple[int, IntArray]] = {}
-        for q, node, gpus in journal.log:
-            if node >= 0 and q != pod and q not in first:
-                first[q] = (node, gpus)
-        moves = []
-        for q, (node, gpus) in first.items():
-            now = state.pod_gpus[q, :state.pod_gang[q]].copy()
-            if int(state.pod_node[q]) != node or set(now.tolist()) != set(gpus.tolist()):
-                moves.append(Move(q, node, gpus, int(state.pod_node[q]), now, pod))
         return moves
 
     def _fit(self, journal: _Journal, shapes: Shapes, pod: int, allowance: int, depth: int,
@@ -341,18 +395,20 @@ class Defragmenter:
         return self._evict_for(journal, shapes, pod, allowance, depth, pinned, policy)
 
     def _evict_for(self, journal: _Journal, shapes: Shapes, pod: int, allowance: int,
-                   depth: int, pinned: BoolArray, policy: SharePolicy) -> int | None:
+                   depth: int, pinned: BoolArray, policy: SharePolicy,
+                   accept: Callable[[], bool] | None = None) -> int | None:
         """Place ``pod`` on a node after moving at most ``allowance`` pods (None if stuck).
 
-        ``pinned`` pods (those already moving in this rescue) are not taken again.
+        ``pinned`` pods (those already moving in this rescue) are not taken again; a plan
+        that places every pod is undone, and the next one tried, when ``accept`` says no.
         """
         state = journal.state
         pinned[pod] = True
         before = pinned.copy()
         for size in range(1, allowance + 1):
             # Without a chain left, the taken pods must fit elsewhere as things stand.
-            nodes, sets, _ = eviction_sets(state, shapes, pod, size, pinned,
-                                           depth == 1 or size == allowance)
+            nodes, sets = eviction_sets(state, shapes, pod, size, pinned,
+                                        depth == 1 or size == allowance)
             for node, taken in zip(nodes[:self.tries].tolist(), sets[:self.tries].tolist(),
                                    strict=True):
                 mark = len(journal.log)
@@ -362,7 +418,7 @@ class Defragmenter:
                 pinned[taken] = True
                 used = self._rehome(journal, shapes, taken, allowance - size, depth - 1,
                                     pinned, policy)
-                if used is not None:
+                if used is not None and (accept is None or accept()):
                     return size + used
                 pinned[:] = before
                 journal.rollback(mark)
