@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gpuplan.sharing import SharePolicy
 from gpuplan.sharing.policies.best_fit import BestFitPolicy
+from gpuplan.sharing.policies.cutting_stock import CuttingStockPolicy
 from gpuplan.sharing.policies.dot_product import DotProductPolicy
 from gpuplan.sharing.policies.fgd import FGDPolicy
 from gpuplan.sharing.policies.gpu_clustering import GpuClusteringPolicy
@@ -25,5 +26,6 @@ POLICIES: dict[str, type[SharePolicy]] = {
         GpuPackingPolicy,
         BestFitPolicy,
         FGDPolicy,
+        CuttingStockPolicy,
     )
 }
