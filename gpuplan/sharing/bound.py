@@ -15,7 +15,7 @@ Two relaxations (:data:`RELAXATIONS`):
     carry each *fill*, a maximal multiset of share-pod sizes that fits one GPU (Gilmore and
     Gomory's cutting patterns, for one GPU); whole-GPU pods and filled GPUs share the kind's
     GPUs, CPU and memory are summed over the kind's nodes, and a kind holds at most its node
-    count times what one node can hold of each shape. About half a second on the whole
+    count times what one node can hold of each shape. A fraction of a second on the whole
     inflated default trace.
 ``configuration``
     Column generation over fillings of whole nodes, started from the fill LP's prices. The
@@ -25,7 +25,8 @@ Two relaxations (:data:`RELAXATIONS`):
     times the shape prices, plus each kind's node count times its best filling's value at
     those prices, as the pricing MILP proves it), valid whether or not the generation has
     converged, so a budget that runs out still leaves a proven bound; the smallest one found,
-    the fill LP's included, is returned.
+    the fill LP's included, is returned. Where it converges on the openb traces, it proves
+    the fill LP's bound and nothing lower: per node, CPU and memory cost nothing more there.
 
 The fill LP's bound is recomputed from its row prices by weak duality (:func:`dual_bound`),
 so solver tolerances can make it weaker, never invalid.
@@ -48,10 +49,12 @@ from gpuplan.budget import Budget
 from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
+from gpuplan.sharing.replay import ARRIVED_PERCENT
 from gpuplan.status import OPTIMAL_GAP
 
 logger = logging.getLogger(__name__)
 
+#: The name of a relaxation.
 Relaxation = Literal["fill", "configuration"]
 #: The relaxations :func:`allocation_bound` solves (see the module docstring).
 RELAXATIONS: tuple[Relaxation, ...] = ("fill", "configuration")
@@ -420,7 +423,7 @@ def _pricing_program(problem: _Problem, kind: int, value: FloatArray) -> tuple[
     more than nothing; the rest are GPU fills).
     """
     pods, kinds = problem.pods, problem.kinds
-    shapes = np.flatnonzero((problem.limits[kind] > 0) & (value > IMPROVES))
+    shapes = np.flatnonzero((problem.limits[kind] > 0) & (value > 0))
     block = _KindBlock.build(pods, problem.fills, shapes)
     rows = RowBuilder()
     block.add_rows(rows, pods, problem.fills, kinds, kind, 1, 0)
@@ -560,9 +563,10 @@ def _configuration(problem: _Problem, fill_bound: float, fill_prices: FloatArray
     """Column generation over node fillings from the fill LP's prices (module docstring).
 
     Rounds price every kind, first at the fill LP's prices, then at the master's prices
-    smoothed towards the best ones so far (Wentges); a round that finds nothing for the
-    master prices at the master's own next, and when that finds nothing either the master
-    is optimal. Returns the best bound, the status, the rounds and the master's last value.
+    smoothed towards the best ones so far (Wentges). When a smoothed round finds no filling
+    that improves the master, the next one prices at the master's own prices; when that
+    finds none either, the master is optimal. Returns the best bound, the status, the rounds
+    and the master's last value.
     """
     weight = problem.pods.weight
     best, center, prices, own = fill_bound, fill_prices, fill_prices, False
@@ -589,8 +593,8 @@ def _configuration(problem: _Problem, fill_bound: float, fill_prices: FloatArray
         solved = master.solve(budget)
         if solved is None:
             break
-        master_value, *prices_of = solved
-        duals = (prices_of[0], prices_of[1])
+        master_value, shape_prices, kind_prices = solved
+        duals = (shape_prices, kind_prices)
         if best - master_value <= OPTIMAL_GAP * best:
             break
         prices, own = SMOOTHING * center + (1 - SMOOTHING) * duals[0], False
@@ -656,3 +660,23 @@ def allocation_bound(instance: Instance, jobs: IntArray, relaxation: Relaxation 
     logger.debug("%s bound %.0f milli (%.3f%%), %s, %.2f s", relaxation, bound, result.percent,
                  status, result.seconds)
     return result
+
+
+def arrived_ends(instance: Instance, jobs: IntArray) -> IntArray:
+    """How many of the arriving ``jobs`` each point of FGD's curves can have seen.
+
+    FGD's curve point ``a`` (:data:`~gpuplan.sharing.replay.ARRIVED_PERCENT`) averages the
+    rows whose arrived GPU demand, as a percent of capacity, rounds (Python's round, as
+    :meth:`~gpuplan.sharing.replay.ReplayResult.curves`) to ``a``. Demand only grows, so those
+    rows lie within the first ``ends[a]`` pods, and the bound of those pods holds them all.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(131,)`` ``ends[a]`` for ``a`` in 0..130.
+    """
+    state = ClusterState(instance)
+    arrived = np.cumsum(state.pod_gang[jobs] * state.pod_milli[jobs])
+    percent = np.array([round(milli / instance.n_gpus / 10) for milli in arrived.tolist()])
+    ends: IntArray = np.searchsorted(percent, ARRIVED_PERCENT, side="right")
+    return ends
