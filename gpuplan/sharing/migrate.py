@@ -323,7 +323,7 @@ class Defragmenter:
         The pods rescued, in order.
     """
 
-    def __init__(self, max_moves: int = 1, budget: float | None = None,
+    def __init__(self, max_moves: int = 2, budget: float | None = None,
                  depth: int | None = None, tries: int = 8, one_at_a_time: bool = False) -> None:
         depth = max_moves if depth is None else depth
         if min(max_moves, depth, tries) < 1 or (budget is not None and budget < 0):
