@@ -240,14 +240,12 @@ class CuttingStockPolicy:
         self.typical = context.frag.typical
         self.prices = GapPrices(*share_sizes(self.typical))
         self._shapes: dict[tuple[int, int, int], _ShapeCosts] = {}
-        self._now = np.zeros(0)
-        self._now_version = np.zeros(0, dtype=np.int64)
+        n_nodes = context.frag.state.n_nodes
+        self._now = np.zeros(n_nodes)
+        self._now_version = np.full(n_nodes, -1, dtype=np.int64)
 
     def _stranded_now(self, state: ClusterState, nodes: IntArray) -> FloatArray:
         """:func:`stranded` of the nodes as they are, cached by node version."""
-        if len(self._now) != state.n_nodes:
-            self._now = np.zeros(state.n_nodes)
-            self._now_version = np.full(state.n_nodes, -1, dtype=np.int64)
         stale = nodes[self._now_version[nodes] != state.version[nodes]]
         if len(stale):
             self._now[stale] = stranded(self.typical, state.cpu_free[stale],
@@ -274,14 +272,15 @@ class CuttingStockPolicy:
             row, slot = np.nonzero(free >= milli)
             after_gpu = free[row]
             after_gpu[np.arange(len(row)), slot] -= milli
-            rise = stranded(self.typical, cpu[row], after_gpu, state.node_type[nodes][row])
+            after = stranded(self.typical, cpu[row], after_gpu, state.node_type[nodes][row])
             cost = np.full(free.shape, np.inf)
-            cost[row, slot] = (rise - before[row]
+            cost[row, slot] = (after - before[row]
                                + GAP_WEIGHT * self.prices.loss(free[row, slot], milli))
             costs.gpu[nodes] = np.argmin(cost, axis=1)
             costs.cost[nodes] = cost.min(axis=1)
         else:
-            # Whole-GPU pods take the lowest-index fully free GPUs (the replay's choice).
+            # Whole-GPU pods take the lowest-index fully free GPUs (the replay's choice);
+            # CPU-only pods (gang 0) take none.
             whole = free == GPU_MILLI
             taken = whole & (np.cumsum(whole, axis=1) <= gang)
             after = stranded(self.typical, cpu, np.where(taken, 0, free),
