@@ -25,8 +25,9 @@ in milli-GPUs; the cheapest wins. The cost has three parts:
 
 Costs depend on the node's state and the pod's shape (CPU, per-GPU milli, GPU count) only, so they
 are cached per shape and recomputed for nodes whose
-:attr:`~gpuplan.sharing.cluster.ClusterState.version` moved since. The research log with every
-variant measured is ``/work/notes/own_policy.md``.
+:attr:`~gpuplan.sharing.cluster.ClusterState.version` moved since. On openb_pod_list_default
+(seeds 42..51) it allocates 96.27% of the GPUs at 100% arrived and 96.35% at 130% (FGD: 95.23
+and 95.39); without the gap prices 95.88, without the fill order 95.63.
 """
 
 from __future__ import annotations
