@@ -31,6 +31,7 @@ from gpuplan.instance import Instance
 from gpuplan.io import write_text_atomic
 from gpuplan.readers.openb import gpu_specs, read_openb
 from gpuplan.schedule import Schedule
+from gpuplan.sharing.bound import allocation_bound, arrived_ends
 from gpuplan.sharing.replay import ARRIVED_PERCENT, PAPER_RATIO, ReplayResult, replay
 from gpuplan.sharing.timeline import time_replay
 from gpuplan.solution import Result
@@ -63,7 +64,8 @@ PUBLISHED: dict[str, dict[str, tuple[float, float]]] = {
 
 #: Columns of the results table (CSV), in order.
 FIELDS = ("pods", "policy", "seed", "arrived", "failed", "allocated_100", "allocated_130",
-          "fragmented_100", "fragmented_130", "replay_s", "seconds", "status", "file", "error")
+          "bound_100", "bound_130", "fragmented_100", "fragmented_130", "replay_s", "seconds",
+          "status", "file", "error")
 
 #: Columns of the Markdown table: field and heading.
 MARKDOWN = (("policy", "policy"), ("seed", "seed"), ("arrived", "pods arrived"),
@@ -72,13 +74,15 @@ MARKDOWN = (("policy", "policy"), ("seed", "seed"), ("arrived", "pods arrived"),
             ("seconds", "seconds"), ("status", "status"))
 
 #: Columns of the means table (CSV), in order.
-MEAN_FIELDS = ("pods", "policy", "seeds", "allocated_100", "published_100", "allocated_130",
-               "published_130", "fragmented_100", "replay_s", "seconds")
+MEAN_FIELDS = ("pods", "policy", "seeds", "allocated_100", "published_100", "bound_100",
+               "allocated_130", "published_130", "bound_130", "fragmented_100", "replay_s",
+               "seconds")
 
 #: Columns of the Markdown means table: field and heading.
 MEAN_MARKDOWN = (("pods", "pods"), ("policy", "policy"), ("seeds", "seeds"),
                  ("allocated_100", "allocated % at 100%"), ("published_100", "published"),
-                 ("allocated_130", "at 130%"), ("published_130", "published"),
+                 ("bound_100", "bound"), ("allocated_130", "at 130%"),
+                 ("published_130", "published"), ("bound_130", "bound"),
                  ("fragmented_100", "fragmented % at 100%"), ("replay_s", "replay s"),
                  ("seconds", "s per seed"))
 
@@ -167,6 +171,18 @@ class ReplayPoint:
     speedup: float = 1.0
 
 
+def _bounds(result: ReplayResult) -> dict[str, float]:
+    """The fill LP's proven bound (% of GPUs) on the pods arrived by 100% and 130%.
+
+    At each point the pods are those FGD's curve can have seen there
+    (:func:`~gpuplan.sharing.bound.arrived_ends`), so the bound holds every row it averages.
+    """
+    pods = np.arange(result.instance.n_jobs)
+    ends = arrived_ends(result.instance, pods)
+    return {f"bound_{a}": allocation_bound(result.instance, pods[:ends[a]]).percent
+            for a in (100, 130)}
+
+
 def _row(point: ReplayPoint, result: ReplayResult) -> Row:
     curves = result.curves()
     return {
@@ -177,6 +193,7 @@ def _row(point: ReplayPoint, result: ReplayResult) -> Row:
         "fragmented_100": float(curves["fragmented"][100]),
         "fragmented_130": float(curves["fragmented"][130]),
         "replay_s": result.seconds,
+        **_bounds(result),
         "status": "ok", "file": point.target, "error": "",
         "curves": {key: [None if math.isnan(v) else v for v in values.tolist()]
                    for key, values in curves.items()},
@@ -251,8 +268,8 @@ def mean_rows(rows: Sequence[Row]) -> list[Row]:
     for (pods, policy), mine in groups.items():
         published = PUBLISHED.get(pods, {}).get(policy)
         mean = {key: float(np.mean([row[key] for row in mine]))
-                for key in ("allocated_100", "allocated_130", "fragmented_100", "replay_s",
-                            "seconds")}
+                for key in ("allocated_100", "allocated_130", "bound_100", "bound_130",
+                            "fragmented_100", "replay_s", "seconds")}
         means.append({"pods": pods, "policy": policy, "seeds": len(mine), **mean,
                       "published_100": None if published is None else published[0],
                       "published_130": None if published is None else published[1]})
