@@ -68,6 +68,19 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
+def _migrate(text: str) -> tuple[int, float | None]:
+    """``K`` or ``K:SHARE`` as the moves per failing pod and the global share of pods."""
+    moves, _, share = text.partition(":")
+    try:
+        k, cap = int(moves), (float(share) if share else None)
+    except ValueError:
+        k, cap = 0, None
+    if not 1 <= k <= 8 or (cap is not None and not 0 <= cap <= 1):
+        raise argparse.ArgumentTypeError(f"expected K (1 to 8 moves per failing pod) or "
+                                         f"K:SHARE (SHARE from 0 to 1), got {text!r}")
+    return k, cap
+
+
 def add_replay_flags(parser: argparse.ArgumentParser) -> None:
     """Add the flags only a replay takes: ``--replay``, ``--nodes``, seeds, ratio, workers."""
     group = parser.add_argument_group("trace replays (--replay)")
@@ -88,6 +101,11 @@ def add_replay_flags(parser: argparse.ArgumentParser) -> None:
                        default=argparse.SUPPRESS,
                        help="time: divide arrival times by X, durations kept (default: 1, "
                        "the trace as it is; openb's own times load the cluster to ~1%%)")
+    group.add_argument("--migrate", type=_migrate, metavar="K[:SHARE]",
+                       default=argparse.SUPPRESS,
+                       help="fgd: when no node takes a pod, move at most K running pods so "
+                       "that it fits (chains included), and at most SHARE of the pods arrived "
+                       "so far in all (e.g. 2:0.01); every move is counted")
     add_workers(parser, "the replays")
 
 
@@ -116,7 +134,7 @@ def check_replay_flags(args: argparse.Namespace, defaults: Mapping[str, Any]) ->
     replaying = hasattr(args, "replay")
     if not replaying:
         for name, flag in (("nodes", "--nodes"), ("seeds", "--seeds"), ("ratio", "--ratio"),
-                           ("speedup", "--speedup")):
+                           ("speedup", "--speedup"), ("migrate", "--migrate")):
             if hasattr(args, name):
                 raise InputError(flag, "", "applies to trace replays (--replay fgd)")
         for name, flag in (("workers", "--workers"), ("scheduler", "--scheduler")):
@@ -131,9 +149,11 @@ def check_replay_flags(args: argparse.Namespace, defaults: Mapping[str, Any]) ->
         raise InputError(given[0], "", "is a setting of the job simulator; a trace replay "
                          "(--replay) takes --nodes, --policy, --seed/--seeds, --ratio, -o, "
                          "--workers and --scheduler")
-    wrong = ("ratio", "--ratio") if args.replay == "time" else ("speedup", "--speedup")
-    if hasattr(args, wrong[0]):
-        raise InputError(wrong[1], "", f"is not a setting of --replay {args.replay}")
+    others = ((("ratio", "--ratio"), ("migrate", "--migrate")) if args.replay == "time"
+              else (("speedup", "--speedup"),))
+    for name, flag in others:
+        if hasattr(args, name):
+            raise InputError(flag, "", f"is not a setting of --replay {args.replay}")
     if hasattr(args, "seed") and hasattr(args, "seeds"):
         raise InputError("--seed", "", "give --seed N (one replay) or --seeds (several), "
                          "not both")
@@ -166,11 +186,13 @@ def _points(args: argparse.Namespace, policies: Sequence[str], out: Path) -> lis
     seeds = args.seeds if hasattr(args, "seeds") else (
         [args.seed] if hasattr(args, "seed") else list(PAPER_SEEDS))
     ratio = getattr(args, "ratio", PAPER_RATIO)
+    migrate = getattr(args, "migrate", (0, None))
     folder = out / Path(args.input).stem
     folder.mkdir(exist_ok=True)
     return [ReplayPoint(nodes=args.nodes, pods=args.input, policy=policy, seed=seed,
                         ratio=ratio, target=str(folder / f"{policy}-{seed}.json"),
-                        kind=args.replay, speedup=getattr(args, "speedup", 1.0))
+                        kind=args.replay, speedup=getattr(args, "speedup", 1.0),
+                        migrate=migrate[0], migrate_budget=migrate[1])
             for policy in policies for seed in seeds]
 
 
@@ -190,6 +212,7 @@ def _fgd_summary(rows: Sequence[Row], out: Path, name: str) -> list[str]:
           + ("" if row["published_100"] is None else
              f"; published {row['published_100']:.2f} / {row['published_130']:.2f}")
           + f"; bound {row['bound_100']:.2f} / {row['bound_130']:.2f}"
+          + (f"; {row['moves']:.0f} moves" if row["moves"] else "")
           + f"; {row['seconds']:.1f} s per seed)") for row in mean_rows(rows)]))
     return ["allocation.png"] if done else []
 

@@ -32,6 +32,7 @@ from gpuplan.io import write_text_atomic
 from gpuplan.readers.openb import gpu_specs, read_openb
 from gpuplan.schedule import Schedule
 from gpuplan.sharing.bound import allocation_bound, arrived_ends
+from gpuplan.sharing.migrate import Defragmenter
 from gpuplan.sharing.replay import ARRIVED_PERCENT, PAPER_RATIO, ReplayResult, replay
 from gpuplan.sharing.timeline import time_replay
 from gpuplan.solution import Result
@@ -64,7 +65,8 @@ PUBLISHED: dict[str, dict[str, tuple[float, float]]] = {
 
 #: Columns of the results table (CSV), in order.
 FIELDS = ("pods", "policy", "seed", "arrived", "failed", "allocated_100", "allocated_130",
-          "bound_100", "bound_130", "fragmented_100", "fragmented_130", "replay_s", "seconds",
+          "bound_100", "bound_130", "fragmented_100", "fragmented_130", "moves", "moved_pods",
+          "replay_s", "seconds",
           "status", "file", "error")
 
 #: Columns of the Markdown table: field and heading.
@@ -159,6 +161,12 @@ class ReplayPoint:
         :func:`gpuplan.sharing.timeline.time_replay`).
     speedup
         ``time`` replays: divide the arrival times by this.
+    migrate
+        ``fgd`` replays: at most this many running pods moved per pod no node takes
+        (:class:`~gpuplan.sharing.migrate.Defragmenter`); 0: no migration.
+    migrate_budget
+        With ``migrate``: at most this share of the pods arrived so far moved in all; None:
+        no global cap.
     """
 
     nodes: str
@@ -169,6 +177,8 @@ class ReplayPoint:
     target: str = ""
     kind: str = "fgd"
     speedup: float = 1.0
+    migrate: int = 0
+    migrate_budget: float | None = None
 
 
 def _bounds(result: ReplayResult) -> dict[str, float]:
@@ -193,6 +203,8 @@ def _row(point: ReplayPoint, result: ReplayResult) -> Row:
         "fragmented_100": float(curves["fragmented"][100]),
         "fragmented_130": float(curves["fragmented"][130]),
         "replay_s": result.seconds,
+        "moves": len(result.moves),
+        "moved_pods": len({move.pod for move in result.moves}),
         **_bounds(result),
         "status": "ok", "file": point.target, "error": "",
         "curves": {key: [None if math.isnan(v) else v for v in values.tolist()]
@@ -226,7 +238,8 @@ def _replayed(point: ReplayPoint) -> tuple[Schedule, Row]:
             "speedup": point.speedup, **timeline.metrics, "status": "ok",
             "file": point.target, "error": "",
             "series": [times.tolist(), share.tolist()]}
-    result = replay(trace, point.policy, point.seed, point.ratio, specs)
+    rescue = (Defragmenter(point.migrate, point.migrate_budget) if point.migrate else None)
+    result = replay(trace, point.policy, point.seed, point.ratio, specs, rescue=rescue)
     return replay_schedule(result), _row(point, result)
 
 
@@ -269,7 +282,7 @@ def mean_rows(rows: Sequence[Row]) -> list[Row]:
         published = PUBLISHED.get(pods, {}).get(policy)
         mean = {key: float(np.mean([row[key] for row in mine]))
                 for key in ("allocated_100", "allocated_130", "bound_100", "bound_130",
-                            "fragmented_100", "replay_s", "seconds")}
+                            "fragmented_100", "moves", "replay_s", "seconds")}
         means.append({"pods": pods, "policy": policy, "seeds": len(mine), **mean,
                       "published_100": None if published is None else published[0],
                       "published_130": None if published is None else published[1]})

@@ -121,3 +121,33 @@ def test_time_replay_needs_times(gpuplan: Gpuplan, tmp_path: Path) -> None:
                   "--nodes", NODES, "-o", tmp_path / "out")
     assert ran.code == 2 and "has no creation_time and deletion_time" in ran.err
     assert not (tmp_path / "out").exists()
+
+
+def test_replay_with_migration_counts_moves_and_verifies(gpuplan: Gpuplan,
+                                                        tmp_path: Path) -> None:
+    """--migrate lets moved pods make room; the end state still verifies, moves are counted."""
+    ran = gpuplan("simulate", "--replay", "fgd", PODS, "--nodes", NODES, "--policy",
+                  "best-fit", "--seeds", "1:6", "--migrate", "2:0.5", "-o", tmp_path,
+                  "--workers", "1")
+    assert ran.code == 0, ran.err
+    with (tmp_path / "results.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert all(row["status"] == "ok" for row in rows)
+    # On this tiny cluster seeds 2 and 5 need moves to place a pod; each moved pod counts.
+    assert sum(int(row["moves"]) for row in rows) > 0
+    assert all(int(row["moved_pods"]) <= int(row["moves"]) for row in rows)
+
+
+@pytest.mark.parametrize("value", ["0", "2:1.5", "two"])
+def test_migrate_refuses_bad_values(gpuplan: Gpuplan, tmp_path: Path, value: str) -> None:
+    """--migrate takes K (1-8) or K:SHARE (0-1): anything else is exit 2."""
+    ran = gpuplan("simulate", "--replay", "fgd", PODS, "--nodes", NODES, "--migrate", value,
+                  "-o", tmp_path)
+    assert ran.code == 2 and "--migrate" in ran.err
+
+
+def test_time_replay_refuses_migrate(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """Migration is a setting of fgd replays; a time replay refuses it."""
+    ran = gpuplan("simulate", "--replay", "time", PODS, "--nodes", NODES, "--migrate", "2",
+                  "-o", tmp_path)
+    assert ran.code == 2 and "--migrate: is not a setting of --replay time" in ran.err
