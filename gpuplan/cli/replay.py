@@ -49,6 +49,8 @@ REPLAY_KINDS = {"fgd": "the FGD paper's protocol: pods shuffled and inflated by 
 
 #: Largest seed a replay takes (Go's source takes any int64; these are plenty).
 MAX_SEED = 2**31 - 1
+#: Most seeds one command replays (each is a run of its own).
+MAX_SEEDS = 10_000
 
 
 def _seeds(text: str) -> list[int]:
@@ -56,13 +58,16 @@ def _seeds(text: str) -> list[int]:
     try:
         if ":" in text:
             first, last = (int(part) for part in text.split(":"))
+            if last - first > MAX_SEEDS:
+                raise ValueError
             seeds = list(range(first, last))
         else:
             seeds = [int(part) for part in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected A:B or N,M,... (whole numbers), got "
-                                         f"{text!r}") from None
-    if not seeds or any(not 0 <= s <= MAX_SEED for s in seeds) or len(set(seeds)) < len(seeds):
+        raise argparse.ArgumentTypeError(f"expected A:B or N,M,... (whole numbers, at most "
+                                         f"{MAX_SEEDS} seeds), got {text!r}") from None
+    if (not seeds or len(seeds) > MAX_SEEDS or any(not 0 <= s <= MAX_SEED for s in seeds)
+            or len(set(seeds)) < len(seeds)):
         raise argparse.ArgumentTypeError(f"expected distinct seeds in 0..{MAX_SEED}, got "
                                          f"{text!r}")
     return seeds

@@ -57,6 +57,7 @@ def test_a_replay_schedule_is_checked_on_the_inflated_pods(tmp_path: Path) -> No
     (["--time-limit", "3"], "--time-limit: is a setting of the job simulator"),
     (["--seed", "1", "--seeds", "1:3"], "give --seed N (one replay) or --seeds"),
     (["--policy", "fgd,bestfit"], "unknown sharing policy 'bestfit'"),
+    (["--seeds", "0:100000000000"], "at most 10000 seeds"),
 ])
 def test_replay_refuses_flags_it_does_not_take(gpuplan: Gpuplan, tmp_path: Path,
                                                flags: list[str], words: str) -> None:
