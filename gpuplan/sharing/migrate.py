@@ -77,14 +77,16 @@ class Rescue(Protocol):
         """
 
 
-def choose(state: ClusterState, pod: int, policy: SharePolicy) -> tuple[int, IntArray] | None:
+def choose(state: ClusterState, pod: int, policy: SharePolicy,
+           feasible: IntArray | None = None) -> tuple[int, IntArray] | None:
     """Node and GPU slots where ``policy`` puts ``pod`` now; None if no node fits.
 
     The replay's rule: the highest score among the feasible nodes (no scoring when only one
     is), ties to the smallest rank; the policy's GPU for a share pod, the lowest-index free
-    GPUs otherwise.
+    GPUs otherwise. ``feasible``: the pod's feasible nodes when the caller has them.
     """
-    feasible = state.feasible(pod)
+    if feasible is None:
+        feasible = state.feasible(pod)
     if not len(feasible):
         return None
     node = (int(feasible[0]) if len(feasible) == 1

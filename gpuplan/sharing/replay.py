@@ -27,7 +27,7 @@ from gpuplan.sharing import PolicyContext, SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 from gpuplan.sharing.frag import NodeFrag, TypicalPods, typical_pods
 from gpuplan.sharing.gorand import GoRand
-from gpuplan.sharing.migrate import Move, Rescue
+from gpuplan.sharing.migrate import Move, Rescue, choose
 from gpuplan.sharing.policies import POLICIES
 
 logger = logging.getLogger(__name__)
@@ -293,15 +293,9 @@ def replay(instance: Instance, policy: str | type[SharePolicy], seed: int,
             if rescue is not None and (made := rescue(state, pod, chooser)):
                 moves.extend(made)
                 feasible = state.feasible(pod)
-        if len(feasible):
-            node = (int(feasible[0]) if len(feasible) == 1
-                    else state.pick(feasible, chooser.score(state, pod, feasible)))
-            gang = int(state.pod_gang[pod])
-            if state.pod_share[pod]:
-                gpus = np.array([chooser.share_gpu(state, pod, node)], dtype=np.int64)
-            else:
-                gpus = state.whole_gpus(node, gang)
-            state.place(pod, node, gpus)
+        chosen = choose(state, pod, chooser, feasible)
+        if chosen is not None:
+            state.place(pod, *chosen)
         used[pod] = state.used_gpu_milli
         frag_milli[pod], idle_milli[pod] = frag.cluster()
     seconds = time.perf_counter() - start
