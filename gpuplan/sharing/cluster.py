@@ -17,6 +17,9 @@ from gpuplan.instance import BoolArray, Instance, IntArray
 
 #: Milli-GPUs of one whole GPU (openb's ``gpu_milli`` unit).
 GPU_MILLI = 1000
+#: FGD's largest node spec, which its scores normalise by (``MaxSpecCpu``, ``MaxSpecGpu``).
+MAX_SPEC_CPU = 128000
+MAX_SPEC_GPU = 8000
 
 
 def _node_type(instance: Instance) -> IntArray:

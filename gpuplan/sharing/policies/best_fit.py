@@ -15,11 +15,7 @@ import numpy as np
 
 from gpuplan.instance import IntArray
 from gpuplan.sharing import PolicyContext
-from gpuplan.sharing.cluster import ClusterState
-
-#: FGD's largest node spec used to normalise (``MaxSpecCpu``, ``MaxSpecGpu``).
-MAX_SPEC_CPU = 128000.0
-MAX_SPEC_GPU = 8000.0
+from gpuplan.sharing.cluster import MAX_SPEC_CPU, MAX_SPEC_GPU, ClusterState
 
 
 def normalize(scores: IntArray) -> IntArray:

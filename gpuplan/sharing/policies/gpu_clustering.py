@@ -15,10 +15,7 @@ import numpy as np
 
 from gpuplan.instance import IntArray
 from gpuplan.sharing import PolicyContext
-from gpuplan.sharing.cluster import ClusterState
-
-#: FGD's ``MaxSpecGpu``: the GPU milli of the largest node.
-MAX_SPEC_GPU = 8000
+from gpuplan.sharing.cluster import MAX_SPEC_GPU, ClusterState
 
 
 class GpuClusteringPolicy:
