@@ -335,6 +335,22 @@ def plan_status(objective: float | None, bound: float | None) -> Status:
     return Status.OPTIMAL if gap is not None and gap <= OPTIMAL_GAP else Status.FEASIBLE
 
 
+def with_bound(instance: Instance, result: Result, bound: float, name: str, note: str) -> Result:
+    """A start's result with the method's bound, its status from that bound, and why.
+
+    ``note`` says why CP-SAT's plan is not the one returned; without a plan, each job the
+    start left out gives its reason and the note.
+    """
+    solver = f"{name}; {note}"
+    if result.status.has_plan:
+        return dataclasses.replace(result, status=plan_status(result.objective, bound),
+                                   bound=bound, solver=solver)
+    unplaced = ({j: f"{reason}; {note}" for j, reason in result.unplaced.items()}
+                or dict.fromkeys(range(instance.n_jobs), f"no plan found; {note}"))
+    return dataclasses.replace(result, status=Status.NO_SOLUTION, objective=None, bound=bound,
+                               solver=solver, unplaced=unplaced)
+
+
 def better(instance: Instance, first: Result, second: Result) -> Result:
     """The better plan of two for the instance's objective; ``first`` on a tie.
 

@@ -1,8 +1,9 @@
 """Time-indexed plans with CP-SAT: ``--method cp`` for the time-based objectives.
 
-The model is :class:`~gpuplan.models.scheduling.SchedulingModel`, or for batches with nothing
-to sequence (:func:`~gpuplan.models.machine_load.sequencing_free`) the load model
-:class:`~gpuplan.models.machine_load.MachineLoadModel`. The solve starts from a plan given
+The model is :class:`~gpuplan.models.scheduling.SchedulingModel`. Batches with nothing to
+sequence (:func:`~gpuplan.models.machine_load.sequencing_free`: the unrelated parallel
+machine problem R||Cmax) go to :func:`~gpuplan.search.unrelated_machines.plan_unrelated`
+from the same start and bound. The solve starts from a plan given
 as a hint: list scheduling's (for makespan, the better of greedy list scheduling and
 :func:`~gpuplan.search.lp_list.lp_list_schedule`, which holds each job to the type the
 makespan LP gives it), or the warm start's (a schedule file's, or a heuristic's run
@@ -32,8 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.backends.base import Limits
-from gpuplan.backends.cpsat import import_cp_model, new_solver, status_table
+from gpuplan.backends.cpsat import import_cp_model, search_solver, status_table
 from gpuplan.budget import Budget
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance, ObjectiveKind
@@ -49,10 +49,11 @@ from gpuplan.methods.base import (
     parse_seconds,
     plan_status,
     time_objective,
+    with_bound,
 )
 from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.linear import OutOfTimeError
-from gpuplan.models.machine_load import MachineLoadModel, sequencing_free
+from gpuplan.models.machine_load import sequencing_free
 from gpuplan.models.scheduling import (
     SchedulingModel,
     TickScale,
@@ -61,6 +62,7 @@ from gpuplan.models.scheduling import (
 )
 from gpuplan.search.lp_list import lp_list_schedule
 from gpuplan.search.time_bounds import simple_bound
+from gpuplan.search.unrelated_machines import plan_unrelated
 from gpuplan.solution import Result
 from gpuplan.status import Status
 
@@ -76,19 +78,16 @@ BOUND_SHARE = 0.1
 MODEL_SHARE = 0.5
 #: Seconds per unit of the interval model (an alternative or a per-GPU literal,
 #: :func:`~gpuplan.models.scheduling.model_size`) to build, hint, load into CP-SAT and free,
-#: measured at 20-30 µs on a 2-core machine under load; and the same for the load model's
-#: (job, GPU) literals, measured at 6 µs.
+#: measured at 20-30 µs on a 2-core machine under load.
 UNIT_S = 30e-6
-LOAD_UNIT_S = 10e-6
 #: Seconds per unit that CP-SAT spends outside its own time limit (loading before it checks
 #: the clock, building its response) and that Python spends freeing the model afterwards.
 AFTER_UNIT_S = 8e-6
-#: Seconds per unit of CP-SAT's presolve: 80 to 120 µs measured on the interval model, 20
-#: µs on the load model. Presolve runs only when it is expected to take at most
+#: Seconds per unit of CP-SAT's presolve: 80 to 120 µs measured on the interval model.
+#: Presolve runs only when it is expected to take at most
 #: :data:`PRESOLVE_SHARE` of CP-SAT's time, since an unfinished presolve leaves no time to
 #: search (on a 2000-job model it took the whole of a 5 s limit).
 PRESOLVE_UNIT_S = 120e-6
-LOAD_PRESOLVE_UNIT_S = 25e-6
 PRESOLVE_SHARE = 0.35
 #: Below this many seconds for CP-SAT, it is not run at all.
 MIN_SEARCH_S = 0.05
@@ -97,34 +96,13 @@ LISTED = "list scheduling's plan"
 STARTED = "the warm start's plan"
 
 
-def _solver(limits: Limits, presolve: bool) -> Any:
-    """A CP-SAT solver for the limits' budget (a part begun just now), set up for cp.
-
-    Workers, seed, gap and time come from :func:`~gpuplan.backends.cpsat.new_solver`,
-    like every CP-SAT solve's; presolve and probing are cp's own.
-    """
-    solver = new_solver(limits, limits.budget.time_limit_s)
-    parameters = solver.parameters
-    # Probing took 9 of the first 12 s on the 500-job Gavel cluster and found 33 clauses;
-    # the search does better with that time.
-    parameters.cp_model_probing_level = 0
-    parameters.cp_model_presolve = presolve
-    if not presolve:
-        # Without presolve, finding symmetries still took 1.3 s of a 2.3 s limit on a
-        # 2000-job model.
-        parameters.symmetry_level = 0
-    return solver
-
-
 def _part(budget: Budget, seconds: float) -> Budget:
     """At most ``seconds`` of the budget from now; infinite seconds: the rest of it."""
     return budget.part(seconds if math.isfinite(seconds) else None)
 
 
-def _units(instance: Instance, load_model: bool, share_gpus: bool) -> int:
-    """The model's size in units (:data:`UNIT_S`, :data:`LOAD_UNIT_S`)."""
-    if load_model:
-        return int(instance.eligible[:, instance.gpu_type].sum())
+def _units(instance: Instance, share_gpus: bool) -> int:
+    """The model's size in units (:data:`UNIT_S`)."""
     alternatives, literals = model_size(instance, share_gpus)
     return alternatives + literals
 
@@ -248,43 +226,39 @@ class CpMethod(PlainMethod):
         # allows either, CP-SAT's bound and infeasibility hold for that restriction only.
         whole = not instance.preemptible.any() and instance.pair_gain == 1.0
 
-        load_model = options.then is None and sequencing_free(instance)
-        chosen = self._choose(instance, load_model, budget, origin)
+        if options.then is None and sequencing_free(instance):
+            return plan_unrelated(instance, context, fallback, origin, hint, bound, scale, name)
+        chosen = self._choose(instance, budget, origin)
         if chosen is None:
-            return _kept(instance, fallback, bound, name, f"{origin}: no CP-SAT model fits "
+            return with_bound(instance, fallback, bound, name, f"{origin}: no CP-SAT model fits "
                          "the time limit (a longer --time-limit lets CP-SAT search)")
-        load_model, share_gpus, units = chosen
-        model: SchedulingModel | MachineLoadModel
+        share_gpus, units = chosen
         try:
-            if load_model:
-                model = MachineLoadModel.build(instance, scale)
-            else:
-                model = SchedulingModel.build(
-                    instance, scale, share_gpus=share_gpus,
-                    budget=_part(budget, MODEL_SHARE * max(0.0, budget.left())))
+            model = SchedulingModel.build(
+                instance, scale, share_gpus=share_gpus,
+                budget=_part(budget, MODEL_SHARE * max(0.0, budget.left())))
             if hint is not None:
                 model.hint(hint.job, hint.gpus, hint.start)
         except OutOfTimeError:
             logger.info("cp: building the model ran out of its share of the time limit after "
                         "%.2f s; keeping %s", budget.elapsed(), origin)
-            return _kept(instance, fallback, bound, name, f"{origin}: the CP-SAT model could "
+            return with_bound(instance, fallback, bound, name, f"{origin}: the CP-SAT model could "
                          "not be built within the time limit")
-        restricted = isinstance(model, SchedulingModel) and model.restricted
+        restricted = model.restricted
         if restricted:
             name += ", without GPU sharing to fit the time limit"
         # CP-SAT's bound holds for the instance when the whole model is exact; its
         # infeasibility, when the constraints are (weights only change the objective).
         certain = model.exact and whole and not restricted
-        proof = (model.exact_constraints if isinstance(model, SchedulingModel)
-                 else model.exact) and whole and not restricted
+        proof = model.exact_constraints and whole and not restricted
         search = budget.left() - AFTER_UNIT_S * units
         if search < MIN_SEARCH_S:
-            return _kept(instance, fallback, bound, name, f"{origin}: no time was left for "
+            return with_bound(instance, fallback, bound, name, f"{origin}: no time was left for "
                          "CP-SAT to search")
         if options.then is not None:
             search /= 2
-        presolve_s = (LOAD_PRESOLVE_UNIT_S if load_model else PRESOLVE_UNIT_S) * units
-        solver = _solver(context.limits(_part(budget, search)),
+        presolve_s = PRESOLVE_UNIT_S * units
+        solver = search_solver(context.limits(_part(budget, search)),
                          presolve_s <= PRESOLVE_SHARE * search)
         code = solver.solve(model.model)
         status = status_table(cp_model).get(code, Status.NO_SOLUTION)
@@ -294,16 +268,14 @@ class CpMethod(PlainMethod):
             return self._without_plan(instance, scale, context, name, fallback, origin, bound,
                                       whole, proof, restricted, units)
         if certain and code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN):
-            slack = model.bound_slack() if isinstance(model, SchedulingModel) else (
-                scale.slack_s)
-            bound = max(bound, solver.best_objective_bound * model.objective_scale - slack)
+            bound = max(bound, solver.best_objective_bound * model.objective_scale
+                        - model.bound_slack())
         found = _decoded(instance, model, solver, status, bound, name)
         best = better(instance, found, fallback)
         # CP-SAT's plan stands unless the start's is strictly better (a tie keeps CP-SAT's).
         if best.objective != found.objective:
-            best = _kept(instance, fallback, bound, name, f"{origin} kept")
-        elif (isinstance(model, SchedulingModel) and options.then is not None
-              and status.has_plan):
+            best = with_bound(instance, fallback, bound, name, f"{origin} kept")
+        elif options.then is not None and status.has_plan:
             best = self._second_phase(instance, model, solver, best, options.then, context,
                                       name, units)
         logger.info("cp: %s, CP-SAT %s after %.2f s", best.status.value,
@@ -311,28 +283,23 @@ class CpMethod(PlainMethod):
         return best
 
     @staticmethod
-    def _choose(instance: Instance, load_model: bool, budget: Budget,
-                origin: str) -> tuple[bool, bool, int] | None:
-        """The model that fits the time left: (load model, GPU sharing, units), or None.
+    def _choose(instance: Instance, budget: Budget, origin: str) -> tuple[bool, int] | None:
+        """The model that fits the time left: (GPU sharing, units), or None.
 
         The full model first; then, where jobs may share GPUs, the model without sharing
-        (pooled like exclusive types, far smaller); for a sequencing-free batch whose load
-        model is too large, the interval model. None when nothing fits.
+        (pooled like exclusive types, far smaller). None when nothing fits.
         """
         left = budget.left()
-        shareable = not exclusive_types(instance).all()
-        candidates = [(True, True)] if load_model else []
-        candidates += [(False, True)] + ([(False, False)] if shareable else [])
-        for load, share in candidates:
-            units = _units(instance, load, share)
-            if (LOAD_UNIT_S if load else UNIT_S) * units <= MODEL_SHARE * left:
-                if (load, share) != candidates[0]:
+        candidates = [True] + ([False] if not exclusive_types(instance).all() else [])
+        for share in candidates:
+            units = _units(instance, share)
+            if UNIT_S * units <= MODEL_SHARE * left:
+                if not share:
                     logger.info("cp: the full model (%d units) would take more than %.0f%% of "
-                                "the %.2f s left; using %s (%d units)",
-                                _units(instance, *candidates[0]), 100 * MODEL_SHARE, left,
-                                "the model without GPU sharing" if not share
-                                else "the interval model", units)
-                return load, share, units
+                                "the %.2f s left; using the model without GPU sharing (%d "
+                                "units)", _units(instance, True), 100 * MODEL_SHARE, left,
+                                units)
+                return share, units
         logger.info("cp: even the smallest CP-SAT model would take more than %.0f%% of the "
                     "%.2f s left; keeping %s", 100 * MODEL_SHARE, left, origin)
         return None
@@ -349,7 +316,7 @@ class CpMethod(PlainMethod):
         model.model.add(primary <= round(solver.objective_value))
         model.set_objective(then)
         model.hint_solution(solver)
-        second = _solver(context.limits(_part(context.budget, search)),
+        second = search_solver(context.limits(_part(context.budget, search)),
                          PRESOLVE_UNIT_S * units <= PRESOLVE_SHARE * search)
         code = second.solve(model.model)
         status = status_table(import_cp_model()).get(code, Status.NO_SOLUTION)
@@ -379,7 +346,7 @@ class CpMethod(PlainMethod):
                    else "with per-GPU demands rounded up" if not proof
                    else "(wrongly)")
             logger.info("cp: CP-SAT found no plan %s; keeping %s", why, origin)
-            return _kept(instance, fallback, bound, name,
+            return with_bound(instance, fallback, bound, name,
                          f"{origin}: the CP-SAT model {why} has no plan")
         if not whole:
             return no_plan(instance, "no plan runs every job in one piece within its "
@@ -431,7 +398,7 @@ class CpMethod(PlainMethod):
         if limit < MIN_SEARCH_S:
             return ""
         # One worker: with more, CP-SAT names every assumption as the core (or-tools#3102).
-        solver = _solver(dataclasses.replace(context.limits(budget.part(limit)), threads=1),
+        solver = search_solver(dataclasses.replace(context.limits(budget.part(limit)), threads=1),
                          presolve=True)
         solver.solve(explained.model)
         core = sorted(explained.deadline_job[i]
@@ -439,7 +406,7 @@ class CpMethod(PlainMethod):
         return ", ".join(repr(instance.job_ids[j]) for j in core)
 
 
-def _decoded(instance: Instance, model: SchedulingModel | MachineLoadModel, solver: Any,
+def _decoded(instance: Instance, model: SchedulingModel, solver: Any,
              status: Status, bound: float, name: str) -> Result:
     """CP-SAT's plan at the real durations, with the method's bound; none without one."""
     if not status.has_plan:
@@ -448,19 +415,3 @@ def _decoded(instance: Instance, model: SchedulingModel | MachineLoadModel, solv
     objective = time_objective(instance, job, types, end)
     return Result(status=plan_status(objective, bound), objective=objective, bound=bound,
                   solver=name, job=job, gpu_type=types, gpus=gpus, start=start, end=end)
-
-
-def _kept(instance: Instance, result: Result, bound: float, name: str, note: str) -> Result:
-    """A start's result with the method's bound, its status from that bound, and why.
-
-    ``note`` says why CP-SAT's plan is not the one returned; without a plan, each job the
-    start left out gives its reason and the note.
-    """
-    solver = f"{name}; {note}"
-    if result.status.has_plan:
-        return dataclasses.replace(result, status=plan_status(result.objective, bound),
-                                   bound=bound, solver=solver)
-    unplaced = ({j: f"{reason}; {note}" for j, reason in result.unplaced.items()}
-                or dict.fromkeys(range(instance.n_jobs), f"no plan found; {note}"))
-    return dataclasses.replace(result, status=Status.NO_SOLUTION, objective=None, bound=bound,
-                               solver=solver, unplaced=unplaced)
