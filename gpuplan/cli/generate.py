@@ -1,9 +1,11 @@
 """``gpuplan generate``: write a seeded synthetic instance.
 
-Two kinds, chosen by the fleet flag: ``--nodes K`` (nodes of GPU types with Gavel's job
-mix, :func:`~gpuplan.generate.generate_document`) or ``--cluster V:P:K`` (a workload of
-Gavel's continuous-arrival experiments on its worker types,
-:func:`~gpuplan.generate.gavel_document`). A flag of the other kind is refused.
+Three kinds, chosen by one flag: ``--nodes K`` (nodes of GPU types with Gavel's job mix,
+:func:`~gpuplan.generate.generate_document`), ``--cluster V:P:K`` (a workload of Gavel's
+continuous-arrival experiments on its worker types,
+:func:`~gpuplan.generate.gavel_document`) or ``--library operator`` (an operator batch
+of ``instances/library/``, :func:`~gpuplan.library.operator_document`). A flag of
+another kind is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from gpuplan.errors import InputError
 from gpuplan.generate import SPEEDUP, gavel_document, generate_document
 from gpuplan.instance import ObjectiveKind
 from gpuplan.io import check_output, write_text_atomic
+from gpuplan.library import GENERATORS, VARIANTS, operator_document
 from gpuplan.methods.base import MAX_SEED
 from gpuplan.readers.gavel import read_throughputs
 from gpuplan.readers.instance_file import (
@@ -36,6 +39,9 @@ NODE_FLAGS = {"nodes": "--nodes", "types": "--types", "dependencies": "--depende
 GAVEL_FLAGS = {"cluster": "--cluster", "rate_per_hour": "--arrival-rate",
                "throughputs": "--throughputs", "multi_gpu": "--multi-gpu",
                "priorities": "--priorities"}
+LIBRARY_FLAGS = {"library": "--library", "variant": "--variant"}
+#: The flag that chooses each kind.
+KINDS = {"nodes": "--nodes", "cluster": "--cluster", "library": "--library"}
 #: Highest arrival rate, in jobs per hour.
 MAX_RATE_PER_HOUR = 1e6
 
@@ -61,7 +67,8 @@ def register(commands: Commands) -> None:
         "memory) on nodes of GPU types with Gavel's measured speed-ups (--nodes); or a "
         "workload of Gavel's continuous-arrival experiments, its 26 job types timed by its "
         "measured throughputs and arriving as a Poisson process, on a v100:p100:k80 "
-        "cluster (--cluster).",
+        "cluster (--cluster); or an operator batch of the instance library: A100, H100 "
+        "and L4 nodes, mixed gangs, shared GPUs, dependencies, deadlines (--library).",
     )
 
     unset = argparse.SUPPRESS
@@ -89,6 +96,14 @@ def register(commands: Commands) -> None:
                         help=f"share of jobs with a deadline (default: {default('deadlines')})")
     parser.add_argument("--objective", choices=[k.value for k in ObjectiveKind], default=unset,
                         help=f"the instance's objective (default: {default('objective')})")
+    library = parser.add_argument_group("instance library batches (with --library)")
+    library.add_argument("--library", choices=GENERATORS, default=unset,
+                         help="generate a batch of instances/library (the third kind; takes "
+                         "--jobs, --seed, --objective and --variant)")
+    library.add_argument("--variant", choices=list(VARIANTS), default=unset,
+                         help="the batch's variant (default: "
+                         f"{default_of(operator_document, 'variant')}): "
+                         + "; ".join(f"{name}: {v.description}" for name, v in VARIANTS.items()))
     gavel = parser.add_argument_group("Gavel workloads (with --cluster)")
     gavel.add_argument("--arrival-rate", dest="rate_per_hour", default=unset, metavar="L",
                        type=bounded(float, 0, MAX_RATE_PER_HOUR),
@@ -118,10 +133,15 @@ def _refuse(args: argparse.Namespace, flags: dict[str, str], kind: str, other: s
 def generate(args: argparse.Namespace) -> int:
     """Generate, validate as a file would be read, then write atomically."""
     check_output(args.output)
-    if hasattr(args, "cluster") and hasattr(args, "nodes"):
-        raise InputError("--cluster", "", "give either --nodes or --cluster, not both")
+    chosen = [flag for name, flag in KINDS.items() if hasattr(args, name)]
+    if len(chosen) > 1:
+        raise InputError(chosen[1], "", f"give one of {', '.join(KINDS.values())}: "
+                         f"{chosen[0]} and {chosen[1]} choose different kinds, not both")
     if hasattr(args, "cluster"):
         document, fleet = _gavel(args), f"--cluster {args.cluster}"
+    elif hasattr(args, "library"):
+        document = _library(args)
+        fleet = f"{len(document['nodes'])} nodes of the operator fleet"
     else:
         document, fleet = _nodes(args), f"{args.nodes} nodes"
     # Validate before writing: a generated file must load as it is.
@@ -134,9 +154,11 @@ def generate(args: argparse.Namespace) -> int:
 def _nodes(args: argparse.Namespace) -> dict[str, Any]:
     """The document of ``--nodes``: Gavel's job mix on nodes of GPU types."""
     if not hasattr(args, "nodes"):
-        raise InputError("--nodes", "", "give --nodes K (nodes of --types) or --cluster "
-                         "V:P:K (a Gavel workload on V100s, P100s and K80s)")
+        raise InputError("--nodes", "", "give --nodes K (nodes of --types), --cluster "
+                         "V:P:K (a Gavel workload on V100s, P100s and K80s) or --library "
+                         "operator (a batch of the instance library)")
     _refuse(args, GAVEL_FLAGS, "a node fleet (--nodes)", "Gavel workloads (--cluster)")
+    _refuse(args, LIBRARY_FLAGS, "a node fleet (--nodes)", "library batches (--library)")
     try:
         return generate_document(args.jobs, args.nodes, **given(
             args, "types", "seed", "gpus_per_node", "dependencies", "arrival_window_s",
@@ -148,6 +170,7 @@ def _nodes(args: argparse.Namespace) -> dict[str, Any]:
 def _gavel(args: argparse.Namespace) -> dict[str, Any]:
     """The document of ``--cluster``: a workload of Gavel's job generator."""
     _refuse(args, NODE_FLAGS, "a Gavel workload (--cluster)", "node fleets (--nodes)")
+    _refuse(args, LIBRARY_FLAGS, "a Gavel workload (--cluster)", "library batches (--library)")
     cluster = parse_cluster(args.cluster)
     for name in ("rate_per_hour", "throughputs"):
         if not hasattr(args, name):
@@ -156,3 +179,17 @@ def _gavel(args: argparse.Namespace) -> dict[str, Any]:
         read_throughputs(args.throughputs), cluster, args.jobs, args.rate_per_hour,
         **given(args, "gpus_per_node", "seed"), multi_gpu=hasattr(args, "multi_gpu"),
         priorities=hasattr(args, "priorities"), source=str(args.throughputs))
+
+
+def _library(args: argparse.Namespace) -> dict[str, Any]:
+    """The document of ``--library operator``: an operator batch of the instance library."""
+    kind = "a library batch (--library)"
+    _refuse(args, {k: v for k, v in NODE_FLAGS.items() if k != "objective"}, kind,
+            "node fleets (--nodes)")
+    _refuse(args, {"gpus_per_node": "--gpus-per-node"}, kind,
+            "node fleets and Gavel workloads")
+    _refuse(args, GAVEL_FLAGS, kind, "Gavel workloads (--cluster)")
+    try:
+        return operator_document(args.jobs, **given(args, "seed", "variant", "objective"))
+    except ValueError as exc:
+        raise InputError("--objective", "", str(exc)) from None

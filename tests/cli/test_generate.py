@@ -9,6 +9,7 @@ import pytest
 from conftest import GAVEL
 
 from cli.conftest import Gpuplan
+from gpuplan.library import operator_document
 
 THROUGHPUTS = GAVEL / "simulation_throughputs.json"
 GAVEL_RUN = ("generate", "--cluster", "36:36:36", "--gpus-per-node", "4", "--jobs", "300",
@@ -63,3 +64,41 @@ def test_wrong_flags_are_exit_2(gpuplan: Gpuplan, tmp_path: Path, args: tuple[st
     outcome = gpuplan("generate", "--jobs", "5", *args, "-o", out)
     assert outcome.code == 2 and f"{flag}:" in outcome.err and says in outcome.err
     assert not out.exists()
+
+
+def test_library_batch_file(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--library operator writes the generator's batch, which validates; its name says it."""
+    out = tmp_path / "op.json"
+    run = ("generate", "--library", "operator", "--variant", "chains", "--jobs", "30",
+           "--seed", "4", "--objective", "weighted-completion", "-o", out)
+    assert gpuplan(*run).code == 0
+    assert json.loads(out.read_text()) == operator_document(30, 4, "chains",
+                                                            "weighted-completion")
+    assert gpuplan("validate", out).code == 0
+    assert json.loads(out.read_text())["name"] == "operator-chains-30-s4-weighted"
+
+
+@pytest.mark.parametrize(("args", "flag", "says"), [
+    (("--library", "operator", "--nodes", "2"), "--library", "not both"),
+    (("--library", "operator", "--types", "v100"), "--types", "is a flag of node fleets"),
+    (("--library", "operator", "--deadlines", "0.5"), "--deadlines", "a flag of node fleets"),
+    (("--library", "operator", "--gpus-per-node", "4"), "--gpus-per-node", "does not take"),
+    (("--library", "operator", "--arrival-rate", "1"), "--arrival-rate", "Gavel workloads"),
+    (("--library", "operator", "--objective", "assign-profit"), "--objective", "no data"),
+    (("--nodes", "2", "--variant", "tight"), "--variant", "a flag of library batches"),
+    (("--cluster", "1:1:1", "--library", "operator"), "--library", "not both"),
+])
+def test_library_wrong_flags_are_exit_2(gpuplan: Gpuplan, tmp_path: Path,
+                                        args: tuple[str, ...], flag: str, says: str) -> None:
+    """A flag --library does not take, or --variant without it, is exit 2; nothing written."""
+    out = tmp_path / "x.json"
+    outcome = gpuplan("generate", "--jobs", "5", *args, "-o", out)
+    assert outcome.code == 2 and f"{flag}:" in outcome.err and says in outcome.err
+    assert not out.exists()
+
+
+def test_library_unknown_variant(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """An unknown variant is refused by its flag, listing the variants."""
+    outcome = gpuplan("generate", "--library", "operator", "--variant", "wide", "--jobs", "5",
+                      "-o", tmp_path / "x.json")
+    assert outcome.code == 2 and "--variant" in outcome.err and "tight" in outcome.err
