@@ -1,7 +1,10 @@
 """Methods side by side on a suite of instances (``gpuplan bench``).
 
 A suite is a folder of instance files, or a named set of ``../shared/benchmarks/`` with its
-known values (:data:`NAMED`). Every (instance, method) pair is planned with the same time
+known values (:data:`NAMED`). A folder's :data:`BEST_KNOWN` table (as in
+``instances/library/``) gives its files' best known values, which
+:func:`improve_best_known` raises only to strictly better verified plans and tighter
+bounds. Every (instance, method) pair is planned with the same time
 limit through :func:`~gpuplan.planning.plan`, so every plan is verified, and becomes a row:
 objective, reference (the best known value, or else the tightest bound any method proved),
 gap to it, bound, solve seconds, seconds with the checks around the solve (infeasibility
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import logging
 import re
 import statistics
 import time
@@ -32,18 +36,22 @@ from gpuplan.methods.base import RunSettings, build_options, takes
 from gpuplan.planning import plan
 from gpuplan.readers import read_instance
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class Problem:
     """One instance of a suite: how to read it, its best known value if any, its group.
 
-    ``group`` gathers problems for the summary (a GAP type, or the folder).
+    ``group`` gathers problems for the summary (a GAP type, or the folder). ``objective``
+    is the objective ``best`` is a value of; None: the file's.
     """
 
     name: str
     load: Callable[[], Instance]
     best: float | None
     group: str = ""
+    objective: ObjectiveKind | None = None
 
     def loaded(self) -> Problem:
         """The same problem, read now: every later load returns that one instance."""
@@ -105,11 +113,135 @@ def load_suite(suite: str, benchmarks: Path, only: Sequence[str] = ()) -> list[P
         if not paths:
             raise InputError(suite, "", f"not a suite ({', '.join(NAMED)}) nor a folder or "
                              "pattern with instance files")
-        problems = [Problem(p.stem, _reader(str(p), "gpuplan"), None, p.parent.name)
-                    for p in paths]
+        problems = []
+        for path in paths:
+            record = read_best_known(path.parent / BEST_KNOWN).get(path.stem)
+            problems.append(Problem(
+                path.stem, _reader(str(path), "gpuplan"),
+                None if record is None else record.value, path.parent.name,
+                None if record is None else record.objective))
     if only:
         problems = [p for p in problems if p.name in set(only)]
     return problems
+
+
+#: The table of a suite folder with its files' best known values and bounds.
+BEST_KNOWN = "best_known.csv"
+#: Its columns.
+BEST_KNOWN_FIELDS = ("instance", "objective", "best_known", "best_method", "bound",
+                     "bound_method")
+
+
+@dataclass(frozen=True)
+class Record:
+    """An instance's best known value and best proven bound, and the methods that found them.
+
+    Attributes
+    ----------
+    objective
+        The objective both are values of.
+    value, method
+        The best objective of a verified plan, and the method spec that planned it; None
+        and ``""`` without one.
+    bound, bound_method
+        The tightest proven bound (lower when minimising), and the method spec that
+        proved it; None and ``""`` without one.
+    """
+
+    objective: ObjectiveKind
+    value: float | None = None
+    method: str = ""
+    bound: float | None = None
+    bound_method: str = ""
+
+
+def read_best_known(path: Path) -> dict[str, Record]:
+    """The records of a :data:`BEST_KNOWN` table by instance name; none if there is no file.
+
+    Raises
+    ------
+    InputError
+        Naming the file and line of a row whose objective or numbers do not read.
+    """
+    if not path.is_file():
+        return {}
+    records = {}
+    with path.open(newline="", encoding="utf-8") as handle:
+        for line, row in enumerate(csv.DictReader(handle), start=2):
+            try:
+                records[row["instance"]] = Record(
+                    ObjectiveKind(row["objective"]),
+                    float(row["best_known"]) if row["best_known"] else None, row["best_method"],
+                    float(row["bound"]) if row["bound"] else None, row["bound_method"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise InputError(str(path), f"line {line}", f"not a best-known row: {exc}"
+                                 ) from None
+    return records
+
+
+def write_best_known(path: Path, records: Mapping[str, Record]) -> None:
+    """Write the records as a :data:`BEST_KNOWN` table, by instance name, atomically."""
+    lines = [",".join(BEST_KNOWN_FIELDS)]
+    for name in sorted(records):
+        record = records[name]
+        lines.append(",".join([name, record.objective.value,
+                               "" if record.value is None else repr(record.value), record.method,
+                               "" if record.bound is None else repr(record.bound),
+                               record.bound_method]))
+    write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def _better(new: float, old: float | None, sense: str) -> bool:
+    """Whether ``new`` is strictly better than ``old`` in ``sense``, beyond float noise.
+
+    A bound is better in the opposite sense of its objective (larger when minimising).
+    """
+    if old is None:
+        return True
+    tolerance = 1e-9 * max(abs(old), 1.0)
+    return new < old - tolerance if sense == "min" else new > old + tolerance
+
+
+def improve_best_known(records: Mapping[str, Record], rows: Sequence[dict[str, Any]]
+                       ) -> tuple[dict[str, Record], list[str]]:
+    """The records raised by bench rows where these are strictly better; never worsened.
+
+    A row counts for its instance's record when it planned the record's objective (a
+    new instance gets a record of the first objective its rows planned): its verified
+    plan's objective when strictly better than the best known value, its bound when
+    strictly tighter than the best bound. A bound that a verified plan beats is not a
+    valid bound: it is refused and logged as a bug, never recorded.
+
+    Returns
+    -------
+    tuple
+        The new records, and one line per change (instance, what, old, new, method).
+    """
+    updated = dict(records)
+    changes: list[str] = []
+    for row in rows:
+        if row.get("status") in (None, "error") or not row.get("objective_kind"):
+            continue
+        name, kind = row["instance"], ObjectiveKind(row["objective_kind"])
+        record = updated.get(name, Record(kind))
+        if record.objective is not kind:
+            continue
+        sense, tighter = kind.sense, "max" if kind.sense == "min" else "min"
+        value, bound = row.get("objective"), row.get("bound")
+        if value is not None and row.get("verified") and _better(value, record.value, sense):
+            changes.append(f"{name}: best known {record.value} -> {value:g} ({row['method']})")
+            record = dataclasses.replace(record, value=float(value), method=row["method"])
+        if bound is not None and _better(bound, record.bound, tighter):
+            if record.value is not None and _better(bound, record.value, tighter):
+                logger.error("%s: %s reports bound %g beyond the verified value %g: not a "
+                             "valid bound, not recorded", name, row["method"], bound,
+                             record.value)
+            else:
+                changes.append(f"{name}: bound {record.bound} -> {bound:g} ({row['method']})")
+                record = dataclasses.replace(record, bound=float(bound),
+                                             bound_method=row["method"])
+        updated[name] = record
+    return updated, changes
 
 
 @dataclass(frozen=True)
@@ -229,7 +361,9 @@ def run_bench(problems: Sequence[Problem], specs: Sequence[MethodSpec], settings
     on_row
         Called with each row as it is made (progress reporting).
 
-    An instance that cannot be read or planned is a row with status ``error``.
+    An instance that cannot be read or planned is a row with status ``error``; so is a
+    method that fails with an exception (a bug, logged with its traceback), and the run
+    goes on with the next.
     """
     rows = []
     for problem in problems:
@@ -239,6 +373,8 @@ def run_bench(problems: Sequence[Problem], specs: Sequence[MethodSpec], settings
             rows.append({"instance": problem.name, "group": problem.group, "method": "-",
                          "status": "error", "error": str(exc)})
             continue
+        # A recorded value of another objective than the file's is stale: none then.
+        known = problem.best if problem.objective in (None, instance.objective) else None
         for spec in specs:
             row: dict[str, Any]
             began = time.perf_counter()
@@ -250,14 +386,18 @@ def run_bench(problems: Sequence[Problem], specs: Sequence[MethodSpec], settings
             except InputError as exc:
                 row = {"instance": problem.name, "group": problem.group, "method": spec.label,
                        "status": "error", "error": str(exc)}
+            except Exception as exc:  # one method's bug must not end the run
+                logger.exception("%s on %s failed", spec.label, problem.name)
+                row = {"instance": problem.name, "group": problem.group, "method": spec.label,
+                       "status": "error", "error": f"failed: {type(exc).__name__}: {exc}"}
             else:
                 value = schedule.objective
-                best = problem.best if planned.objective is instance.objective else None
+                best = known if planned.objective is instance.objective else None
                 row = {
                     "instance": problem.name, "group": problem.group, "method": spec.label,
                     "status": schedule.status.value, "objective": value, "best_known": best,
-                    "gap_pct": (None if value is None or not best
-                                else 100.0 * abs(value - best) / abs(best)),
+                    "gap_pct": gap_pct(value, best),
+                    "objective_kind": planned.objective.value,
                     "bound": schedule.bound, "seconds": schedule.wall_time_s,
                     "verified": bool(schedule.verification and schedule.verification.ok
                                      and schedule.status.has_plan),
@@ -271,11 +411,18 @@ def run_bench(problems: Sequence[Problem], specs: Sequence[MethodSpec], settings
         # which compare only between runs of one objective.
         mine = rows[len(rows) - len(specs):]
         for kind in {spec.objective or instance.objective for spec in specs}:
-            if problem.best is None or kind is not instance.objective:
+            if known is None or kind is not instance.objective:
                 _gap_to_best_bound([row for row, spec in zip(mine, specs, strict=True)
                                     if (spec.objective or instance.objective) is kind],
                                    kind.sense)
     return rows
+
+
+def gap_pct(value: float | None, best: float | None) -> float | None:
+    """The gap of a value to the best known, in % of the best known; None without both."""
+    if value is None or not best:
+        return None
+    return 100.0 * abs(value - best) / abs(best)
 
 
 def _gap_to_best_bound(rows: list[dict[str, Any]], sense: str) -> None:
