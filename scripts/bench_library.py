@@ -2,12 +2,14 @@
 
 Usage:
     python scripts/bench_library.py [--limit 10] [--threads 2] [--only NAME,...]
-        [--large-jobs 1000] [--skip-large cp,ga] [--out docs/results/library.md]
+        [--methods SPEC,...] [--large-jobs 1000] [--skip-large cp,ga]
+        [--out docs/results/library.md]
 
 Every file of ``instances/library/`` (or those of ``--only``) is planned through the
 ``gpuplan bench`` harness (:mod:`gpuplan.bench`, every plan verified) by each method of
 :data:`TIME_METHODS` (time-based objectives) or :data:`STATIC_METHODS` (static ones)
-that plans its objective, at ``--limit`` seconds and ``--threads`` threads; files of more
+that plans its objective (or of ``--methods``, bench specs such as ``cp@sa``), at
+``--limit`` seconds and ``--threads`` threads; files of more
 than ``--large-jobs`` jobs skip the methods of ``--skip-large``. Then
 ``instances/library/best_known.csv`` takes each verified plan strictly better than its
 best known value and each bound strictly tighter than its best bound, with the method
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import time
 from pathlib import Path
 
@@ -33,6 +36,7 @@ from gpuplan.bench import (
     parse_method,
     read_best_known,
     run_bench,
+    split_specs,
     summary_markdown,
     write_best_known,
     write_results,
@@ -49,13 +53,17 @@ TIME_METHODS = ("greedy", "sa", "ga", "cp", "balance", "textbook")
 STATIC_METHODS = ("greedy", "milp", "milp:backend=cpsat", "lp", "sa", "textbook")
 
 
-def _specs(problem: Problem, large_jobs: int, skip_large: set[str]) -> list[str]:
-    """The method specs that plan the problem's objective, without the skipped ones."""
+def _specs(problem: Problem, chosen: list[str], large_jobs: int, skip_large: set[str]
+           ) -> list[str]:
+    """The method specs that plan the problem's objective, without the skipped ones.
+
+    ``chosen`` replaces :data:`TIME_METHODS` and :data:`STATIC_METHODS` when not empty.
+    """
     instance = problem.load()
-    methods = STATIC_METHODS if instance.objective.is_static else TIME_METHODS
+    methods = chosen or (STATIC_METHODS if instance.objective.is_static else TIME_METHODS)
     # textbook's models give each job one GPU: it refuses a batch with gangs.
     return [spec for spec in methods
-            if instance.objective in METHODS[spec.split(":")[0]].objectives
+            if instance.objective in METHODS[re.split(r"[@:]", spec)[0]].objectives
             and not (spec == "textbook" and int(instance.gang.max()) > 1)
             and not (instance.n_jobs > large_jobs and spec in skip_large)]
 
@@ -70,6 +78,8 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=10.0, help="seconds per solve")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--only", default="", help="only these instances (file stems)")
+    parser.add_argument("--methods", default="", metavar="SPEC,...",
+                        help="bench specs to run instead of the lists of this script")
     parser.add_argument("--large-jobs", type=int, default=1000)
     parser.add_argument("--skip-large", default="", metavar="SPEC,...",
                         help="method specs not run on files of more than --large-jobs jobs")
@@ -82,7 +92,8 @@ def main() -> None:
     began, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), _load()
     rows = []
     for problem in problems:
-        specs = [parse_method(s) for s in _specs(problem, args.large_jobs, skip)]
+        specs = [parse_method(s) for s in _specs(problem, split_specs(args.methods),
+                                                  args.large_jobs, skip)]
         rows += run_bench([problem], specs, settings, on_row=lambda r: print(
             r["instance"], r["method"], r.get("objective"), r.get("bound"), r.get("seconds"),
             flush=True))
@@ -97,6 +108,7 @@ def main() -> None:
         "# The instance library: best known values and bounds", "",
         "Written by `python scripts/bench_library.py "
         f"--limit {args.limit:g} --threads {args.threads}"
+        + (f" --methods {args.methods}" if args.methods else "")
         + (f" --skip-large {args.skip_large} --large-jobs {args.large_jobs}" if skip else "")
         + (f" --only {args.only}" if args.only else "") + "` (the `gpuplan bench` harness), "
         f"which records in `instances/library/{BEST_KNOWN}` every verified plan strictly "
