@@ -78,7 +78,7 @@ def register(commands: Commands) -> None:
                         help="generate K nodes of --types (one kind of instance)")
     parser.add_argument("--cluster", default=unset, metavar="V:P:K",
                         help="generate a Gavel workload on V V100s, P P100s and K K80s, "
-                        "e.g. 36:36:36 (the other kind; needs --arrival-rate and "
+                        "e.g. 36:36:36 (another kind; needs --arrival-rate and "
                         "--throughputs)")
     parser.add_argument("--types", type=_types, default=unset, metavar="T,...",
                         help=f"GPU types, from {', '.join(SPEEDUP)} (default: "
@@ -103,7 +103,9 @@ def register(commands: Commands) -> None:
     library.add_argument("--variant", choices=list(VARIANTS), default=unset,
                          help="the batch's variant (default: "
                          f"{default_of(operator_document, 'variant')}): "
-                         + "; ".join(f"{name}: {v.description}" for name, v in VARIANTS.items()))
+                         # argparse reads % in help as a format: the descriptions have some.
+                         + "; ".join(f"{name}: {v.description}" for name, v in VARIANTS.items()
+                                     ).replace("%", "%%"))
     gavel = parser.add_argument_group("Gavel workloads (with --cluster)")
     gavel.add_argument("--arrival-rate", dest="rate_per_hour", default=unset, metavar="L",
                        type=bounded(float, 0, MAX_RATE_PER_HOUR),

@@ -9,7 +9,7 @@ import pytest
 from conftest import GAVEL
 
 from cli.conftest import Gpuplan
-from gpuplan.library import operator_document
+from gpuplan.library import VARIANTS, operator_document
 
 THROUGHPUTS = GAVEL / "simulation_throughputs.json"
 GAVEL_RUN = ("generate", "--cluster", "36:36:36", "--gpus-per-node", "4", "--jobs", "300",
@@ -102,3 +102,10 @@ def test_library_unknown_variant(gpuplan: Gpuplan, tmp_path: Path) -> None:
     outcome = gpuplan("generate", "--library", "operator", "--variant", "wide", "--jobs", "5",
                       "-o", tmp_path / "x.json")
     assert outcome.code == 2 and "--variant" in outcome.err and "tight" in outcome.err
+
+
+def test_help_lists_the_variants(gpuplan: Gpuplan) -> None:
+    """``generate --help`` shows --library and describes each variant."""
+    outcome = gpuplan("generate", "--help")
+    assert outcome.code == 0 and "--library" in outcome.out
+    assert all(f"{name}:" in outcome.out for name in VARIANTS)
