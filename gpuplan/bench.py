@@ -114,8 +114,11 @@ def load_suite(suite: str, benchmarks: Path, only: Sequence[str] = ()) -> list[P
             raise InputError(suite, "", f"not a suite ({', '.join(NAMED)}) nor a folder or "
                              "pattern with instance files")
         problems = []
+        tables: dict[Path, dict[str, Record]] = {}
         for path in paths:
-            record = read_best_known(path.parent / BEST_KNOWN).get(path.stem)
+            if path.parent not in tables:
+                tables[path.parent] = read_best_known(path.parent / BEST_KNOWN)
+            record = tables[path.parent].get(path.stem)
             problems.append(Problem(
                 path.stem, _reader(str(path), "gpuplan"),
                 None if record is None else record.value, path.parent.name,
