@@ -24,7 +24,7 @@ import numpy as np
 
 from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Backend, Capabilities, Limits, ProgramSolution
-from gpuplan.instance import BoolArray, FloatArray, Instance, ObjectiveKind
+from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
 from gpuplan.methods.base import (
     STATIC_OBJECTIVES,
     WARM_SHARE,
@@ -38,6 +38,7 @@ from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.linear import OutOfTimeError
+from gpuplan.search import gap_tabu
 from gpuplan.search.lns import improve, subprogram
 from gpuplan.search.static_plans import (
     placements,
@@ -57,6 +58,9 @@ CORE_SHARE = 0.5
 #: Branch-and-cut runs alone for this long (at most this share of the limit) first.
 SOLO_SECONDS = 1.0
 SOLO_SHARE = 0.1
+#: Share of the time left after the core MIP that the GAP tabu search takes before LNS,
+#: on instances it applies to (:func:`gpuplan.search.gap_tabu.applies`).
+TABU_SHARE = 0.4
 #: Assignment columns per job in the core problem, by smallest reduced cost.
 CORE_COLUMNS_PER_JOB = 3
 #: What the LP-guided lane beside branch-and-cut needs of the backend: the LP relaxation
@@ -75,6 +79,30 @@ def kept_plan(instance: Instance, found: Result, start: Result, why: str) -> Res
     """
     return better(instance, found, dataclasses.replace(
         start, solver=f"{found.solver}; {start.solver} plan kept ({why})"))
+
+
+def symmetric(instance: Instance, placed: dict[int, IntArray]) -> dict[int, IntArray]:
+    """The same plan with identical GPUs relabelled to meet the model's symmetry rows.
+
+    The assignment model orders consecutive GPUs of one type on one node (used ones first,
+    then by load of the first resource). A plan that another method made (greedy's, a
+    warm start's) rarely follows that order, and a start that breaks it is no feasible
+    start at all: CP-SAT drops it as a hint, HiGHS refuses it as an incumbent, and LNS
+    finds no sub-MIP it satisfies. Swapping the loads of identical GPUs changes nothing
+    else in the plan.
+    """
+    gpu_type, n_gpus = instance.gpu_type, instance.n_gpus
+    load = np.zeros(n_gpus)
+    used = np.zeros(n_gpus, dtype=bool)
+    for j, gpus in placed.items():
+        load[gpus] += instance.demand[j, gpu_type[gpus], 0]
+        used[gpus] = True
+    group = instance.gpu_node * instance.n_types + gpu_type
+    run = np.cumsum(np.r_[True, group[1:] != group[:-1]])  # runs of consecutive twins
+    order = np.lexsort((-load, ~used, run))  # within each run: used, then heavier, first
+    label = np.empty(n_gpus, dtype=np.int64)
+    label[order] = np.arange(n_gpus)
+    return {j: np.sort(label[gpus]) for j, gpus in placed.items()}
 
 
 class SharedIncumbent:
@@ -151,6 +179,35 @@ def _lp_fixed_plan(
         return None
     base[columns] = np.where(sub.integer, np.round(solution.values), solution.values)
     return base
+
+
+def _tabu(model: AssignmentModel, incumbent: FloatArray, limits: Limits,
+          shared: SharedIncumbent) -> tuple[FloatArray, str]:
+    """Improve the incumbent by the GAP tabu search within ``limits``' budget.
+
+    Each better plan it finds goes to branch-and-cut at once (``shared``).
+
+    Returns
+    -------
+    tuple
+        The better of the incumbent and the search's best, and what the search did.
+    """
+    search = gap_tabu.GapSearch(model.instance)
+    program = model.program
+
+    def offer(genome: IntArray, value: float) -> None:
+        shared.update(model.encode(search.placed(genome)), value)
+
+    found = search.run(search.agents(model.decode(incumbent)), limits.budget,
+                       np.random.default_rng(limits.seed), on_improvement=offer)
+    note = f" + tabu search ({found.iterations} iterations, {found.relinks} relinks)"
+    if found.plan is None:
+        return incumbent, note
+    values = model.encode(search.placed(found.plan))
+    sense = -1.0 if program.sense == "max" else 1.0
+    if sense * float(program.cost @ values) < sense * float(program.cost @ incumbent) - 1e-9:
+        return values, note
+    return incumbent, note
 
 
 #: Backends with integer columns: the ones the assignment MILP can be handed to (a
@@ -243,7 +300,8 @@ class MilpMethod:
             # No second lane to run the heuristic beside the backend: it runs first.
             searched = context.warm(budget.part(share=WARM_SHARE))
             fallback = kept_plan(instance, searched, fallback, "a better start")
-        start = model.encode(placements(fallback)) if fallback.status.has_plan else None
+        start = (model.encode(symmetric(instance, placements(fallback)))
+                 if fallback.status.has_plan else None)
         if lanes:
             found = self._lanes(instance, model, options.backend, context, start)
         else:
@@ -335,7 +393,8 @@ class MilpMethod:
         if context.warm is not None and going():
             found = context.warm(budget.part(share=WARM_SHARE, stop=lambda: not going()))
             if found.status.has_plan:
-                incumbent = best_of(model.encode(placements(found)), incumbent)
+                incumbent = best_of(model.encode(symmetric(instance, placements(found))),
+                                    incumbent)
                 assert incumbent is not None
                 shared.update(incumbent, float(program.cost @ incumbent))
                 solver += f" + {found.solver.split(' ')[0]} start"
@@ -375,6 +434,11 @@ class MilpMethod:
                 if solution.bound is not None and np.all(sense * reduced[~core] > gap + 1e-9):
                     bound = tightest(instance, bound, solution.bound)
         bound = None if bound is None else program.round_bound(bound)
+        if incumbent is not None and going() and gap_tabu.applies(instance):
+            incumbent, note = _tabu(model, incumbent, dataclasses.replace(
+                limits, budget=budget.part(TABU_SHARE * budget.left(),
+                                           stop=lambda: not going())), shared)
+            solver += note
         if incumbent is not None and going():
             incumbent, steps, improved = improve(
                 model, incumbent, get_backend(name),

@@ -19,8 +19,9 @@ from gpuplan.backends import get_backend, highs
 from gpuplan.backends.base import Limits
 from gpuplan.budget import Budget
 from gpuplan.methods.base import CORES, Context, RunSettings
+from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.methods.lp import LpMethod, LpOptions
-from gpuplan.methods.milp import MilpMethod, MilpOptions
+from gpuplan.methods.milp import MilpMethod, MilpOptions, symmetric
 from gpuplan.models.assignment import AssignmentModel, PooledModel
 from gpuplan.models.linear import LazyNames
 from gpuplan.models.textbook import ADDITIVE
@@ -28,6 +29,7 @@ from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.readers.orlib_gap import gap_document
 from gpuplan.search.lns import subprogram
 from gpuplan.search.lp_rounding import ROUNDINGS
+from gpuplan.search.static_plans import placements
 from gpuplan.status import relative_gap
 
 BACKENDS = ["highs", "cpsat", "pyomo"]
@@ -617,3 +619,29 @@ def test_a_subnormal_demand_is_planned_without_overflow() -> None:
     schedule = plan(instance, "milp", settings=RunSettings(threads=1))
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.objective == 1.0 and schedule.bound == 1.0
+
+
+def test_greedys_start_meets_the_models_symmetry_rows() -> None:
+    """On a fleet of identical GPUs, milp's start is a feasible vector of its model.
+
+    The operator's max-weight batch (8-GPU nodes of one type) is where greedy's plan
+    broke the model's ordering of twin GPUs: CP-SAT then dropped the hint and ended
+    below greedy. Relabelled, the start meets every row, and milp on CP-SAT never ends
+    below greedy's value.
+    """
+    instance = read_instance(str(ROOT / "instances" / "library"
+                                 / "operator-150-s1-maxweight.json"))
+    greedy = best_fit_decreasing(instance)
+    model = AssignmentModel.build(instance)
+    program = model.program
+    raw = model.encode(placements(greedy))
+    start = model.encode(symmetric(instance, placements(greedy)))
+    assert float(program.cost @ start) == greedy.objective
+    activity = program.activity(start)
+    assert np.all(activity >= program.row_lower - 1e-9)
+    assert np.all(activity <= program.row_upper + 1e-9)
+    assert np.any(program.activity(raw) < program.row_lower - 1e-9)  # what broke the hint
+    found = plan(instance, "milp", {"backend": "cpsat"},
+                 settings=RunSettings(time_limit_s=2, threads=2))
+    assert found.objective is not None and greedy.objective is not None
+    assert found.objective >= greedy.objective
