@@ -36,7 +36,7 @@ import numpy as np
 from gpuplan.backends.cpsat import import_cp_model, search_solver, status_table
 from gpuplan.budget import Budget
 from gpuplan.errors import InputError
-from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.instance import Instance, IntArray, ObjectiveKind
 from gpuplan.methods.base import (
     TIME_OBJECTIVES,
     WARM_SHARE,
@@ -59,8 +59,11 @@ from gpuplan.models.scheduling import (
     TickScale,
     exclusive_types,
     model_size,
+    solution_values,
 )
 from gpuplan.search.lp_list import lp_list_schedule
+from gpuplan.search.schedule_lns import ScheduleNeighbourhoods, improve_schedule
+from gpuplan.search.schedule_sharing import sharing_list_schedule
 from gpuplan.search.time_bounds import simple_bound
 from gpuplan.search.unrelated_machines import plan_unrelated
 from gpuplan.solution import Result
@@ -73,6 +76,9 @@ logger = logging.getLogger(__name__)
 EXPLAIN_LIMIT_S = 10.0
 #: Share of the time limit the workload LP bound may take.
 BOUND_SHARE = 0.1
+#: Share of the time limit list scheduling with GPU sharing may take (it runs where
+#: jobs may share GPUs; a pass cut short gives no plan).
+SHARING_SHARE = 0.1
 #: Building, hinting, loading into CP-SAT and freeing a model may take this share of the
 #: time left; a larger model is replaced by a smaller one, or by the start's plan.
 MODEL_SHARE = 0.5
@@ -89,6 +95,9 @@ AFTER_UNIT_S = 8e-6
 #: search (on a 2000-job model it took the whole of a 5 s limit).
 PRESOLVE_UNIT_S = 120e-6
 PRESOLVE_SHARE = 0.35
+#: Share of CP-SAT's time for its search of the whole model when a hinted plan lets LNS
+#: (:func:`~gpuplan.search.schedule_lns.improve_schedule`) take the rest.
+FULL_SHARE = 0.15
 #: Below this many seconds for CP-SAT, it is not run at all.
 MIN_SEARCH_S = 0.05
 #: What the plan CP-SAT starts from, and falls back on, is called in messages.
@@ -124,8 +133,10 @@ def _hintable(plan: Result) -> bool:
 def _start(instance: Instance, context: Context) -> tuple[Result, str, Result | None]:
     """The plan to fall back on, what messages call it, and the plan to hint to CP-SAT.
 
-    The fallback is list scheduling's plan (for makespan, the better of the greedy's and
-    the LP-guided one's, whose LP gets :data:`BOUND_SHARE` of the time limit), or the warm
+    The fallback is list scheduling's plan (the better of the greedy's and, where jobs
+    may share GPUs, :func:`~gpuplan.search.schedule_sharing.sharing_list_schedule`'s on
+    :data:`SHARING_SHARE` of the time limit; for makespan also the LP-guided one's, whose
+    LP gets :data:`BOUND_SHARE` of the time limit), or the warm
     start's when that is at least as good: a schedule file's plan (``context.start``), or
     a heuristic's (``context.warm``), run here on
     :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit. The hint is the fallback,
@@ -136,6 +147,9 @@ def _start(instance: Instance, context: Context) -> tuple[Result, str, Result | 
         found = context.warm(context.budget.part(share=WARM_SHARE))
         start = found if start is None else better(instance, start, found)
     listed = list_schedule(instance)
+    if not exclusive_types(instance).all():
+        listed = better(instance, listed, sharing_list_schedule(
+            instance, budget=context.budget.part(share=SHARING_SHARE)))
     if instance.objective is ObjectiveKind.MAKESPAN:
         guided = lp_list_schedule(instance, context.limits(context.budget.part(
             share=BOUND_SHARE)))
@@ -212,7 +226,7 @@ class CpMethod(PlainMethod):
             integers.
         """
         budget = context.budget
-        cp_model = import_cp_model()
+        import_cp_model()
         scale = TickScale.choose(instance, options.tick_s)
         name = f"cpsat {version('ortools')} ({scale.describe()})"
         if not scale.exact:
@@ -257,30 +271,54 @@ class CpMethod(PlainMethod):
                          "CP-SAT to search")
         if options.then is not None:
             search /= 2
-        presolve_s = PRESOLVE_UNIT_S * units
-        solver = search_solver(context.limits(_part(budget, search)),
-                         presolve_s <= PRESOLVE_SHARE * search)
-        code = solver.solve(model.model)
-        status = status_table(cp_model).get(code, Status.NO_SOLUTION)
-        if code == cp_model.MODEL_INVALID:
-            logger.warning("cp: CP-SAT rejected the model: %s", model.model.validate())
-        if status is Status.INFEASIBLE:
+        solved = self._search(model, context, _part(budget, search), hint is not None, units)
+        if solved.status is Status.INFEASIBLE:
             return self._without_plan(instance, scale, context, name, fallback, origin, bound,
                                       whole, proof, restricted, units)
-        if certain and code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN):
-            bound = max(bound, solver.best_objective_bound * model.objective_scale
-                        - model.bound_slack())
-        found = _decoded(instance, model, solver, status, bound, name)
+        if certain and solved.bound is not None:
+            bound = max(bound, solved.bound * model.objective_scale - model.bound_slack())
+        found = _decoded(instance, model, solved.values, bound, name)
         best = better(instance, found, fallback)
         # CP-SAT's plan stands unless the start's is strictly better (a tie keeps CP-SAT's).
         if best.objective != found.objective:
             best = with_bound(instance, fallback, bound, name, f"{origin} kept")
-        elif options.then is not None and status.has_plan:
-            best = self._second_phase(instance, model, solver, best, options.then, context,
-                                      name, units)
-        logger.info("cp: %s, CP-SAT %s after %.2f s", best.status.value,
-                    solver.status_name(code), budget.elapsed())
+        elif options.then is not None and solved.values is not None:
+            best = self._second_phase(instance, model, solved.values, best, options.then,
+                                      context, name, units)
+        logger.info("cp: %s, %s after %.2f s", best.status.value, solved.how,
+                    budget.elapsed())
         return best
+
+    @staticmethod
+    def _search(model: SchedulingModel, context: Context, budget: Budget, hinted: bool,
+                units: int) -> _Searched:
+        """CP-SAT on the whole model, then LNS from its best solution, within ``budget``.
+
+        The whole model's solve takes :data:`FULL_SHARE` of the time when the model holds
+        a hint (a complete solution) for the LNS to start from, else all of it; it gives
+        CP-SAT's bound, and ends the search when it proves its solution optimal. The LNS
+        (:func:`~gpuplan.search.schedule_lns.improve_schedule`) takes the rest.
+        """
+        cp_model = import_cp_model()
+        values = None
+        first = budget.left() * (FULL_SHARE if hinted else 1.0)
+        solver = search_solver(context.limits(_part(budget, first)),
+                               PRESOLVE_UNIT_S * units <= PRESOLVE_SHARE * first)
+        code = solver.solve(model.model)
+        status = status_table(cp_model).get(code, Status.NO_SOLUTION)
+        if code == cp_model.MODEL_INVALID:
+            logger.warning("cp: CP-SAT rejected the model: %s", model.model.validate())
+        bound = (solver.best_objective_bound
+                 if code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN) else None)
+        how = f"CP-SAT {solver.status_name(code)}"
+        if status.has_plan:
+            values = solution_values(solver)
+        if status is Status.INFEASIBLE or code == cp_model.OPTIMAL or values is None:
+            return _Searched(status, values, bound, how)
+        improved = improve_schedule(model, values, context.limits(budget), budget)
+        how += (f", then LNS: {improved.improvements} improvements in "
+                f"{improved.subproblems} subproblems")
+        return _Searched(Status.FEASIBLE, improved.values, bound, how)
 
     @staticmethod
     def _choose(instance: Instance, budget: Budget, origin: str) -> tuple[bool, int] | None:
@@ -305,24 +343,26 @@ class CpMethod(PlainMethod):
         return None
 
     @staticmethod
-    def _second_phase(instance: Instance, model: SchedulingModel, solver: Any, first: Result,
-                      then: ObjectiveKind, context: Context, name: str, units: int) -> Result:
+    def _second_phase(instance: Instance, model: SchedulingModel, values: IntArray,
+                      first: Result, then: ObjectiveKind, context: Context, name: str,
+                      units: int) -> Result:
         """Optimise ``then`` with the primary objective held where phase one left it."""
         assert first.objective is not None
         search = context.budget.left() - AFTER_UNIT_S * units
         if search < MIN_SEARCH_S:
             return first
         primary = model.objective_expression()
-        model.model.add(primary <= round(solver.objective_value))
+        reached = ScheduleNeighbourhoods(model).objective(values)
+        model.model.add(primary <= round(reached))
         model.set_objective(then)
-        model.hint_solution(solver)
+        model.hint_values(values)
         second = search_solver(context.limits(_part(context.budget, search)),
-                         PRESOLVE_UNIT_S * units <= PRESOLVE_SHARE * search)
+                               PRESOLVE_UNIT_S * units <= PRESOLVE_SHARE * search)
         code = second.solve(model.model)
         status = status_table(import_cp_model()).get(code, Status.NO_SOLUTION)
         if not status.has_plan:
             return first
-        result = _decoded(instance, model, second, Status.FEASIBLE, first.bound or 0.0,
+        result = _decoded(instance, model, solution_values(second), first.bound or 0.0,
                           f"{name}, then {then.value}")
         if result.objective is None or result.objective > first.objective * (1 + 1e-9):
             return first
@@ -406,12 +446,22 @@ class CpMethod(PlainMethod):
         return ", ".join(repr(instance.job_ids[j]) for j in core)
 
 
-def _decoded(instance: Instance, model: SchedulingModel, solver: Any,
-             status: Status, bound: float, name: str) -> Result:
-    """CP-SAT's plan at the real durations, with the method's bound; none without one."""
-    if not status.has_plan:
+@dataclass(frozen=True)
+class _Searched:
+    """What the search found: status, best solution (variable values), CP-SAT's bound."""
+
+    status: Status
+    values: IntArray | None
+    bound: float | None
+    how: str
+
+
+def _decoded(instance: Instance, model: SchedulingModel, values: IntArray | None,
+             bound: float, name: str) -> Result:
+    """A solution's plan at the real durations, with the method's bound; none without one."""
+    if values is None:
         return no_plan(instance, "no plan found within the time limit", name, bound=bound)
-    job, types, gpus, start, end = model.decode(solver)
+    job, types, gpus, start, end = model.decode(values)
     objective = time_objective(instance, job, types, end)
     return Result(status=plan_status(objective, bound), objective=objective, bound=bound,
                   solver=name, job=job, gpu_type=types, gpus=gpus, start=start, end=end)

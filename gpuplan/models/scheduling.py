@@ -357,6 +357,9 @@ class SchedulingModel:
     horizon: int
     #: Makespan variables, hinted with the latest end of a hinted plan.
     auxiliary: list[Any] = field(default_factory=list)
+    #: Tardiness variables (variable, job, due date in ticks), hinted with the plan's
+    #: lateness, so that a plan's hint is a complete solution of the model.
+    lateness: list[tuple[Any, int, int]] = field(default_factory=list)
     #: Whether the constraints are the instance's exactly (times and per-GPU demands), so
     #: that an infeasible model proves the instance infeasible; weights do not matter here.
     exact_constraints: bool = True
@@ -528,6 +531,7 @@ class SchedulingModel:
                 for j in np.flatnonzero(np.isfinite(instance.due) & (weight > 0)):
                     late = model.new_int_var(0, horizon, f"late_{j}")
                     model.add(late >= self.end[j] - int(due[j]))
+                    self.lateness.append((late, int(j), int(due[j])))
                     terms.append(int(weight[j]) * late)
                 self.objective_scale = self.scale.tick_s / factor
                 self.exact &= exact
@@ -594,9 +598,15 @@ class SchedulingModel:
         for q, members in enumerate(self.group_gpus):
             gpu_group[members] = q
         rename = self._first_user_first(job, gpus, gpu_group)
-        # Re-time the plan in ticks, in its own order and on its own GPUs: rounded-up
-        # durations only push jobs later, so the hint stays feasible.
+        # On an exact tick, a plan whose starts are whole ticks keeps its times (and the
+        # GPUs its jobs share). Otherwise it is re-timed in ticks, in its own order and on
+        # its own GPUs, one job after another on each GPU: rounded-up durations only push
+        # jobs later, so the hint stays feasible.
         release = self.scale.up(self.instance.release)
+        in_ticks = np.asarray(start_s, dtype=float) / self.scale.tick_s
+        own = (self.scale.exact and not self.restricted
+               and bool(np.allclose(in_ticks, np.rint(in_ticks), rtol=0.0, atol=1e-6)))
+        own_start = np.rint(in_ticks).astype(np.int64)
         free = np.zeros(self.instance.n_gpus, dtype=np.int64)
         end = np.zeros(self.instance.n_jobs, dtype=np.int64)
         latest = 0
@@ -604,7 +614,7 @@ class SchedulingModel:
             j, used = int(job[i]), rename[gpus[i]]
             group = int(gpu_group[used[0]])
             chosen = next(a for a in self.alternatives[j] if a.group == group)
-            s = max(int(release[j]), int(free[used].max()),
+            s = max(int(release[j]), int(own_start[i]) if own else int(free[used].max()),
                     *(int(end[p]) for p in self.instance.predecessors[j]))
             end[j] = free[used] = s + chosen.duration
             latest = max(latest, int(end[j]))
@@ -617,6 +627,33 @@ class SchedulingModel:
                     self.model.add_hint(literal, a.group == group and g in on)
         for variable in self.auxiliary:
             self.model.add_hint(variable, latest)
+        for variable, j, due in self.lateness:
+            self.model.add_hint(variable, max(0, int(end[j]) - due))
+
+    def hinted_values(self) -> IntArray:
+        """The hint as a full vector of variable values (by variable index).
+
+        Raises
+        ------
+        ValueError
+            If some variable has no hint: the hint is then no complete solution.
+        """
+        hint = self.model.proto.solution_hint
+        index = np.array(list(hint.vars), dtype=np.int64)
+        values = np.zeros(len(self.model.proto.variables), dtype=np.int64)
+        seen = np.zeros(values.size, dtype=bool)
+        values[index] = list(hint.values)
+        seen[index] = True
+        if not seen.all():
+            raise ValueError(f"{int((~seen).sum())} of {seen.size} variables have no hint")
+        return values
+
+    def hint_values(self, values: IntArray) -> None:
+        """Offer a full vector of variable values (a solution) as the next solve's guess."""
+        self.model.clear_hints()
+        hint = self.model.proto.solution_hint
+        hint.vars.extend(range(values.size))
+        hint.values.extend(values.tolist())
 
     def _first_user_first(self, job: IntArray, gpus: tuple[IntArray, ...],
                           gpu_group: IntArray) -> IntArray:
@@ -645,29 +682,22 @@ class SchedulingModel:
             rename[rest] = [g for g in members.tolist() if g not in set(lowest.tolist())]
         return rename
 
-    def hint_solution(self, solver: Any) -> None:
-        """Offer the solver's last solution as the next solve's first guess."""
-        self.model.clear_hints()
-        literals = [lit for options in self.alternatives for a in options
-                    for lit in (a.present, *a.on_gpu.values())]
-        for variable in [*self.start, *self.end, *self.auxiliary]:
-            self.model.add_hint(variable, solver.value(variable))
-        for literal in literals:
-            self.model.add_hint(literal, solver.boolean_value(literal))
-
     def decode(
-        self, solver: Any
+        self, values: IntArray
     ) -> tuple[IntArray, IntArray, tuple[IntArray, ...], FloatArray, FloatArray]:
-        """Read the solver's plan: job, type, GPUs, start and end in seconds, per job.
+        """Read a solution's plan: job, type, GPUs, start and end in seconds, per job.
+
+        ``values`` is the solution as a full vector of variable values (by variable
+        index, as :func:`solution_values` reads it from the solver).
 
         On exclusive types, GPUs are handed out group by group in start order: at each
         start the cumulative leaves at least a gang's worth of GPUs free, and a GPU free
         then stays free for the job's whole interval.
         """
         n_jobs = self.instance.n_jobs
-        chosen = [next(a for a in options if solver.boolean_value(a.present))
+        chosen = [next(a for a in options if values[a.present.index])
                   for options in self.alternatives]
-        start = np.array([solver.value(s) for s in self.start], dtype=np.int64)
+        start = values[[s.index for s in self.start]].astype(np.int64)
         gpus: list[IntArray] = [np.zeros(0, dtype=np.int64)] * n_jobs
         for q, members in enumerate(self.group_gpus):
             here = [a for a in chosen if a.group == q]
@@ -676,7 +706,7 @@ class SchedulingModel:
             if here[0].on_gpu:
                 for a in here:
                     gpus[a.job] = np.array(sorted(g for g, lit in a.on_gpu.items()
-                                                  if solver.boolean_value(lit)))
+                                                  if values[lit.index]))
                 continue
             free_at = dict.fromkeys(members.tolist(), 0)
             for a in sorted(here, key=lambda a: (start[a.job], a.job)):
@@ -696,6 +726,11 @@ class SchedulingModel:
         ticks_end = (start + np.array([a.duration for a in chosen])) * self.scale.tick_s
         end: FloatArray = np.minimum(begin + self.instance.duration[job, types], ticks_end)
         return job, types, tuple(gpus), begin.astype(float), end
+
+
+def solution_values(solver: Any) -> IntArray:
+    """A solver's last solution as a full vector of variable values, by variable index."""
+    return np.array(solver.response_proto.solution, dtype=np.int64)
 
 
 def scaled_capacity(capacity: float, demand: FloatArray) -> tuple[int, IntArray, bool]:

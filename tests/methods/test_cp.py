@@ -28,6 +28,7 @@ from gpuplan.models.scheduling import (
     to_ticks,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.search.schedule_sharing import sharing_list_schedule
 from gpuplan.status import OPTIMAL_GAP, relative_gap
 
 #: Long enough for every small instance here to be proven optimal.
@@ -441,6 +442,35 @@ def test_list_scheduling_hint_is_a_solution_of_the_model(formulation: Any) -> No
     assert solver.solve(model.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     assert greedy.objective is not None
     assert solver.objective_value * model.objective_scale <= greedy.objective * (1 + 1e-9)
+
+
+def shares_gpus(gpus: tuple[Any, ...], start: Any, end: Any) -> bool:
+    """Whether two segments of a plan run on a common GPU at the same time."""
+    return any(set(gpus[a].tolist()) & set(gpus[b].tolist())
+               and start[a] < end[b] and start[b] < end[a]
+               for a, b in itertools.combinations(range(len(gpus)), 2))
+
+
+@pytest.mark.parametrize("objective", ["makespan", "weighted-completion", "tardiness"])
+def test_a_shared_plan_is_a_complete_hint(objective: str) -> None:
+    """A plan whose jobs share GPUs hints every variable, and CP-SAT keeps it as it is.
+
+    Every interval, presence and per-GPU literal and the objective's variables (makespan,
+    lateness) are hinted, so that fixing all of them to the hint is a solution whose
+    value is the plan's: the plan keeps its shared GPUs and start times.
+    """
+    instance = read_instance(INSTANCES / "library" / "operator-50-s1.json",
+                             objective=ObjectiveKind(objective))
+    shared = sharing_list_schedule(instance)
+    assert shared.objective is not None and shares_gpus(shared.gpus, shared.start, shared.end)
+    model = SchedulingModel.build(instance, TickScale.choose(instance))
+    model.hint(shared.job, shared.gpus, shared.start)
+    assert model.hinted_values().size == len(model.model.proto.variables)
+    solver = cp_model.CpSolver()
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.max_time_in_seconds = 10
+    assert solver.solve(model.model) == cp_model.OPTIMAL
+    assert solver.objective_value * model.objective_scale == pytest.approx(shared.objective)
 
 
 def test_building_stops_when_its_time_is_up(small: Instance) -> None:

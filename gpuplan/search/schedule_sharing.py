@@ -1,0 +1,156 @@
+"""List scheduling that lets jobs share GPUs: a start for CP-SAT on batches with shares.
+
+Greedy list scheduling (:func:`~gpuplan.methods.greedy.list_schedule`) gives each job
+whole GPUs. Where jobs ask for a share of a GPU (compute 0.5, 20 GiB of 80), two or more
+of them can run on one GPU at once, and a plan that never does so wastes much of the
+fleet: on operator batches with compute shares, list scheduling's plan is far from what
+CP-SAT's per-GPU model allows, and LNS from it has far to go.
+
+Here jobs are taken in the same priority order (:func:`~gpuplan.methods.greedy.list_order`)
+and each starts at its earliest finish on some (node, type) group: the earliest time from
+which ``gang`` GPUs of the group keep room for its demand in every resource over its
+whole run, on the GPUs most used at that time (packing shares together and leaving empty
+GPUs to wide gangs). A GPU's use over a window is largest at the window's start or at
+some job's start within it, so only those times are checked, for all of a group's GPUs
+and candidate starts at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuplan.budget import Budget
+from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.methods.base import plan_status, time_objective
+from gpuplan.methods.greedy import CLOCK_EVERY, NOT_REACHED, list_order
+from gpuplan.models.bounds import objective_bound
+from gpuplan.solution import Result
+from gpuplan.status import Status
+
+#: What results and messages call this plan.
+SOLVER = "list scheduling with GPU sharing"
+#: Capacity slack (relative) within which a demand counts as fitting, as in greedy.
+_FIT_EPS = 1e-9
+
+
+class _Group:
+    """The jobs placed on one (node, type) group: start, end, demand, local GPU mask."""
+
+    def __init__(self, size: int, n_resources: int) -> None:
+        self.size = size
+        self.start = np.zeros(0)
+        self.end = np.zeros(0)
+        self.demand = np.zeros((0, n_resources))
+        self.on = np.zeros((0, size), dtype=bool)
+
+    def add(self, start: float, end: float, demand: FloatArray, on: np.ndarray) -> None:
+        """Record a job placed on the GPUs ``on`` (a mask over the group's GPUs)."""
+        self.start = np.r_[self.start, start]
+        self.end = np.r_[self.end, end]
+        self.demand = np.vstack([self.demand, demand[None]])
+        self.on = np.vstack([self.on, on[None]])
+
+    def earliest(self, ready: float, run: float, gang: int, demand: FloatArray,
+                 capacity: FloatArray) -> tuple[float, np.ndarray] | None:
+        """The earliest start with room for a job, and the GPUs it takes; None if never.
+
+        From ``ready`` on, the first time at which ``gang`` GPUs each hold ``demand``
+        beside what they run, for ``run`` seconds; the GPUs are those most used then.
+        """
+        if gang > self.size:
+            return None
+        # Jobs that end by ``ready`` no longer matter.
+        live = self.end > ready
+        if not live.any():
+            chosen = np.zeros(self.size, dtype=bool)
+            chosen[:gang] = True
+            return ready, chosen
+        start, end = self.start[live], self.end[live]
+        candidates = np.unique(np.r_[ready, end])
+        points = np.unique(np.r_[candidates, start[start > ready]])
+        # Use of each GPU in each resource at each point: (points, GPUs, resources).
+        active = (start[None] <= points[:, None]) & (end[None] > points[:, None])
+        use = np.einsum("pj,jg,jr->pgr", active.astype(float), self.on[live].astype(float),
+                        self.demand[live])
+        room = (use + demand <= capacity * (1 + _FIT_EPS) + _FIT_EPS).all(axis=2)
+        window = ((points[None] >= candidates[:, None])
+                  & (points[None] < candidates[:, None] + run))
+        blocked = (window[:, :, None] & ~room[None]).any(axis=1)
+        fits = ~blocked
+        enough = np.flatnonzero(fits.sum(axis=1) >= gang)
+        if enough.size == 0:
+            return None
+        c = int(enough[0])
+        at = int(np.searchsorted(points, candidates[c]))
+        load = use[at].sum(axis=1)
+        order = np.lexsort((np.arange(self.size), -load, ~fits[c]))
+        chosen = np.zeros(self.size, dtype=bool)
+        chosen[order[:gang]] = True
+        return float(candidates[c]), chosen
+
+
+def sharing_list_schedule(instance: Instance, keys: FloatArray | None = None,
+                          budget: Budget | None = None) -> Result:
+    """A start-time plan in list order where jobs may share GPUs within their capacity.
+
+    Parameters
+    ----------
+    instance
+        A time-based instance. Jobs run whole (never in segments), each at its earliest
+        finish (for the cost objective, the cheapest place that meets its deadline).
+    keys
+        ``(J,)`` priorities (lower first) that replace list scheduling's priority rule.
+    budget
+        When it is spent, the remaining jobs are left out (and the plan has no value);
+        None: never.
+    """
+    n_types = instance.n_types
+    counts = instance.node_gpus.ravel()
+    groups = np.flatnonzero(counts)
+    group_type = groups % n_types
+    first_gpu = np.r_[0, np.cumsum(counts)][groups]
+    n_resources = len(instance.resources)
+    placed = [_Group(int(counts[q]), n_resources) for q in groups]
+    end = np.full(instance.n_jobs, np.nan)
+    rows: list[tuple[int, int, IntArray, float, float]] = []
+    unplaced: dict[int, str] = {}
+    order = list_order(instance, keys)
+    for done, j in enumerate(order):
+        if budget is not None and done % CLOCK_EVERY == 0 and budget.spent():
+            unplaced.update(dict.fromkeys(order[done:], NOT_REACHED))
+            break
+        if any(np.isnan(end[p]) for p in instance.predecessors[j]):
+            unplaced[j] = "a job it depends on is not placed"
+            continue
+        ready = max([float(instance.release[j]), *(end[p] for p in instance.predecessors[j])])
+        k = int(instance.gang[j])
+        best: tuple[float, float, int, float, np.ndarray] | None = None
+        for q in np.flatnonzero(instance.eligible[j, group_type]).tolist():
+            t = int(group_type[q])
+            run = float(instance.duration[j, t])
+            found = placed[q].earliest(ready, run, k, instance.demand[j, t],
+                                       instance.capacity[t])
+            if found is None or found[0] + run > instance.deadline[j]:
+                continue
+            cost = (float(np.nan_to_num(instance.cost[j, t]))
+                    if instance.objective is ObjectiveKind.COST else 0.0)
+            key = (cost, found[0] + run, q, found[0], found[1])
+            if best is None or key[:3] < best[:3]:
+                best = key
+        if best is None:
+            unplaced[j] = "no group has room for it before its deadline"
+            continue
+        _, finish, q, begin, on = best
+        t = int(group_type[q])
+        placed[q].add(begin, finish, instance.demand[j, t], on)
+        end[j] = finish
+        rows.append((j, t, first_gpu[q] + np.flatnonzero(on), begin, finish))
+    job = np.array([r[0] for r in rows], dtype=np.int64)
+    types = np.array([r[1] for r in rows], dtype=np.int64)
+    objective = None if unplaced else time_objective(instance, job, types, end[job])
+    bound = objective_bound(instance)
+    return Result(status=plan_status(objective, bound) if objective is not None
+                  else Status.NO_SOLUTION, objective=objective, bound=bound, solver=SOLVER,
+                  job=job, gpu_type=types, gpus=tuple(r[2] for r in rows),
+                  start=np.array([r[3] for r in rows]), end=np.array([r[4] for r in rows]),
+                  unplaced=unplaced)

@@ -1,0 +1,113 @@
+"""LNS over the CP-SAT scheduling model, and list scheduling with GPU sharing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import INSTANCES
+
+from gpuplan import Instance, ObjectiveKind, Schedule, Status, read_instance
+from gpuplan.backends.base import Limits
+from gpuplan.budget import Budget
+from gpuplan.methods.greedy import list_schedule
+from gpuplan.models.scheduling import SchedulingModel, TickScale
+from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.search.schedule_lns import KINDS, ScheduleNeighbourhoods, improve_schedule
+from gpuplan.search.schedule_sharing import sharing_list_schedule
+from gpuplan.solution import Result
+from gpuplan.verify import verify_schedule
+
+OPERATOR_50 = INSTANCES / "library" / "operator-50-s1.json"
+
+
+def verified(instance: Instance, result: Any) -> bool:
+    """Whether the verifier accepts a result's plan."""
+    schedule = Schedule.from_result(instance, result, "test", 0.0, 0)
+    return verify_schedule(instance, schedule).ok
+
+
+def test_jobs_that_fit_together_share_a_gpu() -> None:
+    """Three jobs of a third of a GPU run at once on the one GPU; list scheduling queues them."""
+    third = {"memory_gib": 5.0, "compute": 0.3}
+    instance = build_instance(parse_document({
+        "gpu_types": [{"id": "G", "capacity": {"memory_gib": 16.0, "compute": 1.0}}],
+        "nodes": [{"id": "n", "gpus": {"G": 1}}],
+        "jobs": [{"id": f"j{k}", "demand": third, "duration_s": 100} for k in range(3)]
+        + [{"id": "big", "demand": {"memory_gib": 12.0, "compute": 0.5}, "duration_s": 50}],
+        "objective": "makespan",
+    }, "<test>"), "<test>")
+    shared = sharing_list_schedule(instance)
+    assert shared.objective == pytest.approx(150)
+    assert list_schedule(instance).objective == pytest.approx(350)
+    assert verified(instance, shared)
+
+
+@pytest.mark.parametrize("objective", [k for k in ObjectiveKind if not k.is_static])
+def test_sharing_plans_are_valid_for_every_time_objective(objective: ObjectiveKind) -> None:
+    """With releases, dependencies, deadlines and shares, every plan passes the verifier."""
+    instance = read_instance(OPERATOR_50, objective=objective)
+    shared = sharing_list_schedule(instance)
+    assert shared.objective is not None and not shared.unplaced
+    assert verified(instance, shared)
+
+
+def test_a_spent_budget_leaves_jobs_out() -> None:
+    """A pass whose time is up places nothing more and says why, rather than running on."""
+    instance = read_instance(OPERATOR_50)
+    cut = sharing_list_schedule(instance, budget=Budget(0.0))
+    assert cut.objective is None and not cut.status.has_plan
+    assert len(cut.unplaced) == instance.n_jobs
+
+
+@pytest.fixture(scope="module")
+def operator_model() -> tuple[Instance, SchedulingModel]:
+    """The 50-job operator batch's model, hinted with the sharing plan."""
+    instance = read_instance(OPERATOR_50)
+    model = SchedulingModel.build(instance, TickScale.choose(instance))
+    start = sharing_list_schedule(instance)
+    model.hint(start.job, start.gpus, start.start)
+    return instance, model
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_neighbourhoods_hold_every_job_but_the_freed(
+        operator_model: tuple[Instance, SchedulingModel], kind: str) -> None:
+    """A freed job keeps no variable fixed; every other keeps its group and GPUs.
+
+    Jobs held in time end before the first freed job starts, so the freed ones can be
+    placed anew in the room the rest leaves.
+    """
+    _, model = operator_model
+    hoods = ScheduleNeighbourhoods(model)
+    values = model.hinted_values()
+    free = hoods.choose(kind, values, 12, np.random.default_rng(3))
+    assert free.sum() == 12
+    fixed, capped = hoods.held(values, free, cap=True)
+    held_jobs = hoods.var_job[np.r_[fixed, capped]]
+    assert not free[held_jobs].any()
+    literals = np.flatnonzero((hoods.var_job >= 0) & ~hoods.is_time)
+    kept = literals[~free[hoods.var_job[literals]]]
+    assert set(kept.tolist()) <= set(fixed.tolist())
+    timed = fixed[hoods.is_time[fixed]]
+    first = values[hoods.start_index][free].min()
+    assert (values[hoods.end_index][hoods.var_job[timed]] <= first).all()
+
+
+def test_lns_keeps_a_valid_plan_no_worse_than_its_start(
+        operator_model: tuple[Instance, SchedulingModel]) -> None:
+    """The improved solution is CP-SAT's, decodes to a verified plan, and is no worse."""
+    instance, model = operator_model
+    start = model.hinted_values()
+    hoods = ScheduleNeighbourhoods(model)
+    budget = Budget(1.0)
+    improved = improve_schedule(model, start, Limits(budget, 1, 0, 1e-4), budget)
+    assert improved.subproblems >= 1
+    assert improved.objective <= hoods.objective(start)
+    assert improved.objective == hoods.objective(improved.values)
+    job, types, gpus, begin, end = model.decode(improved.values)
+    result = Result(status=Status.FEASIBLE, objective=float(end.max()), bound=None,
+                    solver="lns", job=job, gpu_type=types, gpus=gpus, start=begin, end=end)
+    assert verified(instance, result)
+    assert float(end.max()) == pytest.approx(improved.objective * model.objective_scale)
