@@ -68,6 +68,10 @@ ROUNDINGS = (1, 2, 3, 4)
 #: and most interval ends per side of :func:`trial_program`'s energetic rows.
 MAX_THRESHOLDS = 12
 MAX_POINTS = 10
+#: Most coefficients one family of window or energetic rows may hold before it is made
+#: sparse: on large batches fewer heads, tails and interval ends are used, so that the
+#: rows stay within memory and build time.
+MAX_ENTRIES = 3_000_000
 #: Cut rows broken by more than this (relative to their bound) join the next round, at
 #: most MAX_CUTS of them, the most broken first.
 CUT_TOLERANCE, MAX_CUTS = 1e-7, 200
@@ -384,9 +388,12 @@ def _add_area(rows: RowBuilder, instance: Instance, packing: PackingRows, frame:
     (the first of each packing row's block), which :func:`solve_by_rows` always keeps.
     """
     est, tail, lct = frame.est[jobs], frame.tail[jobs], frame.lct[jobs]
-    heads = _spread(frame.est, MAX_THRESHOLDS)
-    tails = _spread(frame.tail, MAX_THRESHOLDS)
-    ends = _spread(frame.lct, MAX_THRESHOLDS)
+    # Rows per packing row that a family may have within MAX_ENTRIES coefficients.
+    room = max(1, MAX_ENTRIES // max(1, packing.gpus.size * jobs.size))
+    side = int(np.clip(np.sqrt(room), 1, MAX_THRESHOLDS))
+    heads = _spread(frame.est, side)
+    tails = _spread(frame.tail, side)
+    ends = _spread(frame.lct, side)
     # (Q, X): GPU-seconds' worth each share column takes of each packing row.
     work = packing.weight[:, jobs] * length * (types[None] == packing.gpu_type[:, None])
     gpus = packing.gpus
@@ -404,8 +411,9 @@ def _add_area(rows: RowBuilder, instance: Instance, packing: PackingRows, frame:
     _add_block(rows, work[:, None] * inside[None], -gpus[:, None] * span[None],
                np.zeros(gpus.size * span.size), -1, "window")
     if energetic:
-        points = np.unique(np.r_[_spread(frame.est, MAX_POINTS),
-                                 _spread(np.minimum(frame.lct, horizon), MAX_POINTS)])
+        side = int(np.clip(np.sqrt(room / 2), 1, MAX_POINTS))
+        points = np.unique(np.r_[_spread(frame.est, side),
+                                 _spread(np.minimum(frame.lct, horizon), side)])
         left, right = np.meshgrid(points, points, indexing="ij")
         pairs = left < right
         a, b = left[pairs][:, None], right[pairs][:, None]
