@@ -58,9 +58,9 @@ CORE_SHARE = 0.5
 #: Branch-and-cut runs alone for this long (at most this share of the limit) first.
 SOLO_SECONDS = 1.0
 SOLO_SHARE = 0.1
-#: Share of the time left after the core MIP that the GAP tabu search takes before LNS,
+#: Share of the time left after the LP-fixed MIP that the GAP tabu search takes,
 #: on instances it applies to (:func:`gpuplan.search.gap_tabu.applies`).
-TABU_SHARE = 0.4
+TABU_SHARE = 0.2
 #: Assignment columns per job in the core problem, by smallest reduced cost.
 CORE_COLUMNS_PER_JOB = 3
 #: What the LP-guided lane beside branch-and-cut needs of the backend: the LP relaxation
@@ -194,20 +194,20 @@ def _tabu(model: AssignmentModel, incumbent: FloatArray, limits: Limits,
     """
     search = gap_tabu.GapSearch(model.instance)
     program = model.program
+    sense = -1.0 if program.sense == "max" else 1.0
+    given = float(program.cost @ incumbent)
+    improved: list[FloatArray] = []
 
     def offer(genome: IntArray, value: float) -> None:
-        shared.update(model.encode(search.placed(genome)), value)
+        if sense * value < sense * given - 1e-9:
+            improved.append(model.encode(search.placed(genome)))
+            shared.update(improved[-1], value)
 
     found = search.run(search.agents(model.decode(incumbent)), limits.budget,
                        np.random.default_rng(limits.seed), on_improvement=offer)
-    note = f" + tabu search ({found.iterations} iterations, {found.relinks} relinks)"
-    if found.plan is None:
-        return incumbent, note
-    values = model.encode(search.placed(found.plan))
-    sense = -1.0 if program.sense == "max" else 1.0
-    if sense * float(program.cost @ values) < sense * float(program.cost @ incumbent) - 1e-9:
-        return values, note
-    return incumbent, note
+    note = (f" + tabu search ({found.iterations} iterations, {found.relinks} relinks, "
+            f"{len(improved)} improvements)")
+    return (improved[-1] if improved else incumbent), note
 
 
 #: Backends with integer columns: the ones the assignment MILP can be handed to (a
@@ -411,6 +411,11 @@ class MilpMethod:
             if fixed is not None:
                 incumbent = best_of(fixed, incumbent)
                 solver += " + LP-fixed MIP"
+        if incumbent is not None and going() and gap_tabu.applies(instance):
+            incumbent, note = _tabu(model, incumbent, dataclasses.replace(
+                limits, budget=budget.part(TABU_SHARE * budget.left(),
+                                           stop=lambda: not going())), shared)
+            solver += note
         if relaxed is not None and reduced is not None and going():
             core = reduced_cost_core(model, reduced, relaxed, CORE_COLUMNS_PER_JOB)
             if incumbent is not None:
@@ -434,11 +439,6 @@ class MilpMethod:
                 if solution.bound is not None and np.all(sense * reduced[~core] > gap + 1e-9):
                     bound = tightest(instance, bound, solution.bound)
         bound = None if bound is None else program.round_bound(bound)
-        if incumbent is not None and going() and gap_tabu.applies(instance):
-            incumbent, note = _tabu(model, incumbent, dataclasses.replace(
-                limits, budget=budget.part(TABU_SHARE * budget.left(),
-                                           stop=lambda: not going())), shared)
-            solver += note
         if incumbent is not None and going():
             incumbent, steps, improved = improve(
                 model, incumbent, get_backend(name),

@@ -14,6 +14,10 @@ Defaults (documented in README):
   start plan's moves down to a hundredth of it, geometrically over the budget; capacity
   excess weighed by an adaptive penalty;
 - time-based: Metropolis over one key move per decode.
+
+``--search tabu`` replaces static annealing by the GAP tabu search with ejection chains
+(:mod:`gpuplan.search.gap_tabu`) on the instances it applies to (single-GPU jobs, an
+additive objective); on others it anneals.
 """
 
 from __future__ import annotations
@@ -25,10 +29,24 @@ from typing import ClassVar
 import numpy as np
 
 from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.methods.base import ALL_OBJECTIVES, Context, PlainMethod, WarmStart
+from gpuplan.methods.base import (
+    ALL_OBJECTIVES,
+    Context,
+    PlainMethod,
+    WarmStart,
+    better,
+    no_plan,
+    option,
+)
+from gpuplan.methods.greedy import best_fit_decreasing
+from gpuplan.models.bounds import objective_bound
+from gpuplan.search import gap_tabu
 from gpuplan.search.local_search import Progress, StaticSearch, static_result, timed_result
 from gpuplan.search.plan_encodings import AssignmentState, PriorityEncoding, moves_option
+from gpuplan.search.static_plans import placements
+from gpuplan.search.static_plans import static_result as placed_result
 from gpuplan.solution import Result
+from gpuplan.status import Status
 
 #: Steps per job (static) or decodes (time-based) when there is no time limit.
 DEFAULT_STEPS_PER_JOB = 20
@@ -45,6 +63,9 @@ class AnnealingOptions:
     """Options of ``--method sa``."""
 
     moves: tuple[str, ...] = moves_option("the annealing")
+    search: str = option("anneal", "--search", "static objectives: anneal (default), or tabu: "
+                         "the GAP tabu search with ejection chains where every job takes one "
+                         "GPU and the objective is additive", choices=("anneal", "tabu"))
 
 
 class AnnealingMethod(PlainMethod):
@@ -73,6 +94,8 @@ class AnnealingMethod(PlainMethod):
             the seed.
         """
         rng = np.random.default_rng(context.seed)
+        if options.search == "tabu" and gap_tabu.applies(instance):
+            return self._tabu(instance, context, rng)
         if instance.objective.is_static:
             return self._static(instance, options, context, rng, Progress(
                 context.budget, DEFAULT_STEPS_PER_JOB * instance.n_jobs, instance))
@@ -96,6 +119,29 @@ class AnnealingMethod(PlainMethod):
         return static_result(state, search.best,
                              f"sa ({search.steps} steps, {search.moves_made} moves, "
                              f"seed {context.seed})")
+
+    @staticmethod
+    def _tabu(instance: Instance, context: Context, rng: np.random.Generator) -> Result:
+        """The GAP tabu search from greedy's plan; greedy's plan if it finds none better.
+
+        Without a time limit or iterations it makes :data:`DEFAULT_STEPS_PER_JOB` moves
+        per job, so that runs are reproducible.
+        """
+        budget = context.budget
+        greedy = best_fit_decreasing(instance, budget=budget)
+        search = gap_tabu.GapSearch(instance)
+        start = search.agents(placements(greedy) if greedy.status.has_plan else {})
+        if not budget.limited and budget.iterations is None:
+            budget = budget.part(iterations=DEFAULT_STEPS_PER_JOB * instance.n_jobs)
+        found = search.run(start, budget, rng)
+        solver = (f"sa --search tabu ({found.iterations} iterations, {found.relinks} relinks, "
+                  f"seed {context.seed})")
+        bound = objective_bound(instance)
+        searched = (no_plan(instance, "the search found no plan within every GPU's capacity",
+                            solver, bound=bound) if found.plan is None
+                    else placed_result(instance, search.placed(found.plan), Status.FEASIBLE,
+                                       found.value, bound, solver, "left out by the search"))
+        return better(instance, searched, greedy)
 
     @staticmethod
     def _timed(instance: Instance, options: AnnealingOptions, context: Context,

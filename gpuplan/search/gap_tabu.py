@@ -41,7 +41,7 @@ ADDITIVE = frozenset({ObjectiveKind.ASSIGN_COST, ObjectiveKind.ASSIGN_PROFIT,
 #: Jobs x GPUs x resources above which the dense move tables would not pay.
 MAX_CELLS = 4_000_000
 #: Best shifts grown into ejection chains per iteration.
-CHAIN_STARTS = 10
+CHAIN_STARTS = 20
 #: Tabu tenure: a job stays off the GPU it left for TENURE + rand(TENURE_SPAN) iterations.
 TENURE, TENURE_SPAN = 7, 10
 #: Per-GPU penalty weights: x PENALTY_UP each iteration the GPU is over-full, x
@@ -252,9 +252,15 @@ class _Run:
         value and excess changes (chains x agents), and per chain its shift and job ``k``.
         """
         space, genome = self.space, self.genome
-        members = [np.flatnonzero(genome == a) for a in to.tolist()]
-        which = np.repeat(np.arange(jobs.size), [m.size for m in members])
-        ejected = np.concatenate(members).astype(np.int64)
+        # The jobs on each shift's target agent, without a loop: jobs sorted by agent,
+        # each agent's run of them repeated once per shift that targets it.
+        order = np.argsort(genome, kind="stable")
+        size = np.bincount(genome, minlength=space.n_agents)
+        first_of = np.cumsum(size) - size
+        count = size[to]
+        which = np.repeat(np.arange(jobs.size), count)
+        offset = np.arange(which.size) - np.repeat(np.cumsum(count) - count, count)
+        ejected = order[first_of[to][which] + offset]
         j, q = jobs[which], to[which]
         p = genome[j]
         rows = np.arange(which.size)
@@ -340,6 +346,11 @@ class _Run:
         starts = np.argpartition(flat, count - 1)[:count]
         starts = starts[np.isfinite(flat[starts])]
         best_shift = int(starts[np.argmin(flat[starts])])
+        # Chains also grow from the shifts that gain most value, over-filling their agent:
+        # the ejection that follows is what can make them fit.
+        gain = np.where(np.isfinite(flat), shifts[1].ravel(), np.inf)
+        by_value = np.argpartition(gain, count - 1)[:count]
+        starts = np.unique(np.r_[starts, by_value[np.isfinite(gain[by_value])]])
         jobs, to = starts // n_agents, starts % n_agents
         chains, which, ejected = self._chains(jobs, to, tuple(s[jobs, to] for s in shifts))
         if ejected.size:
