@@ -28,8 +28,8 @@ its GPUs alike.
 - ``dependencies`` of the jobs (exactly the rounded share, never the first) depend on
   earlier jobs, so the graph is acyclic: with ``chains`` off, on one of the 30 jobs before
   (and a second one with probability 0.2); with ``chains`` on, each job belongs to one of
-  ``jobs // 12`` pipelines and a dependent job waits for the previous job of its pipeline,
-  which makes long chains;
+  ``jobs // 8`` pipelines and a dependent job waits for the previous job of its pipeline
+  (the first job of a pipeline waits for none), which makes long chains;
 - deadlines and due dates come from a reference plan: list scheduling
   (:func:`~gpuplan.methods.greedy.list_schedule`) of the batch without them, for the
   makespan. ``deadlines`` of the jobs get a deadline of their reference end times a
@@ -269,9 +269,9 @@ def _dependencies(rng: np.random.Generator, jobs: int, shape: Variant) -> list[l
     for j in range(jobs):
         before: list[int] = []
         if dependent[j] and shape.chains:
-            # The pipeline's previous job; the first job of a pipeline waits for the
-            # latest job of any pipeline so that every dependent job has one.
-            before = [last.get(int(pipeline[j]), j - 1)]
+            # The pipeline's previous job; the first job of a pipeline has none (waiting
+            # for another pipeline's would join two chains into one).
+            before = [last[int(pipeline[j])]] if int(pipeline[j]) in last else []
         elif dependent[j]:
             before = sorted({max(0, j - int(b)) for b in back[j, : 1 + int(second[j])]})
         last[int(pipeline[j])] = j
