@@ -7,11 +7,20 @@ is used. Each bound is valid for the problem as the verifier defines it.
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.verify import TOLERANCE
+
+#: Parameters of the dual-feasible functions the bounds count per type and resource: the
+#: thresholds ``eps`` of :func:`dff_threshold` and the ``k`` of :func:`dff_rounding`.
+THRESHOLDS = (0.1, 0.2, 0.3, 0.4)
+ROUNDINGS = (1, 2, 3, 4)
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,126 @@ def resource_share(instance: Instance) -> FloatArray:
     return share
 
 
+def dff_threshold(share: FloatArray, eps: float) -> FloatArray:
+    """The dual-feasible function ``f0``: 1 above ``1 - eps``, 0 below ``eps``, else ``s``.
+
+    Valid for ``0 < eps <= 1/2``: at most one share exceeds ``1 - eps`` when shares sum
+    to at most 1, and then the others (below ``eps``) count 0.
+    """
+    out: FloatArray = np.where(share > 1 - eps, 1.0, np.where(share < eps, 0.0, share))
+    return out
+
+
+def dff_rounding(share: FloatArray, k: int) -> FloatArray:
+    """The dual-feasible function ``u(k)``: ``s`` or ``floor((k + 1) s) / k``.
+
+    The share itself where ``(k + 1) s`` is whole, else ``floor((k + 1) s) / k``.
+    ``k = 1`` counts a share above 1/2 as a whole GPU; ``k = 2`` counts one in (1/3, 2/3)
+    as half a GPU (no three fit); and so on. A share within float noise of a multiple of
+    ``1 / (k + 1)`` counts as that multiple, the smaller value.
+    """
+    scaled = share * (k + 1)
+    whole = np.abs(scaled - np.round(scaled)) <= 1e-9
+    out: FloatArray = np.where(whole, share, np.floor(scaled) / k)
+    return out
+
+
+def accepted_share(instance: Instance) -> FloatArray:
+    """``(J, T, R)`` each job's share of the load the verifier accepts on one GPU.
+
+    The verifier accepts loads up to ``capacity * (1 + TOLERANCE) + TOLERANCE``; shares of
+    that sum to at most 1 on every GPU of every plan it accepts.
+    """
+    share: FloatArray = instance.demand / (instance.capacity[None] * (1 + TOLERANCE)
+                                           + TOLERANCE)
+    return share
+
+
+def preemptive_wspt(release: FloatArray, size: FloatArray, weight: FloatArray) -> FloatArray:
+    """Mean busy times under preemptive WSPT on one machine of speed 1 (Goemans 1997).
+
+    At every instant the released, unfinished job of the largest ``weight / size`` runs.
+    Among all schedules of the jobs on one machine (preemptive, or sharing it at any
+    rates) that respect the releases, this one minimises ``sum(weight * mean busy time)``,
+    where a job's mean busy time is the average instant at which its work is done.
+
+    Parameters
+    ----------
+    release, size, weight
+        ``(n,)`` each job's release, processing time (positive) and weight.
+    """
+    order = np.argsort(release, kind="stable")
+    left = size.astype(float).copy()
+    mean = np.zeros(size.size)
+    ready: list[tuple[float, int]] = []
+    now, k = 0.0, 0
+    while k < order.size or ready:
+        if not ready:
+            now = max(now, float(release[order[k]]))
+        while k < order.size and release[order[k]] <= now:
+            j = int(order[k])
+            heapq.heappush(ready, (-float(weight[j]) / float(size[j]), j))
+            k += 1
+        j = ready[0][1]
+        until = float(release[order[k]]) if k < order.size else np.inf
+        run = min(float(left[j]), until - now)
+        # The work done over [now, now + run] is done at its midpoint on average.
+        mean[j] += (now + run / 2) * run / size[j]
+        now += run
+        if run >= left[j]:
+            heapq.heappop(ready)
+        left[j] -= run
+    return mean
+
+
+def mean_busy_bound(instance: Instance) -> float:
+    """A weighted-completion bound from the fleet as one fast machine.
+
+    Count each job's work in one resource ``r``: on type ``t`` it holds
+    ``gang * f(share_r)`` of the type's ``gpus_t`` GPUs for ``duration[j, t]`` seconds
+    (``f`` the identity or a dual-feasible function, so what the jobs on a type hold sums
+    to at most ``gpus_t``, or ``pair_gain`` times that with space sharing). Weigh each
+    type's GPUs by ``scale_t > 0`` (1 per GPU, or 1 per type): the fleet is one machine
+    doing ``sum_t scale_t * gpus_t`` units per second, a job on ``t`` takes
+    ``scale_t * gang * f(share_r)`` units per second, and it needs at least
+    ``work_j = min_t scale_t * gang * f(share_r) * duration[j, t]`` units. On that
+    machine, with jobs released at their earliest starts, preemptive WSPT gives the least
+    ``sum(w_j M_j)`` of mean busy times (:func:`preemptive_wspt`), and a job done at rate
+    at most ``fastest_j = max_t scale_t * gang * f(share_r)`` ends at least half its
+    least run time ``work_j / fastest_j`` after its mean busy time, so
+    ``sum(w_j C_j) >= sum(w_j (M_j + work_j / (2 fastest_j)))``. Jobs that use none of
+    ``r`` count their earliest completion. The bound is the best over resources,
+    functions and scales.
+    """
+    ect = earliest_completion(instance)
+    start = ect.time - instance.min_duration
+    weight = instance.weight
+    gpus = instance.node_gpus.sum(axis=0) * instance.pair_gain
+    hosting = (gpus > 0) & instance.eligible.any(axis=0)
+    share = np.clip(np.nan_to_num(accepted_share(instance)), 0.0, 1.0)
+    duration = np.where(instance.eligible, instance.duration, np.nan)
+    functions: list[Callable[[FloatArray], FloatArray]] = [np.asarray,
+                                                           partial(dff_rounding, k=1)]
+    best = 0.0
+    for scale in (np.ones_like(gpus), 1.0 / np.maximum(gpus, 1.0)):
+        speed = float((scale * gpus)[hosting].sum())
+        for r in range(len(instance.resources)):
+            for f in functions:
+                rate = np.where(instance.eligible & hosting[None],
+                                instance.gang[:, None] * f(share[:, :, r]) * scale[None],
+                                np.nan)
+                valid = ~np.isnan(rate)
+                work = np.min(rate * duration, axis=1, initial=np.inf, where=valid)
+                fastest = np.max(rate, axis=1, initial=0.0, where=valid)
+                used = np.isfinite(work) & (work > 0) & (fastest > 0)
+                mean = preemptive_wspt(start[used], work[used] / speed, weight[used])
+                least = work[used] / fastest[used]
+                value = (float((weight[used] * (mean + least / 2)).sum())
+                         + float((weight[~used] * ect.time[~used]).sum()))
+                best = max(best, value)
+    return best
+
+
 def objective_bound(instance: Instance) -> float:
     """A valid bound on the optimal objective: lower when minimising, upper when maximising.
 
@@ -175,7 +304,8 @@ def objective_bound(instance: Instance) -> float:
             area /= instance.pair_gain
             return float(max(chains, area))
         case ObjectiveKind.WEIGHTED_COMPLETION:
-            return float((instance.weight * earliest_completion(instance).time).sum())
+            chains = float((instance.weight * earliest_completion(instance).time).sum())
+            return max(chains, mean_busy_bound(instance))
         case ObjectiveKind.TARDINESS:
             late = np.maximum(0.0, earliest_completion(instance).time - instance.due)
             return float((instance.weight * late).sum())

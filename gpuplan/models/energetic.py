@@ -9,9 +9,11 @@ capacity in each resource, so their shares ``s`` (demand over capacity) sum to a
 A *dual-feasible function* ``f`` (Fekete & Schepers 2001) maps ``[0, 1]`` to ``[0, 1]``
 so that shares summing to at most 1 have images summing to at most 1 too; counting
 ``gang * f(s)`` instead of ``gang * s`` therefore still fits the GPUs. With ``f(s) = 1``
-for ``s > 1/2`` (:func:`dff_rounding`, ``k = 1``) a job of 45 GiB on an 80 GiB GPU takes a
-whole GPU, as it does in any plan; :func:`dff_threshold` and :func:`dff_rounding` give
-the classic families. A gang of ``g`` GPUs runs on one node with at least ``g`` GPUs of
+for ``s > 1/2`` (``k = 1`` of :func:`~gpuplan.models.bounds.dff_rounding`) a job of 45 GiB
+on an 80 GiB GPU takes a whole GPU, as it does in any plan;
+:func:`~gpuplan.models.bounds.dff_threshold` and
+:func:`~gpuplan.models.bounds.dff_rounding` give the classic families. A gang of ``g``
+GPUs runs on one node with at least ``g`` GPUs of
 the type, so the jobs of gang ``>= g`` are also counted against those nodes' GPUs alone.
 
 **Windows** (:func:`windows`). Every job starts after its release and after its
@@ -54,16 +56,19 @@ import numpy as np
 
 from gpuplan.backends.base import Backend, Limits, ProgramSolution
 from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.models.bounds import (
+    ROUNDINGS,
+    THRESHOLDS,
+    accepted_share,
+    dff_rounding,
+    dff_threshold,
+)
 from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder, take_names
 from gpuplan.status import Status
 from gpuplan.verify import TOLERANCE
 
 logger = logging.getLogger(__name__)
 
-#: Parameters of the dual-feasible functions counted per type and resource: the
-#: thresholds ``eps`` of :func:`dff_threshold` and the ``k`` of :func:`dff_rounding`.
-THRESHOLDS = (0.1, 0.2, 0.3, 0.4)
-ROUNDINGS = (1, 2, 3, 4)
 #: Most head (release) and tail values the window rows of :func:`window_program` use,
 #: and most interval ends per side of :func:`trial_program`'s energetic rows.
 MAX_THRESHOLDS = 12
@@ -85,30 +90,6 @@ PRECISION, FIRST_STEP = 2e-3, 0.02
 #: Seconds by which durations are shortened, releases moved earlier and deadlines later:
 #: the verifier accepts times off by its tolerance (and float rounding well below it).
 SLACK_S = 2 * TOLERANCE
-
-
-def dff_threshold(share: FloatArray, eps: float) -> FloatArray:
-    """The dual-feasible function ``f0``: 1 above ``1 - eps``, 0 below ``eps``, else ``s``.
-
-    Valid for ``0 < eps <= 1/2``: at most one share exceeds ``1 - eps`` when shares sum
-    to at most 1, and then the others (below ``eps``) count 0.
-    """
-    out: FloatArray = np.where(share > 1 - eps, 1.0, np.where(share < eps, 0.0, share))
-    return out
-
-
-def dff_rounding(share: FloatArray, k: int) -> FloatArray:
-    """The dual-feasible function ``u(k)``: ``s`` or ``floor((k + 1) s) / k``.
-
-    The share itself where ``(k + 1) s`` is whole, else ``floor((k + 1) s) / k``.
-    ``k = 1`` counts a share above 1/2 as a whole GPU; ``k = 2`` counts one in (1/3, 2/3)
-    as half a GPU (no three fit); and so on. A share within float noise of a multiple of
-    ``1 / (k + 1)`` counts as that multiple, the smaller value.
-    """
-    scaled = share * (k + 1)
-    whole = np.abs(scaled - np.round(scaled)) <= 1e-9
-    out: FloatArray = np.where(whole, share, np.floor(scaled) / k)
-    return out
 
 
 @dataclass(frozen=True)
@@ -156,7 +137,7 @@ def packing_rows(instance: Instance) -> PackingRows:
     type, against the GPUs of the nodes with at least ``g`` of them. Shares are taken of
     the load the verifier accepts, ``capacity * (1 + TOLERANCE) + TOLERANCE``.
     """
-    shares = instance.demand / (instance.capacity[None] * (1 + TOLERANCE) + TOLERANCE)
+    shares = accepted_share(instance)
     per_node = instance.node_gpus
     functions: list[Callable[[FloatArray], FloatArray]] = [np.asarray]
     functions += [partial(dff_threshold, eps=e) for e in THRESHOLDS]

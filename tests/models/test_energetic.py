@@ -17,14 +17,8 @@ from gpuplan.backends.base import Limits
 from gpuplan.budget import Budget
 from gpuplan.errors import InputError
 from gpuplan.methods.base import RunSettings
-from gpuplan.models.energetic import (
-    ROUNDINGS,
-    THRESHOLDS,
-    dff_rounding,
-    dff_threshold,
-    energetic_bound,
-    windows,
-)
+from gpuplan.models.bounds import ROUNDINGS, THRESHOLDS, dff_rounding, dff_threshold
+from gpuplan.models.energetic import energetic_bound, windows
 
 
 def _bound(instance: Instance) -> float:
