@@ -6,11 +6,18 @@ that a benchmark compares plans, not claims:
 - static objectives: the plain assignment MILP
   (:class:`~gpuplan.models.textbook.TextbookModel`) on ``--solver`` with its default
   settings and no start plan;
-- ``makespan``: the plain CP-SAT model of unrelated machines
-  (:class:`~gpuplan.models.textbook.IntervalModel`), 2 workers, no hint; it is a CP-SAT
-  model, so ``--solver`` plays no part in it beyond refusing pyomo.
+- ``makespan`` of a batch with nothing to sequence
+  (:func:`~gpuplan.models.machine_load.sequencing_free`: the unrelated parallel machine
+  problem R||Cmax): the assignment MILP, minimise the largest load
+  (:class:`~gpuplan.models.assignment_makespan.AssignmentMakespanModel`), on ``--solver``
+  (HiGHS by default) with its default settings and no start plan; the largest load is a
+  continuous column, or an integer one in whole ticks on a backend without continuous
+  columns (CP-SAT);
+- other ``makespan`` batches: the plain CP-SAT model of unrelated machines
+  (:class:`~gpuplan.models.textbook.IntervalModel`), no hint; it is a CP-SAT model, so
+  ``--solver`` plays no part in it beyond refusing the others.
 
-Both cover single-GPU jobs only, as the textbook models do. The time limit covers
+All cover single-GPU jobs only, as the textbook models do. The time limit covers
 building the model too; a build that spends it returns ``no_solution`` and says so (the
 peer has no start plan to fall back on).
 """
@@ -24,12 +31,15 @@ from typing import ClassVar
 import numpy as np
 
 from gpuplan.backends import backends_with, get_backend
-from gpuplan.backends.base import Capabilities
+from gpuplan.backends.base import Backend, Capabilities
 from gpuplan.backends.cpsat import import_cp_model, new_solver, status_table
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.methods.base import Context, WarmStart, no_plan, option
-from gpuplan.models.linear import OutOfTimeError
+from gpuplan.methods.base import Context, WarmStart, no_plan, option, time_objective
+from gpuplan.models.assignment_makespan import AssignmentMakespanModel
+from gpuplan.models.linear import OutOfTimeError, check_budget
+from gpuplan.models.machine_load import back_to_back, sequencing_free
+from gpuplan.models.scheduling import TickScale
 from gpuplan.models.textbook import ADDITIVE, IntervalModel, TextbookModel
 from gpuplan.search.static_plans import settled_status, static_result
 from gpuplan.solution import Result
@@ -39,7 +49,8 @@ from gpuplan.status import Status
 NEEDS = Capabilities(integer=True)
 #: The backends that can take the textbook assignment MILP, default first.
 BACKENDS = backends_with(NEEDS)
-#: The makespan model is CP-SAT's own: it runs without a --solver (None) or on cpsat.
+#: The interval model (makespan with sequencing) is CP-SAT's own: it runs without a
+#: --solver (None) or on cpsat.
 INTERVAL_BACKENDS = (None, "cpsat")
 #: Why a job is unplaced when the solver returned no plan.
 NO_PLAN = "the textbook model found no plan"
@@ -51,17 +62,18 @@ class TextbookOptions:
 
     backend: str | None = option(
         None, "--solver", "backend of the textbook model (default: highs for the assignment "
-        "MILP, cpsat for makespan, whose interval model only CP-SAT takes)", choices=BACKENDS)
+        "MILPs, cpsat for makespan with sequencing, whose interval model only CP-SAT "
+        "takes)", choices=BACKENDS)
 
 
 class TextbookMethod:
-    """The textbook assignment MILP on ``--solver``, the interval model on CP-SAT."""
+    """The textbook assignment MILPs on ``--solver``, the interval model on CP-SAT."""
 
     name: ClassVar[str] = "textbook"
     description: ClassVar[str] = ("the plain model on a solver, defaults only (a peer; "
                                   "single-GPU jobs: assignment MILP on --solver for "
-                                  "assign-cost/-profit and max-weight, CP-SAT intervals for "
-                                  "makespan)")
+                                  "assign-cost/-profit, max-weight and makespan with nothing "
+                                  "to sequence, CP-SAT intervals for other makespan batches)")
     options_type: ClassVar[type[TextbookOptions]] = TextbookOptions
     objectives: ClassVar[frozenset[ObjectiveKind]] = ADDITIVE | {ObjectiveKind.MAKESPAN}
     backends: ClassVar[tuple[str, ...]] = BACKENDS
@@ -69,13 +81,14 @@ class TextbookMethod:
     iterative: ClassVar[bool] = False
 
     def check(self, instance: Instance, options: TextbookOptions) -> None:
-        """Refuse gangs (the textbook models place a job on one GPU), and makespan on Pyomo.
+        """Refuse gangs (one GPU per job), and the interval model on another backend.
 
         Raises
         ------
         InputError
-            Naming ``--method`` for a job of several GPUs, or ``--solver`` for makespan
-            on a backend that does not stand for CP-SAT's interval model.
+            Naming ``--method`` for a job of several GPUs, or ``--solver`` for a makespan
+            batch that needs sequencing on a backend that does not stand for CP-SAT's
+            interval model.
         """
         makespan = instance.objective is ObjectiveKind.MAKESPAN
         gangs = np.flatnonzero(instance.gang > 1)
@@ -85,13 +98,18 @@ class TextbookMethod:
                              f"(its models give each job one GPU), and job "
                              f"{instance.job_ids[j]!r} needs {int(instance.gang[j])} GPUs; "
                              f"use --method {'cp' if makespan else 'milp'}")
-        if makespan and options.backend not in INTERVAL_BACKENDS:
+        if _intervals(instance) and options.backend not in INTERVAL_BACKENDS:
             raise InputError("--solver", "", f"method 'textbook' plans makespan with "
-                             f"CP-SAT's interval model, which the {options.backend} backend "
-                             "cannot take; use --solver cpsat")
+                             f"sequencing (releases, dependencies, deadlines or GPU sharing) "
+                             f"with CP-SAT's interval model, which the {options.backend} "
+                             "backend cannot take; use --solver cpsat")
 
     def needs(self, instance: Instance, options: TextbookOptions) -> Capabilities:
-        """Integer columns: the assignment MILP's are binary, the makespan an integer."""
+        """Integer columns: the assignment MILPs' are binary.
+
+        The largest load of R||Cmax is an integer column on a backend without continuous
+        ones, so they are not needed.
+        """
         return NEEDS
 
     def solve(self, instance: Instance, options: TextbookOptions, context: Context) -> Result:
@@ -106,16 +124,18 @@ class TextbookMethod:
         context
             Budget, threads, seed and gap.
         """
-        makespan = instance.objective is ObjectiveKind.MAKESPAN
+        intervals = _intervals(instance)
+        on = "cpsat" if intervals else options.backend or BACKENDS[0]
+        backend = get_backend(on)
         try:
-            if makespan:
+            if intervals:
                 return self._makespan(instance, context)
+            if instance.objective is ObjectiveKind.MAKESPAN:
+                return self._largest_load(instance, backend, context)
             model = TextbookModel.build(instance, context.budget)
         except OutOfTimeError as spent:
-            on = "cpsat" if makespan else options.backend or BACKENDS[0]
             return no_plan(instance, f"no plan: the time limit was spent building the model's "
                            f"{spent}", f"textbook on {on} (not started)")
-        backend = get_backend(options.backend or BACKENDS[0])
         solution = backend.solve_program(model.program, context.limits())
         solver = f"textbook on {solution.solver}"
         if solution.values is None:
@@ -131,8 +151,50 @@ class TextbookMethod:
                              "left out by the textbook model")
 
     @staticmethod
+    def _largest_load(instance: Instance, backend: Backend, context: Context) -> Result:
+        """R||Cmax as the assignment MILP, minimising the largest load, on the backend.
+
+        In seconds with a continuous largest load; on a backend without continuous columns
+        in whole ticks (:class:`~gpuplan.models.scheduling.TickScale`) with an integer one,
+        whose bound holds when the ticks are exact. No bound holds when a job is
+        preemptible (it could be split between GPUs, which the model does not do).
+
+        Raises
+        ------
+        OutOfTimeError
+            When the budget is spent while the model is being built.
+        """
+        continuous = backend.capabilities.continuous
+        scale = None if continuous else TickScale.choose(instance)
+        duration = (instance.duration if scale is None
+                    else scale.up(np.where(instance.eligible, instance.duration, 0.0)))
+        model = AssignmentMakespanModel.build(instance, duration, integer_makespan=not continuous)
+        check_budget(context.budget, "rows")
+        solution = backend.solve_program(model.program, context.limits())
+        solver = f"textbook on {solution.solver}"
+        gpu = None if solution.values is None else model.decode(solution.values)
+        if gpu is None or (gpu < 0).any():
+            status = (Status.INFEASIBLE if solution.status is Status.INFEASIBLE
+                      else Status.NO_SOLUTION)
+            return no_plan(instance, NO_PLAN, solver, status)
+        release = float(instance.release.max(initial=0.0))
+        bound = None
+        if solution.bound is not None and not instance.preemptible.any():
+            if scale is None:
+                bound = release + solution.bound
+            elif scale.exact:
+                bound = (release + model.program.round_bound(solution.bound) * scale.tick_s
+                         - scale.slack_s)
+        job, types, gpus, start_s, end_s = back_to_back(instance, gpu)
+        value = time_objective(instance, job, types, end_s)
+        status = Status.OPTIMAL if solution.status is Status.OPTIMAL else Status.FEASIBLE
+        return Result(status=settled_status(status, value, bound), objective=value,
+                      bound=bound, solver=solver, job=job, gpu_type=types, gpus=gpus,
+                      start=start_s, end=end_s)
+
+    @staticmethod
     def _makespan(instance: Instance, context: Context) -> Result:
-        """Unrelated machines on CP-SAT: optional intervals per job and GPU.
+        """Makespan with sequencing on CP-SAT: optional intervals per job and GPU.
 
         Raises
         ------
@@ -164,3 +226,8 @@ class TextbookMethod:
         return Result(status=final, objective=value, bound=bound, solver=name, job=job,
                       gpu_type=gpu_type, start=start_s, end=end_s,
                       gpus=tuple(np.array([g], dtype=np.int64) for g in gpus))
+
+
+def _intervals(instance: Instance) -> bool:
+    """Whether the instance is a makespan batch with something to sequence (intervals)."""
+    return instance.objective is ObjectiveKind.MAKESPAN and not sequencing_free(instance)

@@ -118,18 +118,28 @@ class MachineLoadModel:
     def decode(
         self, solver: Any
     ) -> tuple[IntArray, IntArray, tuple[IntArray, ...], FloatArray, FloatArray]:
-        """The plan: each GPU's jobs back to back from the release, in job order."""
-        instance = self.instance
-        gpu = np.array([next(g for g, lit in options.items() if solver.boolean_value(lit))
-                        for options in self.on_gpu], dtype=np.int64)
-        job = np.arange(instance.n_jobs, dtype=np.int64)
-        types = instance.gpu_type[gpu].astype(np.int64)
-        duration = instance.duration[job, types]
-        start = np.zeros(instance.n_jobs)
-        end = np.zeros(instance.n_jobs)
-        free = np.full(instance.n_gpus, float(instance.release.max(initial=0.0)))
-        for j in job.tolist():
-            # The next start is exactly the float the previous end holds: no overlap.
-            start[j] = free[gpu[j]]
-            end[j] = free[gpu[j]] = start[j] + duration[j]
-        return job, types, tuple(gpu[:, None]), start, end
+        """The plan of the solver's assignment (:func:`back_to_back`)."""
+        return back_to_back(self.instance, np.array(
+            [next(g for g, lit in options.items() if solver.boolean_value(lit))
+             for options in self.on_gpu], dtype=np.int64))
+
+
+def back_to_back(
+    instance: Instance, gpu: IntArray
+) -> tuple[IntArray, IntArray, tuple[IntArray, ...], FloatArray, FloatArray]:
+    """The plan that runs job ``j`` on GPU ``gpu[j]``: each GPU's jobs back to back.
+
+    They start at the common release, in job order. Returns the segments' job, GPU type,
+    GPUs, start and end, as :class:`~gpuplan.solution.Result` takes them.
+    """
+    job = np.arange(instance.n_jobs, dtype=np.int64)
+    types = instance.gpu_type[gpu].astype(np.int64)
+    duration = instance.duration[job, types]
+    start = np.zeros(instance.n_jobs)
+    end = np.zeros(instance.n_jobs)
+    free = np.full(instance.n_gpus, float(instance.release.max(initial=0.0)))
+    for j in job.tolist():
+        # The next start is exactly the float the previous end holds: no overlap.
+        start[j] = free[gpu[j]]
+        end[j] = free[gpu[j]] = start[j] + duration[j]
+    return job, types, tuple(gpu[:, None]), start, end

@@ -8,9 +8,11 @@ Rows
     each job on exactly one GPU (at most one where the objective lets jobs go unplaced);
     per GPU and resource, the placed demands within its capacity.
 
-:class:`IntervalModel`, the plain CP-SAT model of unrelated machines for ``makespan``: one
-optional interval per job and GPU, no overlap per GPU, releases, deadlines and
-dependencies as bounds and precedences, durations rounded up to whole seconds.
+:class:`IntervalModel`, the plain CP-SAT model of unrelated machines for ``makespan``
+batches that need sequencing: one optional interval per job and GPU, no overlap per GPU,
+releases, deadlines and dependencies as bounds and precedences, durations rounded up to
+whole seconds. Makespan batches with nothing to sequence (R||Cmax) get the assignment MILP
+of :mod:`gpuplan.models.assignment_makespan` instead.
 
 No sparsification by node, no symmetry breaking among identical GPUs, no strengthening,
 no start plan: these are the peers that gpuplan's own models are measured against

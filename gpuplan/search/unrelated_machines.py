@@ -4,37 +4,307 @@
 (:func:`~gpuplan.models.machine_load.sequencing_free`: single-GPU jobs, one release, no
 dependencies, deadlines or GPU sharing) here, with the start plan and the bound it
 already has. The makespan is then the release plus the largest GPU load, so the plan is an
-assignment: CP-SAT solves the load model
-(:class:`~gpuplan.models.machine_load.MachineLoadModel`) from the start plan's hint, and
-the better of its plan and the start's is returned with the best bound.
+assignment, and two lanes search for it at once, sharing their plans:
+
+- branch-and-cut (HiGHS) on the assignment MILP
+  (:class:`~gpuplan.models.assignment_makespan.AssignmentMakespanModel`) in whole ticks,
+  started from the best plan known and offered every better plan the other lane finds
+  (:class:`~gpuplan.methods.milp.SharedIncumbent`); its LP relaxation and cuts give the
+  bound, and it alone proves optimality;
+- large-neighbourhood search over GPU pairs (:class:`PairSearch`): the jobs of the most
+  loaded GPU and of a partner are re-assigned exactly (a dynamic programme over the
+  partner's load, vectorised), which is accepted when both loads end below the makespan;
+  when no partner helps, a random pair of other GPUs is re-assigned to another plan below
+  the makespan (a plateau move) and the most loaded GPU tries those two again.
+
+Each lane runs on half of the threads (HiGHS releases the GIL); the search stops when its
+plan meets the best bound or branch-and-cut proves optimality. With one thread the search
+runs first, then branch-and-cut from its plan. The better of the lanes' plans and the
+start's is returned, with the best bound: branch-and-cut's counts when the ticks are the
+instance's times exactly and no job is preemptible (a preemptible job could be split
+between GPUs, which the model does not do).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
+import threading
+import time
+from collections.abc import Callable
 
-from gpuplan.backends.cpsat import import_cp_model, search_solver, status_table
-from gpuplan.instance import Instance
+import numpy as np
+
+from gpuplan.backends import get_backend
+from gpuplan.backends.base import Backend, Limits, ProgramSolution
+from gpuplan.budget import Budget
+from gpuplan.instance import Instance, IntArray
 from gpuplan.methods.base import Context, better, plan_status, time_objective, with_bound
-from gpuplan.models.machine_load import MachineLoadModel
+from gpuplan.methods.milp import SharedIncumbent
+from gpuplan.models.assignment_makespan import AssignmentMakespanModel
+from gpuplan.models.machine_load import back_to_back
 from gpuplan.models.scheduling import TickScale
+from gpuplan.search.lns import subprogram
 from gpuplan.solution import Result
 from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 
-#: Seconds per (job, GPU) literal to build, hint, load into CP-SAT and free the load model
-#: (6 µs measured on a 2-core machine), the share of the time left that may take, and the
-#: seconds per literal CP-SAT spends outside its own limit.
-LOAD_UNIT_S = 10e-6
-MODEL_SHARE = 0.5
-AFTER_UNIT_S = 8e-6
-#: Seconds per literal of CP-SAT's presolve (20 µs measured); presolve runs only when it
-#: is expected to take at most :data:`PRESOLVE_SHARE` of the search.
-PRESOLVE_UNIT_S = 25e-6
-PRESOLVE_SHARE = 0.35
-#: Below this many seconds for CP-SAT, it is not run at all.
-MIN_SEARCH_S = 0.05
+#: Share of the time limit the pair search takes before branch-and-cut on one thread.
+SEARCH_SHARE = 0.4
+#: Seconds the pair search takes before branch-and-cut on one thread without a time limit.
+UNLIMITED_SEARCH_S = 5.0
+#: GPUs beside the most loaded one in the first MILP neighbourhood; later ones grow
+#: while the MILP refutes them within QUICK_STEP_S, and shrink when it runs out of time.
+FIRST_PARTNERS = 4
+#: Seconds per MILP neighbourhood at most, and below which it counts as quick.
+STEP_S = 0.3
+QUICK_STEP_S = 0.1
+#: Seconds the MILP over the LP's split jobs may take at most.
+ROUNDING_S = 1.0
+#: Seconds without a better plan after which the search hands its lane to a second
+#: branch-and-cut, if this many seconds are left.
+STALL_S = 1.5
+SECOND_MIN_S = 1.0
+#: Larger than any load in ticks: the duration of a job on a GPU it may not use.
+NEVER = 2**40
+
+
+class PairSearch:
+    """Large-neighbourhood search over GPU pairs for the smallest largest load.
+
+    Parameters
+    ----------
+    ticks
+        ``(J, G)`` each job's duration on each GPU in whole ticks, :data:`NEVER` where it
+        may not run.
+    gpu
+        ``(J,)`` the GPU of each job in the plan to start from.
+    rng
+        The random choices of GPUs and plateau moves.
+
+    Attributes
+    ----------
+    gpu
+        The current plan (always the best found: moves never raise the largest load).
+    load
+        ``(G,)`` each GPU's load in ticks.
+    """
+
+    def __init__(self, ticks: IntArray, gpu: IntArray, rng: np.random.Generator) -> None:
+        self.ticks = ticks
+        self.rng = rng
+        self.moves = 0
+        self.improved_at = time.perf_counter()
+        self.adopt(gpu)
+
+    def adopt(self, gpu: IntArray) -> None:
+        """Continue from another plan."""
+        self.gpu = gpu.copy()
+        self.load = np.bincount(gpu, weights=self.ticks[np.arange(gpu.size), gpu],
+                                minlength=self.ticks.shape[1]).round().astype(np.int64)
+
+    def stalled(self, seconds: float) -> bool:
+        """Whether the largest load has not dropped for ``seconds``."""
+        return time.perf_counter() - self.improved_at > seconds
+
+    @property
+    def makespan(self) -> int:
+        """The largest load, in ticks."""
+        return int(self.load.max(initial=0))
+
+    def reassign(self, a: int, b: int, cap: int) -> bool:
+        """Re-assign the jobs of GPUs ``a`` and ``b`` between them, both loads within ``cap``.
+
+        A dynamic programme over ``a``'s load gives, for each, the least load on ``b``;
+        of the plans within ``cap``, one of the least total load is taken (at random among
+        ties), which leaves the most room on the two GPUs for others' jobs.
+
+        Returns
+        -------
+        bool
+            Whether the pair got a plan within ``cap``.
+        """
+        jobs = np.flatnonzero((self.gpu == a) | (self.gpu == b))
+        on_a, on_b = self.ticks[jobs, a], self.ticks[jobs, b]
+        least = np.full(cap + 1, NEVER, dtype=np.int64)
+        least[0] = 0
+        to_a = np.empty((jobs.size, cap + 1), dtype=bool)
+        shifted = np.empty_like(least)
+        for k in range(jobs.size):
+            step = int(on_a[k])
+            shifted.fill(NEVER)
+            if step <= cap:
+                shifted[step:] = least[:cap + 1 - step]
+            stay = least + on_b[k]
+            to_a[k] = shifted < stay
+            np.minimum(shifted, stay, out=least)
+            least[least > cap] = NEVER
+        total = np.arange(cap + 1) + least
+        fits = np.flatnonzero(total == total.min())
+        if least[fits[0]] > cap:
+            return False
+        level = int(self.rng.choice(fits))
+        for k in range(jobs.size - 1, -1, -1):
+            if to_a[k, level]:
+                self.gpu[jobs[k]] = a
+                level -= int(on_a[k])
+            else:
+                self.gpu[jobs[k]] = b
+        for g in (a, b):
+            self.load[g] = int(self.ticks[jobs, g][self.gpu[jobs] == g].sum())
+        self.moves += 1
+        return True
+
+    def resolve(self, gpus: IntArray, backend: Backend, limits: Limits) -> Status:
+        """Re-assign the jobs of ``gpus`` among them by the MILP, all below their largest load.
+
+        The backend proves or refutes that such a plan exists within the limits.
+
+        Returns
+        -------
+        Status
+            ``optimal`` or ``feasible`` when the plan changed, ``infeasible`` when no
+            plan of these jobs on these GPUs is better, ``no_solution`` when the limits
+            ended the search first.
+        """
+        jobs = np.flatnonzero(np.isin(self.gpu, gpus))
+        times = self.ticks[np.ix_(jobs, gpus)]
+        model = AssignmentMakespanModel.of_times(
+            times, times < NEVER, True, [f"job {j}" for j in jobs.tolist()],
+            [f"gpu {g}" for g in gpus.tolist()])
+        cap = int(self.load[gpus].max()) - 1
+        program = dataclasses.replace(model.program, col_upper=np.r_[
+            model.program.col_upper[:-1], cap])
+        solution = backend.solve_program(program, limits)
+        if solution.values is None:
+            return solution.status
+        local = model.decode(solution.values)
+        self.gpu[jobs] = gpus[local]
+        for g in gpus.tolist():
+            self.load[g] = int(self.ticks[jobs, g][self.gpu[jobs] == g].sum())
+        self.moves += 1
+        return solution.status
+
+    def improve(self, budget: Budget, target: int, backend: Backend, limits: Limits,
+                on_improvement: Callable[[IntArray, int], None]) -> str:
+        """Lower the largest load until it reaches ``target`` or the budget is spent.
+
+        Each round takes a GPU of the largest load: its jobs and a partner's are
+        re-assigned exactly (:meth:`reassign`) with each other GPU in turn; when none
+        helps, with several partners by the MILP (:meth:`resolve`, as many as it proves
+        or refutes within :data:`STEP_S`); when that fails too, a random pair of other
+        GPUs moves to another plan below the makespan (a plateau move), and the GPU tries
+        those two first in the next round.
+
+        Returns
+        -------
+        str
+            What was done, for the log and the solver string.
+        """
+        n_gpus = self.load.size
+        plateau_moves = mips = 0
+        partners_n = min(FIRST_PARTNERS, n_gpus - 1)
+        tried: list[int] = []
+        best = self.makespan
+        self.improved_at = time.perf_counter()
+        while n_gpus > 1 and self.makespan > target and not budget.spent():
+            makespan = self.makespan
+            if makespan < best:
+                best = makespan
+                self.improved_at = time.perf_counter()
+                on_improvement(self.gpu, makespan)
+            top = int(self.rng.choice(np.flatnonzero(self.load == makespan)))
+            partners = tried or [int(g) for g in self.rng.permutation(n_gpus) if g != top]
+            if any(self.reassign(top, g, makespan - 1) for g in partners):
+                tried = []
+                continue
+            below = np.flatnonzero(self.load < makespan)
+            if partners_n >= 2 and below.size >= partners_n:
+                # Partners with room are likelier to take the top GPU's jobs.
+                room = (makespan - self.load[below]).astype(float)
+                chosen = self.rng.choice(below, partners_n, replace=False, p=room / room.sum())
+                began = budget.elapsed()
+                status = self.resolve(np.r_[top, chosen], backend,
+                                      dataclasses.replace(limits, budget=budget.part(STEP_S)))
+                mips += 1
+                quick = budget.elapsed() - began < QUICK_STEP_S
+                if status.has_plan:
+                    tried = []
+                    continue
+                if status is Status.INFEASIBLE and quick:
+                    partners_n = min(partners_n + 1, n_gpus - 1)
+                elif status is Status.NO_SOLUTION:
+                    partners_n = max(partners_n - 1, 2)
+            if below.size < 2:
+                break
+            a, b = (int(g) for g in self.rng.choice(below, 2, replace=False))
+            self.reassign(a, b, makespan - 1)
+            plateau_moves += 1
+            tried = [a, b]
+        if self.makespan < best:
+            on_improvement(self.gpu, self.makespan)
+        return (f"{self.moves} moves, {mips} MILP neighbourhoods (last of "
+                f"{partners_n + 1} GPUs), {plateau_moves} plateau moves")
+
+
+def lp_rounded(model: AssignmentMakespanModel, backend: Backend,
+               limits: Limits) -> tuple[IntArray | None, float | None]:
+    """A plan from the LP relaxation, and the relaxation's value (a bound).
+
+    The jobs the LP places whole stay where it puts them; the MILP over the others (at
+    most one split job per GPU at a vertex) places them.
+
+    Returns
+    -------
+    tuple
+        The GPU of each job (or None without a plan in time), and the LP's value (or None
+        when it was not solved in time).
+    """
+    program, n_x = model.program, model.x_job.size
+    relaxation = backend.relax(program, limits)
+    if relaxation.status is not Status.OPTIMAL or relaxation.values is None:
+        return None, None
+    whole = relaxation.values[:n_x] > 1.0 - 1e-6
+    kept = np.zeros(model.column.shape[0], dtype=bool)
+    kept[model.x_job[whole]] = True
+    base = np.r_[whole.astype(float), 0.0]
+    free = np.r_[~kept[model.x_job], True]
+    sub, columns = subprogram(program, free, base)
+    solution = backend.solve_program(sub, dataclasses.replace(
+        limits, budget=limits.budget.part(ROUNDING_S)))
+    if solution.values is None:
+        return None, relaxation.objective
+    base[columns] = np.round(solution.values)
+    return model.decode(base), relaxation.objective
+
+
+def _assignment(instance: Instance, result: Result) -> IntArray | None:
+    """The GPU of each job in a plan that runs every job in one piece, or None."""
+    if not result.status.has_plan or result.job.size != instance.n_jobs:
+        return None
+    gpu = np.full(instance.n_jobs, -1, dtype=np.int64)
+    gpu[result.job] = [int(used[0]) for used in result.gpus]
+    return None if (gpu < 0).any() else gpu
+
+
+def _largest_load(ticks: IntArray, gpu: IntArray) -> int:
+    """The largest GPU load of a plan, in ticks."""
+    return int(np.bincount(gpu, weights=ticks[np.arange(gpu.size), gpu]).max(initial=0))
+
+
+def _fastest_free(ticks: IntArray) -> IntArray:
+    """Each job, longest first, on the GPU where it would end first: a plan to start from."""
+    n_jobs, n_gpus = ticks.shape
+    fastest = ticks.min(axis=1)
+    load = np.zeros(n_gpus, dtype=np.int64)
+    gpu = np.zeros(n_jobs, dtype=np.int64)
+    for j in np.argsort(-fastest, kind="stable").tolist():
+        g = int(np.argmin(load + ticks[j]))
+        gpu[j] = g
+        load[g] += ticks[j, g]
+    return gpu
 
 
 def plan_unrelated(instance: Instance, context: Context, start: Result, origin: str,
@@ -46,55 +316,138 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
     instance
         A batch for which :func:`~gpuplan.models.machine_load.sequencing_free` holds.
     context
-        Budget, threads (CP-SAT workers), seed and gap.
+        Budget, threads (shared by the two lanes), seed and gap.
     start
         The plan to fall back on (list scheduling's or the warm start's).
     origin
         What messages call ``start``.
     hint
-        The plan to hint to CP-SAT (every job in one piece), or None.
+        Another plan to start the search from (every job in one piece), or None.
     bound
         The valid bound known before the search.
     scale
-        Ticks of the CP-SAT model.
+        The ticks of the search and of branch-and-cut.
     name
         The solver string of the result.
     """
     budget = context.budget
-    units = int(instance.eligible[:, instance.gpu_type].sum())
-    if LOAD_UNIT_S * units > MODEL_SHARE * budget.left():
-        return with_bound(instance, start, bound, name, f"{origin}: the load model does "
-                               "not fit the time limit (a longer --time-limit lets CP-SAT "
-                               "search)")
-    model = MachineLoadModel.build(instance, scale)
-    if hint is not None:
-        model.hint(hint.job, hint.gpus, hint.start)
-    search = budget.left() - AFTER_UNIT_S * units
-    if search < MIN_SEARCH_S:
-        return with_bound(instance, start, bound, name, f"{origin}: no time was left "
-                               "for CP-SAT to search")
-    cp_model = import_cp_model()
-    solver = search_solver(context.limits(budget.part(search)),
-                           PRESOLVE_UNIT_S * units <= PRESOLVE_SHARE * search)
-    code = solver.solve(model.model)
-    status = status_table(cp_model).get(code, Status.NO_SOLUTION)
-    # The model runs every job in one piece: its bound holds for preemptible jobs only
-    # when none is preemptible.
-    certain = model.exact and not instance.preemptible.any()
-    if certain and code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN):
-        bound = max(bound, solver.best_objective_bound * model.objective_scale
-                    - scale.slack_s)
-    if not status.has_plan:
-        return with_bound(instance, start, bound, name, f"{origin}: CP-SAT found no "
-                               "plan in time")
-    job, types, gpus, start_s, end_s = model.decode(solver)
+    logger.info("cp: R||Cmax search begins after %.2f s", budget.elapsed())
+    release = float(instance.release.max(initial=0.0))
+    by_type = scale.up(np.where(instance.eligible, instance.duration, 0.0)).astype(np.int64)
+    ticks = np.where(instance.eligible, by_type, NEVER)[:, instance.gpu_type]
+    certain = scale.exact and not instance.preemptible.any()
+    # A plan whose load meets the bound is optimal: the search stops there.
+    target = (math.ceil((bound - release + scale.slack_s) / scale.tick_s - 1e-9)
+              if certain and math.isfinite(bound) else 0)
+    plans = [g for g in (_assignment(instance, start),
+                         None if hint is None else _assignment(instance, hint)) if g is not None]
+    plans.append(_fastest_free(ticks))
+    loads = [_largest_load(ticks, g) for g in plans]
+    search = PairSearch(ticks, plans[int(np.argmin(loads))], np.random.default_rng(context.seed))
+    # The first branch-and-cut has the plain model (a continuous largest load), the
+    # second an integer one: HiGHS takes different paths on them, each the faster on
+    # some instances.
+    model = AssignmentMakespanModel.build(instance, by_type, integer_makespan=False)
+    integer_program = AssignmentMakespanModel.build(instance, by_type,
+                                                    integer_makespan=True).program
+    shared = SharedIncumbent("min")
+    shared.update(model.encode(search.gpu, search.makespan), search.makespan)
+    backend = get_backend("highs")
+    backend.offer = shared.offer
+    lanes = budget.limited and context.threads >= 2
+    limits = dataclasses.replace(context.limits(), threads=max(1, context.threads // 2))
+    outcome: dict[str, ProgramSolution | BaseException] = {}
+
+    cancel_second: list[Backend] = []
+
+    def branch_and_cut() -> None:
+        try:
+            outcome["solution"] = solution = backend.solve_program(
+                model.program, limits, model.encode(search.gpu, search.makespan))
+            if solution.status is Status.OPTIMAL:
+                for other in cancel_second:
+                    other.cancel()
+        except BaseException as exc:  # re-raised on the caller's thread
+            outcome["solution"] = exc
+
+    relaxed: list[float] = []
+
+    def share(gpu: IntArray, makespan: int) -> None:
+        shared.update(model.encode(gpu, makespan), makespan)
+
+    def improve(part: Budget) -> None:
+        nonlocal target
+        best = search.makespan
+        lane_backend = get_backend("highs")
+        lane_limits = dataclasses.replace(limits, budget=part, threads=1)
+        rounded, lp_value = lp_rounded(model, lane_backend, lane_limits)
+        if lp_value is not None:
+            relaxed.append(lp_value)
+            if certain:
+                target = max(target, math.ceil(lp_value - 1e-6))
+        if rounded is not None and (rounded >= 0).all() and (
+                _largest_load(ticks, rounded) < search.makespan):
+            search.adopt(rounded)
+            share(search.gpu, search.makespan)
+        logger.info("cp: R||Cmax LP %s, rounded %d ticks after %.2f s", lp_value,
+                    search.makespan, budget.elapsed())
+        done = search.improve(part, target, lane_backend, lane_limits, share)
+        logger.info("cp: R||Cmax pair search %d -> %d ticks (%s) after %.2f s", best,
+                    search.makespan, done, budget.elapsed())
+
+    if lanes:
+        # Branch-and-cut proving optimality ends the other lane; so does the search
+        # meeting the bound, or stalling, after which a second branch-and-cut with
+        # another seed takes over this lane from the best plan (HiGHS's time to find
+        # good plans varies much with its seed).
+        lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut",
+                                daemon=True)
+        lane.start()
+        improve(budget.part(stop=lambda: not lane.is_alive() or search.stalled(STALL_S)))
+        second = get_backend("highs")
+        second.offer = shared.offer
+        if search.makespan > target and lane.is_alive() and budget.left() > SECOND_MIN_S:
+            cancel_second.append(second)
+            outcome["second"] = solution = second.solve_program(
+                integer_program, dataclasses.replace(limits, seed=limits.seed + 1),
+                model.encode(search.gpu, search.makespan))
+            if solution.status is Status.OPTIMAL:
+                backend.cancel()
+        if search.makespan <= target:
+            backend.cancel()
+        lane.join()
+    else:
+        improve(budget.part(share=SEARCH_SHARE) if budget.limited
+                else budget.part(UNLIMITED_SEARCH_S))
+        if search.makespan > target:
+            branch_and_cut()
+    solutions = []
+    for answer in outcome.values():
+        if isinstance(answer, BaseException):
+            raise answer
+        solutions.append(answer)
+    gpu, lanes_used = search.gpu, "LP rounding, pair search"
+    if solutions:
+        lanes_used += "".join(f" || {s.solver} branch-and-cut" for s in solutions)
+    if certain:
+        # Branch-and-cut's bounds, and the LP's (when branch-and-cut was not waited for).
+        for proven in [*(s.bound for s in solutions), *relaxed]:
+            if proven is not None:
+                # Every load is a whole number of ticks.
+                bound = max(bound, release + math.ceil(proven - 1e-6) * scale.tick_s
+                            - scale.slack_s)
+    for solution in solutions:
+        if solution.values is not None:
+            found = model.decode(solution.values)
+            if (found >= 0).all() and _largest_load(ticks, found) < _largest_load(ticks, gpu):
+                gpu = found
+    job, types, gpus, start_s, end_s = back_to_back(instance, gpu)
     objective = time_objective(instance, job, types, end_s)
-    found = Result(status=plan_status(objective, bound), objective=objective, bound=bound,
-                   solver=name, job=job, gpu_type=types, gpus=gpus, start=start_s, end=end_s)
-    best = better(instance, found, start)
-    logger.info("cp: R||Cmax load model, CP-SAT %s after %.2f s", solver.status_name(code),
-                budget.elapsed())
-    # CP-SAT's plan stands unless the start's is strictly better (a tie keeps CP-SAT's).
-    if best.objective != found.objective:
+    found_plan = Result(status=plan_status(objective, bound), objective=objective,
+                        bound=bound, solver=f"{name}; {lanes_used}", job=job, gpu_type=types,
+                        gpus=gpus, start=start_s, end=end_s)
+    best = better(instance, found_plan, start)
+    # The lanes' plan stands unless the start's is strictly better (a tie keeps theirs).
+    if best.objective != found_plan.objective:
         return with_bound(instance, start, bound, name, f"{origin} kept")
-    return found
+    return dataclasses.replace(best, status=plan_status(objective, best.bound))
