@@ -486,14 +486,20 @@ class EnergeticBound:
         The bound, in seconds.
     source
         ``"windows"`` (the window LP's optimum), ``"energetic"`` (a trial makespan the
-        trial LP or the windows refute) or ``"none"`` (no LP finished).
+        trial LP or the windows refute), ``"given"`` (the bound passed in, above both) or
+        ``"none"`` (no LP finished).
     trials
         How many trial makespans were solved.
+    shares
+        ``(J, T)`` the share of each job's work on each type in the last LP that did not
+        refute its makespan (the window LP's, or the smallest such trial's), a guide for
+        the type choices of plans near the bound; None when no LP finished.
     """
 
     value: float
     source: str
     trials: int
+    shares: FloatArray | None = None
 
 
 def energetic_bound(instance: Instance, backend: Backend, limits: Limits,
@@ -522,37 +528,53 @@ def energetic_bound(instance: Instance, backend: Backend, limits: Limits,
     base = windows(instance)
     if not base.feasible:
         return EnergeticBound(start, "none", 0)
-    solution = solve_by_rows(window_program(instance, packing, base), backend, limits)
+    model = window_program(instance, packing, base)
+    solution = solve_by_rows(model, backend, limits)
     if solution.status is not Status.OPTIMAL or solution.objective is None:
         return EnergeticBound(start, "none", 0)
-    best = EnergeticBound(max(start, solution.objective * (1 - LP_TOLERANCE)), "windows", 0)
-    refuted, step, feasible = best.value, FIRST_STEP, np.inf
-    trials = 0
+    lp = solution.objective * (1 - LP_TOLERANCE)
+    refuted, source = max(start, lp), "windows" if lp >= start else "given"
+    shares = _shares(instance, model, solution.values)
+    step, feasible, trials = FIRST_STEP, np.inf, 0
     while feasible > refuted * (1 + PRECISION) and not limits.budget.spent():
         trial = refuted * (1 + step) if np.isinf(feasible) else (refuted + feasible) / 2
-        proven = _refutes(instance, packing, trial, backend, limits)
+        proven, found = _refutes(instance, packing, trial, backend, limits)
         if proven is None:
             break
         trials += 1
         if proven:
-            refuted, step = trial, step * 2
-            best = EnergeticBound(trial, "energetic", trials)
+            refuted, step, source = trial, step * 2, "energetic"
         else:
-            feasible = trial
-    logger.debug("energetic bound %s after %d trials", best.value, trials)
-    return EnergeticBound(best.value, best.source, trials)
+            feasible, shares = trial, found
+    logger.debug("energetic bound %s (%s) after %d trials", refuted, source, trials)
+    return EnergeticBound(refuted, source, trials, shares)
+
+
+def _shares(instance: Instance, model: WindowProgram, values: FloatArray | None
+            ) -> FloatArray | None:
+    """``(J, T)`` the share columns of an LP solution, by job and type."""
+    if values is None:
+        return None
+    shares = np.zeros(instance.eligible.shape)
+    shares[model.jobs, model.types] = values[:model.jobs.size]
+    return shares
 
 
 def _refutes(instance: Instance, packing: PackingRows, trial: float, backend: Backend,
-             limits: Limits) -> bool | None:
-    """Whether the trial makespan is proven infeasible; None when the LP did not finish."""
+             limits: Limits) -> tuple[bool | None, FloatArray | None]:
+    """Whether the trial makespan is proven infeasible, and if not, the LP's type shares.
+
+    The verdict is None when the LP did not finish.
+    """
     frame = windows(instance, trial)
     if not frame.feasible:
-        return True
-    solution = solve_by_rows(trial_program(instance, packing, frame, trial), backend, limits,
-                             enough=trial * (1 + MARGIN))
+        return True, None
+    model = trial_program(instance, packing, frame, trial)
+    solution = solve_by_rows(model, backend, limits, enough=trial * (1 + MARGIN))
     if solution.status is Status.INFEASIBLE:
-        return True
+        return True, None
     if solution.status is not Status.OPTIMAL or solution.objective is None:
-        return None
-    return solution.objective > trial * (1 + MARGIN)
+        return None, None
+    if solution.objective > trial * (1 + MARGIN):
+        return True, None
+    return False, _shares(instance, model, solution.values)

@@ -127,3 +127,19 @@ def test_no_plan_beats_the_bound(document: dict[str, Any]) -> None:
     assume(schedule.status.has_plan and schedule.objective is not None)
     assert schedule.status in (Status.OPTIMAL, Status.FEASIBLE)
     assert _bound(instance) <= schedule.objective * (1 + 1e-9)
+
+
+def test_the_shares_put_each_job_where_the_bound_runs_it() -> None:
+    """The type shares a planner may follow: both jobs whole on the fast GPU (200 s)."""
+    instance = instance_from({
+        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}},
+                      {"id": "slow", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "a", "gpus": {"fast": 1}}, {"id": "b", "gpus": {"slow": 100}}],
+        "jobs": [{"id": f"L{k}", "demand": {"compute": 1.0},
+                  "duration_s": {"fast": 100, "slow": 1000}} for k in (1, 2)],
+        "objective": "makespan",
+    })
+    bound = energetic_bound(instance, get_backend("highs"), Limits(Budget()))
+    assert bound.source == "energetic"
+    assert bound.shares is not None
+    assert bound.shares == pytest.approx(np.array([[1.0, 0.0], [1.0, 0.0]]))
