@@ -63,7 +63,7 @@ from gpuplan.models.scheduling import (
 )
 from gpuplan.search.lp_list import lp_list_schedule
 from gpuplan.search.schedule_lns import ScheduleNeighbourhoods, improve_schedule
-from gpuplan.search.schedule_sharing import sharing_list_schedule
+from gpuplan.search.schedule_sharing import best_sharing_schedule
 from gpuplan.search.time_bounds import simple_bound
 from gpuplan.search.unrelated_machines import plan_unrelated
 from gpuplan.solution import Result
@@ -134,7 +134,7 @@ def _start(instance: Instance, context: Context) -> tuple[Result, str, Result | 
     """The plan to fall back on, what messages call it, and the plan to hint to CP-SAT.
 
     The fallback is list scheduling's plan (the better of the greedy's and, where jobs
-    may share GPUs, :func:`~gpuplan.search.schedule_sharing.sharing_list_schedule`'s on
+    may share GPUs, :func:`~gpuplan.search.schedule_sharing.best_sharing_schedule`'s on
     :data:`SHARING_SHARE` of the time limit; for makespan also the LP-guided one's, whose
     LP gets :data:`BOUND_SHARE` of the time limit), or the warm
     start's when that is at least as good: a schedule file's plan (``context.start``), or
@@ -148,8 +148,8 @@ def _start(instance: Instance, context: Context) -> tuple[Result, str, Result | 
         start = found if start is None else better(instance, start, found)
     listed = list_schedule(instance)
     if not exclusive_types(instance).all():
-        listed = better(instance, listed, sharing_list_schedule(
-            instance, budget=context.budget.part(share=SHARING_SHARE)))
+        listed = better(instance, listed, best_sharing_schedule(
+            instance, context.budget.part(share=SHARING_SHARE), context.seed))
     if instance.objective is ObjectiveKind.MAKESPAN:
         guided = lp_list_schedule(instance, context.limits(context.budget.part(
             share=BOUND_SHARE)))
@@ -313,7 +313,9 @@ class CpMethod(PlainMethod):
         how = f"CP-SAT {solver.status_name(code)}"
         if status.has_plan:
             values = solution_values(solver)
-        if status is Status.INFEASIBLE or code == cp_model.OPTIMAL or values is None:
+        # Without a time limit, the whole model's solve ran to its end.
+        if (status is Status.INFEASIBLE or code == cp_model.OPTIMAL or values is None
+                or not budget.limited):
             return _Searched(status, values, bound, how)
         improved = improve_schedule(model, values, context.limits(budget), budget)
         how += (f", then LNS: {improved.improvements} improvements in "

@@ -207,7 +207,8 @@ def improve_schedule(model: SchedulingModel, values: IntArray, limits: Limits,
     limits
         Threads (CP-SAT workers per subproblem) and seed.
     budget
-        The search's time: no subproblem outlasts it.
+        The search's time: no subproblem outlasts it. Without a time limit the search
+        would not end, so none is made.
     """
     cp_model = import_cp_model()
     hoods = ScheduleNeighbourhoods(model)
@@ -217,7 +218,7 @@ def improve_schedule(model: SchedulingModel, values: IntArray, limits: Limits,
     size, seconds = float(FIRST_SIZE), FIRST_SOLVE_S
     solved = improvements = 0
     every = np.arange(best.size)
-    while budget.left() > MIN_LEFT_S and not budget.spent():
+    while budget.limited and budget.left() > MIN_LEFT_S and not budget.spent():
         kind = KINDS[solved % len(KINDS)]
         free = hoods.choose(kind, best, int(size), rng)
         sub = model.model.clone()

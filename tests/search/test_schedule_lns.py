@@ -15,7 +15,7 @@ from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.scheduling import SchedulingModel, TickScale
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.search.schedule_lns import KINDS, ScheduleNeighbourhoods, improve_schedule
-from gpuplan.search.schedule_sharing import sharing_list_schedule
+from gpuplan.search.schedule_sharing import best_sharing_schedule, sharing_list_schedule
 from gpuplan.solution import Result
 from gpuplan.verify import verify_schedule
 
@@ -59,6 +59,16 @@ def test_a_spent_budget_leaves_jobs_out() -> None:
     cut = sharing_list_schedule(instance, budget=Budget(0.0))
     assert cut.objective is None and not cut.status.has_plan
     assert len(cut.unplaced) == instance.n_jobs
+
+
+def test_more_orders_never_worsen_the_plan() -> None:
+    """The best of several orders is no worse than list scheduling's own, and valid."""
+    instance = read_instance(OPERATOR_50)
+    own = sharing_list_schedule(instance)
+    best = best_sharing_schedule(instance, Budget(0.5), seed=1)
+    assert own.objective is not None and best.objective is not None
+    assert best.objective <= own.objective
+    assert verified(instance, best)
 
 
 @pytest.fixture(scope="module")
