@@ -7,22 +7,28 @@ already has. The makespan is then the release plus the largest GPU load, so the 
 assignment, and two lanes search for it at once, sharing their plans:
 
 - branch-and-cut (HiGHS) on the assignment MILP
-  (:class:`~gpuplan.models.assignment_makespan.AssignmentMakespanModel`) in whole ticks,
-  started from the best plan known and offered every better plan the other lane finds
-  (:class:`~gpuplan.methods.milp.SharedIncumbent`); its LP relaxation and cuts give the
-  bound, and it alone proves optimality;
-- large-neighbourhood search over GPU pairs (:class:`PairSearch`): the jobs of the most
-  loaded GPU and of a partner are re-assigned exactly (a dynamic programme over the
-  partner's load, vectorised), which is accepted when both loads end below the makespan;
-  when no partner helps, a random pair of other GPUs is re-assigned to another plan below
-  the makespan (a plateau move) and the most loaded GPU tries those two again.
+  (:class:`~gpuplan.models.assignment_makespan.AssignmentMakespanModel`, the peer's
+  model, in whole ticks), started from the best plan known and offered every better plan
+  the other lane finds (:class:`~gpuplan.methods.milp.SharedIncumbent`); its LP
+  relaxation and cuts give the bound, and it alone proves optimality;
+- a search (:class:`PairSearch`) from the LP relaxation's plan (:func:`lp_rounded`):
+  the jobs of the most loaded GPU and of a partner are re-assigned exactly (a vectorised
+  dynamic programme over one GPU's load), accepted when both loads end below the makespan;
+  when no partner helps, the jobs of the most loaded GPU and a few partners go to a small
+  MILP that must put them all below it; when that fails too, a random pair of other GPUs
+  moves to the plan of least total load below the makespan (a plateau move that makes
+  room), and the most loaded GPU tries those two next. When the search has found nothing
+  better for :data:`STALL_S`, its lane runs a second branch-and-cut (another seed, an
+  integer largest load: HiGHS's time to good plans varies much with either) from the best
+  plan, offered the same plans.
 
 Each lane runs on half of the threads (HiGHS releases the GIL); the search stops when its
-plan meets the best bound or branch-and-cut proves optimality. With one thread the search
-runs first, then branch-and-cut from its plan. The better of the lanes' plans and the
-start's is returned, with the best bound: branch-and-cut's counts when the ticks are the
-instance's times exactly and no job is preemptible (a preemptible job could be split
-between GPUs, which the model does not do).
+plan meets the best bound or branch-and-cut proves optimality, which also stops the other
+branch-and-cut. With one thread the search runs first, then branch-and-cut from its plan.
+The best of the lanes' plans and the start's is returned, with the best bound: the LP's or
+branch-and-cut's, which count when the ticks are the instance's times exactly and no job
+is preemptible (a preemptible job could be split between GPUs, which the model does not
+do).
 """
 
 from __future__ import annotations
@@ -65,8 +71,11 @@ QUICK_STEP_S = 0.1
 ROUNDING_S = 1.0
 #: Seconds without a better plan after which the search hands its lane to a second
 #: branch-and-cut, if this many seconds are left.
-STALL_S = 1.5
-SECOND_MIN_S = 1.0
+STALL_S = 3.0
+SECOND_MIN_S = 2.0
+#: The most (load level, job) cells of a pair's dynamic programme (fine ticks make
+#: loads of millions of ticks: such pairs are left to the MILP neighbourhoods).
+MAX_CELLS = 4_000_000
 #: Larger than any load in ticks: the duration of a job on a GPU it may not use.
 NEVER = 2**40
 
@@ -124,9 +133,12 @@ class PairSearch:
         Returns
         -------
         bool
-            Whether the pair got a plan within ``cap``.
+            Whether the pair got a plan within ``cap`` (False also when the programme
+            would exceed :data:`MAX_CELLS`).
         """
         jobs = np.flatnonzero((self.gpu == a) | (self.gpu == b))
+        if (cap + 1) * jobs.size > MAX_CELLS:
+            return False
         on_a, on_b = self.ticks[jobs, a], self.ticks[jobs, b]
         least = np.full(cap + 1, NEVER, dtype=np.int64)
         least[0] = 0
@@ -215,6 +227,7 @@ class PairSearch:
                 best = makespan
                 self.improved_at = time.perf_counter()
                 on_improvement(self.gpu, makespan)
+                logger.debug("cp: R||Cmax search at %d ticks", makespan)
             top = int(self.rng.choice(np.flatnonzero(self.load == makespan)))
             partners = tried or [int(g) for g in self.rng.permutation(n_gpus) if g != top]
             if any(self.reassign(top, g, makespan - 1) for g in partners):
@@ -441,6 +454,8 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
             found = model.decode(solution.values)
             if (found >= 0).all() and _largest_load(ticks, found) < _largest_load(ticks, gpu):
                 gpu = found
+    logger.info("cp: R||Cmax search %d ticks, branch-and-cut %s, after %.2f s",
+                search.makespan, [s.objective for s in solutions], budget.elapsed())
     job, types, gpus, start_s, end_s = back_to_back(instance, gpu)
     objective = time_objective(instance, job, types, end_s)
     found_plan = Result(status=plan_status(objective, bound), objective=objective,
