@@ -58,10 +58,12 @@ from gpuplan.models.allocation import (
     PairColumns,
     Policy,
     ThroughputData,
+    chain_windows,
     fairness_scale,
     finish_time_need,
     finish_time_program,
     finish_time_ratios,
+    has_windows,
     load_unit,
     makespan_program,
     makespan_scale,
@@ -74,10 +76,20 @@ from gpuplan.models.allocation import (
     rate_program,
     restrict,
     throughput_value,
+    whole_job_need,
+    whole_job_rates,
+    window_program,
+    window_shares,
 )
 from gpuplan.models.bounds import objective_bound
 from gpuplan.readers.instance_file import MAX_TIME_S
-from gpuplan.search.round_plans import MAX_ROUNDS, TooManyRoundsError, plan_rounds
+from gpuplan.search.round_plans import (
+    MAX_ROUNDS,
+    Reallocate,
+    Residual,
+    TooManyRoundsError,
+    plan_rounds,
+)
 from gpuplan.search.time_bounds import simple_bound
 from gpuplan.solution import Result
 from gpuplan.status import Status
@@ -440,6 +452,17 @@ def _exact(data: ThroughputData, policy: Policy, options: BalanceOptions, backen
     basis = FairShare(options.fair_share)
     if policy is Policy.FINISH_TIME_FAIRNESS:
         return _finish_time_fairness(data, basis, backend, context, began)
+    if policy is Policy.MAKESPAN and data.whole is not None and data.whole.any():
+        return _whole_jobs_makespan(data, options, backend, context, began)
+    if policy is Policy.MAKESPAN and has_windows(data):
+        windows = window_program(data)
+        solved = backend.solve_program(windows.program, context.limits())
+        if not solved.status.has_plan or solved.values is None:
+            return _none(policy, data, solved.status, solved.solver, began)
+        share, makespan = window_shares(data, windows, solved.values)
+        return Allocation(policy, solved.status, share, makespan,
+                          (data.rate * share).sum(axis=1), solved.solver,
+                          time.perf_counter() - began)
     built = {
         Policy.MAX_MIN_FAIRNESS: lambda d: max_min_fairness_program(d, basis),
         Policy.MAKESPAN: makespan_program,
@@ -467,6 +490,68 @@ def _exact(data: ThroughputData, policy: Policy, options: BalanceOptions, backen
                 time.perf_counter() - began)
     return Allocation(policy, solution.status, share, value, throughput, solution.solver,
                       time.perf_counter() - began)
+
+
+def _whole_jobs_makespan(data: ThroughputData, options: BalanceOptions, backend: Backend,
+                         context: Context, began: float) -> Allocation:
+    """The makespan policy when some jobs run in one piece: types they fit whole.
+
+    With ``f(C)`` the makespan program's value on the rates without the types where a
+    whole job outlasts its window in ``C`` (:func:`~gpuplan.models.allocation.whole_job_rates`),
+    every plan that runs one job at a time per GPU has a makespan ``M >= f(M)``, and
+    ``f`` only grows as ``C`` shrinks (fewer types); so the least ``C`` with
+    ``f(C) <= C`` bounds every such plan, as the program on all rates does, and is at
+    least as high. ``f`` changes only where ``C`` passes a whole job's need (head, run
+    time and tail, :func:`~gpuplan.models.allocation.whole_job_need`): between two needs
+    it is constant, and the least ``C`` is ``max(start, f(start))`` in the
+    first such interval where ``f(start)`` is below the interval's end, found by
+    bisection over the needs (a few more LPs). The shares are the program's there;
+    the value is that least ``C``. A program stopped by the time limit ends the search
+    with the last shares solved (``feasible``).
+    """
+    assert data.whole is not None
+    need = whole_job_need(data)
+    whole = data.whole[:, None] & np.isfinite(need)
+    # A whole job takes its shortest need at least: no C below it has a program.
+    shortest = float(need.min(axis=1).max(initial=0.0))
+    full = _exact(dataclasses.replace(data, whole=None), Policy.MAKESPAN, options, backend,
+                  context)
+    if not full.status.has_plan or full.value is None:
+        return full
+    least = max(full.value, shortest)
+
+    def at(makespan: float) -> Allocation:
+        return _exact(dataclasses.replace(whole_job_rates(data, makespan), whole=None),
+                      Policy.MAKESPAN, options, backend, context)
+
+    kept = at(least)
+    if not kept.status.has_plan or kept.value is None:
+        return dataclasses.replace(full, status=Status.FEASIBLE)
+    points = np.unique(need[whole & (need > least) & (need <= kept.value)])
+    starts = np.r_[least, points]
+    ends = np.r_[points, np.inf]
+    # The first interval i whose f(start) is below its end: f falls and ends grow.
+    low, high, start = 0, starts.size - 1, least
+    solved = {0: kept}
+    while low < high:
+        middle = (low + high) // 2
+        trial = at(float(starts[middle]))
+        if not trial.status.has_plan or trial.value is None:
+            return dataclasses.replace(kept, status=Status.FEASIBLE)
+        solved[middle] = trial
+        if trial.value < ends[middle]:
+            high = middle
+        else:
+            low = middle + 1
+    if low not in solved:
+        solved[low] = at(float(starts[low]))
+    kept, start = solved[low], float(starts[low])
+    if not kept.status.has_plan or kept.value is None:
+        return dataclasses.replace(full, status=Status.FEASIBLE)
+    value = max(start, kept.value)
+    logger.info("makespan with whole jobs: %.6g (all types: %.6g), %d LPs", value, full.value,
+                len(solved) + 1)
+    return dataclasses.replace(kept, value=value, seconds=time.perf_counter() - began)
 
 
 def _finish_time_fairness(data: ThroughputData, basis: FairShare, backend: Backend,
@@ -746,7 +831,8 @@ class BalanceMethod:
         """
         budget = context.budget
         policy = Policy(options.policy)
-        data = ThroughputData.from_instance(instance)
+        data = structured(instance, ThroughputData.from_instance(instance),
+                          np.arange(instance.n_jobs))
         backend = get_backend(options.backend)
         # With a time limit, a valid plan is at hand from the start (milliseconds).
         listed = budget.elapsed()
@@ -768,11 +854,13 @@ class BalanceMethod:
             return no_plan(instance, reason, summary, allocation.status, bound)
         if policy is Policy.QUADRATIC:
             return self._placement(instance, allocation, bound, summary)
+        planning = _less(budget, MARGIN_SHARE * (budget.time_limit_s or 0.0))
+        reallocate = (_reallocator(instance, options, context, planning)
+                      if allocation.pairs is None and changes(instance) else None)
         try:
             rounds = plan_rounds(instance, allocation.share, options.round_s, allocation.pairs,
-                                 allocation.pair_share,
-                                 budget=_less(budget, MARGIN_SHARE * (budget.time_limit_s or 0.0)),
-                                 segment_cost_s=SEGMENT_COST_S)
+                                 allocation.pair_share, budget=planning,
+                                 segment_cost_s=SEGMENT_COST_S, reallocate=reallocate)
         except TooManyRoundsError as error:
             raise InputError("--round", "", _too_many(error, options.round_s)) from None
         if rounds is None:
@@ -805,6 +893,72 @@ class BalanceMethod:
                       bound=bound, solver=f"{summary}; whole jobs on their main type",
                       job=placed.job, gpu_type=placed.gpu_type, start=placed.start,
                       end=placed.end, gpus=placed.gpus, unplaced=placed.unplaced)
+
+
+def structured(instance: Instance, data: ThroughputData, jobs: IntArray,
+               remaining: FloatArray | None = None, now: float = 0.0) -> ThroughputData:
+    """``data`` of these jobs with what the makespan policy reads of the batch's structure.
+
+    Which jobs run whole (not preemptible) and each job's head and tail
+    (:func:`~gpuplan.models.allocation.chain_windows`); the other policies read neither.
+    """
+    head, tail = chain_windows(instance, jobs, remaining, now)
+    return dataclasses.replace(data, whole=~instance.preemptible[jobs], head=head, tail=tail)
+
+
+def changes(instance: Instance) -> bool:
+    """Whether a static allocation stops being the policy's plan once the rounds start.
+
+    One allocation serves a batch of preemptible jobs all there from the start: each job
+    keeps its rate until it ends. Jobs that arrive later (releases, dependencies) or that
+    hold their GPUs until they end (not preemptible) change the batch as it runs; their
+    allocation is solved again as they do (:func:`_reallocator`).
+    """
+    return bool((instance.release > 0).any() or any(instance.predecessors)
+                or not instance.preemptible.all())
+
+
+#: Share of the planning budget the re-solved allocations may take in all; past it, the
+#: plan follows the last allocation solved.
+REALLOCATE_SHARE = 0.5
+
+
+def _reallocator(instance: Instance, options: BalanceOptions, context: Context,
+                 planning: Budget) -> Reallocate:
+    """The policy solved again for what is left of the batch (Gavel re-solves the same way).
+
+    The jobs left, ready or not, with their work left and the time they have waited
+    (:meth:`ThroughputData.for_jobs`); a job holding its GPUs until it ends can use its
+    type only. With a time limit the solves take at most :data:`REALLOCATE_SHARE` of the
+    planning budget; a solve without shares (stopped, or infeasible floors) keeps the
+    last ones. POP keeps its parts, fewer when fewer jobs are left.
+    """
+    limit = (REALLOCATE_SHARE * planning.left()) if planning.limited else None
+    solves = Budget(limit)
+
+    def reallocate(state: Residual) -> FloatArray | None:
+        if solves.spent() or planning.spent():
+            return None
+        data = structured(instance, ThroughputData.for_jobs(
+            instance, state.jobs, state.remaining, now=state.now), state.jobs,
+            state.remaining, state.now)
+        held = np.flatnonzero(state.held >= 0)
+        if held.size:
+            rate = data.rate.copy()
+            only = rate[held, state.held[held]]
+            rate[held] = 0.0
+            rate[held, state.held[held]] = only
+            data = dataclasses.replace(data, rate=rate)
+        parts = min(options.partitions, state.jobs.size, instance.n_gpus)
+        allocation = solve_policy(data, dataclasses.replace(options, partitions=parts),
+                                  context.with_budget(solves))
+        if not allocation.status.has_plan:
+            return None
+        share = np.zeros((instance.n_jobs, instance.n_types))
+        share[state.jobs] = allocation.share
+        return share
+
+    return reallocate
 
 
 def _less(budget: Budget, seconds: float) -> Budget:

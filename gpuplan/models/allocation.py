@@ -134,6 +134,14 @@ class ThroughputData:
     isolated_elapsed
         ``(J,)`` seconds the work done so far would have taken on the job's fair share
         (finish-time fairness); None: ``(1 - remaining)`` over the fair-share rate now.
+    whole
+        ``(J,)`` jobs that run in one piece (not preemptible), whose work cannot be split
+        over types: the makespan policy gives them no time on a type where they alone
+        would outlast its makespan (:func:`whole_job_rates`); None: every job may move.
+    head, tail
+        ``(J,)`` seconds from now before which each job cannot start, and seconds its
+        successors need after it ends, at least (:func:`chain_windows`): the makespan
+        policy fits each job's run between them (:func:`window_program`); None: 0.
     """
 
     rate: FloatArray
@@ -147,6 +155,9 @@ class ThroughputData:
     remaining: FloatArray | None = None
     elapsed: FloatArray | None = None
     isolated_elapsed: FloatArray | None = None
+    whole: BoolArray | None = None
+    head: FloatArray | None = None
+    tail: FloatArray | None = None
 
     @classmethod
     def from_instance(cls, instance: Instance) -> ThroughputData:
@@ -466,6 +477,123 @@ def makespan_program(data: ThroughputData) -> AllocationProgram:
     return rate_program(data, makespan_scale(data), grouped=True)
 
 
+def whole_job_rates(data: ThroughputData, makespan: float) -> ThroughputData:
+    """``data`` without the types where a job in one piece outlasts its window in ``makespan``.
+
+    A job that is not preemptible runs whole on one type, so in a plan that ends by
+    ``makespan`` it uses only types where its work left fits between its head and
+    ``makespan`` less its tail (:func:`whole_job_need`): the makespan programs on these
+    rates still bound every such plan (one GPU, one job at a time) from below, and are
+    tighter than on all rates. Preemptible jobs keep every type.
+    """
+    outlast = ~(whole_job_need(data) <= makespan * (1 + 1e-9))
+    return dataclasses.replace(data, rate=np.where(outlast, 0.0, data.rate))
+
+
+def whole_job_need(data: ThroughputData) -> FloatArray:
+    """``(J, T)`` the makespan each type needs of a whole job: head, run time and tail.
+
+    ``inf`` where the job cannot run, and 0 for jobs that may move (no need of their own).
+    """
+    run_time = data.work_left()[:, None] / np.where(data.rate > 0, data.rate, np.nan)
+    head = np.zeros(data.n_jobs) if data.head is None else data.head
+    tail = np.zeros(data.n_jobs) if data.tail is None else data.tail
+    need = np.nan_to_num(run_time + (head + tail)[:, None], nan=np.inf)
+    whole = np.zeros(data.n_jobs, dtype=bool) if data.whole is None else data.whole
+    result: FloatArray = np.where(whole[:, None], need, 0.0)
+    return result
+
+
+def chain_windows(instance: Instance, jobs: IntArray, remaining: FloatArray | None = None,
+                  now: float = 0.0) -> tuple[FloatArray, FloatArray]:
+    """``(K,)`` heads and tails of some jobs: when each can start, what must follow it.
+
+    A job's head is the seconds from ``now`` to its release or, if later, to the end of
+    its predecessors' shortest runs of their work left, chained; its tail the longest
+    chain of its successors' shortest runs. Jobs not in ``jobs`` count as done. Both are
+    lower bounds in every plan, so windows built on them relax none. Costs
+    ``O(J + dependencies)``, with a Python loop over the jobs only when there are
+    dependencies.
+    """
+    n_jobs = instance.n_jobs
+    jobs = np.asarray(jobs, dtype=np.int64)
+    left = np.zeros(n_jobs)
+    left[jobs] = instance.min_duration[jobs] * (1.0 if remaining is None else remaining)
+    head = np.zeros(n_jobs)
+    head[jobs] = np.maximum(instance.release[jobs] - now, 0.0)
+    tail = np.zeros(n_jobs)
+    if any(instance.predecessors):
+        present = np.zeros(n_jobs, dtype=bool)
+        present[jobs] = True
+        order = instance.topological_order.tolist()
+        for j in order:
+            for p in instance.predecessors[j]:
+                if present[p]:
+                    head[j] = max(head[j], head[p] + left[p])
+        for j in reversed(order):
+            for q in instance.successors[j]:
+                if present[q]:
+                    tail[j] = max(tail[j], left[q] + tail[q])
+    return head[jobs], tail[jobs]
+
+
+def has_windows(data: ThroughputData) -> bool:
+    """Whether some job has a head or a tail (:func:`chain_windows`)."""
+    return any(v is not None and bool((v > 0).any()) for v in (data.head, data.tail))
+
+
+def window_program(data: ThroughputData) -> AllocationProgram:
+    """The least makespan ``C`` with each job's run inside its window: a bound, and shares.
+
+    Columns: the seconds ``w[j, t]`` each job runs on each type, then ``C``, all in units
+    of :func:`time_unit`. Rows: each job's work left is done
+    (``sum_t rate[j, t] w[j, t] >= remaining_j``), it runs between its head and ``C``
+    less its tail (``sum_t w[j, t] <= C - head_j - tail_j``), and each type serves at
+    most ``C`` seconds per GPU (``sum_j gang_j w[j, t] <= gpus_t C``). Every plan that
+    runs one job per GPU at a time gives a feasible point (its run times and makespan),
+    so ``C`` bounds its makespan from below; with no heads or tails it is the makespan
+    program's ``1 / z`` (:func:`makespan_program`), and with them it also covers the
+    longest chain. :func:`window_shares` reads the shares off a solution.
+    """
+    unit = time_unit(data)
+    rows = RowBuilder()
+    job, kind = np.nonzero(data.eligible)
+    n, n_types = job.size, int(data.gpus.size)
+    left = data.work_left()
+    rows.add(job, np.arange(n), data.rate[job, kind] * unit / left[job], np.ones(data.n_jobs),
+             np.full(data.n_jobs, np.inf), _names("work", data.n_jobs))
+    head = np.zeros(data.n_jobs) if data.head is None else data.head
+    tail = np.zeros(data.n_jobs) if data.tail is None else data.tail
+    rows.add(np.r_[job, np.arange(data.n_jobs)], np.r_[np.arange(n), np.full(data.n_jobs, n)],
+             np.r_[np.ones(n), -np.ones(data.n_jobs)], np.full(data.n_jobs, -np.inf),
+             -(head + tail) / unit, _names("window", data.n_jobs))
+    rows.add(np.r_[kind, np.arange(n_types)], np.r_[np.arange(n), np.full(n_types, n)],
+             np.r_[data.gang[job].astype(float), -data.gpus], np.full(n_types, -np.inf),
+             np.zeros(n_types), _names("capacity", n_types))
+    names = LazyNames(n + 1, lambda k: f"w[{job[k]},{kind[k]}]" if k < n else "makespan")
+    program = rows.program(sense="min", cost=np.r_[np.zeros(n), 1.0],
+                           col_lower=np.zeros(n + 1), col_upper=np.full(n + 1, np.inf),
+                           integer=np.zeros(n + 1, dtype=bool), col_names=names)
+    return AllocationProgram(program, job, kind, (data.n_jobs, n_types))
+
+
+def window_shares(data: ThroughputData, built: AllocationProgram,
+                  values: FloatArray) -> tuple[FloatArray, float]:
+    """``(J, T)`` time shares within each job's window, and the makespan in seconds.
+
+    A job's share of a type is its run time there over its window (``C`` less its head
+    and tail): the rate at which it keeps to its window. Its throughput over the window
+    then ends its work when the window closes.
+    """
+    unit = time_unit(data)
+    makespan = float(values[built.job.size]) * unit
+    head = np.zeros(data.n_jobs) if data.head is None else data.head
+    tail = np.zeros(data.n_jobs) if data.tail is None else data.tail
+    window = np.maximum(makespan - head - tail, 1e-12)
+    share = np.minimum(built.shares(values) * unit / window[:, None], 1.0)
+    return share, makespan
+
+
 def time_unit(data: ThroughputData) -> float:
     """Mean over jobs of the shortest time to end the work left (seconds): makespan's unit."""
     fastest = data.work_left() / data.rate.max(axis=1, initial=0.0)
@@ -619,6 +747,8 @@ def restrict(data: ThroughputData, jobs: IntArray, gpus: FloatArray) -> Throughp
                           weight=data.weight[jobs], release=data.release[jobs],
                           deadline=data.deadline[jobs], price_per_hour=data.price_per_hour,
                           colocation=colocation, remaining=rows(data.remaining),
+                          whole=None if data.whole is None else data.whole[jobs],
+                          head=rows(data.head), tail=rows(data.tail),
                           elapsed=rows(data.elapsed),
                           isolated_elapsed=rows(data.isolated_elapsed))
 

@@ -8,7 +8,25 @@ and each job gets whole GPUs of one type on one node for the round, preferring t
 held last round (no needless migration). Types the allocation gave no share come last, so
 that no GPU idles while a job could use it. A job that is not preemptible keeps its GPUs
 from its first round until it ends. A job that finishes inside a round ends there; its
-GPUs idle until the next round, as in Gavel.
+GPUs idle until the next round, as in Gavel, unless only such jobs run: then the round
+ends at the first of their ends or of the releases, and the GPUs freed are dealt at once.
+
+**Time-varying shares.** Given a ``reallocate`` callback, the shares are solved again
+for what is left whenever the ready jobs or the jobs holding their GPUs change (a job
+ends, is released or unblocked, or starts without preemption), as Gavel re-solves its
+policy; the plan follows the latest shares, and the tracking error compares each round
+with the shares of then.
+
+**Jobs in one piece.** A job that is not preemptible is started, not time-shared: it
+starts only on a type where, followed by its successors' shortest runs, it ends by the
+shares' horizon and by its deadline (run whole on a slow type it would outlast the
+plan), preferring the type doing most of its work under the shares, the jobs needing the
+largest share of the time first, and those whose deadline's latest start is near before
+all (:meth:`_Following.starts`). A job with a deadline, or the first other job, that
+finds no room *reserves* the GPUs where it would end first (EASY backfilling): later
+jobs may take them only if done by the time it starts; a job with a deadline that waits
+for its release reserves too once its latest start is near. A deadline is read as the
+latest end that lets every successor meet its own (:func:`_latest_ends`).
 
 With space sharing, pair columns are ranked with the jobs by their own share over the
 share of rounds they received; a chosen pair's two jobs hold one gang over the same
@@ -17,7 +35,9 @@ its partner. Every segment states the share of its job's work it does.
 
 The realised shares differ from the allocation by a *tracking error*: per job, half the sum
 over types of ``|realised - share|`` over the rounds it was runnable, counting time on a
-type alone or paired (0 is perfect, 1 is disjoint), reported as mean and maximum.
+type alone or paired (0 is perfect, 1 is disjoint), reported as mean and maximum. A job
+that runs in one piece is far from any share below 1 by nature (it runs all the time or
+not at all), so its error measures timing, not tracking.
 
 **Bounded work.** A plan has at most :data:`MAX_ROUNDS` rounds (:class:`TooManyRoundsError`
 otherwise). Rounds that must repeat the last one are not planned one by one: when no job
@@ -32,19 +52,49 @@ None: no partial plan.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpuplan.budget import Budget
 from gpuplan.instance import FloatArray, Instance, IntArray
-from gpuplan.models.allocation import PairColumns
+from gpuplan.models.allocation import PairColumns, chain_windows
 
 #: Most rounds a round-based plan may have. A round in which jobs contend for GPUs takes
 #: about 35 us to plan for 4 jobs on one GPU and 0.3 ms for 500 jobs on 128 GPUs
 #: (measured), so this many take from 3 s to about a minute; rounds that repeat the last
 #: one are planned in one step and cost next to nothing.
 MAX_ROUNDS = 100_000
+
+
+@dataclass(frozen=True)
+class Residual:
+    """What is left of a batch part way through a round-based plan: an allocation's input.
+
+    Attributes
+    ----------
+    now
+        The time in seconds.
+    jobs
+        ``(K,)`` the unfinished jobs, ready or not (waiting for a release or a
+        predecessor).
+    remaining
+        ``(K,)`` share of each one's work left, in ``(0, 1]``.
+    held
+        ``(K,)`` the type each job runs on when it holds its GPUs until it ends (started,
+        not preemptible); -1 where it may take any type.
+    """
+
+    now: float
+    jobs: IntArray
+    remaining: FloatArray
+    held: IntArray
+
+
+#: Given a :class:`Residual`, the ``(J, T)`` shares to follow from now on (0 for the
+#: jobs not in it), or None to keep following the last ones.
+Reallocate = Callable[[Residual], FloatArray | None]
 
 
 class TooManyRoundsError(Exception):
@@ -138,26 +188,50 @@ class _Fleet:
         self.free[gpus] = False
         self.group_free[self.group_of[gpus[0]]] -= gpus.size
 
-    def take(self, k: int, t: int, last: IntArray | None) -> IntArray | None:
-        """``k`` free GPUs of type ``t`` on one node (``last``, GPUs of ``t``, if free)."""
-        if last is not None and self.free[last].all():
+    def take(self, k: int, t: int, last: IntArray | None,
+             usable: np.ndarray | None = None) -> IntArray | None:
+        """``k`` free GPUs of type ``t`` on one node (``last``, GPUs of ``t``, if free).
+
+        ``usable``: the GPUs the gang may take, free ones that no reservation keeps from
+        it (None: every free GPU).
+        """
+        mask = self.free if usable is None else usable
+        if last is not None and mask[last].all():
             return last
         groups = self.of_type[t]
-        counts = self.group_free[groups]
+        counts = (self.group_free[groups] if usable is None
+                  else np.array([int(mask[self.members[g]].sum()) for g in groups]))
         fits = counts >= k
         if not fits.any():
             return None
         g = int(groups[np.argmin(np.where(fits, counts, _NO_ROOM))])
         members = self.members[g]
-        picked: IntArray = members[self.free[members]][:k]
+        picked: IntArray = members[mask[members]][:k]
         return picked
+
+    def earliest(self, k: int, t: int, free_at: FloatArray) -> tuple[float, IntArray] | None:
+        """When ``k`` GPUs of type ``t`` on one node are free first, and which, or None.
+
+        ``free_at``: when each GPU is free, as far as the jobs holding it say.
+        """
+        best: tuple[float, IntArray] | None = None
+        for g in self.of_type[t].tolist():
+            members = self.members[g]
+            if members.size < k:
+                continue
+            first = members[np.argsort(free_at[members], kind="stable")[:k]]
+            when = float(free_at[first].max())
+            if best is None or when < best[0]:
+                best = (when, first)
+        return best
 
 
 def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                 pairs: PairColumns | None = None,
                 pair_share: FloatArray | None = None,
                 budget: Budget | None = None,
-                segment_cost_s: float = 0.0) -> RoundPlan | None:
+                segment_cost_s: float = 0.0,
+                reallocate: Reallocate | None = None) -> RoundPlan | None:
     """Realise ``share`` (and pair shares) round by round until every job is done.
 
     Parameters
@@ -178,6 +252,11 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
     segment_cost_s
         Seconds each segment will cost after planning (translation, verification,
         writing); counted against ``budget``.
+    reallocate
+        Called at the start of a round when the ready jobs or the jobs holding their GPUs
+        changed since the last call (a job ended, was released or unblocked, or started
+        without preemption), with what is left: the shares it returns are followed from
+        then on (without pairs). None: ``share`` throughout.
 
     Raises
     ------
@@ -205,17 +284,20 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
     pair_share = pair_share[keep]
     pair_got, pair_active = np.zeros(pair_a.size), np.zeros(pair_a.size)
     speed_a, speed_b = _pair_speeds(instance, pair_a, pair_b, pair_t)
-    target = share.copy()
-    np.add.at(target, (pair_a, pair_t), pair_share)
-    np.add.at(target, (pair_b, pair_t), pair_share)
+    paired = np.zeros((n_jobs, n_types))
+    np.add.at(paired, (pair_a, pair_t), pair_share)
+    np.add.at(paired, (pair_b, pair_t), pair_share)
+    rate = np.where(np.isfinite(duration), 1.0 / duration, 0.0)
+    tail = chain_windows(instance, np.arange(n_jobs))[1]
+    following = _Following.of(share, paired, rate, remaining, 0.0, tail)
+    # Seconds of each job on each type that the shares followed asked for so far.
+    targeted = np.zeros((n_jobs, n_types))
     held: list[IntArray | None] = [None] * n_jobs
     pinned = np.zeros(n_jobs, dtype=bool)
     preemptible = instance.preemptible.tolist()
     # Types with no share rank after every shared one, fastest first.
     fallback = -1.0 - duration / duration.max(initial=1.0, where=np.isfinite(duration))
-    has_share = share > 0
-    # Jobs whose share names at most one type: they hold still when nothing contends.
-    one_type = has_share.sum(axis=1) <= 1
+    deadline = _latest_ends(instance)
     # Segments: job, type, start, end, work, partner job and segment (-1), GPUs.
     seg_job: list[int] = []
     seg_type: list[int] = []
@@ -230,6 +312,7 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
     blocking = np.array([len(p) for p in instance.predecessors], dtype=np.int64)
     n_single = n_jobs * n_types
     now, rounds = 0.0, 0
+    last_state: tuple[np.ndarray, np.ndarray] | None = None
     while (remaining > 0).any():
         if rounds >= MAX_ROUNDS:
             raise TooManyRoundsError(rounds, now, 1.0 - float(remaining.mean()))
@@ -246,6 +329,13 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
             now = jump if jump >= first else jump + round_s
             open_segment[:] = -1
             continue
+        if reallocate is not None:
+            if last_state is not None and not (np.array_equal(ready, last_state[0])
+                                               and np.array_equal(pinned, last_state[1])):
+                following = _reallocated(reallocate, following, instance, held, pinned,
+                                         remaining, rate, now)
+            last_state = (ready, pinned.copy())
+        share, has_share = following.share, following.has_share
         fleet.reset()
         free_of_type = np.bincount(gpu_type, minlength=n_types).tolist()
         free_total = fleet.n_gpus
@@ -266,22 +356,53 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                        share / np.maximum(alone / np.maximum(active[:, None], 1e-12), 1e-9),
                        -np.inf)
         priority = np.where(has_share, lag, np.where(np.isfinite(lag), fallback, -np.inf))
+        rank_class = np.ones((n_jobs, n_types))
+        fresh = np.flatnonzero(ready & ~pinned & ~instance.preemptible)
+        # Jobs starting now end by this (on their fastest types): a job whose latest start
+        # for its deadline is later cannot be in their way yet.
+        reach = now + float(instance.min_duration[fresh].max(initial=0.0))
+        if fresh.size:
+            rank_class[fresh], priority[fresh] = following.starts(
+                fresh, duration[fresh], deadline[fresh], now, reach)
         # Entries whose gang exceeds what is left of their type after the pinned jobs
         # cannot be served this round.
         room = np.array(free_of_type)
-        priority[instance.gang[:, None] > room[None, :]] = -np.inf
+        priority[(instance.gang[:, None] > room[None, :]) & (rank_class < 2)] = -np.inf
         both = ready[pair_a] & ready[pair_b]
         pair_priority = np.where(both, pair_share / np.maximum(
             pair_got / np.maximum(pair_active, 1e-12), 1e-9), -np.inf)
         # One ranking of single (job, type) entries, then pairs, highest first.
         ranked = np.r_[priority.ravel(), pair_priority]
+        classes = np.r_[rank_class.ravel(), np.ones(pair_priority.size)]
         candidates = np.flatnonzero(np.isfinite(ranked))
-        order = candidates[np.argsort(-ranked[candidates], kind="stable")]
+        order = candidates[np.lexsort((-ranked[candidates], -classes[candidates]))]
+        # When each GPU is free, as far as the jobs given it so far say, and the end a
+        # job's run must keep to on each (the reservation, see the module docstring).
+        free_at = np.full(fleet.n_gpus, now)
+        for (pin,), _, t, gpus in runs:
+            free_at[gpus] = now + float(remaining[pin]) * float(duration[pin, t])
+        keep_to = np.full(fleet.n_gpus, np.inf)
+        reserved = easy = False
+        types = np.arange(n_types)
+
+        # Jobs with a deadline that wait for their release, and whose latest start is
+        # near enough for the jobs starting now to be in their way, reserve first.
+        coming = np.flatnonzero((remaining > 0) & ~ready & (blocking == 0)
+                                & np.isfinite(deadline) & ~instance.preemptible)
+        latest = deadline[coming] - instance.min_duration[coming]
+        near = latest <= reach
+        for j in coming[near][np.argsort(latest[near], kind="stable")].tolist():
+            in_time = instance.eligible[j] & (instance.release[j] + duration[j] <= deadline[j])
+            _reserve(fleet, gang[j], np.flatnonzero(in_time if in_time.any()
+                                                    else instance.eligible[j]),
+                     float(instance.release[j]), float(remaining[j]) * duration[j], free_at,
+                     keep_to)
+            reserved = True
         if free_total > 0:
             for flat in order.tolist():
                 if flat < n_single:
                     j, t = divmod(flat, n_types)
-                    if chosen[j] or free_of_type[t] < gang[j]:
+                    if chosen[j]:
                         continue
                     members: tuple[int, ...] = (j,)
                     speeds: tuple[float, ...] = (1.0,)
@@ -291,11 +412,26 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                     if chosen[j] or chosen[b] or free_of_type[t] < gang[j]:
                         continue
                     members, speeds = (j, b), (float(speed_a[p]), float(speed_b[p]))
+                whole = not preemptible[j]
+                until = now + (float(remaining[j]) * float(duration[j, t]) if whole
+                               else round_s)
                 last = held[j]
-                gpus = fleet.take(gang[j], t, last if last is not None
-                                  and int(gpu_type[last[0]]) == t else None)
+                gpus = None if free_of_type[t] < gang[j] else fleet.take(
+                    gang[j], t, last if last is not None and int(gpu_type[last[0]]) == t
+                    else None, fleet.free & (keep_to >= until) if reserved else None)
                 if gpus is None:
+                    # A job with a deadline that finds no room reserves the GPUs where it
+                    # ends first, and so does the first other job on its main type; later
+                    # jobs may use them only if done by then.
+                    if whole and (rank_class[j, t] == 3 or (rank_class[j, t] == 2
+                                                            and not easy)):
+                        _reserve(fleet, gang[j], np.flatnonzero(
+                            np.isfinite(priority[j]) if rank_class[j, t] == 3 else t == types),
+                            now, float(remaining[j]) * duration[j], free_at, keep_to)
+                        easy |= rank_class[j, t] == 2
+                        reserved = True
                     continue
+                free_at[gpus] = until
                 for m in members:
                     chosen[m] = True
                 fleet.hold(gpus)
@@ -306,7 +442,8 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                     pair_got[flat - n_single] += 1.0
                 if free_total == 0:
                     break
-        end_of_round = now + round_s
+        span = _round_length(instance, runs, remaining, duration, now, round_s)
+        end_of_round = now + span
         pair_active[both] += 1.0
         ran = np.zeros(n_jobs, dtype=bool)
         ended = False
@@ -314,7 +451,7 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
             # A shared gang runs until the round ends or one of its jobs is done.
             left = [float(remaining[j]) * float(duration[j, t]) / v
                     for j, v in zip(members, speeds, strict=True)]
-            length = min(round_s, *left)
+            length = min(span, *left)
             stop = now + length
             for j, v, need in zip(members, speeds, left, strict=True):
                 ran[j] = True
@@ -358,8 +495,10 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                 first, second = (int(open_segment[m]) for m in members)
                 seg_mate[first], seg_mate[second] = second, first
         open_segment[~ran] = -1
-        active[ready] += np.minimum(round_s, np.where(np.isfinite(finish[ready]),
-                                                      finish[ready], end_of_round) - now)
+        step = np.minimum(span, np.where(np.isfinite(finish[ready]), finish[ready],
+                                            end_of_round) - now)
+        active[ready] += step
+        targeted[ready] += following.target[ready] * step[:, None]
         now = end_of_round
         rounds += 1
         if ended or both.any():
@@ -369,6 +508,7 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
         if ranked_runs:
             if not ran[ready].all():
                 continue
+            one_type = following.one_type
             steady = all(not preemptible[j] or (one_type[j] and (has_share[j, t]
                                                                  or not has_share[j].any()))
                          for (j,), _, t, _ in ranked_runs)
@@ -388,16 +528,181 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
             seg_end[k] += span
             seg_work[k] += work
         active[ready] += span
+        targeted[ready] += following.target[ready] * span
         now += span
         rounds += repeat
-    realised = received / np.maximum(active[:, None], 1e-12)
-    error = 0.5 * np.abs(realised - target).sum(axis=1)
+    error = 0.5 * np.abs(received - targeted).sum(axis=1) / np.maximum(active, 1e-12)
     return RoundPlan(job=np.array(seg_job, dtype=np.int64),
                      gpu_type=np.array(seg_type, dtype=np.int64),
                      start=np.array(seg_start, dtype=float), end=np.array(seg_end, dtype=float),
                      gpus=tuple(seg_gpus), work=np.array(seg_work, dtype=float),
                      partner=np.array(seg_mate, dtype=np.int64), tracking_error=error,
                      rounds=rounds)
+
+
+@dataclass(frozen=True)
+class _Following:
+    """The shares a plan follows, and what its rounds read of them.
+
+    Attributes
+    ----------
+    share
+        ``(J, T)`` time shares of jobs alone.
+    target
+        ``(J, T)`` time share of each job on each type, alone or paired.
+    has_share, one_type
+        Where a share is positive; jobs whose share names at most one type.
+    urgency
+        ``(J,)`` each job's share of the time, summed over types: the part of the time
+        left it must run to keep to the shares.
+    tail
+        ``(J,)`` the shortest time each job's successors need after it (seconds).
+    horizon
+        When the last unfinished job with a share ends at the shares' rates, followed by
+        its tail (seconds).
+    """
+
+    share: FloatArray
+    target: FloatArray
+    has_share: np.ndarray
+    one_type: np.ndarray
+    urgency: FloatArray
+    tail: FloatArray
+    horizon: float
+
+    @classmethod
+    def of(cls, share: FloatArray, paired: FloatArray, rate: FloatArray,
+           remaining: FloatArray, now: float, tail: FloatArray) -> _Following:
+        """The shares ``share`` (and ``paired``, pairs' per job) followed from ``now``."""
+        target = share + paired
+        has_share = share > 0
+        throughput = (rate * target).sum(axis=1)
+        moving = (remaining > 0) & (throughput > 0)
+        horizon = now + float((remaining[moving] / throughput[moving] + tail[moving]).max(
+            initial=0.0))
+        return cls(share, target, has_share, has_share.sum(axis=1) <= 1, target.sum(axis=1),
+                   tail, horizon)
+
+    def starts(self, jobs: IntArray, run_time: FloatArray, deadline: FloatArray,
+               now: float, reach: float) -> tuple[FloatArray, FloatArray]:
+        """Rank classes and priorities of starting these jobs in one piece on each type.
+
+        A job that will hold its GPUs until it ends runs whole on the type it starts on,
+        so it may start only where it would end, followed by its tail, by the shares'
+        horizon (run whole on a slow type, it would outlast the plan) and by its latest
+        end (its deadline's, see :func:`_latest_ends`); where no type allows that, only
+        on the types where it ends first. Of those, the type doing most of its work under
+        the shares is its main one (class 2); the others rank after every other entry
+        (class 0), by the same priority. Within class 2, the most urgent first
+        (:attr:`urgency`). A job whose latest start (latest end less its run on the main
+        type) is within ``reach`` comes before all (class 3, on each type it may start
+        on), the latest start first: the jobs starting now could otherwise hold the GPUs
+        it needs past it.
+
+        Parameters
+        ----------
+        jobs
+            ``(F,)`` the jobs, ready and not started.
+        run_time
+            ``(F, T)`` their run times, ``inf`` where they cannot run.
+        deadline
+            ``(F,)`` their latest ends, ``inf`` where none.
+        now
+            The round's start.
+        reach
+            When the jobs that may start now end, at the latest on their fastest types.
+
+        Returns
+        -------
+        tuple
+            ``(F, T)`` rank classes and priorities (``-inf`` where the job does not start).
+        """
+        rows = np.arange(jobs.size)
+        end = now + run_time
+        allowed = ((end + self.tail[jobs][:, None] <= self.horizon * (1 + 1e-9))
+                   & (end <= deadline[:, None]))
+        first = end.min(axis=1, keepdims=True)
+        allowed |= ~allowed.any(axis=1, keepdims=True) & (end <= first) & np.isfinite(end)
+        work = np.where(allowed, self.share[jobs] / run_time, -1.0)
+        main = work.argmax(axis=1)
+        due = deadline - run_time[rows, main] <= reach
+        # Jobs whose latest start is within reach first, the latest start first (class
+        # 3, on every type that meets the deadline); then the most urgent.
+        urgency = np.where(due, now - (deadline - run_time[rows, main]), self.urgency[jobs])
+        classes = np.zeros(run_time.shape)
+        classes[rows, main] = 2.0
+        classes[due] = np.where(allowed[due], 3.0, 0.0)
+        priority = np.where(allowed, urgency[:, None], -np.inf)
+        return classes, priority
+
+
+def _reallocated(reallocate: Reallocate, following: _Following, instance: Instance,
+                 held: list[IntArray | None], pinned: np.ndarray, remaining: FloatArray,
+                 rate: FloatArray, now: float) -> _Following:
+    """The shares to follow from ``now``: ``reallocate``'s for what is left, or the last."""
+    jobs = np.flatnonzero(remaining > 0)
+    kept = np.full(jobs.size, -1, dtype=np.int64)
+    for k in np.flatnonzero(pinned[jobs]).tolist():
+        gpus = held[int(jobs[k])]
+        assert gpus is not None
+        kept[k] = int(instance.gpu_type[gpus[0]])
+    share = reallocate(Residual(now, jobs, remaining[jobs], kept))
+    if share is None:
+        return following
+    return _Following.of(share, np.zeros_like(share), rate, remaining, now, following.tail)
+
+
+def _reserve(fleet: _Fleet, gang: int, types: IntArray, ready_at: float, run_time: FloatArray,
+             free_at: FloatArray, keep_to: FloatArray) -> None:
+    """Reserve for a gang the GPUs of ``types`` where it would end first (in place).
+
+    ``free_at`` is when each GPU is free as the jobs holding or reserving it say (the
+    reserved GPUs' becomes the gang's end), ``keep_to`` the end that a run on each GPU
+    must keep to (the reserved GPUs' becomes the gang's start); ``run_time`` is the
+    gang's on each type, from ``ready_at`` at the earliest.
+    """
+    best: tuple[float, float, IntArray] | None = None
+    for t in types.tolist():
+        found = fleet.earliest(gang, t, free_at)
+        if found is not None:
+            start = max(found[0], ready_at)
+            end = start + float(run_time[t])
+            if best is None or end < best[0]:
+                best = (end, start, found[1])
+    if best is not None:
+        keep_to[best[2]] = np.minimum(keep_to[best[2]], best[1])
+        free_at[best[2]] = best[0]
+
+
+def _latest_ends(instance: Instance) -> FloatArray:
+    """``(J,)`` the latest each job may end so that it and its successors meet their deadlines.
+
+    A job's own deadline, or earlier: a successor's latest end less its shortest run time.
+    """
+    latest = instance.deadline.astype(float)
+    if any(instance.predecessors):
+        shortest = instance.min_duration
+        for j in instance.topological_order[::-1].tolist():
+            for q in instance.successors[j]:
+                latest[j] = min(latest[j], latest[q] - shortest[q])
+    return latest
+
+
+def _round_length(instance: Instance,
+                  runs: list[tuple[tuple[int, ...], tuple[float, ...], int, IntArray]],
+                  remaining: FloatArray, duration: FloatArray, now: float,
+                  round_s: float) -> float:
+    """The round's length: ``round_s``, or less when only jobs that keep their GPUs run.
+
+    Rounds exist to deal preemptible jobs' GPUs afresh. When every job running holds its
+    GPUs until it ends, the round ends at the first of their ends or of the releases
+    instead: the GPUs freed then are dealt at once rather than idling to the round's end.
+    """
+    if not runs or any(instance.preemptible[j] for members, _, _, _ in runs for j in members):
+        return round_s
+    first = min(float(remaining[j]) * float(duration[j, t]) for (j,), _, t, _ in runs)
+    later = instance.release[(instance.release > now) & (remaining > 0)]
+    return min(round_s, first, float(later.min(initial=math.inf)) - now)
 
 
 def _repeats(instance: Instance, runs: list[tuple[tuple[int, ...], tuple[float, ...], int,
