@@ -867,7 +867,9 @@ class BalanceMethod:
             assert fallback is not None
             return _instead(fallback, bound, f"{summary}; the round-based plan of {policy.value} "
                             f"did not fit in the time limit")
-        summary += (f"; {rounds.rounds} rounds of {options.round_s:g} s, tracking error mean "
+        fluid = fluid_value(instance, data, allocation)
+        summary += (f"; fluid plan {instance.objective.value} {fluid:.6g}; {rounds.rounds} "
+                    f"rounds of {options.round_s:g} s, tracking error mean "
                     f"{rounds.tracking_error.mean():.3f} max {rounds.tracking_error.max():.3f}")
         logger.info("balance: %s", summary)
         late = _late(instance, rounds.job, rounds.end)
@@ -904,6 +906,25 @@ def structured(instance: Instance, data: ThroughputData, jobs: IntArray,
     """
     head, tail = chain_windows(instance, jobs, remaining, now)
     return dataclasses.replace(data, whole=~instance.preemptible[jobs], head=head, tail=tail)
+
+
+def fluid_value(instance: Instance, data: ThroughputData, allocation: Allocation) -> float:
+    """The instance's objective in the allocation's fluid plan (the round plan's model).
+
+    In the fluid plan each job runs at its allocation's throughput from its head (its
+    earliest start, :func:`~gpuplan.models.allocation.chain_windows`; 0 when ``data``
+    has none), on every type at once in its shares, and ends when its work is done. For
+    the makespan policy its makespan is the policy's value, a lower bound on every plan
+    that runs one job per GPU at a time; for other policies and objectives it is the
+    value the round plan aims at, not a bound.
+    """
+    work = data.rate * allocation.share
+    throughput = work.sum(axis=1)
+    head = np.zeros(data.n_jobs) if data.head is None else data.head
+    end = head + data.work_left() / np.maximum(throughput, 1e-300)
+    job, kind = np.nonzero(work > 0)
+    return time_objective(instance, job, kind, end[job],
+                          work=work[job, kind] / throughput[job])
 
 
 def changes(instance: Instance) -> bool:

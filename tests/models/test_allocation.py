@@ -16,9 +16,13 @@ from gpuplan.models.allocation import (
     FairShare,
     Policy,
     ThroughputData,
+    chain_windows,
     job_groups,
     max_min_fairness_program,
     rate_program,
+    whole_job_rates,
+    window_program,
+    window_shares,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
 
@@ -129,3 +133,76 @@ def test_max_min_rows_with_floors() -> None:
     assert solution.objective == pytest.approx(0.25)
     assert solution.values is not None
     assert built.shares(solution.values)[:, 0] == pytest.approx([0.25, 0.75])
+
+
+def window_optimum(rates: ThroughputData) -> float:
+    """The window program's makespan in seconds, solved on HiGHS."""
+    built = window_program(rates)
+    solution = BACKENDS["highs"]().solve_program(built.program, Context(Budget()).limits())
+    assert solution.values is not None
+    return window_shares(rates, built, solution.values)[1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_window_program_without_windows_is_the_makespan_policy(seed: int) -> None:
+    """With no heads or tails, the window program ends where the makespan policy does."""
+    rates = gavel_like(seed, n_jobs=30)
+    expected = solve_policy(rates, BalanceOptions(policy="makespan"), Context(Budget())).value
+    windowed = dataclasses.replace(rates, head=np.zeros(30), tail=np.zeros(30))
+    assert window_optimum(windowed) == pytest.approx(expected, rel=1e-6)
+
+
+def chain_instance() -> Instance:
+    """Three 100-s jobs in a chain and two 50-s ones, on four GPUs; one is released at 30 s."""
+    jobs = [{"id": "a", "demand": {"compute": 1.0}, "duration_s": 100},
+            {"id": "b", "demand": {"compute": 1.0}, "duration_s": 100, "depends_on": ["a"]},
+            {"id": "c", "demand": {"compute": 1.0}, "duration_s": 100, "depends_on": ["b"]},
+            {"id": "d", "demand": {"compute": 1.0}, "duration_s": 50},
+            {"id": "e", "demand": {"compute": 1.0}, "duration_s": 50, "release_s": 30}]
+    instance: Instance = build_instance(parse_document({
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "n", "gpus": {"G": 4}}], "jobs": jobs, "objective": "makespan",
+    }, "<test>"), "<test>")
+    return instance
+
+
+def test_chain_windows_are_heads_and_tails() -> None:
+    """Heads chain the predecessors and the release, tails the successors."""
+    head, tail = chain_windows(chain_instance(), np.arange(5))
+    assert head.tolist() == [0.0, 100.0, 200.0, 0.0, 30.0]
+    assert tail.tolist() == [200.0, 100.0, 0.0, 0.0, 0.0]
+
+
+def test_chain_windows_of_what_is_left() -> None:
+    """Part way through, done jobs drop out and the work left shortens the chain."""
+    head, tail = chain_windows(chain_instance(), np.array([1, 2, 4]),
+                               remaining=np.array([0.5, 1.0, 1.0]), now=100.0)
+    assert head.tolist() == [0.0, 50.0, 0.0]
+    assert tail.tolist() == [100.0, 0.0, 0.0]
+
+
+def test_window_program_covers_the_longest_chain() -> None:
+    """The chain of 300 s bounds the makespan though four GPUs hold the work in 100 s."""
+    instance = chain_instance()
+    head, tail = chain_windows(instance, np.arange(5))
+    rates = dataclasses.replace(ThroughputData.from_instance(instance), head=head, tail=tail)
+    assert window_optimum(rates) == pytest.approx(300.0)
+    assert makespan_optimum(ThroughputData.from_instance(instance)) == pytest.approx(100.0)
+
+
+def makespan_optimum(rates: ThroughputData) -> float:
+    """The makespan policy's value without windows."""
+    value = solve_policy(rates, BalanceOptions(policy="makespan"), Context(Budget())).value
+    assert value is not None
+    return value
+
+
+def test_whole_job_rates_drop_the_types_a_whole_job_outlasts() -> None:
+    """A job in one piece loses a type it would outlast C on; a preemptible one keeps it."""
+    rates = ThroughputData(
+        rate=np.array([[0.1, 0.01], [0.1, 0.01]]), gang=np.array([1, 1]),
+        gpus=np.array([1.0, 1.0]), weight=np.ones(2), release=np.zeros(2),
+        deadline=np.full(2, np.inf), price_per_hour=np.zeros(2),
+        whole=np.array([True, False]))
+    kept = whole_job_rates(rates, 50.0)
+    assert kept.rate.tolist() == [[0.1, 0.0], [0.1, 0.01]]
