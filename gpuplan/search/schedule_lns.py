@@ -7,7 +7,13 @@ improved by re-solving a part of it at a time, the rest held where the incumbent
 
 - a *time window*: the jobs that start one after another around some time;
 - *GPU groups*: the jobs on a few (node, type) groups near some time;
-- the *end*: the jobs that end last (makespan) or add most to the objective.
+- the *end*: the jobs that end last (makespan) or add most to the objective;
+- a *spread*: half the jobs that end last, half jobs that could run on the least busy
+  GPU type but run on another;
+- a *balance*: the last jobs of the group that ends last and of the two that end first.
+
+Each is tried once, then drawn at random with odds that grow with its improvements on the
+instance at hand.
 
 The freed jobs may move anywhere (any group, any GPUs, any time). Of the others, those
 that end before the first freed job starts keep their times and GPUs; the rest keep their
@@ -46,8 +52,11 @@ GROW, SHRINK = 1.2, 0.85
 FIRST_SOLVE_S, MIN_SOLVE_S, MAX_SOLVE_S = 0.3, 0.1, 2.0
 #: Below this many seconds left, no further subproblem is started.
 MIN_LEFT_S = 0.05
+#: The neighbourhoods where the jobs kept may move later as well as earlier: behind the
+#: jobs that end last, others must make room for them earlier.
+UNCAPPED = ("end", "spread", "balance")
 #: The neighbourhoods, tried in turn.
-KINDS = ("window", "groups", "end")
+KINDS = ("window", "groups", "end", "spread", "balance")
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,17 @@ class ScheduleNeighbourhoods:
         group[self.alt_job[on]] = self.alt_group[on]
         return group
 
+    def idlest(self, values: IntArray) -> int:
+        """The type whose GPUs are busy the smallest share of the plan's span."""
+        instance = self.model.instance
+        start, end = values[self.start_index], values[self.end_index]
+        types = self.model.group_type[self.groups(values)]
+        busy = np.bincount(types, weights=instance.gang * (end - start),
+                           minlength=instance.n_types)
+        gpus = instance.node_gpus.sum(axis=0).astype(float)
+        share = np.where(gpus > 0, busy / np.maximum(gpus, 1.0), np.inf)
+        return int(share.argmin())
+
     def choose(self, kind: str, values: IntArray, size: int,
                rng: np.random.Generator) -> BoolArray:
         """The jobs a neighbourhood frees: a boolean mask over jobs, about ``size`` of them."""
@@ -163,6 +183,24 @@ class ScheduleNeighbourhoods:
             share = self.weight * np.maximum(late if (self.due >= 0).any() else end, 0)
             noise = rng.uniform(0.8, 1.0, n)
             picked = np.argsort(-share * noise, kind="stable")[:size]
+        elif kind == "balance":
+            # The last jobs of the group that ends last and of the two that end first
+            # (at random among near ties): evening out their ends lowers the makespan.
+            group = self.groups(values)
+            last = np.zeros(int(self.model.group_type.size))
+            np.maximum.at(last, group, end)
+            ranked = np.argsort(last * rng.uniform(0.97, 1.0, last.size), kind="stable")
+            chosen = np.r_[ranked[-1], ranked[:2]]
+            members = np.flatnonzero(np.isin(group, chosen))
+            picked = members[np.argsort(-end[members], kind="stable")[:size]]
+        elif kind == "spread":
+            # Half the jobs that end last, half of those that could run on the least busy
+            # type but run elsewhere: moving them there frees room on the busy types.
+            picked = np.argsort(-end * rng.uniform(0.9, 1.0, n), kind="stable")[:size // 2]
+            movable = np.flatnonzero(self.model.instance.eligible[:, self.idlest(values)]
+                                     & ~np.isin(np.arange(n), picked))
+            more = rng.permutation(movable)[:size - picked.size]
+            picked = np.r_[picked, more]
         else:
             order = np.argsort(start, kind="stable")
             first = int(rng.integers(0, max(1, n - size + 1)))
@@ -215,17 +253,24 @@ def improve_schedule(model: SchedulingModel, values: IntArray, limits: Limits,
     rng = np.random.default_rng(limits.seed)
     best = values.copy()
     best_value = hoods.objective(best)
-    size, seconds = float(FIRST_SIZE), FIRST_SOLVE_S
+    # Each neighbourhood keeps its own size and time: some solve at once, others need
+    # seconds.
+    size = dict.fromkeys(KINDS, float(FIRST_SIZE))
+    seconds = dict.fromkeys(KINDS, FIRST_SOLVE_S)
+    # Each neighbourhood is drawn with odds of (improvements + 1) / (tries + 2): those
+    # that lower the objective on this instance get more of the time.
+    tries = dict.fromkeys(KINDS, 0)
+    wins = dict.fromkeys(KINDS, 0)
     solved = improvements = 0
     every = np.arange(best.size)
     while budget.limited and budget.left() > MIN_LEFT_S and not budget.spent():
-        kind = KINDS[solved % len(KINDS)]
-        free = hoods.choose(kind, best, int(size), rng)
+        odds = np.array([(wins[k] + 1) / (tries[k] + 2) for k in KINDS])
+        kind = KINDS[solved] if solved < len(KINDS) else KINDS[
+            int(rng.choice(len(KINDS), p=odds / odds.sum()))]
+        free = hoods.choose(kind, best, int(size[kind]), rng)
         sub = model.model.clone()
         variables = sub.proto.variables
-        # Behind the jobs that end last, others must be free to move later too, to make
-        # room for them earlier; elsewhere the freed jobs fill the room others leave.
-        fixed, capped = hoods.held(best, free, cap=kind != "end")
+        fixed, capped = hoods.held(best, free, cap=kind not in UNCAPPED)
         for i, v in zip(fixed.tolist(), best[fixed].tolist(), strict=True):
             domain = variables[i].domain
             domain.clear()
@@ -239,7 +284,7 @@ def improve_schedule(model: SchedulingModel, values: IntArray, limits: Limits,
         hint = sub.proto.solution_hint
         hint.vars.extend(every.tolist())
         hint.values.extend(best.tolist())
-        part = budget.part(min(seconds, max(0.0, budget.left())))
+        part = budget.part(min(seconds[kind], max(0.0, budget.left())))
         solver = search_solver(Limits(part, limits.threads, int(rng.integers(2**31)),
                                       limits.gap), presolve=True)
         # Presolve to its fixed point and the symmetry search took 0.6 s of a 150-job
@@ -248,18 +293,24 @@ def improve_schedule(model: SchedulingModel, values: IntArray, limits: Limits,
         solver.parameters.symmetry_level = 0
         code = solver.solve(sub)
         solved += 1
+        tries[kind] += 1
+        lowered = False
         if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             found = solution_values(solver)
             value = hoods.objective(found)
             if value <= best_value:
-                improvements += value < best_value
+                lowered = value < best_value
+                improvements += lowered
+                wins[kind] += lowered
                 best, best_value = found, value
+        # Solved to optimality: a larger neighbourhood in less time; out of time without
+        # progress: a smaller one with more time; progress: the same again.
         if code == cp_model.OPTIMAL:
-            size = min(size * GROW, MAX_SIZE)
-            seconds = max(seconds / GROW, MIN_SOLVE_S)
-        else:
-            size = max(size * SHRINK, MIN_SIZE)
-            seconds = min(seconds * GROW, MAX_SOLVE_S)
-        logger.debug("lns %d %s size %d: %s, best %g", solved, kind, int(size),
+            size[kind] = min(size[kind] * GROW, MAX_SIZE)
+            seconds[kind] = max(seconds[kind] / GROW, MIN_SOLVE_S)
+        elif not lowered:
+            size[kind] = max(size[kind] * SHRINK, MIN_SIZE)
+            seconds[kind] = min(seconds[kind] * GROW, MAX_SOLVE_S)
+        logger.debug("lns %d %s size %d: %s, best %g", solved, kind, int(size[kind]),
                      solver.status_name(code), best_value)
     return Improved(best, best_value, solved, improvements)
