@@ -310,48 +310,69 @@ def _build(instance: Instance, packing: PackingRows, frame: Windows, horizon: fl
     n_jobs = instance.n_jobs
     jobs, types = np.nonzero(frame.usable)
     n_x = jobs.size
-    col_c, col_makespan = n_x + np.arange(n_jobs), n_x + n_jobs
-    n_cols = n_x + n_jobs + 1
+    # Completion columns only for jobs with dependencies; the others need none.
+    linked = np.array([bool(p or s) for p, s in zip(instance.predecessors,
+                                                     instance.successors, strict=True)])
+    chained = np.flatnonzero(linked)
+    col_c = np.full(n_jobs, -1, dtype=np.int64)
+    col_c[chained] = n_x + np.arange(chained.size)
+    col_makespan = n_x + chained.size
+    n_cols = col_makespan + 1
     length = _length(instance.duration[jobs, types])
     rows = RowBuilder()
     ones = np.ones(n_jobs)
     rows.add(jobs, np.arange(n_x), np.ones(n_x), ones, ones,
              [f"share[{j}]" for j in instance.job_ids])
-    # c_j - run_j >= est_j: the job starts no earlier than its head.
-    rows.add(np.r_[jobs, np.arange(n_jobs)], np.r_[np.arange(n_x), col_c],
-             np.r_[-length, ones], frame.est, np.full(n_jobs, np.inf),
-             [f"start[{j}]" for j in instance.job_ids])
-    # c_j - c_i - run_j >= 0 for each dependency i -> j.
+    mine = linked[jobs]
+    # Linked jobs: c_j - run_j >= est_j, c_j - c_i - run_j >= 0 for each dependency
+    # i -> j, C - c_j >= tail_j and c_j <= lct_j (its column's bound).
+    block = np.searchsorted(chained, jobs[mine])
+    rows.add(np.r_[block, np.arange(chained.size)],
+             np.r_[np.flatnonzero(mine), col_c[chained]],
+             np.r_[-length[mine], np.ones(chained.size)], frame.est[chained],
+             np.full(chained.size, np.inf), take_names(
+                 [f"start[{j}]" for j in instance.job_ids], chained))
     edges = [(i, j) for j in range(n_jobs) for i in instance.predecessors[j]]
     if edges:
         before, after = (np.array(e, dtype=np.int64) for e in zip(*edges, strict=True))
         first = np.searchsorted(jobs, after)
         last = np.searchsorted(jobs, after, side="right")
-        spans = last - first
-        edge_of = np.repeat(np.arange(len(edges)), spans)
+        edge_of = np.repeat(np.arange(len(edges)), last - first)
         columns = np.concatenate([np.arange(f, e) for f, e in zip(first, last, strict=True)])
         rows.add(np.r_[edge_of, np.arange(len(edges)), np.arange(len(edges))],
                  np.r_[columns, col_c[after], col_c[before]],
                  np.r_[-length[columns], np.ones(len(edges)), -np.ones(len(edges))],
                  np.zeros(len(edges)), np.full(len(edges), np.inf),
                  [f"after[{instance.job_ids[i]},{instance.job_ids[j]}]" for i, j in edges])
-    # C - c_j >= tail_j.
-    rows.add(np.r_[np.arange(n_jobs), np.arange(n_jobs)], np.r_[np.full(n_jobs, col_makespan),
-                                                               col_c],
-             np.r_[ones, -ones], frame.tail, np.full(n_jobs, np.inf),
-             [f"tail[{j}]" for j in instance.job_ids])
+    rows.add(np.r_[np.arange(chained.size), np.arange(chained.size)],
+             np.r_[np.full(chained.size, col_makespan), col_c[chained]],
+             np.r_[np.ones(chained.size), -np.ones(chained.size)], frame.tail[chained],
+             np.full(chained.size, np.inf),
+             take_names([f"tail[{j}]" for j in instance.job_ids], chained))
+    # Other jobs: est_j + run_j <= C, and <= lct_j.
+    alone = np.flatnonzero(~linked)
+    block = np.searchsorted(alone, jobs[~mine])
+    rows.add(np.r_[block, np.arange(alone.size)],
+             np.r_[np.flatnonzero(~mine), np.full(alone.size, col_makespan)],
+             np.r_[length[~mine], -np.ones(alone.size)], np.full(alone.size, -np.inf),
+             -frame.est[alone], take_names([f"run[{j}]" for j in instance.job_ids], alone))
+    due = alone[np.isfinite(frame.lct[alone])]
+    on_due = np.isin(jobs, due)
+    rows.add(np.searchsorted(due, jobs[on_due]), np.flatnonzero(on_due), length[on_due],
+             np.full(due.size, -np.inf), frame.lct[due] - frame.est[due],
+             take_names([f"deadline[{j}]" for j in instance.job_ids], due))
     first_cut = rows.count
     core = _add_area(rows, instance, packing, frame, jobs, types, length, col_makespan,
                      horizon, energetic)
     cost = np.zeros(n_cols)
     cost[col_makespan] = 1.0
-    upper = np.r_[np.ones(n_x), frame.lct, np.inf]
+    upper = np.r_[np.ones(n_x), frame.lct[chained], np.inf]
     program = rows.program(
         sense="min", cost=cost, col_lower=np.zeros(n_cols), col_upper=upper,
         integer=np.zeros(n_cols, dtype=bool),
         col_names=(*(f"x[{instance.job_ids[j]},{instance.type_ids[t]}]"
                      for j, t in zip(jobs, types, strict=True)),
-                   *(f"c[{j}]" for j in instance.job_ids), "makespan"))
+                   *(f"c[{instance.job_ids[j]}]" for j in chained), "makespan"))
     cuts = np.zeros(program.n_rows, dtype=bool)
     cuts[first_cut:] = True
     cuts[core] = False
