@@ -7,21 +7,28 @@ from gpuplan.backends.base import Limits
 from gpuplan.instance import Instance, ObjectiveKind
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.energetic import energetic_bound
+from gpuplan.models.scheduling import workload_program
+from gpuplan.status import Status
 
 #: The backend of the bounding LPs, which every method's bound solves the same way.
 BOUND_BACKEND = "highs"
 
 
 def simple_bound(instance: Instance, limits: Limits) -> float:
-    """The best bound that needs no search: combinatorial, and the window LPs for makespan.
+    """The best bound that needs no search: combinatorial, and LPs for makespan.
 
-    For makespan, :func:`~gpuplan.models.energetic.energetic_bound` runs within ``limits``
-    (give it a part of the solve's budget): the workload LP with completion times,
-    windows and packing rows, then trial makespans refuted by energetic reasoning. What
-    it proved before the budget ran out is kept (a stopped LP proves nothing, so a solve
-    cut short adds nothing); the combinatorial bound is always there.
+    For makespan, within ``limits`` (give it a part of the solve's budget): the workload
+    LP (:func:`~gpuplan.models.scheduling.workload_program`, the quickest), then
+    :func:`~gpuplan.models.energetic.energetic_bound` (the window LP with completion
+    times, windows and packing rows, then trial makespans refuted by energetic
+    reasoning). What was proven before the budget ran out is kept; an LP cut short
+    proves nothing and adds nothing, and the combinatorial bound is always there.
     """
     bound = objective_bound(instance)
     if instance.objective is ObjectiveKind.MAKESPAN:
-        bound = energetic_bound(instance, get_backend(BOUND_BACKEND), limits, bound).value
+        backend = get_backend(BOUND_BACKEND)
+        solution = backend.solve_program(workload_program(instance), limits)
+        if solution.status is Status.OPTIMAL and solution.objective is not None:
+            bound = max(bound, solution.objective)
+        bound = energetic_bound(instance, backend, limits, bound).value
     return bound
