@@ -274,7 +274,8 @@ class CpMethod(PlainMethod):
                          "CP-SAT to search")
         if options.then is not None:
             search /= 2
-        solved = self._search(model, context, _part(budget, search), hint is not None, units)
+        solved = self._search(model, context, _part(budget, search), hint is not None, units,
+                              bound)
         if solved.status is Status.INFEASIBLE:
             return self._without_plan(instance, scale, context, name, fallback, origin, bound,
                                       whole, proof, restricted, units)
@@ -294,7 +295,7 @@ class CpMethod(PlainMethod):
 
     @staticmethod
     def _search(model: SchedulingModel, context: Context, budget: Budget, hinted: bool,
-                units: int) -> _Searched:
+                units: int, bound: float) -> _Searched:
         """CP-SAT on the whole model, then LNS from its best solution, within ``budget``.
 
         The whole model's solve takes :data:`FULL_SHARE` of the time when the model holds
@@ -311,7 +312,7 @@ class CpMethod(PlainMethod):
         status = status_table(cp_model).get(code, Status.NO_SOLUTION)
         if code == cp_model.MODEL_INVALID:
             logger.warning("cp: CP-SAT rejected the model: %s", model.model.validate())
-        bound = (solver.best_objective_bound
+        found = (solver.best_objective_bound
                  if code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN) else None)
         how = f"CP-SAT {solver.status_name(code)}"
         if status.has_plan:
@@ -319,11 +320,15 @@ class CpMethod(PlainMethod):
         # Without a time limit, the whole model's solve ran to its end.
         if (status is Status.INFEASIBLE or code == cp_model.OPTIMAL or values is None
                 or not budget.limited):
-            return _Searched(status, values, bound, how)
-        improved = improve_schedule(model, values, context.limits(budget), budget)
+            return _Searched(status, values, found, how)
+        # A plan within the gap of a bound (the instance's, in the model's units, or
+        # CP-SAT's on the model) is optimal: LNS stops there.
+        lowest = max(bound / model.objective_scale, -math.inf if found is None else found)
+        improved = improve_schedule(model, values, context.limits(budget), budget,
+                                    lowest / (1.0 - context.gap))
         how += (f", then LNS: {improved.improvements} improvements in "
                 f"{improved.subproblems} subproblems")
-        return _Searched(Status.FEASIBLE, improved.values, bound, how)
+        return _Searched(Status.FEASIBLE, improved.values, found, how)
 
     @staticmethod
     def _choose(instance: Instance, budget: Budget, origin: str) -> tuple[bool, int] | None:

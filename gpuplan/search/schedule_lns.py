@@ -232,8 +232,8 @@ class ScheduleNeighbourhoods:
 
 
 def improve_schedule(model: SchedulingModel, values: IntArray, limits: Limits,
-                     budget: Budget) -> Improved:
-    """Lower a solution's objective by LNS until the budget is spent.
+                     budget: Budget, target: float = -np.inf) -> Improved:
+    """Lower a solution's objective by LNS until the budget is spent or it reaches ``target``.
 
     Parameters
     ----------
@@ -247,6 +247,9 @@ def improve_schedule(model: SchedulingModel, values: IntArray, limits: Limits,
     budget
         The search's time: no subproblem outlasts it. Without a time limit the search
         would not end, so none is made.
+    target
+        A value in the model's units at which to stop (a bound, within the gap that
+        counts as optimal): nothing lower is to be found.
     """
     cp_model = import_cp_model()
     hoods = ScheduleNeighbourhoods(model)
@@ -263,7 +266,8 @@ def improve_schedule(model: SchedulingModel, values: IntArray, limits: Limits,
     wins = dict.fromkeys(KINDS, 0)
     solved = improvements = 0
     every = np.arange(best.size)
-    while budget.limited and budget.left() > MIN_LEFT_S and not budget.spent():
+    while (budget.limited and best_value > target and budget.left() > MIN_LEFT_S
+           and not budget.spent()):
         odds = np.array([(wins[k] + 1) / (tries[k] + 2) for k in KINDS])
         kind = KINDS[solved] if solved < len(KINDS) else KINDS[
             int(rng.choice(len(KINDS), p=odds / odds.sum()))]
