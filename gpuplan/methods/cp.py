@@ -87,9 +87,10 @@ logger = logging.getLogger(__name__)
 EXPLAIN_LIMIT_S = 10.0
 #: Share of the time limit the workload LP bound may take.
 BOUND_SHARE = 0.1
-#: Share of the time limit list scheduling with GPU sharing may take (it runs where
-#: jobs may share GPUs; a pass cut short gives no plan).
-SHARING_SHARE = 0.1
+#: Share of the time limit list scheduling with GPU sharing may take, over several
+#: orders (it runs where jobs may share GPUs, instead of the LP-guided plan; a pass cut
+#: short gives no plan).
+SHARING_SHARE = 0.2
 #: Building, hinting, loading into CP-SAT and freeing a model may take this share of the
 #: time left; a larger model is replaced by a smaller one, or by the start's plan.
 MODEL_SHARE = 0.5
