@@ -22,8 +22,8 @@ assignment, and two lanes search for it at once, sharing their plans:
   integer largest load: HiGHS's time to good plans varies much with either) from the best
   plan, offered the same plans.
 
-Each lane runs on half of the threads (HiGHS releases the GIL), the search at the lowest
-priority so that it takes only CPU that branch-and-cut leaves idle; the search stops when
+Each lane runs on half of the threads (HiGHS releases the GIL), the search at a low
+priority so that it takes mostly CPU that branch-and-cut leaves idle; the search stops when
 its plan meets the best bound or branch-and-cut proves optimality, which also stops the
 other branch-and-cut. With one thread the search runs first, then branch-and-cut from its plan.
 The best of the lanes' plans and the start's is returned, with the best bound: the LP's or
@@ -77,8 +77,10 @@ ROUNDING_S = 1.0
 #: branch-and-cut, if this many seconds are left.
 STALL_S = 3.0
 SECOND_MIN_S = 2.0
-#: The nice value of the search lane's thread (the lowest priority).
-HELPER_NICE = 19
+#: The nice value of the search lane's thread: on a machine busy with other work, where
+#: the process gets the same CPU with one thread or two, it gets about a tenth of it
+#: while branch-and-cut runs (at 19 it got none: not even the LP was solved in 10 s).
+HELPER_NICE = 10
 #: The most (load level, job) cells of a pair's dynamic programme (fine ticks make
 #: loads of millions of ticks: such pairs are left to the MILP neighbourhoods).
 MAX_CELLS = 4_000_000
@@ -300,11 +302,11 @@ def lp_rounded(model: AssignmentMakespanModel, backend: Backend,
 
 
 def _yield_cpu() -> None:
-    """Give the calling thread the lowest priority (on Linux, where threads have their own).
+    """Give the calling thread a low priority (on Linux, where threads have their own).
 
-    The search lane then runs on CPU that branch-and-cut leaves idle, and never slows it:
-    on a machine busy with other work, the process's share of the CPU is the same with one
-    thread or two, and a second thread at equal priority halved branch-and-cut's time.
+    The search lane then runs mostly on CPU that branch-and-cut leaves idle: on a machine
+    busy with other work, the process's share of the CPU is the same with one thread or
+    two, and a second thread at equal priority halved branch-and-cut's time.
     """
     if sys.platform == "linux":
         with contextlib.suppress(OSError):
