@@ -2,15 +2,14 @@
 
 Usage:
     python scripts/bench_operator.py [--limit 10] [--threads 2] [--seed 0]
-        [--only NAME,...] [--methods greedy,sa,ga,cp] [--tardiness]
-        [--out docs/results/operator.md]
+        [--only NAME,...] [--methods greedy,sa,ga,cp] [--out docs/results/operator.md]
 
 The files are the library's 150-job operator batches with a time-based objective
 (``instances/library/operator-150-s*.json`` and the variants ``operator-*-150-s*.json``:
-tight deadlines, long chains, space sharing; makespan and weighted completion), each
-planned through the ``gpuplan bench`` harness (:mod:`gpuplan.bench`, every plan verified)
-by every method at ``--limit`` seconds and ``--threads`` threads; ``--tardiness`` also
-plans the base batches for weighted tardiness (their due dates). The page gets one row
+tight deadlines, long chains, space sharing; makespan, weighted completion and weighted
+tardiness), each planned through the ``gpuplan bench`` harness (:mod:`gpuplan.bench`,
+every plan verified) by every method at ``--limit`` seconds and ``--threads`` threads.
+The page gets one row
 per instance and objective: each method's value, the tightest bound any method reported,
 cp against greedy and sa in %, cp's gap to that bound and its seconds, then the harness's
 rows, with the machine's load average before and after.
@@ -31,7 +30,7 @@ from gpuplan.methods.base import RunSettings
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ROOT / "instances" / "library"
 #: The batches: 150 jobs, base or a variant, any seed; max-weight files are static.
-PATTERN = re.compile(r"operator(-[a-z]+)?-150-s\d+(-weighted)?")
+PATTERN = re.compile(r"operator(-[a-z]+)?-150-s\d+(-weighted|-tardiness)?")
 METHODS = ("greedy", "sa", "ga", "cp")
 
 
@@ -82,8 +81,6 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default="", help="only these instances (file stems)")
     parser.add_argument("--methods", default=",".join(METHODS), metavar="NAME,...")
-    parser.add_argument("--tardiness", action="store_true",
-                        help="also plan the base batches for weighted tardiness")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "operator.md")
     args = parser.parse_args()
     methods = [m for m in args.methods.split(",") if m]
@@ -98,16 +95,11 @@ def main() -> None:
               row.get("seconds"), _load(), flush=True)
 
     rows = run_bench(problems, [parse_method(m) for m in methods], settings, on_row=progress)
-    if args.tardiness:
-        base = [p for p in problems if re.fullmatch(r"operator-150-s\d+", p.name)]
-        rows += run_bench(base, [parse_method(f"{m}:objective=tardiness") for m in methods],
-                          settings, on_row=progress)
     lines = [
         "# cp on the operator's batches (issue 19)", "",
         "Written by `python scripts/bench_operator.py "
         f"--limit {args.limit:g} --threads {args.threads} --seed {args.seed}"
         + (f" --methods {args.methods}" if args.methods != ",".join(METHODS) else "")
-        + (" --tardiness" if args.tardiness else "")
         + (f" --only {args.only}" if args.only else "") + "` (the `gpuplan bench` harness, "
         f"every plan verified): {args.limit:g} s and {args.threads} threads per solve. Run "
         f"started {began} on a shared machine (2 cores) under load: load average "
