@@ -36,6 +36,18 @@ def _one_gpu(jobs: list[dict[str, Any]], memory: float = 80.0) -> Instance:
     })
 
 
+def _fast_and_slow() -> Instance:
+    """Two non-preemptible jobs, 100 s on one fast GPU or 1000 s on 100 slow ones."""
+    return instance_from({
+        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}},
+                      {"id": "slow", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "a", "gpus": {"fast": 1}}, {"id": "b", "gpus": {"slow": 100}}],
+        "jobs": [{"id": f"L{k}", "demand": {"compute": 1.0},
+                  "duration_s": {"fast": 100, "slow": 1000}} for k in (1, 2)],
+        "objective": "makespan",
+    })
+
+
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8))
 def test_dual_feasible_functions_keep_a_full_gpu_full(shares: list[float]) -> None:
     """Shares that fit one GPU still fit after every function: the bound relies on it."""
@@ -61,14 +73,7 @@ def test_a_slow_type_too_slow_for_the_window_is_not_used() -> None:
     Splitting each job over the types proves only 2000/11 s; a job run whole on a slow
     GPU ends at 1000 s, so any plan below that runs both on the fast GPU: 200 s.
     """
-    instance = instance_from({
-        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}},
-                      {"id": "slow", "capacity": {"compute": 1.0}}],
-        "nodes": [{"id": "a", "gpus": {"fast": 1}}, {"id": "b", "gpus": {"slow": 100}}],
-        "jobs": [{"id": f"L{k}", "demand": {"compute": 1.0},
-                  "duration_s": {"fast": 100, "slow": 1000}} for k in (1, 2)],
-        "objective": "makespan",
-    })
+    instance = _fast_and_slow()
     assert 199.5 <= _bound(instance) <= 200.0
 
 
@@ -131,14 +136,7 @@ def test_no_plan_beats_the_bound(document: dict[str, Any]) -> None:
 
 def test_the_shares_put_each_job_where_the_bound_runs_it() -> None:
     """The type shares a planner may follow: both jobs whole on the fast GPU (200 s)."""
-    instance = instance_from({
-        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}},
-                      {"id": "slow", "capacity": {"compute": 1.0}}],
-        "nodes": [{"id": "a", "gpus": {"fast": 1}}, {"id": "b", "gpus": {"slow": 100}}],
-        "jobs": [{"id": f"L{k}", "demand": {"compute": 1.0},
-                  "duration_s": {"fast": 100, "slow": 1000}} for k in (1, 2)],
-        "objective": "makespan",
-    })
+    instance = _fast_and_slow()
     bound = energetic_bound(instance, get_backend("highs"), Limits(Budget()))
     assert bound.source == "energetic"
     assert bound.shares is not None
