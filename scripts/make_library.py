@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: The library: (jobs, seed, variant, objective) of every file.
 LIBRARY = [
     *((150, seed, "base", objective) for objective in
-      ("makespan", "weighted-completion", "max-weight") for seed in (1, 2, 3)),
+      ("makespan", "weighted-completion", "tardiness", "max-weight") for seed in (1, 2, 3)),
     *((150, seed, variant, "makespan") for variant in ("tight", "chains", "sharing")
       for seed in (1, 2, 3)),
     *((jobs, 1, "base", "makespan") for jobs in (10, 50, 500, 2000)),
