@@ -21,6 +21,10 @@ from gpuplan.verify import TOLERANCE
 #: thresholds ``eps`` of :func:`dff_threshold` and the ``k`` of :func:`dff_rounding`.
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4)
 ROUNDINGS = (1, 2, 3, 4)
+#: Weights of each type's capacity tried by :func:`area_bound`, in every combination
+#: while there are at most MAX_WEIGHINGS of them.
+TYPE_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+MAX_WEIGHINGS = 1296
 
 
 @dataclass(frozen=True)
@@ -260,6 +264,69 @@ def mean_busy_bound(instance: Instance) -> float:
     return best
 
 
+def tails(instance: Instance) -> FloatArray:
+    """``(J,)`` least time from each job's end to the makespan: its successors' chains."""
+    tail = np.zeros(instance.n_jobs)
+    for j in instance.topological_order[::-1]:
+        for s in instance.successors[j]:
+            tail[j] = max(tail[j], tail[s] + instance.min_duration[s])
+    return tail
+
+
+def _type_weights(gpus: FloatArray) -> FloatArray:
+    """``(L, T)`` weights of the types' capacity rows tried by :func:`area_bound`.
+
+    Every combination of :data:`TYPE_WEIGHTS` when there are few types, else equal
+    weights per GPU and per type; never all zero.
+    """
+    n = gpus.size
+    if len(TYPE_WEIGHTS) ** n <= MAX_WEIGHINGS:
+        grid = np.array(np.meshgrid(*[TYPE_WEIGHTS] * n, indexing="ij")).reshape(n, -1).T
+    else:
+        grid = np.array([np.ones(n), 1.0 / np.maximum(gpus, 1.0)])
+    picked: FloatArray = grid[grid.any(axis=1)]
+    return picked
+
+
+def area_bound(instance: Instance) -> float:
+    """A makespan bound from the work that must follow a head or precede a tail.
+
+    At any time the shares of one resource on a GPU sum to at most 1, and so do their
+    images by a dual-feasible function ``f`` (:func:`dff_rounding`), so on its type ``t``
+    a job holds ``gang * duration[j, t] * f(share[j, t, r])`` GPU-seconds of the type's
+    ``gpus_t`` (``pair_gain`` times as many with space sharing). Weighing each type's
+    GPU-seconds by ``lambda_t >= 0`` (a Lagrangian of the workload LP's capacity rows),
+    the jobs that cannot start before ``a`` (their head: release and predecessors at
+    their fastest) all run in ``[a, C]``, so ``C >= a + sum_j min_t lambda_t * work[j, t]
+    / sum_t lambda_t * gpus_t``; those followed by chains of at least ``b`` run in
+    ``[0, C - b]``. The best over resources, functions, weights, heads and tails.
+    """
+    head = earliest_completion(instance).time - instance.min_duration
+    tail = tails(instance)
+    share = np.clip(np.nan_to_num(accepted_share(instance)), 0.0, 1.0)
+    gpus = instance.node_gpus.sum(axis=0).astype(float)
+    weights = _type_weights(gpus)
+    weights = weights[weights @ gpus > 0]
+    fleet = weights @ gpus * instance.pair_gain
+    functions: list[Callable[[FloatArray], FloatArray]] = [np.asarray,
+                                                           partial(dff_rounding, k=1)]
+    orders = [np.argsort(-offset, kind="stable") for offset in (head, tail)]
+    best = 0.0
+    for r in range(len(instance.resources)):
+        for f in functions:
+            held = np.where(instance.eligible, instance.gang[:, None]
+                            * np.nan_to_num(instance.duration) * f(share[:, :, r]), 0.0)
+            # (L, J): each job's least weighted GPU-seconds under each weighing.
+            least = np.where(instance.eligible[None], weights[:, None, :] * held[None],
+                             np.inf).min(axis=2)
+            least = np.where(np.isfinite(least), least, 0.0)
+            for offset, order in zip((head, tail), orders, strict=True):
+                # Jobs by offset, largest first: each prefix waits at least its last's.
+                total = np.cumsum(least[:, order], axis=1) / fleet[:, None]
+                best = max(best, float((offset[order][None] + total).max(initial=0.0)))
+    return best
+
+
 def objective_bound(instance: Instance) -> float:
     """A valid bound on the optimal objective: lower when minimising, upper when maximising.
 
@@ -294,15 +361,7 @@ def objective_bound(instance: Instance) -> float:
             ).min(axis=1)
             return float(max(average, alone.max()))
         case ObjectiveKind.MAKESPAN:
-            chains = earliest_completion(instance).time.max()
-            # Jobs may share a GPU, so work counts per resource: at any time the shares of
-            # one resource on a GPU sum to at most 1.
-            work = np.where(eligible[:, :, None], instance.duration[:, :, None]
-                            * resource_share(instance), np.inf).min(axis=1)
-            area = (instance.gang[:, None] * work).sum(axis=0).max() / instance.n_gpus
-            # Space-shared pairs do up to pair_gain GPU-seconds of work per GPU-second.
-            area /= instance.pair_gain
-            return float(max(chains, area))
+            return max(float(earliest_completion(instance).time.max()), area_bound(instance))
         case ObjectiveKind.WEIGHTED_COMPLETION:
             chains = float((instance.weight * earliest_completion(instance).time).sum())
             return max(chains, mean_busy_bound(instance))

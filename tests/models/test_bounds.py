@@ -146,6 +146,24 @@ def test_workload_bound_counts_each_jobs_own_run_time() -> None:
     assert simple_bound(instance, Limits(Budget())) == pytest.approx(2000 / 11, rel=1e-6)
 
 
+def test_makespan_area_weighs_slow_gpus_less() -> None:
+    """Four jobs of 100 s on the one fast GPU or 1000 s on one of 4 slow ones.
+
+    All GPUs alike: 400 GPU-seconds over 5 GPUs, 80 s. Weighing a slow GPU at 1/8 of the
+    fast one, a job costs at least min(100, 1000 / 8) = 100 over 1 + 4/8 GPUs: 266.7 s.
+    (Any plan takes 400 s on the fast GPU, or 1000 s on a slow one.)
+    """
+    instance = instance_from({
+        "gpu_types": [{"id": t, "capacity": {"compute": 1.0}} for t in ("fast", "slow")],
+        "nodes": [{"id": "a", "gpus": {"fast": 1}}, {"id": "b", "gpus": {"slow": 4}}],
+        "jobs": [{"id": f"j{k}", "demand": {"compute": 1.0},
+                  "duration_s": {"fast": 100, "slow": 1000}} for k in range(4)],
+        "objective": "makespan",
+    })
+    assert objective_bound(instance) >= 400 / 1.5 - 1e-6
+    assert plan(instance).objective == 400.0
+
+
 def test_weighted_completion_counts_the_wait_for_a_shared_gpu() -> None:
     """Two jobs of 1 s and 2 s on one GPU: 1 + 3 = 4 at best, where chains see only 3."""
     instance = instance_from({
@@ -166,12 +184,13 @@ def test_preemptive_wspt_interrupts_for_a_heavier_job() -> None:
     assert mean == pytest.approx([6.5 / 3, 1.5])
 
 
+@pytest.mark.parametrize("objective", ["makespan", "weighted-completion"])
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(document=instance_documents(max_jobs=8))
-def test_weighted_completion_bound_is_below_every_plan(document: dict[str, Any]) -> None:
-    """On random batches no verified plan has a smaller weighted completion than the bound."""
-    document["objective"] = "weighted-completion"
+def test_time_bounds_are_below_every_plan(objective: str, document: dict[str, Any]) -> None:
+    """On random batches no verified plan has a smaller makespan or weighted completion."""
+    document["objective"] = objective
     try:
         instance = instance_from(document)
     except InputError:
