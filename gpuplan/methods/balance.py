@@ -87,6 +87,7 @@ from gpuplan.search.round_plans import (
     MAX_ROUNDS,
     Reallocate,
     Residual,
+    RoundPlan,
     TooManyRoundsError,
     plan_rounds,
 )
@@ -855,29 +856,44 @@ class BalanceMethod:
         if policy is Policy.QUADRATIC:
             return self._placement(instance, allocation, bound, summary)
         planning = _less(budget, MARGIN_SHARE * (budget.time_limit_s or 0.0))
-        reallocate = (_reallocator(instance, options, context, planning)
-                      if allocation.pairs is None and changes(instance) else None)
-        try:
-            rounds = plan_rounds(instance, allocation.share, options.round_s, allocation.pairs,
-                                 allocation.pair_share, budget=planning,
-                                 segment_cost_s=SEGMENT_COST_S, reallocate=reallocate)
-        except TooManyRoundsError as error:
-            raise InputError("--round", "", _too_many(error, options.round_s)) from None
-        if rounds is None:
+        # Jobs in one piece start by their share of the GPUs, then (a second plan, when
+        # the time allows) of the time: the better plan is kept.
+        best: tuple[RoundPlan, dict[int, str], float, str] | None = None
+        for order in (("GPUs", "time") if not instance.preemptible.all() else ("GPUs",)):
+            began = budget.elapsed()
+            reallocate = (_reallocator(instance, options, context, planning)
+                          if allocation.pairs is None and changes(instance) else None)
+            try:
+                rounds = plan_rounds(instance, allocation.share, options.round_s,
+                                     allocation.pairs, allocation.pair_share, budget=planning,
+                                     segment_cost_s=SEGMENT_COST_S, reallocate=reallocate,
+                                     wide_first=order == "GPUs")
+            except TooManyRoundsError as error:
+                raise InputError("--round", "", _too_many(error, options.round_s)) from None
+            if rounds is None:
+                break
+            late = _late(instance, rounds.job, rounds.end)
+            value = math.inf if late else time_objective(
+                instance, rounds.job, rounds.gpu_type, rounds.end, work=rounds.work)
+            if best is None or value < best[2]:
+                best = (rounds, late, value, order)
+            if budget.limited and budget.left() < 2.0 * (budget.elapsed() - began):
+                break
+        if best is None:
             assert fallback is not None
             return _instead(fallback, bound, f"{summary}; the round-based plan of {policy.value} "
                             f"did not fit in the time limit")
+        rounds, late, objective, order = best
         fluid = fluid_value(instance, data, allocation)
         summary += (f"; fluid plan {instance.objective.value} {fluid:.6g}; {rounds.rounds} "
                     f"rounds of {options.round_s:g} s, tracking error mean "
                     f"{rounds.tracking_error.mean():.3f} max {rounds.tracking_error.max():.3f}")
+        if not instance.preemptible.all():
+            summary += f"; whole jobs started by their share of the {order}"
         logger.info("balance: %s", summary)
-        late = _late(instance, rounds.job, rounds.end)
         if late:
             return Result(status=Status.NO_SOLUTION, objective=None, bound=bound,
                           solver=summary, unplaced=late)
-        objective = time_objective(instance, rounds.job, rounds.gpu_type, rounds.end,
-                                   work=rounds.work)
         return Result(status=plan_status(objective, bound), objective=objective, bound=bound,
                       solver=summary, job=rounds.job, gpu_type=rounds.gpu_type,
                       start=rounds.start, end=rounds.end, gpus=rounds.gpus, work=rounds.work,

@@ -231,7 +231,8 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
                 pair_share: FloatArray | None = None,
                 budget: Budget | None = None,
                 segment_cost_s: float = 0.0,
-                reallocate: Reallocate | None = None) -> RoundPlan | None:
+                reallocate: Reallocate | None = None,
+                wide_first: bool = True) -> RoundPlan | None:
     """Realise ``share`` (and pair shares) round by round until every job is done.
 
     Parameters
@@ -257,6 +258,9 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
         changed since the last call (a job ended, was released or unblocked, or started
         without preemption), with what is left: the shares it returns are followed from
         then on (without pairs). None: ``share`` throughout.
+    wide_first
+        Jobs in one piece start by their share of the GPUs (gang times time share), else
+        by their share of the time (:meth:`_Following.starts`).
 
     Raises
     ------
@@ -358,12 +362,10 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
         priority = np.where(has_share, lag, np.where(np.isfinite(lag), fallback, -np.inf))
         rank_class = np.ones((n_jobs, n_types))
         fresh = np.flatnonzero(ready & ~pinned & ~instance.preemptible)
-        # Jobs starting now end by this (on their fastest types): a job whose latest start
-        # for its deadline is later cannot be in their way yet.
-        reach = now + float(instance.min_duration[fresh].max(initial=0.0))
         if fresh.size:
             rank_class[fresh], priority[fresh] = following.starts(
-                fresh, duration[fresh], deadline[fresh], now, reach)
+                fresh, duration[fresh], deadline[fresh],
+                instance.gang[fresh].astype(float) if wide_first else np.ones(fresh.size), now)
         # Entries whose gang exceeds what is left of their type after the pinned jobs
         # cannot be served this round.
         room = np.array(free_of_type)
@@ -385,19 +387,26 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
         reserved = easy = False
         types = np.arange(n_types)
 
-        # Jobs with a deadline that wait for their release, and whose latest start is
-        # near enough for the jobs starting now to be in their way, reserve first.
-        coming = np.flatnonzero((remaining > 0) & ~ready & (blocking == 0)
-                                & np.isfinite(deadline) & ~instance.preemptible)
+        # Jobs with a deadline that wait for their release or predecessors, and whose
+        # latest start comes before a job starting now could end, reserve first: GPUs
+        # that only jobs ending by that latest start (or their earliest start, their
+        # head, if later) may take.
+        coming = np.flatnonzero((remaining > 0) & ~ready & np.isfinite(deadline)
+                                & ~instance.preemptible)
         latest = deadline[coming] - instance.min_duration[coming]
-        near = latest <= reach
-        for j in coming[near][np.argsort(latest[near], kind="stable")].tolist():
-            in_time = instance.eligible[j] & (instance.release[j] + duration[j] <= deadline[j])
-            _reserve(fleet, gang[j], np.flatnonzero(in_time if in_time.any()
-                                                    else instance.eligible[j]),
-                     float(instance.release[j]), float(remaining[j]) * duration[j], free_at,
-                     keep_to)
-            reserved = True
+        near = latest <= now + float(instance.min_duration[fresh].max(initial=0.0))
+        if near.any():
+            unfinished = np.flatnonzero(remaining > 0)
+            head = np.zeros(n_jobs)
+            head[unfinished] = chain_windows(instance, unfinished, remaining[unfinished],
+                                             now)[0]
+            for j, last in zip(coming[near].tolist(), latest[near].tolist(), strict=True):
+                start = max(now + float(head[j]), last)
+                in_time = instance.eligible[j] & (start + duration[j] <= deadline[j])
+                _reserve(fleet, gang[j], np.flatnonzero(in_time if in_time.any()
+                                                        else instance.eligible[j]),
+                         start, float(remaining[j]) * duration[j], free_at, keep_to)
+                reserved = True
         if free_total > 0:
             for flat in order.tolist():
                 if flat < n_single:
@@ -584,7 +593,7 @@ class _Following:
                    tail, horizon)
 
     def starts(self, jobs: IntArray, run_time: FloatArray, deadline: FloatArray,
-               now: float, reach: float) -> tuple[FloatArray, FloatArray]:
+               gang: FloatArray, now: float) -> tuple[FloatArray, FloatArray]:
         """Rank classes and priorities of starting these jobs in one piece on each type.
 
         A job that will hold its GPUs until it ends runs whole on the type it starts on,
@@ -593,11 +602,11 @@ class _Following:
         end (its deadline's, see :func:`_latest_ends`); where no type allows that, only
         on the types where it ends first. Of those, the type doing most of its work under
         the shares is its main one (class 2); the others rank after every other entry
-        (class 0), by the same priority. Within class 2, the most urgent first
-        (:attr:`urgency`). A job whose latest start (latest end less its run on the main
-        type) is within ``reach`` comes before all (class 3, on each type it may start
-        on), the latest start first: the jobs starting now could otherwise hold the GPUs
-        it needs past it.
+        (class 0), by the same priority. Within class 2, the largest share of the GPUs
+        first (gang times :attr:`urgency`): wide and long jobs left to the end would leave
+        GPUs idle around them. A job whose latest start (latest end less its run on the
+        main type) is less than that run away comes before all (class 3, on each type it
+        may start on), the latest start first.
 
         Parameters
         ----------
@@ -607,10 +616,10 @@ class _Following:
             ``(F, T)`` their run times, ``inf`` where they cannot run.
         deadline
             ``(F,)`` their latest ends, ``inf`` where none.
+        gang
+            ``(F,)`` their gangs (1 each: their share of the time alone).
         now
             The round's start.
-        reach
-            When the jobs that may start now end, at the latest on their fastest types.
 
         Returns
         -------
@@ -625,10 +634,9 @@ class _Following:
         allowed |= ~allowed.any(axis=1, keepdims=True) & (end <= first) & np.isfinite(end)
         work = np.where(allowed, self.share[jobs] / run_time, -1.0)
         main = work.argmax(axis=1)
-        due = deadline - run_time[rows, main] <= reach
-        # Jobs whose latest start is within reach first, the latest start first (class
-        # 3, on every type that meets the deadline); then the most urgent.
-        urgency = np.where(due, now - (deadline - run_time[rows, main]), self.urgency[jobs])
+        run_main = run_time[rows, main]
+        due = deadline - run_main <= now + run_main
+        urgency = np.where(due, now - (deadline - run_main), gang * self.urgency[jobs])
         classes = np.zeros(run_time.shape)
         classes[rows, main] = 2.0
         classes[due] = np.where(allowed[due], 3.0, 0.0)
