@@ -223,8 +223,9 @@ def mean_busy_bound(instance: Instance) -> float:
     ``gang * f(share_r)`` of the type's ``gpus_t`` GPUs for ``duration[j, t]`` seconds
     (``f`` the identity or a dual-feasible function, so what the jobs on a type hold sums
     to at most ``gpus_t``, or ``pair_gain`` times that with space sharing). Weigh each
-    type's GPUs by ``scale_t > 0`` (1 per GPU, or 1 per type): the fleet is one machine
-    doing ``sum_t scale_t * gpus_t`` units per second, a job on ``t`` takes
+    type's GPUs by ``scale_t >= 0`` (1 per GPU, 1 per type, or the weighing of
+    :func:`_type_weights` under which the work over the capacity is largest): the fleet
+    is one machine doing ``sum_t scale_t * gpus_t`` units per second, a job on ``t`` takes
     ``scale_t * gang * f(share_r)`` units per second, and it needs at least
     ``work_j = min_t scale_t * gang * f(share_r) * duration[j, t]`` units. On that
     machine, with jobs released at their earliest starts, preemptive WSPT gives the least
@@ -237,31 +238,47 @@ def mean_busy_bound(instance: Instance) -> float:
     """
     ect = earliest_completion(instance)
     start = ect.time - instance.min_duration
-    weight = instance.weight
     gpus = instance.node_gpus.sum(axis=0) * instance.pair_gain
     hosting = (gpus > 0) & instance.eligible.any(axis=0)
     share = np.clip(np.nan_to_num(accepted_share(instance)), 0.0, 1.0)
     duration = np.where(instance.eligible, instance.duration, np.nan)
     functions: list[Callable[[FloatArray], FloatArray]] = [np.asarray,
                                                            partial(dff_rounding, k=1)]
+    grid = _type_weights(gpus)
+    grid = grid[grid @ gpus > 0]
     best = 0.0
-    for scale in (np.ones_like(gpus), 1.0 / np.maximum(gpus, 1.0)):
-        speed = float((scale * gpus)[hosting].sum())
-        for r in range(len(instance.resources)):
-            for f in functions:
-                rate = np.where(instance.eligible & hosting[None],
-                                instance.gang[:, None] * f(share[:, :, r]) * scale[None],
-                                np.nan)
-                valid = ~np.isnan(rate)
-                work = np.min(rate * duration, axis=1, initial=np.inf, where=valid)
-                fastest = np.max(rate, axis=1, initial=0.0, where=valid)
-                used = np.isfinite(work) & (work > 0) & (fastest > 0)
-                mean = preemptive_wspt(start[used], work[used] / speed, weight[used])
-                least = work[used] / fastest[used]
-                value = (float((weight[used] * (mean + least / 2)).sum())
-                         + float((weight[~used] * ect.time[~used]).sum()))
-                best = max(best, value)
+    for r in range(len(instance.resources)):
+        for f in functions:
+            held = np.where(instance.eligible & hosting[None],
+                            instance.gang[:, None] * f(share[:, :, r]), np.nan)
+            for scale in (np.ones_like(gpus), 1.0 / np.maximum(gpus, 1.0),
+                          _widest(grid, held * duration, gpus)):
+                best = max(best, _wspt_bound(instance, ect.time, start, held * scale,
+                                             duration, float(scale @ gpus)))
     return best
+
+
+def _widest(grid: FloatArray, held: FloatArray, gpus: FloatArray) -> FloatArray:
+    """The weighing of :func:`_type_weights` whose weighted work over capacity is largest."""
+    least = np.where(np.isnan(held)[None], np.inf,
+                     grid[:, None, :] * np.nan_to_num(held)[None]).min(axis=2)
+    total = np.where(np.isfinite(least), least, 0.0).sum(axis=1)
+    widest: FloatArray = grid[int(np.argmax(total / (grid @ gpus)))]
+    return widest
+
+
+def _wspt_bound(instance: Instance, ect: FloatArray, start: FloatArray, rate: FloatArray,
+                duration: FloatArray, speed: float) -> float:
+    """:func:`mean_busy_bound` for one resource, function and weighing (NaN: ineligible)."""
+    valid = ~np.isnan(rate)
+    work = np.min(rate * duration, axis=1, initial=np.inf, where=valid)
+    fastest = np.max(rate, axis=1, initial=0.0, where=valid)
+    used = np.isfinite(work) & (work > 0) & (fastest > 0)
+    weight = instance.weight
+    mean = preemptive_wspt(start[used], work[used] / speed, weight[used])
+    least = work[used] / fastest[used]
+    return (float((weight[used] * (mean + least / 2)).sum())
+            + float((weight[~used] * ect[~used]).sum()))
 
 
 def tails(instance: Instance) -> FloatArray:
