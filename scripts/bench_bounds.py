@@ -8,8 +8,7 @@ batches and their variants) and of ``instances/`` (the Gavel clusters, ``quickst
 ``gavel_makespan``), every bound gpuplan computes, with its seconds:
 
 - *combinatorial*: :func:`~gpuplan.models.bounds.objective_bound` (chains, weighted area
-  after heads and before tails), what
-  greedy and sa report;
+  after heads and before tails), what greedy and sa report;
 - *workload LP*: :func:`~gpuplan.models.scheduling.workload_program` (type shares,
   capacity per type and resource, each job's own run time), the bound cp reported
   before the window LPs;
