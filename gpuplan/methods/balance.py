@@ -968,10 +968,14 @@ def _reallocator(instance: Instance, options: BalanceOptions, context: Context,
     (:meth:`ThroughputData.for_jobs`); a job holding its GPUs until it ends can use its
     type only. With a time limit the solves take at most :data:`REALLOCATE_SHARE` of the
     planning budget; a solve without shares (stopped, or infeasible floors) keeps the
-    last ones. POP keeps its parts, fewer when fewer jobs are left.
+    last ones. POP keeps its parts, fewer when fewer jobs are left. The makespan policy's
+    search for the types whole jobs fit (:func:`_whole_jobs_makespan`, a few LPs) is not
+    run again: the last makespan, less the time gone by, stands for it (one LP).
     """
     limit = (REALLOCATE_SHARE * planning.left()) if planning.limited else None
     solves = Budget(limit)
+    # The last makespan solved and when: the makespan policy's types for whole jobs.
+    last: list[float] = []
 
     def reallocate(state: Residual) -> FloatArray | None:
         if solves.spent() or planning.spent():
@@ -986,11 +990,18 @@ def _reallocator(instance: Instance, options: BalanceOptions, context: Context,
             rate[held] = 0.0
             rate[held, state.held[held]] = only
             data = dataclasses.replace(data, rate=rate)
+        if Policy(options.policy) is Policy.MAKESPAN and last and data.whole is not None:
+            need = whole_job_need(data)
+            data = dataclasses.replace(whole_job_rates(data, max(
+                last[0] - (state.now - last[1]), float(need.min(axis=1).max(initial=0.0)))),
+                whole=None)
         parts = min(options.partitions, state.jobs.size, instance.n_gpus)
         allocation = solve_policy(data, dataclasses.replace(options, partitions=parts),
                                   context.with_budget(solves))
         if not allocation.status.has_plan:
             return None
+        if allocation.value is not None:
+            last[:] = [allocation.value, state.now]
         share = np.zeros((instance.n_jobs, instance.n_types))
         share[state.jobs] = allocation.share
         return share
