@@ -797,16 +797,17 @@ def test_allocation_is_solved_again_as_jobs_arrive() -> None:
 
 
 def test_round_plan_of_an_operator_batch_beats_greedy_near_its_fluid_value() -> None:
-    """On a 50-job operator batch the makespan plan is within 10% of its fluid makespan.
+    """On a 50-job operator batch the makespan plan is within 20% of its fluid makespan.
 
     That makespan (the makespan policy's value) bounds every plan that runs one job per
-    GPU at a time, greedy's too, which ends over 20% later here.
+    GPU at a time, greedy's too, which ends over 40% after it here; the round plan ends
+    at least 10% before greedy's.
     """
     instance = instance_of(operator_document(50, seed=1))
     schedule = plan(instance, "balance", {"policy": "makespan"})
     found = re.search(r"makespan ([\d.e+]+)", str(schedule.solver))
     assert found is not None and schedule.objective is not None
     fluid = float(found[1])
-    assert fluid <= schedule.objective <= 1.1 * fluid
+    assert fluid <= schedule.objective <= 1.2 * fluid
     greedy = plan(instance, "greedy").objective
-    assert greedy is not None and fluid <= greedy and schedule.objective < greedy
+    assert greedy is not None and fluid <= greedy and schedule.objective < 0.9 * greedy
