@@ -11,6 +11,16 @@ jobs share GPUs, its partner segment; and whole jobs on the type holding most of
 (list-scheduled) for quadratic balancing. Like Gavel, the plan pays no checkpoint or
 migration overheads.
 
+**Batches that change as they run.** When jobs arrive later (releases, dependencies) or
+run in one piece (not preemptible), one static allocation is not the policy's plan: the
+policy is solved again for what is left whenever the ready jobs or the jobs holding their
+GPUs change (:func:`_reallocator`), and the rounds follow the latest shares. The makespan
+policy then fits each job's run between its head and tail (releases and chains,
+:func:`~gpuplan.models.allocation.window_program`), and a whole job only on types where it
+fits (:func:`_whole_jobs_makespan`); its value is a lower bound on every plan that runs
+one job per GPU at a time (not on plans whose jobs share a GPU by compute shares). Each
+plan reports its *fluid plan*'s value of the instance's objective (:func:`fluid_value`).
+
 **Time limit.** The solve's budget covers everything: building and solving the programs
 (the backend gets only the time that is left), the pricing rounds of space sharing, the
 round-based plan, and the translation, verification and writing of its segments

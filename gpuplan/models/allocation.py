@@ -14,7 +14,9 @@ columns, or a sequence of them, except quadratic load balancing, a convex QP:
   (Themis' rho, Gavel's ``FinishTimeFairnessPolicyWithPerf``); one LP when no job has waited
   yet, else a fixed point over a few LPs;
 - ``makespan``: maximise the smallest throughput over the work left, so every job ends by
-  ``1 / z`` (solved in units of a typical run time, :func:`time_unit`);
+  ``1 / z`` (solved in units of a typical run time, :func:`time_unit`); with heads and
+  tails (releases, dependencies), the least makespan with each job's run inside its
+  window (:func:`window_program`);
 - ``max-throughput``: maximise the weighted sum of normalised throughputs;
 - ``min-cost``: minimise the spend rate subject to a floor per job: the rate that meets
   its deadline from its release, and at least ``floor`` times its equal-share throughput;
