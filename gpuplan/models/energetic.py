@@ -13,8 +13,8 @@ for ``s > 1/2`` (``k = 1`` of :func:`~gpuplan.models.bounds.dff_rounding`) a job
 on an 80 GiB GPU takes a whole GPU, as it does in any plan;
 :func:`~gpuplan.models.bounds.dff_threshold` and
 :func:`~gpuplan.models.bounds.dff_rounding` give the classic families. A gang of ``g``
-GPUs runs on one node with at least ``g`` GPUs of
-the type, so the jobs of gang ``>= g`` are also counted against those nodes' GPUs alone.
+GPUs runs on one node with at least ``g`` GPUs of the type, so the jobs of gang ``>= g``
+are also counted against those nodes' GPUs alone.
 
 **Windows** (:func:`windows`). Every job starts after its release and after its
 predecessors end (each at least its fastest duration on the types it may still use:
@@ -22,9 +22,10 @@ predecessors end (each at least its fastest duration on the types it may still u
 tail ``q``) and before their deadlines (``lct``). The LP (:func:`window_program`) keeps a
 completion time ``c_j >= est_j + run_j``, ``c_j >= c_i + run_j`` for each dependency
 ``i -> j`` (``run_j = sum_t duration[j, t] * x[j, t]``, the run time of the types chosen,
-not the fastest), ``c_j <= deadline_j`` and ``C >= c_j + q_j``; and on each type, the
-work of the jobs that cannot start before ``a`` and cannot end later than ``C - b`` fits
-in ``[a, C - b]``.
+not the fastest), ``c_j <= deadline_j`` and ``C >= c_j + q_j`` (a job with no
+dependency needs no ``c_j``: ``est_j + run_j <= C`` and ``<= lct_j``); and on each type,
+the work of the jobs that cannot start before ``a`` and cannot end later than ``C - b``
+fits in ``[a, C - b]``, and that of the jobs inside ``[a, d]`` fits there.
 
 **Energetic reasoning** at a trial makespan ``T`` (:func:`trial_program`). If some plan
 ends by ``T``, every job runs inside ``[est_j, min(lct_j, T - q_j)]``, so a job that is not
@@ -42,7 +43,11 @@ preemptible job the shares of its work done on each type; ``c`` its completion t
 ``C`` its makespan), so each LP optimum, and each ``T`` proven infeasible, bounds the
 optimal makespan from below. Space-shared pairs do up to ``pair_gain`` GPU-seconds of
 work per GPU-second (a pair holds its GPUs as one occupant with the larger demand), so
-capacities are multiplied by it.
+capacities are multiplied by it. Times and shares are taken as loosely as the verifier
+accepts them (:data:`SLACK_S`, :func:`~gpuplan.models.bounds.accepted_share`). The
+window and energetic rows join the LP only once its solution breaks them
+(:func:`solve_by_rows`): each round solves a relaxation of the whole LP, so whatever
+it proves holds for the whole.
 """
 
 from __future__ import annotations
