@@ -307,11 +307,14 @@ def improve_schedule(model: SchedulingModel, values: IntArray, limits: Limits,
                 improvements += lowered
                 wins[kind] += lowered
                 best, best_value = found, value
-        # Solved to optimality: a larger neighbourhood in less time; out of time without
+        # Solved to optimality: a larger neighbourhood in less time; no solution at all
+        # (not even the hint, on a loaded machine): twice the time; out of time without
         # progress: a smaller one with more time; progress: the same again.
         if code == cp_model.OPTIMAL:
             size[kind] = min(size[kind] * GROW, MAX_SIZE)
             seconds[kind] = max(seconds[kind] / GROW, MIN_SOLVE_S)
+        elif code == cp_model.UNKNOWN:
+            seconds[kind] = min(seconds[kind] * 2, MAX_SOLVE_S)
         elif not lowered:
             size[kind] = max(size[kind] * SHRINK, MIN_SIZE)
             seconds[kind] = min(seconds[kind] * GROW, MAX_SOLVE_S)
