@@ -24,6 +24,9 @@ ROUNDINGS = (1, 2, 3, 4)
 #: Weights of each type's capacity tried by :func:`area_bound`, in every combination
 #: while there are at most MAX_WEIGHINGS of them.
 TYPE_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+#: How far a share may be from a boundary of a dual-feasible function and still be
+#: taken on the side that counts less, so that float rounding never counts more.
+NOISE = 1e-9
 MAX_WEIGHINGS = 1296
 
 
@@ -148,23 +151,24 @@ def dff_threshold(share: FloatArray, eps: float) -> FloatArray:
     """The dual-feasible function ``f0``: 1 above ``1 - eps``, 0 below ``eps``, else ``s``.
 
     Valid for ``0 < eps <= 1/2``: at most one share exceeds ``1 - eps`` when shares sum
-    to at most 1, and then the others (below ``eps``) count 0.
+    to at most 1, and then the others (below ``eps``) count 0. A share within
+    :data:`NOISE` of ``1 - eps`` counts as itself: a smaller value is valid too.
     """
-    out: FloatArray = np.where(share > 1 - eps, 1.0, np.where(share < eps, 0.0, share))
+    out: FloatArray = np.where(share > 1 - eps + NOISE, 1.0,
+                               np.where(share < eps, 0.0, share))
     return out
 
 
 def dff_rounding(share: FloatArray, k: int) -> FloatArray:
-    """The dual-feasible function ``u(k)``: ``s`` or ``floor((k + 1) s) / k``.
+    """The dual-feasible function ``u(k)``, rounded down: ``floor((k + 1) s) / k``.
 
-    The share itself where ``(k + 1) s`` is whole, else ``floor((k + 1) s) / k``.
     ``k = 1`` counts a share above 1/2 as a whole GPU; ``k = 2`` counts one in (1/3, 2/3)
-    as half a GPU (no three fit); and so on. A share within float noise of a multiple of
-    ``1 / (k + 1)`` counts as that multiple, the smaller value.
+    as half a GPU (no three fit); and so on. Where ``(k + 1) s`` is whole (or within
+    :data:`NOISE` of it, where float rounding cannot tell) the share counts as the
+    smaller neighbour's value, ``(n - 1) / k``: below the classic ``s`` there, so still
+    valid.
     """
-    scaled = share * (k + 1)
-    whole = np.abs(scaled - np.round(scaled)) <= 1e-9
-    out: FloatArray = np.where(whole, share, np.floor(scaled) / k)
+    out: FloatArray = np.maximum(np.floor(share * (k + 1) - NOISE), 0.0) / k
     return out
 
 
