@@ -562,7 +562,8 @@ def energetic_bound(instance: Instance, backend: Backend, limits: Limits,
     refuted, source = max(start, lp), "windows" if lp >= start else "given"
     shares = _shares(instance, model, solution.values)
     step, feasible, trials = FIRST_STEP, np.inf, 0
-    while feasible > refuted * (1 + PRECISION) and not limits.budget.spent():
+    # Trials grow by a share of the bound: there is nothing to grow from zero.
+    while refuted > 0 and feasible > refuted * (1 + PRECISION) and not limits.budget.spent():
         trial = refuted * (1 + step) if np.isinf(feasible) else (refuted + feasible) / 2
         proven, found = _refutes(instance, packing, trial, backend, limits)
         if proven is None:
