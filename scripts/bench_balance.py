@@ -138,13 +138,16 @@ def operator_table(library: Path, seeds: list[int], time_limit: float) -> list[s
             greedy = rows[0].get("objective")
             for policy, row in zip(policies, rows[1:], strict=True):
                 value, what = fluid(row, policy)
-                planned = row.get("objective")
+                # A plan the method replaced by greedy's (time, deadlines) is no round plan.
+                fell_back = "plan instead" in str(row.get("solver", ""))
+                planned = None if fell_back else row.get("objective")
+                status = "greedy's plan instead" if fell_back else row["status"]
                 ratio = (f"{planned / value:.3f}" if planned is not None and value
                          and what.startswith("LP") else "-")
                 lines.append(
                     f"| {row['instance']} | {row.get('objective_kind', '-')} | {policy.value} "
                     f"| {_number(value)} | {what} | {_number(planned)} | {ratio} "
-                    f"| {_number(greedy)} | {row['status']} | {row.get('seconds', 0.0):.2f} |")
+                    f"| {_number(greedy)} | {status} | {row.get('seconds', 0.0):.2f} |")
                 print(lines[-1], flush=True)
     return lines
 

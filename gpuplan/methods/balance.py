@@ -26,7 +26,8 @@ plan reports its *fluid plan*'s value of the instance's objective (:func:`fluid_
 round-based plan, and the translation, verification and writing of its segments
 (:data:`SEGMENT_COST_S` each). With a limit, the greedy list-scheduling plan is made
 first (it takes milliseconds); when no allocation is solved in time, or the round-based
-plan cannot be finished in time, that plan is returned instead, never a partial one.
+plan cannot be finished in time or misses a deadline that greedy's meets, that plan is
+returned instead, never a partial one.
 """
 
 from __future__ import annotations
@@ -901,6 +902,9 @@ class BalanceMethod:
         if not instance.preemptible.all():
             summary += f"; whole jobs started by their share of the {order}"
         logger.info("balance: %s", summary)
+        if late and fallback is not None and fallback.status.has_plan:
+            return _instead(fallback, bound, f"{summary}; the round-based plan misses "
+                            f"{len(late)} deadlines")
         if late:
             return Result(status=Status.NO_SOLUTION, objective=None, bound=bound,
                           solver=summary, unplaced=late)

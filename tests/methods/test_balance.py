@@ -811,3 +811,16 @@ def test_round_plan_of_an_operator_batch_beats_greedy_near_its_fluid_value() -> 
     assert fluid <= schedule.objective <= 1.2 * fluid
     greedy = plan(instance, "greedy").objective
     assert greedy is not None and fluid <= greedy and schedule.objective < 0.9 * greedy
+
+
+def test_a_round_plan_that_misses_a_deadline_gives_way_to_greedy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a time limit, greedy's plan (made first) stands in for a late round plan."""
+    instance = one_gpu([{"id": j, "demand": {"compute": 1.0}, "duration_s": 25}
+                        for j in ("a", "b")])
+    monkeypatch.setattr(balance, "_late", lambda *args: {0: "late, as the test says"})
+    schedule = plan(instance, "balance", {"round_s": 10.0},
+                    settings=RunSettings(time_limit_s=5.0))
+    assert schedule.verification is not None and schedule.verification.ok
+    assert "misses 1 deadlines; greedy" in str(schedule.solver)
+    assert not plan(instance, "balance", {"round_s": 10.0}).status.has_plan
