@@ -4,8 +4,9 @@
 started from best-fit decreasing (or from the plan it is given). On a backend that solves
 relaxations and takes incumbents from another lane (HiGHS), with a time limit and two
 threads, it runs branch-and-cut on the whole model beside an LP-guided lane: the MIP over
-the LP's split jobs, a reduced-cost core MIP, then large-neighbourhood search around the
-incumbent (:mod:`gpuplan.search.lns`); see :meth:`MilpMethod.solve`.
+the LP's split jobs, the GAP tabu search with ejection chains where every job takes one
+GPU (:mod:`gpuplan.search.gap_tabu`), a reduced-cost core MIP, then large-neighbourhood
+search around the incumbent (:mod:`gpuplan.search.lns`); see :meth:`MilpMethod.solve`.
 
 The time limit covers everything: greedy's start, building the model, handing it to the
 backend, the solve and reading the plan back. When the budget is spent before the backend
@@ -264,10 +265,12 @@ class MilpMethod:
         instances are proven as fast as by the plain model. The other lane runs the
         heuristic warm start if there is one (its plan goes to branch-and-cut as an
         incumbent), solves the LP relaxation (a bound, and reduced costs), then the MIP
-        over the jobs the LP splits with the others kept where the LP puts them, then the
-        core MIP over each job's few best columns by reduced cost for half of the time
-        left, then LNS over the whole model from the best plan until the time is up, the
-        gap closes or the first lane ends. The better plan and the best bound are kept;
+        over the jobs the LP splits with the others kept where the LP puts them, then (on
+        instances of single-GPU jobs with an additive objective) the GAP tabu search from
+        that plan for :data:`TABU_SHARE` of the time left, then the core MIP over each
+        job's few best columns by reduced cost for half of the time left, then LNS over
+        the whole model from the best plan until the time is up, the gap closes or the
+        first lane ends. The better plan and the best bound are kept;
         the core's own bound counts only when reduced-cost fixing proves that the core
         holds every optimum.
 
