@@ -182,21 +182,25 @@ def _lp_fixed_plan(
     return base
 
 
-def _tabu(model: AssignmentModel, incumbent: FloatArray, limits: Limits,
-          shared: SharedIncumbent) -> tuple[FloatArray, str]:
+def lane_tabu_search(model: AssignmentModel, incumbent: FloatArray | None, limits: Limits,
+          shared: SharedIncumbent) -> tuple[FloatArray | None, str]:
     """Improve the incumbent by the GAP tabu search within ``limits``' budget.
 
-    Each better plan it finds goes to branch-and-cut at once (``shared``).
+    Without an incumbent (the LP-fixed MIP found none in time: Yagiura's c801600 on the
+    loaded machine), it starts from each job's cheapest GPU, over capacity, and the
+    penalty leads it to a plan that fits. Each better plan it finds goes to
+    branch-and-cut at once (``shared``).
 
     Returns
     -------
     tuple
-        The better of the incumbent and the search's best, and what the search did.
+        The better of the incumbent and the search's best (None if neither has a plan),
+        and what the search did.
     """
     search = gap_tabu.GapSearch(model.instance)
     program = model.program
     sense = -1.0 if program.sense == "max" else 1.0
-    given = float(program.cost @ incumbent)
+    given = sense * np.inf if incumbent is None else float(program.cost @ incumbent)
     improved: list[FloatArray] = []
 
     def offer(genome: IntArray, value: float) -> None:
@@ -204,7 +208,8 @@ def _tabu(model: AssignmentModel, incumbent: FloatArray, limits: Limits,
             improved.append(model.encode(search.placed(genome)))
             shared.update(improved[-1], value)
 
-    found = search.run(search.agents(model.decode(incumbent)), limits.budget,
+    start = search.agents({} if incumbent is None else model.decode(incumbent))
+    found = search.run(start, limits.budget,
                        np.random.default_rng(limits.seed), on_improvement=offer)
     note = (f" + tabu search ({found.iterations} iterations, {found.relinks} relinks, "
             f"{len(improved)} improvements)")
@@ -414,8 +419,8 @@ class MilpMethod:
             if fixed is not None:
                 incumbent = best_of(fixed, incumbent)
                 solver += " + LP-fixed MIP"
-        if incumbent is not None and going() and gap_tabu.applies(instance):
-            incumbent, note = _tabu(model, incumbent, dataclasses.replace(
+        if going() and gap_tabu.applies(instance):
+            incumbent, note = lane_tabu_search(model, incumbent, dataclasses.replace(
                 limits, budget=budget.part(TABU_SHARE * budget.left(),
                                            stop=lambda: not going())), shared)
             solver += note

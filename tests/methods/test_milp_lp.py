@@ -21,7 +21,13 @@ from gpuplan.budget import Budget
 from gpuplan.methods.base import CORES, Context, RunSettings
 from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.methods.lp import LpMethod, LpOptions
-from gpuplan.methods.milp import MilpMethod, MilpOptions, symmetric
+from gpuplan.methods.milp import (
+    MilpMethod,
+    MilpOptions,
+    SharedIncumbent,
+    lane_tabu_search,
+    symmetric,
+)
 from gpuplan.models.assignment import AssignmentModel, PooledModel
 from gpuplan.models.linear import LazyNames
 from gpuplan.models.textbook import ADDITIVE
@@ -645,3 +651,21 @@ def test_greedys_start_meets_the_models_symmetry_rows() -> None:
                  settings=RunSettings(time_limit_s=2, threads=2))
     assert found.objective is not None and greedy.objective is not None
     assert found.objective >= greedy.objective
+
+
+def test_tabu_search_finds_a_plan_where_the_lane_has_none() -> None:
+    """Without an incumbent, the lane's tabu search still hands branch-and-cut a plan.
+
+    That is when the LP-fixed MIP found none in time; the search starts over capacity.
+    """
+    instance = read_instance(f"{ORLIB_GAP}/gapd.txt#1", file_format="orlib-gap")
+    model = AssignmentModel.build(instance)
+    shared = SharedIncumbent(model.program.sense)
+    values, note = lane_tabu_search(model, None, Limits(Budget(iterations=300)), shared)
+    assert values is not None and "tabu search" in note
+    activity = model.program.activity(values)
+    assert np.all(activity <= model.program.row_upper + 1e-9)
+    assert np.all(activity >= model.program.row_lower - 1e-9)
+    offered = shared.offer(np.inf)
+    assert offered is not None and float(model.program.cost @ offered) == float(
+        model.program.cost @ values)
