@@ -3,7 +3,7 @@
 The model is :class:`~gpuplan.models.scheduling.SchedulingModel`. Batches with nothing to
 sequence (:func:`~gpuplan.models.machine_load.sequencing_free`: the unrelated parallel
 machine problem R||Cmax) go to :func:`~gpuplan.search.unrelated_machines.plan_unrelated`
-from the same start and bound. The solve starts from a plan given
+from list scheduling's start and the combinatorial bound. The solve starts from a plan given
 as a full hint (a value for every variable: a solution CP-SAT keeps as it is): list
 scheduling's (the better of greedy list scheduling and, where jobs may share GPUs,
 :func:`~gpuplan.search.schedule_sharing.best_sharing_schedule`, which runs jobs side by
@@ -67,6 +67,7 @@ from gpuplan.methods.base import (
 )
 from gpuplan.methods.greedy import list_schedule
 from gpuplan.methods.sa import AnnealingMethod, AnnealingOptions
+from gpuplan.models.bounds import objective_bound
 from gpuplan.models.linear import OutOfTimeError
 from gpuplan.models.machine_load import sequencing_free
 from gpuplan.models.scheduling import (
@@ -167,7 +168,8 @@ def _annealing(instance: Instance, context: Context) -> Callable[[Budget], Resul
     return run
 
 
-def _start(instance: Instance, context: Context) -> tuple[Result, str, Result | None]:
+def _start(instance: Instance, context: Context,
+           guided: bool = True) -> tuple[Result, str, Result | None]:
     """The plan to fall back on, what messages call it, and the plan to hint to CP-SAT.
 
     The fallback is list scheduling's plan (the better of the greedy's and, where jobs
@@ -178,7 +180,8 @@ def _start(instance: Instance, context: Context) -> tuple[Result, str, Result | 
     a heuristic's (``context.warm``; for tardiness sa's by default, :func:`_annealing`),
     run here on :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit, whose order
     of starts is also listed with GPU sharing. The hint is the fallback, or list
-    scheduling's plan when the fallback runs a job in pieces.
+    scheduling's plan when the fallback runs a job in pieces. Without ``guided`` no
+    LP-guided plan is made (the R||Cmax lanes solve that LP themselves).
     """
     start = context.start
     warm = context.warm
@@ -201,10 +204,10 @@ def _start(instance: Instance, context: Context) -> tuple[Result, str, Result | 
             instance, context.budget.part(share=SHARING_SHARE), context.seed))
     # The LP-guided plan gives each job whole GPUs too; where jobs may share them, the
     # sharing plan was 10-15% better on the operator's batches, and the time goes to LNS.
-    elif instance.objective is ObjectiveKind.MAKESPAN:
-        guided = lp_list_schedule(instance, context.limits(context.budget.part(
+    elif guided and instance.objective is ObjectiveKind.MAKESPAN:
+        guided_plan = lp_list_schedule(instance, context.limits(context.budget.part(
             share=BOUND_SHARE)))
-        listed = better(instance, listed, guided)
+        listed = better(instance, listed, guided_plan)
     fallback, origin = listed, LISTED
     if start is not None and start.status.has_plan:
         fallback = better(instance, start, listed)
@@ -285,14 +288,19 @@ class CpMethod(PlainMethod):
                         "rounded up and deadlines down by up to %.3g s, so every plan is valid "
                         "at the real times, but CP-SAT's bound and infeasibility are not used",
                         f"{scale.tick_s:g} s", scale.shift_s)
-        fallback, origin, hint = _start(instance, context)
+        unrelated = options.then is None and sequencing_free(instance)
+        fallback, origin, hint = _start(instance, context, guided=not unrelated)
+        if unrelated:
+            # The R||Cmax lanes solve the assignment LP first (their bound and rounding):
+            # here only the combinatorial bound, so that their branch-and-cut starts at once.
+            return plan_unrelated(instance, context, fallback, origin, hint,
+                                  objective_bound(instance), scale, f"R||Cmax lanes on "
+                                  f"highs {version('highspy')} ({scale.describe()})")
         bound = simple_bound(instance, context.limits(budget.part(share=BOUND_SHARE)))
         # CP plans every job in one piece and never pairs jobs on GPUs; where the instance
         # allows either, CP-SAT's bound and infeasibility hold for that restriction only.
         whole = not instance.preemptible.any() and instance.pair_gain == 1.0
 
-        if options.then is None and sequencing_free(instance):
-            return plan_unrelated(instance, context, fallback, origin, hint, bound, scale, name)
         chosen = self._choose(instance, budget, origin)
         if chosen is None:
             return with_bound(instance, fallback, bound, name, f"{origin}: no CP-SAT model fits "

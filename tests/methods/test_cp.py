@@ -20,7 +20,7 @@ from gpuplan.generate import generate_document
 from gpuplan.methods.base import RunSettings
 from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.linear import OutOfTimeError
-from gpuplan.models.machine_load import MachineLoadModel, sequencing_free
+from gpuplan.models.machine_load import sequencing_free
 from gpuplan.models.scheduling import (
     SchedulingModel,
     TickScale,
@@ -83,11 +83,10 @@ def unrelated_machines(release: float = 0.0) -> tuple[Instance, float]:
     return instance, release + float(loads.max(axis=0).min())
 
 
-@pytest.mark.parametrize("formulation", [MachineLoadModel, SchedulingModel])
-def test_both_formulations_solve_unrelated_machines(formulation: Any) -> None:
-    """The load model and the interval model both prove the brute-force R||Cmax optimum."""
+def test_interval_model_solves_unrelated_machines() -> None:
+    """The interval model proves the brute-force R||Cmax optimum."""
     instance, optimum = unrelated_machines()
-    model = formulation.build(instance, TickScale.choose(instance))
+    model = SchedulingModel.build(instance, TickScale.choose(instance))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 20
     solver.parameters.num_workers = 2
@@ -413,28 +412,17 @@ def test_optimal_only_with_a_bound_within_1e_4(case: str) -> None:
     honest(schedule)
 
 
-@pytest.mark.parametrize("formulation", [SchedulingModel, MachineLoadModel])
-def test_list_scheduling_hint_is_a_solution_of_the_model(formulation: Any) -> None:
+def test_list_scheduling_hint_is_a_solution_of_the_model() -> None:
     """CP-SAT starts from list scheduling's plan as a valid solution, not one to repair.
 
-    Both models break the symmetry of twin GPUs: on GPUs that jobs may share, the first
-    job that may use a group sits on its lowest GPUs; in the load model, twins' loads
-    decrease. The hint renames twin GPUs to match (it broke both rules before).
+    The model breaks the symmetry of twin GPUs: on GPUs that jobs may share, the first job
+    that may use a group sits on its lowest GPUs. The hint renames twin GPUs to match (it
+    broke that rule before).
     """
-    if formulation is SchedulingModel:
-        instance = build_instance(parse_document(generate_document(60, 3, seed=2), "<gen>"),
-                                  "<gen>")
-    else:
-        rng = np.random.default_rng(0)
-        instance = fleet([job(f"j{k}", int(rng.integers(10, 100))) for k in range(12)],
-                         "makespan", gpus=4)
-        assert sequencing_free(instance)
+    instance = build_instance(parse_document(generate_document(60, 3, seed=2), "<gen>"),
+                              "<gen>")
     greedy = list_schedule(instance)
-    if formulation is MachineLoadModel:
-        load = np.bincount(np.concatenate(greedy.gpus), minlength=instance.n_gpus,
-                           weights=instance.duration[greedy.job, 0])
-        assert (np.diff(load) > 0).any(), "the plan already has the model's twin order"
-    model = formulation.build(instance, TickScale.choose(instance))
+    model = SchedulingModel.build(instance, TickScale.choose(instance))
     model.hint(greedy.job, greedy.gpus, greedy.start)
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
