@@ -26,6 +26,7 @@ from gpuplan.backends.base import (
 )
 from gpuplan.budget import Budget
 from gpuplan.errors import InputError
+from gpuplan.models.assignment_makespan import AssignmentMakespanModel
 from gpuplan.models.linear import LinearProgram, RowBuilder
 from gpuplan.status import Status
 
@@ -233,6 +234,27 @@ def test_a_cancelled_backend_starts_no_more_solves(name: str) -> None:
     solution = backend.solve_program(knapsack(integer=True), limits())
     assert time.perf_counter() - began < 0.5
     assert solution.status is Status.NO_SOLUTION
+
+
+@pytest.mark.parametrize("name", backends_with("incumbents"))
+def test_a_running_solve_stops_when_cancelled_and_keeps_its_plan(name: str) -> None:
+    """``cancel()`` from another lane ends a solve in progress soon, with its best plan.
+
+    (With ``cancelSolve`` it ran on to its time limit: the lane that had proved
+    optimality waited for it.) An R||Cmax batch of 300 jobs on 20 GPUs keeps
+    branch-and-cut busy far past the second after which it is cancelled.
+    """
+    times = np.random.default_rng(3).integers(1, 101, size=(300, 20))
+    model = AssignmentMakespanModel.of_times(
+        times, np.ones(times.shape, dtype=bool), True, [f"j{j}" for j in range(300)],
+        [f"g{g}" for g in range(20)])
+    backend = get_backend(name)
+    threading.Timer(1.0, backend.cancel).start()
+    began = time.perf_counter()
+    solution = backend.solve_program(model.program, limits(30.0))
+    assert time.perf_counter() - began < 2.5
+    assert solution.status is Status.FEASIBLE
+    assert solution.values is not None and solution.objective is not None
 
 
 def test_highs_busy_past_its_limit_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -362,11 +362,19 @@ class _Run:
         self._cancelled = False
 
     def cancel(self) -> None:
-        """Stop the run (it keeps its best solution), or keep it from starting."""
+        """Stop the run (it keeps its best solution), or keep it from starting.
+
+        The run's time limit is set to zero: branch-and-cut reads the option at every
+        node and each LP at its next clock reading (HiGHS's own options object, which
+        ``setOptionValue`` only writes; no other state changes). ``cancelSolve`` would
+        need ``HandleUserInterrupt``, a Python callback at every interrupt check, about
+        a thousand a second: measured, that stalls branch-and-cut on the GIL while another
+        lane computes in Python (624 nodes in 10 s instead of 1,112 in 3 s).
+        """
         self._cancelled = True
         highs = self._highs  # the running thread may clear it meanwhile
         if highs is not None:
-            highs.cancelSolve()
+            highs.setOptionValue("time_limit", 0.0)
 
     def __call__(self, highs: highspy.Highs) -> None:
         """Run on this thread's pool (:func:`size_pool`), unless cancelled already."""
