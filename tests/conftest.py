@@ -5,12 +5,18 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from gpuplan import Instance, read_instance
+from gpuplan.backends import highs
+from gpuplan.backends.base import Limits
+from gpuplan.models.linear import LinearProgram
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,3 +51,43 @@ def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedP
     return subprocess.run(
         [exe, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120
     )
+
+
+@dataclass(frozen=True)
+class HighsSolve:
+    """One ``solve_program`` call on HiGHS: the thread, the program and how it was run."""
+
+    thread: str
+    program: LinearProgram
+    threads: int
+    seed: int
+    gap: float
+    started: bool
+    offered: bool
+
+    def same_solve(self, other: HighsSolve) -> bool:
+        """Whether both hand HiGHS the same program with the same settings."""
+        a, b = self.program, other.program
+        return ((self.threads, self.seed, self.gap, self.started, self.offered)
+                == (other.threads, other.seed, other.gap, other.started, other.offered)
+                and a.sense == b.sense and all(
+                    np.array_equal(getattr(a, name), getattr(b, name))
+                    for name in ("cost", "col_lower", "col_upper", "integer", "row_lower",
+                                 "row_upper", "row_start", "col_index", "value")))
+
+
+@pytest.fixture
+def highs_solves(monkeypatch: pytest.MonkeyPatch) -> list[HighsSolve]:
+    """Every HiGHS ``solve_program`` call made while the test runs, in order."""
+    calls: list[HighsSolve] = []
+    solve = highs.HighsBackend.solve_program
+
+    def record(backend: highs.HighsBackend, program: LinearProgram, limits: Limits,
+               start: Any = None) -> Any:
+        calls.append(HighsSolve(threading.current_thread().name, program, limits.threads,
+                                limits.seed, limits.gap, start is not None,
+                                backend.offer is not None))
+        return solve(backend, program, limits, start)
+
+    monkeypatch.setattr(highs.HighsBackend, "solve_program", record)
+    return calls

@@ -2,10 +2,11 @@
 
 ``milp`` hands :class:`~gpuplan.models.assignment.AssignmentModel` to the chosen backend,
 started from best-fit decreasing (or from the plan it is given). On a backend that solves
-relaxations and takes incumbents from another lane (HiGHS), with a time limit and two
-threads, it runs branch-and-cut on the whole model beside an LP-guided lane: the MIP over
-the LP's split jobs, the GAP tabu search with ejection chains where every job takes one
-GPU (:mod:`gpuplan.search.gap_tabu`), a reduced-cost core MIP, then large-neighbourhood
+relaxations and can be stopped from another thread (HiGHS), with a time limit and two
+threads, it runs the peer's branch-and-cut on the whole model beside an LP-guided lane at
+the lowest priority (:mod:`gpuplan.search.lanes`): the MIP over the LP's split jobs, the
+GAP tabu search with ejection chains where every job takes one GPU
+(:mod:`gpuplan.search.gap_tabu`), a reduced-cost core MIP, then large-neighbourhood
 search around the incumbent (:mod:`gpuplan.search.lns`); see :meth:`MilpMethod.solve`.
 
 The time limit covers everything: greedy's start, building the model, handing it to the
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -38,8 +40,9 @@ from gpuplan.methods.base import (
 from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.models.bounds import objective_bound
-from gpuplan.models.linear import OutOfTimeError
+from gpuplan.models.linear import LinearProgram, OutOfTimeError
 from gpuplan.search import gap_tabu
+from gpuplan.search.lanes import lowest_priority
 from gpuplan.search.lns import improve, subprogram
 from gpuplan.search.static_plans import (
     placements,
@@ -56,17 +59,14 @@ logger = logging.getLogger(__name__)
 LP_FIX_SHARE = 0.2
 #: Share of the time left after the LP that the core MIP gets before LNS takes over.
 CORE_SHARE = 0.5
-#: Branch-and-cut runs alone for this long (at most this share of the limit) first.
-SOLO_SECONDS = 1.0
-SOLO_SHARE = 0.1
 #: Share of the time left after the LP-fixed MIP that the GAP tabu search takes,
 #: on instances it applies to (:func:`gpuplan.search.gap_tabu.applies`).
 TABU_SHARE = 0.2
 #: Assignment columns per job in the core problem, by smallest reduced cost.
 CORE_COLUMNS_PER_JOB = 3
 #: What the LP-guided lane beside branch-and-cut needs of the backend: the LP relaxation
-#: with reduced costs, and handing its plans to a running branch-and-cut (which it
-#: cancels once that proves optimality).
+#: with reduced costs, and stopping a running solve from another thread (branch-and-cut
+#: proving optimality stops the lane's sub-MIP).
 LANE_NEEDS = Capabilities(relaxation=True, incumbents=True)
 
 
@@ -106,29 +106,13 @@ def symmetric(instance: Instance, placed: dict[int, IntArray]) -> dict[int, IntA
     return {j: np.sort(label[gpus]) for j, gpus in placed.items()}
 
 
-class SharedIncumbent:
-    """The best plan of one lane, offered to branch-and-cut in the other (thread-safe)."""
-
-    def __init__(self, sense: str) -> None:
-        self._lock = threading.Lock()
-        self._sign = -1.0 if sense == "max" else 1.0
-        self._values: FloatArray | None = None
-        self._value = np.inf
-        self._given = True
-
-    def update(self, values: FloatArray, value: float) -> None:
-        """Record a new plan if it is better than the one held."""
-        with self._lock:
-            if self._sign * value < self._value - 1e-9:
-                self._values, self._value, self._given = values.copy(), self._sign * value, False
-
-    def offer(self, current: float) -> FloatArray | None:
-        """The held plan, once, if it beats ``current`` (branch-and-cut's incumbent)."""
-        with self._lock:
-            if self._given or self._values is None or self._value >= self._sign * current:
-                return None
-            self._given = True
-            return self._values
+def _best_of(program: LinearProgram, a: FloatArray | None,
+             b: FloatArray | None) -> FloatArray | None:
+    """The better of two column vectors of the program (either may be None)."""
+    if a is None or b is None:
+        return a if b is None else b
+    sense = -1.0 if program.sense == "max" else 1.0
+    return a if sense * (program.cost @ a) <= sense * (program.cost @ b) else b
 
 
 def reduced_cost_core(
@@ -182,14 +166,13 @@ def _lp_fixed_plan(
     return base
 
 
-def lane_tabu_search(model: AssignmentModel, incumbent: FloatArray | None, limits: Limits,
-          shared: SharedIncumbent) -> tuple[FloatArray | None, str]:
+def lane_tabu_search(model: AssignmentModel, incumbent: FloatArray | None,
+                     limits: Limits) -> tuple[FloatArray | None, str]:
     """Improve the incumbent by the GAP tabu search within ``limits``' budget.
 
     Without an incumbent (the LP-fixed MIP found none in time: Yagiura's c801600 on the
     loaded machine), it starts from each job's cheapest GPU, over capacity, and the
-    penalty leads it to a plan that fits. Each better plan it finds goes to
-    branch-and-cut at once (``shared``).
+    penalty leads it to a plan that fits.
 
     Returns
     -------
@@ -206,7 +189,6 @@ def lane_tabu_search(model: AssignmentModel, incumbent: FloatArray | None, limit
     def offer(genome: IntArray, value: float) -> None:
         if sense * value < sense * given - 1e-9:
             improved.append(model.encode(search.placed(genome)))
-            shared.update(improved[-1], value)
 
     start = search.agents({} if incumbent is None else model.decode(incumbent))
     found = search.run(start, limits.budget,
@@ -264,20 +246,22 @@ class MilpMethod:
 
         Without a time limit, with one thread, or on a backend without :data:`LANE_NEEDS`
         (CP-SAT, Pyomo), the backend solves the whole model.
-        Otherwise two lanes run at once. One is branch-and-cut on the whole model for the
-        whole time; it alone proves optimality, and when it does, the other lane stops.
-        It runs alone for its first second (a tenth of the limit at most), so small
-        instances are proven as fast as by the plain model. The other lane runs the
-        heuristic warm start if there is one (its plan goes to branch-and-cut as an
-        incumbent), solves the LP relaxation (a bound, and reduced costs), then the MIP
-        over the jobs the LP splits with the others kept where the LP puts them, then (on
-        instances of single-GPU jobs with an additive objective) the GAP tabu search from
-        that plan for :data:`TABU_SHARE` of the time left, then the core MIP over each
-        job's few best columns by reduced cost for half of the time left, then LNS over
-        the whole model from the best plan until the time is up, the gap closes or the
-        first lane ends. The better plan and the best bound are kept;
-        the core's own bound counts only when reduced-cost fixing proves that the core
-        holds every optimum.
+        Otherwise two lanes run at once. One is the peer's branch-and-cut (``--method
+        textbook``'s solve) on the whole model, on all the threads, for the whole time,
+        with no start and no plans offered: it alone proves optimality, and when it does,
+        the other lane stops. Kept intact, its plan is always among ``milp``'s, which thus
+        never ends worse than the peer's (a start or offered plans sent HiGHS elsewhere,
+        sometimes to worse plans: 4 of 13 GAP problems at 10 s). The other lane runs on a
+        thread of its own at the lowest priority (:mod:`gpuplan.search.lanes`), on CPU
+        that branch-and-cut leaves idle: the heuristic warm start if there is one, the LP
+        relaxation (a bound, and reduced costs), the MIP over the jobs the LP splits with
+        the others kept where the LP puts them, then (on instances of single-GPU jobs with
+        an additive objective) the GAP tabu search from that plan for :data:`TABU_SHARE`
+        of the time left, then the core MIP over each job's few best columns by reduced
+        cost for half of the time left, then LNS over the whole model from the best plan
+        until the time is up, the gap closes or the first lane ends. The better plan and
+        the best bound are kept; the core's own bound counts only when reduced-cost fixing
+        proves that the core holds every optimum.
 
         Parameters
         ----------
@@ -342,32 +326,15 @@ class MilpMethod:
         context: Context,
         start: FloatArray | None,
     ) -> Result:
-        """Branch-and-cut on one thread beside the LP-guided lane here (see :meth:`solve`)."""
-        budget = context.budget
-        assert budget.time_limit_s is not None
-        # Two lanes at once: each gets half of the threads, so that --threads holds for
-        # the solve as a whole.
-        limits = dataclasses.replace(context.limits(), threads=max(1, context.threads // 2))
+        """The peer's branch-and-cut beside the LP-guided lane (see :meth:`solve`)."""
         program = model.program
-        sense = -1.0 if program.sense == "max" else 1.0
-
-        def best_of(a: FloatArray | None, b: FloatArray | None) -> FloatArray | None:
-            if a is None or b is None:
-                return a if b is None else b
-            return a if sense * (program.cost @ a) <= sense * (program.cost @ b) else b
-
-        # Lane 1, on its own thread (the backend releases the GIL): branch-and-cut on the
-        # whole model for the whole time. It alone can prove optimality and tighten the
-        # bound.
+        branch_and_cut_backend, lane_backend = get_backend(name), get_backend(name)
         full: dict[str, ProgramSolution | BaseException] = {}
-        lane_backend = get_backend(name)
-        shared = SharedIncumbent(program.sense)
-        branch_and_cut_backend = get_backend(name)
-        branch_and_cut_backend.offer = shared.offer
 
         def branch_and_cut() -> None:
             try:
-                full["solution"] = branch_and_cut_backend.solve_program(program, limits, start)
+                full["solution"] = branch_and_cut_backend.solve_program(
+                    program, context.limits())
             except BaseException as exc:  # re-raised on the caller's thread
                 full["solution"] = exc
             finally:
@@ -385,51 +352,96 @@ class MilpMethod:
                 Status.OPTIMAL, Status.INFEASIBLE)
 
         def going() -> bool:
-            """Whether this lane has work left: until a proof, or the end of the budget."""
+            """Whether the guided lane has work left: until a proof, or the budget's end."""
             return lane.is_alive() or not settled()
+
+        guided: list[tuple[FloatArray | None, float | None, str] | BaseException] = []
+
+        def guided_lane() -> None:
+            lowest_priority()
+            try:
+                guided.append(self._guided(instance, model, lane_backend, context, start,
+                                           going))
+            except BaseException as exc:  # re-raised on the caller's thread
+                guided.append(exc)
 
         lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut",
                                 daemon=True)
+        helper = threading.Thread(target=guided_lane, name="gpuplan-guided-lane",
+                                  daemon=True)
         lane.start()
-        # Small instances are proven within a second when branch-and-cut has the machine to
-        # itself, as the plain model does; only then does the second lane start.
-        lane.join(min(SOLO_SECONDS, SOLO_SHARE * budget.time_limit_s))
-        # Lane 2, here: a heuristic's start if asked, LP relaxation, reduced-cost core MIP,
-        # then LNS.
+        helper.start()
+        # The backend returns within the budget (a solve still busy then is left to end
+        # on its own, and answers without a plan), and so does the guided lane.
+        helper.join()
+        lane.join()
+        outcome, found = full["solution"], guided[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if isinstance(found, BaseException):
+            raise found
+        incumbent, bound, solver = found
+        solver = f"{outcome.solver} (branch-and-cut || {solver})"
+        if outcome.status in (Status.OPTIMAL, Status.INFEASIBLE):
+            return self._result(instance, model, outcome.status, outcome.values,
+                                outcome.bound, solver, name, context)
+        bound = tightest(instance, bound, outcome.bound)
+        if outcome.values is not None:
+            incumbent = _best_of(program, np.where(program.integer, np.round(outcome.values),
+                                                   outcome.values), incumbent)
+        status = Status.FEASIBLE if incumbent is not None else Status.NO_SOLUTION
+        return self._result(instance, model, status, incumbent, bound, solver, name, context)
+
+    @staticmethod
+    def _guided(
+        instance: Instance,
+        model: AssignmentModel,
+        backend: Backend,
+        context: Context,
+        start: FloatArray | None,
+        going: Callable[[], bool],
+    ) -> tuple[FloatArray | None, float | None, str]:
+        """The LP-guided lane (see :meth:`solve`): its best plan, its bound, what it did.
+
+        It works while ``going()`` holds, on one thread, with ``backend`` (which the
+        other lane cancels once it proves optimality).
+        """
+        budget = context.budget
+        limits = dataclasses.replace(context.limits(), threads=1)
+        program = model.program
+        sense = -1.0 if program.sense == "max" else 1.0
         incumbent = start
-        solver = name
+        solver = backend.name
         if context.warm is not None and going():
             found = context.warm(budget.part(share=WARM_SHARE, stop=lambda: not going()))
             if found.status.has_plan:
-                incumbent = best_of(model.encode(symmetric(instance, placements(found))),
-                                    incumbent)
-                assert incumbent is not None
-                shared.update(incumbent, float(program.cost @ incumbent))
+                incumbent = _best_of(program, model.encode(
+                    symmetric(instance, placements(found))), incumbent)
                 solver += f" + {found.solver.split(' ')[0]} start"
         lp_value = relaxed = reduced = None
         if going():
-            relaxation = lane_backend.relax(program, limits)
+            relaxation = backend.relax(program, limits)
             if relaxation.status is Status.OPTIMAL:
                 lp_value, relaxed, reduced = (relaxation.objective, relaxation.values,
                                               relaxation.reduced_costs)
         bound = lp_value
         if relaxed is not None and going():
-            fixed = _lp_fixed_plan(model, relaxed, lane_backend, dataclasses.replace(
+            fixed = _lp_fixed_plan(model, relaxed, backend, dataclasses.replace(
                 limits, budget=budget.part(LP_FIX_SHARE * budget.left())))
             if fixed is not None:
-                incumbent = best_of(fixed, incumbent)
+                incumbent = _best_of(program, fixed, incumbent)
                 solver += " + LP-fixed MIP"
         if going() and gap_tabu.applies(instance):
             incumbent, note = lane_tabu_search(model, incumbent, dataclasses.replace(
                 limits, budget=budget.part(TABU_SHARE * budget.left(),
-                                           stop=lambda: not going())), shared)
+                                           stop=lambda: not going())))
             solver += note
         if relaxed is not None and reduced is not None and going():
             core = reduced_cost_core(model, reduced, relaxed, CORE_COLUMNS_PER_JOB)
             if incumbent is not None:
                 core |= incumbent > 0.5
             sub, columns = subprogram(program, core, np.zeros(program.n_cols))
-            solution = lane_backend.solve_program(
+            solution = backend.solve_program(
                 sub, dataclasses.replace(limits, budget=budget.part(CORE_SHARE * budget.left())),
                 None if incumbent is None else incumbent[columns],
             )
@@ -438,9 +450,8 @@ class MilpMethod:
                 values = np.zeros(program.n_cols)
                 values[columns] = np.where(sub.integer, np.round(solution.values),
                                            solution.values)
-                incumbent = best_of(values, incumbent)
+                incumbent = _best_of(program, values, incumbent)
                 assert incumbent is not None and lp_value is not None
-                shared.update(incumbent, float(program.cost @ incumbent))
                 # Reduced-cost fixing: a column outside the core would cost more than the
                 # gap, so the core's bound then holds for the whole model.
                 gap = sense * (float(program.cost @ incumbent) - lp_value)
@@ -449,27 +460,11 @@ class MilpMethod:
         bound = None if bound is None else program.round_bound(bound)
         if incumbent is not None and going():
             incumbent, steps, improved = improve(
-                model, incumbent, get_backend(name),
+                model, incumbent, get_backend(backend.name),
                 dataclasses.replace(limits, budget=budget.part(stop=lambda: not going())),
-                bound, on_improvement=shared.update,
-            )
+                bound)
             solver += f" + LNS ({steps} steps, {improved} improvements)"
-        # The backend returns within the budget (a solve still busy then is left to end
-        # on its own, and answers without a plan).
-        lane.join()
-        outcome = full["solution"]
-        if isinstance(outcome, BaseException):
-            raise outcome
-        solver = f"{outcome.solver} (branch-and-cut || {solver})"
-        if outcome.status in (Status.OPTIMAL, Status.INFEASIBLE):
-            return self._result(instance, model, outcome.status, outcome.values,
-                                outcome.bound, solver, name, context)
-        bound = tightest(instance, bound, outcome.bound)
-        if outcome.values is not None:
-            incumbent = best_of(np.where(program.integer, np.round(outcome.values),
-                                         outcome.values), incumbent)
-        status = Status.FEASIBLE if incumbent is not None else Status.NO_SOLUTION
-        return self._result(instance, model, status, incumbent, bound, solver, name, context)
+        return incumbent, bound, solver
 
     @staticmethod
     def _result(

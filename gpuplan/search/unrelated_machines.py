@@ -4,12 +4,16 @@
 (:func:`~gpuplan.models.machine_load.sequencing_free`: single-GPU jobs, one release, no
 dependencies, deadlines or GPU sharing) here, with the start plan and the bound it
 already has. The makespan is then the release plus the largest GPU load, so the plan is an
-assignment, and two lanes search for it at once, sharing their plans:
+assignment, and two lanes search for it at once:
 
 - branch-and-cut (HiGHS) on the assignment MILP
   (:class:`~gpuplan.models.assignment_makespan.AssignmentMakespanModel`, the peer's
-  model, in whole ticks), started from the best plan known and offered every better plan
-  the other lane finds (:class:`~gpuplan.methods.milp.SharedIncumbent`); its LP
+  model, in whole ticks) on all the threads, exactly as the peer (``--method textbook``)
+  runs it: no start, no plans offered. HiGHS's path is chaotic: a start or an offered
+  plan sends its parallel tree search elsewhere, sometimes to a better plan and sometimes
+  to a worse one (measured on the R||Cmax grid at 10 s: with them, cp ended a unit above
+  the peer on 3 of 81 instances; without them, on none of 17 re-run, every instance it
+  had lost among them); kept intact, the peer's plan is always among cp's. Its LP
   relaxation and cuts give the bound, and it alone proves optimality;
 - a search (:class:`PairSearch`) from the LP relaxation's plan (:func:`lp_rounded`):
   the jobs of the most loaded GPU and of a partner are re-assigned exactly (a vectorised
@@ -18,14 +22,15 @@ assignment, and two lanes search for it at once, sharing their plans:
   MILP that must put them all below it; when that fails too, a random pair of other GPUs
   moves to the plan of least total load below the makespan (a plateau move that makes
   room), and the most loaded GPU tries those two next. When the search has found nothing
-  better for :data:`STALL_S`, its lane runs a second branch-and-cut (another seed, an
-  integer largest load: HiGHS's time to good plans varies much with either) from the best
-  plan, offered the same plans.
+  better for :data:`STALL_S`, its lane runs a second branch-and-cut on one thread
+  (another seed, an integer largest load) from the best plan, offered every better plan
+  the search had (:class:`~gpuplan.search.lanes.SharedIncumbent`).
 
-Each lane runs on half of the threads (HiGHS releases the GIL), the search at a low
-priority so that it takes mostly CPU that branch-and-cut leaves idle; the search stops when
-its plan meets the best bound or branch-and-cut proves optimality, which also stops the
-other branch-and-cut. With one thread the search runs first, then branch-and-cut from its plan.
+The search lane runs at the lowest priority (:mod:`gpuplan.search.lanes`; HiGHS releases
+the GIL), so that it takes only CPU that branch-and-cut leaves idle; the search stops
+when its plan meets the best bound or branch-and-cut proves optimality, either of which
+also stops the other lane's branch-and-cut. With one thread the search runs first, then
+branch-and-cut from its plan.
 The best of the lanes' plans and the start's is returned, with the best bound: the LP's or
 branch-and-cut's, which count when the ticks are the instance's times exactly and no job
 is preemptible (a preemptible job could be split between GPUs, which the model does not
@@ -34,12 +39,9 @@ do).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import math
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -51,10 +53,10 @@ from gpuplan.backends.base import Backend, Limits, ProgramSolution
 from gpuplan.budget import Budget
 from gpuplan.instance import Instance, IntArray
 from gpuplan.methods.base import Context, better, plan_status, time_objective, with_bound
-from gpuplan.methods.milp import SharedIncumbent
 from gpuplan.models.assignment_makespan import AssignmentMakespanModel
 from gpuplan.models.machine_load import back_to_back
 from gpuplan.models.scheduling import TickScale
+from gpuplan.search.lanes import SharedIncumbent, lowest_priority
 from gpuplan.search.lns import subprogram
 from gpuplan.solution import Result
 from gpuplan.status import Status
@@ -77,10 +79,6 @@ ROUNDING_S = 1.0
 #: branch-and-cut, if this many seconds are left.
 STALL_S = 3.0
 SECOND_MIN_S = 2.0
-#: The nice value of the search lane's thread: on a machine busy with other work, where
-#: the process gets the same CPU with one thread or two, it gets about a tenth of it
-#: while branch-and-cut runs (at 19 it got none: not even the LP was solved in 10 s).
-HELPER_NICE = 10
 #: The most (load level, job) cells of a pair's dynamic programme (fine ticks make
 #: loads of millions of ticks: such pairs are left to the MILP neighbourhoods).
 MAX_CELLS = 4_000_000
@@ -301,18 +299,6 @@ def lp_rounded(model: AssignmentMakespanModel, backend: Backend,
     return model.decode(base), relaxation.objective
 
 
-def _yield_cpu() -> None:
-    """Give the calling thread a low priority (on Linux, where threads have their own).
-
-    The search lane then runs mostly on CPU that branch-and-cut leaves idle: on a machine
-    busy with other work, the process's share of the CPU is the same with one thread or
-    two, and a second thread at equal priority halved branch-and-cut's time.
-    """
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HELPER_NICE)
-
-
 def _assignment(instance: Instance, result: Result) -> IntArray | None:
     """The GPU of each job in a plan that runs every job in one piece, or None."""
     if not result.status.has_plan or result.job.size != instance.n_jobs:
@@ -349,7 +335,7 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
     instance
         A batch for which :func:`~gpuplan.models.machine_load.sequencing_free` holds.
     context
-        Budget, threads (shared by the two lanes), seed and gap.
+        Budget, threads (branch-and-cut's; the search lane runs beside it), seed and gap.
     start
         The plan to fall back on (list scheduling's or the warm start's).
     origin
@@ -386,17 +372,18 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
     shared = SharedIncumbent("min")
     shared.update(model.encode(search.gpu, search.makespan), search.makespan)
     backend = get_backend("highs")
-    backend.offer = shared.offer
     lanes = budget.limited and context.threads >= 2
-    limits = dataclasses.replace(context.limits(), threads=max(1, context.threads // 2))
+    limits = context.limits()
     outcome: dict[str, ProgramSolution | BaseException] = {}
 
     cancel_second: list[Backend] = []
 
     def branch_and_cut() -> None:
         try:
+            # Beside the search, the peer's solve untouched; after it, from its plan.
             outcome["solution"] = solution = backend.solve_program(
-                model.program, limits, model.encode(search.gpu, search.makespan))
+                model.program, limits,
+                None if lanes else model.encode(search.gpu, search.makespan))
             if solution.status is Status.OPTIMAL:
                 for other in cancel_second:
                     other.cancel()
@@ -439,7 +426,7 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
 
         def helper() -> None:
             try:
-                _yield_cpu()
+                lowest_priority()
                 improve(budget.part(stop=lambda: not lane.is_alive()
                                     or search.stalled(STALL_S)))
                 second = get_backend("highs")
@@ -448,7 +435,8 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
                         and budget.left() > SECOND_MIN_S):
                     cancel_second.append(second)
                     outcome["second"] = solution = second.solve_program(
-                        integer_program, dataclasses.replace(limits, seed=limits.seed + 1),
+                        integer_program,
+                        dataclasses.replace(limits, seed=limits.seed + 1, threads=1),
                         model.encode(search.gpu, search.makespan))
                     if solution.status is Status.OPTIMAL:
                         backend.cancel()

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import ORLIB_GAP, ROOT, instance_from, run_cli
+from conftest import ORLIB_GAP, ROOT, HighsSolve, instance_from, run_cli
 
 from gpuplan import InputError, Instance, ObjectiveKind, Status, plan, read_instance
 from gpuplan.backends import get_backend, highs
@@ -24,7 +24,6 @@ from gpuplan.methods.lp import LpMethod, LpOptions
 from gpuplan.methods.milp import (
     MilpMethod,
     MilpOptions,
-    SharedIncumbent,
     lane_tabu_search,
     symmetric,
 )
@@ -456,6 +455,26 @@ def test_one_thread_runs_one_lane() -> None:
     assert "||" not in alone.solver and "branch-and-cut ||" in both.solver
 
 
+@pytest.mark.skipif(CORES < 2, reason="two lanes need two cores")
+def test_branch_and_cut_lane_is_the_peers_solve_untouched(
+        highs_solves: list[HighsSolve]) -> None:
+    """The branch-and-cut lane of milp is the peer's solve: same program, no start, no offers.
+
+    That is what keeps milp from ever ending worse than the peer a user would write: a
+    start or offered plans sent HiGHS down other paths, to worse plans on some problems.
+    """
+    instance = gap_instance(10, 60, seed=3)
+    settings = RunSettings(time_limit_s=1.0, threads=2)
+    plan(instance, "textbook", settings=settings)
+    (peer,) = highs_solves
+    plan(instance, "milp", settings=settings)
+    lane = [c for c in highs_solves[1:] if c.thread == "gpuplan-branch-and-cut"]
+    assert len(lane) == 1 and lane[0].same_solve(peer)
+    assert peer.threads == 2 and not peer.started and not peer.offered
+    # The guided lane's own solves run on one thread of their own.
+    assert all(c.threads == 1 for c in highs_solves[1:] if c is not lane[0])
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_largest_seed_is_accepted(backend: str) -> None:
     """Seeds up to 2**31 - 1 reach every backend (HiGHS and CP-SAT take 32-bit seeds)."""
@@ -654,18 +673,14 @@ def test_greedys_start_meets_the_models_symmetry_rows() -> None:
 
 
 def test_tabu_search_finds_a_plan_where_the_lane_has_none() -> None:
-    """Without an incumbent, the lane's tabu search still hands branch-and-cut a plan.
+    """Without an incumbent, the lane's tabu search still finds a plan that fits.
 
     That is when the LP-fixed MIP found none in time; the search starts over capacity.
     """
     instance = read_instance(f"{ORLIB_GAP}/gapd.txt#1", file_format="orlib-gap")
     model = AssignmentModel.build(instance)
-    shared = SharedIncumbent(model.program.sense)
-    values, note = lane_tabu_search(model, None, Limits(Budget(iterations=300)), shared)
+    values, note = lane_tabu_search(model, None, Limits(Budget(iterations=300)))
     assert values is not None and "tabu search" in note
     activity = model.program.activity(values)
     assert np.all(activity <= model.program.row_upper + 1e-9)
     assert np.all(activity >= model.program.row_lower - 1e-9)
-    offered = shared.offer(np.inf)
-    assert offered is not None and float(model.program.cost @ offered) == float(
-        model.program.cost @ values)
