@@ -280,7 +280,6 @@ class CpMethod(PlainMethod):
             integers.
         """
         budget = context.budget
-        import_cp_model()
         scale = TickScale.choose(instance, options.tick_s)
         name = f"cpsat {version('ortools')} ({scale.describe()})"
         if not scale.exact:
@@ -296,6 +295,7 @@ class CpMethod(PlainMethod):
             return plan_unrelated(instance, context, fallback, origin, hint,
                                   objective_bound(instance), scale, f"R||Cmax lanes on "
                                   f"highs {version('highspy')} ({scale.describe()})")
+        import_cp_model()  # after the R||Cmax lanes, whose branch-and-cut starts at once
         bound = simple_bound(instance, context.limits(budget.part(share=BOUND_SHARE)))
         # CP plans every job in one piece and never pairs jobs on GPUs; where the instance
         # allows either, CP-SAT's bound and infeasibility hold for that restriction only.

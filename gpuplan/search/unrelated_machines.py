@@ -11,9 +11,9 @@ assignment, and two lanes search for it at once:
   model, in whole ticks) on all the threads, exactly as the peer (``--method textbook``)
   runs it: no start, no plans offered. HiGHS's path is chaotic: a start or an offered
   plan sends its parallel tree search elsewhere, sometimes to a better plan and sometimes
-  to a worse one (measured on the R||Cmax grid at 10 s: with them, cp ended a unit above
-  the peer on 3 of 81 instances; without them, on none of 17 re-run, every instance it
-  had lost among them); kept intact, the peer's plan is always among cp's. Its LP
+  to a worse one (on the R||Cmax grid at 10 s, with them cp ended a unit above the peer
+  on 3 of 81 instances; without them on 2, where the peer's tree found its better plan in
+  its last moments); kept intact, the peer's plan is always among cp's. Its LP
   relaxation and cuts give the bound, and it alone proves optimality;
 - a search (:class:`PairSearch`) from the LP relaxation's plan (:func:`lp_rounded`):
   the jobs of the most loaded GPU and of a partner are re-assigned exactly (a vectorised
@@ -358,24 +358,14 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
     # A plan whose load meets the bound is optimal: the search stops there.
     target = (math.ceil((bound - release + scale.slack_s) / scale.tick_s - 1e-9)
               if certain and math.isfinite(bound) else 0)
-    plans = [g for g in (_assignment(instance, start),
-                         None if hint is None else _assignment(instance, hint)) if g is not None]
-    plans.append(_fastest_free(ticks))
-    loads = [_largest_load(ticks, g) for g in plans]
-    search = PairSearch(ticks, plans[int(np.argmin(loads))], np.random.default_rng(context.seed))
     # The first branch-and-cut has the plain model (a continuous largest load), the
     # second an integer one: HiGHS takes different paths on them, each the faster on
     # some instances.
     model = AssignmentMakespanModel.build(instance, by_type, integer_makespan=False)
-    integer_program = AssignmentMakespanModel.build(instance, by_type,
-                                                    integer_makespan=True).program
-    shared = SharedIncumbent("min")
-    shared.update(model.encode(search.gpu, search.makespan), search.makespan)
     backend = get_backend("highs")
     lanes = budget.limited and context.threads >= 2
     limits = context.limits()
     outcome: dict[str, ProgramSolution | BaseException] = {}
-
     cancel_second: list[Backend] = []
 
     def branch_and_cut() -> None:
@@ -389,6 +379,30 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
                     other.cancel()
         except BaseException as exc:  # re-raised on the caller's thread
             outcome["solution"] = exc
+
+    lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut",
+                            daemon=True)
+    if lanes:
+        # The peer's solve starts before the search is set up: where the peer's tree
+        # reaches a better plan in its last moments, every millisecond counts.
+        lane.start()
+    try:
+        plans = [g for g in (_assignment(instance, start),
+                             None if hint is None else _assignment(instance, hint))
+                 if g is not None]
+        plans.append(_fastest_free(ticks))
+        loads = [_largest_load(ticks, g) for g in plans]
+        search = PairSearch(ticks, plans[int(np.argmin(loads))],
+                            np.random.default_rng(context.seed))
+        integer_program = AssignmentMakespanModel.build(instance, by_type,
+                                                        integer_makespan=True).program
+        shared = SharedIncumbent("min")
+        shared.update(model.encode(search.gpu, search.makespan), search.makespan)
+    except BaseException:  # Ctrl-C: no solve is left running behind the caller
+        backend.cancel()
+        if lane.is_alive():
+            lane.join()
+        raise
 
     relaxed: list[float] = []
 
@@ -420,8 +434,6 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
         # meeting the bound, or stalling, after which a second branch-and-cut with
         # another seed takes over this lane from the best plan (HiGHS's time to find
         # good plans varies much with its seed).
-        lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut",
-                                daemon=True)
         failed: list[BaseException] = []
 
         def helper() -> None:
@@ -446,7 +458,6 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
                 failed.append(exc)
 
         searching = threading.Thread(target=helper, name="gpuplan-rcmax-search", daemon=True)
-        lane.start()
         searching.start()
         searching.join()
         lane.join()
