@@ -184,18 +184,21 @@ def lane_tabu_search(model: AssignmentModel, incumbent: FloatArray | None,
     program = model.program
     sense = -1.0 if program.sense == "max" else 1.0
     given = sense * np.inf if incumbent is None else float(program.cost @ incumbent)
-    improved: list[FloatArray] = []
+    improvements = 0
 
-    def offer(genome: IntArray, value: float) -> None:
-        if sense * value < sense * given - 1e-9:
-            improved.append(model.encode(search.placed(genome)))
+    def count(genome: IntArray, value: float) -> None:
+        nonlocal improvements
+        improvements += sense * value < sense * given - 1e-9
 
     start = search.agents({} if incumbent is None else model.decode(incumbent))
     found = search.run(start, limits.budget,
-                       np.random.default_rng(limits.seed), on_improvement=offer)
+                       np.random.default_rng(limits.seed), on_improvement=count)
     note = (f" + tabu search ({found.iterations} iterations, {found.relinks} relinks, "
-            f"{len(improved)} improvements)")
-    return (improved[-1] if improved else incumbent), note
+            f"{improvements} improvements)")
+    # The search's best plan beats the incumbent exactly when it improved on it.
+    if improvements and found.plan is not None:
+        return model.encode(search.placed(found.plan)), note
+    return incumbent, note
 
 
 #: Backends with integer columns: the ones the assignment MILP can be handed to (a
