@@ -7,7 +7,9 @@ from list scheduling's start and the combinatorial bound. The solve starts from 
 as a full hint (a value for every variable: a solution CP-SAT keeps as it is): list
 scheduling's (the better of greedy list scheduling and, where jobs may share GPUs,
 :func:`~gpuplan.search.schedule_sharing.best_sharing_schedule`, which runs jobs side by
-side on a GPU within its memory and compute; elsewhere for makespan
+side on a GPU within its memory and compute, over several orders, for makespan some of
+them planned for a target below its best plan so that slow GPUs do not idle; elsewhere
+for makespan
 :func:`~gpuplan.search.lp_list.lp_list_schedule`, which holds each job to the type the
 makespan LP gives it), or the warm start's (a schedule file's, or a heuristic's run
 first on :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit) when that is better.

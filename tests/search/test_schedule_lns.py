@@ -44,6 +44,29 @@ def test_jobs_that_fit_together_share_a_gpu() -> None:
     assert verified(instance, shared)
 
 
+def test_a_target_makespan_sends_jobs_to_slow_gpus_that_would_idle() -> None:
+    """Planned for makespan 30, a job takes the idle slow GPU and leaves the fast one free.
+
+    At its earliest finish every job queues on the fast GPU (makespan 40); a job that
+    ends by the target on the slow one goes there, and the fast-only job starts earlier.
+    """
+    instance = build_instance(parse_document({
+        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}},
+                      {"id": "slow", "capacity": {"compute": 1.0}}],
+        "nodes": [{"id": "f", "gpus": {"fast": 1}}, {"id": "s", "gpus": {"slow": 1}}],
+        "jobs": [{"id": "a", "demand": {"compute": 1.0}, "duration_s": {"fast": 10, "slow": 20}},
+                 {"id": "b", "demand": {"compute": 1.0}, "duration_s": {"fast": 10, "slow": 20}},
+                 {"id": "c", "demand": {"compute": 1.0}, "duration_s": {"fast": 20}}],
+        "objective": "makespan",
+    }, "<test>"), "<test>")
+    keys = np.arange(3.0)
+    assert sharing_list_schedule(instance, keys).objective == pytest.approx(40)
+    aimed = sharing_list_schedule(instance, keys, target=30.0)
+    assert aimed.objective == pytest.approx(30)
+    assert instance.type_ids[int(aimed.gpu_type[list(aimed.job).index(0)])] == "slow"
+    assert verified(instance, aimed)
+
+
 @pytest.mark.parametrize("objective", [k for k in ObjectiveKind if not k.is_static])
 def test_sharing_plans_are_valid_for_every_time_objective(objective: ObjectiveKind) -> None:
     """With releases, dependencies, deadlines and shares, every plan passes the verifier."""
