@@ -987,11 +987,13 @@ def _reallocator(instance: Instance, options: BalanceOptions, context: Context,
     run again: the last makespan, less the time gone by, stands for it (one LP).
     """
     limit = (REALLOCATE_SHARE * planning.left()) if planning.limited else None
-    solves = Budget(limit)
+    # Seconds the solves took so far: the cap counts their time, not the rounds' between.
+    solving = [0.0]
     # The last makespan solved and when: the makespan policy's types for whole jobs.
     last: list[float] = []
 
     def reallocate(state: Residual) -> FloatArray | None:
+        solves = planning.part(None if limit is None else limit - solving[0])
         if solves.spent() or planning.spent():
             return None
         data = structured(instance, ThroughputData.for_jobs(
@@ -1012,6 +1014,7 @@ def _reallocator(instance: Instance, options: BalanceOptions, context: Context,
         parts = min(options.partitions, state.jobs.size, instance.n_gpus)
         allocation = solve_policy(data, dataclasses.replace(options, partitions=parts),
                                   context.with_budget(solves))
+        solving[0] += solves.elapsed()
         if not allocation.status.has_plan:
             return None
         if allocation.value is not None:

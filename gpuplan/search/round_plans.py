@@ -61,6 +61,11 @@ from gpuplan.budget import Budget
 from gpuplan.instance import FloatArray, Instance, IntArray
 from gpuplan.models.allocation import PairColumns, chain_windows
 
+#: A preemptible job with a deadline whose slack (its latest start on its fastest type,
+#: less the round's start) is at most this many rounds runs before every other job, on a
+#: type where it still ends in time: its share, spread to its deadline, left nothing to
+#: spare, and rounds lost to contention would make it late.
+URGENT_ROUNDS = 2.0
 #: Most rounds a round-based plan may have. A round in which jobs contend for GPUs takes
 #: about 35 us to plan for 4 jobs on one GPU and 0.3 ms for 500 jobs on 128 GPUs
 #: (measured), so this many take from 3 s to about a minute; rounds that repeat the last
@@ -366,6 +371,8 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
             rank_class[fresh], priority[fresh] = following.starts(
                 fresh, duration[fresh], deadline[fresh],
                 instance.gang[fresh].astype(float) if wide_first else np.ones(fresh.size), now)
+        _urgent_first(rank_class, priority, ready & ~pinned & instance.preemptible,
+                      remaining, duration, deadline, now, URGENT_ROUNDS * round_s)
         # Entries whose gang exceeds what is left of their type after the pinned jobs
         # cannot be served this round.
         room = np.array(free_of_type)
@@ -642,6 +649,32 @@ class _Following:
         classes[due] = np.where(allowed[due], 3.0, 0.0)
         priority = np.where(allowed, urgency[:, None], -np.inf)
         return classes, priority
+
+
+def _urgent_first(rank_class: FloatArray, priority: FloatArray, movable: np.ndarray,
+                  remaining: FloatArray, duration: FloatArray, deadline: FloatArray,
+                  now: float, slack_s: float) -> None:
+    """Rank first (class 3) the movable jobs whose deadline leaves at most ``slack_s``.
+
+    Such a job's entries on the types where it still ends by its latest end (or, where
+    none does, on its fastest) come before all others, the least slack first; in place.
+    """
+    jobs = np.flatnonzero(movable & np.isfinite(deadline))
+    if jobs.size == 0:
+        return
+    latest_start = deadline[jobs, None] - remaining[jobs, None] * duration[jobs]
+    slack = np.nanmax(np.where(np.isfinite(latest_start), latest_start, np.nan), axis=1,
+                      initial=-np.inf) - now
+    near = slack <= slack_s
+    if not near.any():
+        return
+    jobs, latest_start = jobs[near], latest_start[near]
+    allowed = latest_start >= now
+    allowed |= ~allowed.any(axis=1, keepdims=True) & (
+        latest_start >= latest_start.max(axis=1, keepdims=True))
+    allowed &= np.isfinite(latest_start)
+    rank_class[jobs] = np.where(allowed, 3.0, rank_class[jobs])
+    priority[jobs] = np.where(allowed, now - latest_start, priority[jobs])
 
 
 def _reallocated(reallocate: Reallocate, following: _Following, instance: Instance,

@@ -774,6 +774,24 @@ def test_gpus_are_reserved_for_a_deadline_released_later() -> None:
     assert start["short"] == pytest.approx(10.0) and start["long"] >= 20.0
 
 
+def test_a_preemptible_job_runs_first_once_its_deadline_nears() -> None:
+    """A 40-s job due at 60 s, time-shared with a 100-s job, still ends by its deadline.
+
+    The makespan policy spreads both jobs to the plan's end at 140 s; followed to the
+    letter, its shares would end the short job there. Once its slack is down to two
+    rounds it runs before the long job, and the plan meets the deadline without losing
+    a second of makespan (it was late before, and no plan came out).
+    """
+    instance = one_gpu([{"id": "long", "demand": {"compute": 1.0}, "duration_s": 100,
+                         "preemptible": True},
+                        {"id": "short", "demand": {"compute": 1.0}, "duration_s": 40,
+                         "preemptible": True, "deadline_s": 60}])
+    schedule = plan(instance, "balance", {"policy": "makespan", "round_s": 5.0})
+    assert schedule.verification is not None and schedule.verification.ok
+    assert max(p.end_s for p in schedule.segments if p.job == "short") <= 60.0
+    assert schedule.objective == pytest.approx(140.0)
+
+
 def test_allocation_is_solved_again_as_jobs_arrive() -> None:
     """A job released later, or waiting for another, brings a new allocation with it."""
     instance = one_gpu([{"id": "a", "demand": {"compute": 1.0}, "duration_s": 40,

@@ -412,6 +412,21 @@ def test_optimal_only_with_a_bound_within_1e_4(case: str) -> None:
     honest(schedule)
 
 
+def test_preemptible_batches_start_from_the_round_based_plan() -> None:
+    """Three one-hour preemptible jobs on two GPUs: 1.5 h, where one-piece plans need 2 h.
+
+    cp's model runs each job in one piece; for makespan on a batch of preemptible jobs it
+    starts from balance's round-based plan, which moves jobs between GPUs round by round
+    and reaches the preemptive bound here.
+    """
+    jobs = [job(f"p{k}", 3600, preemptible=True) for k in range(3)]
+    schedule = plan(fleet(jobs, "makespan", gpus=2), "cp", settings=RunSettings(time_limit_s=5))
+    assert schedule.verification is not None and schedule.verification.ok
+    assert schedule.objective == pytest.approx(5400) and schedule.bound == pytest.approx(5400)
+    assert len(schedule.segments) > 3
+    honest(schedule)
+
+
 def test_list_scheduling_hint_is_a_solution_of_the_model() -> None:
     """CP-SAT starts from list scheduling's plan as a valid solution, not one to repair.
 
