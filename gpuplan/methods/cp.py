@@ -57,7 +57,7 @@ from gpuplan.backends.cpsat import import_cp_model, search_solver, status_table
 from gpuplan.budget import Budget
 from gpuplan.errors import InputError
 from gpuplan.instance import Instance, IntArray, ObjectiveKind
-from gpuplan.methods.balance import BalanceMethod, BalanceOptions
+from gpuplan.methods.balance import SEGMENT_COST_S, BalanceMethod, BalanceOptions
 from gpuplan.methods.base import (
     TIME_OBJECTIVES,
     WARM_SHARE,
@@ -337,6 +337,11 @@ class CpMethod(PlainMethod):
                         f"{scale.tick_s:g} s", scale.shift_s)
         unrelated = options.then is None and sequencing_free(instance)
         fallback, origin, hint = _start(instance, context, guided=not unrelated)
+        if budget.limited and fallback.status.has_plan:
+            # The plan is translated, verified and written after the solve: for a plan of
+            # many segments (a round-based start) that takes seconds, kept back here.
+            budget = budget.part(budget.left() - fallback.n_segments * SEGMENT_COST_S)
+            context = context.with_budget(budget)
         if unrelated:
             # The R||Cmax lanes solve the assignment LP first (their bound and rounding):
             # here only the combinatorial bound, so that their branch-and-cut starts at once.
