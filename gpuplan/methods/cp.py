@@ -25,11 +25,12 @@ the integer model is the instance exactly. A secondary objective (``--then``) is
 in a second phase with the primary held at the value the first phase reached.
 
 For tardiness, sa runs first by default (its moves of the list order fix due dates fast).
-For makespan when every job is preemptible, balance's makespan policy runs first by default
-(:func:`_round_plan`): the model runs each job in one piece, while the makespan LP that
-bounds such batches lets jobs move between GPUs and types, and the round-based plan does
-too (on ``gavel_cluster_500_long`` it ends 1.2% above that bound at 60 s, where LNS over
-one-piece plans ends 6.4% above it). For the other objectives no heuristic runs first
+For makespan when every job is preemptible and the plan spans at least :data:`MIN_ROUNDS`
+of Gavel's rounds, balance's makespan policy runs first by default (:func:`_round_plan`):
+the model runs each job in one piece, while the makespan LP that bounds such batches lets
+jobs move between GPUs and types, and the round-based plan does too (on
+``gavel_cluster_500_long`` it ends 1.2% above that bound at 60 s, where LNS over one-piece
+plans ends 6.4% above it). For the other objectives no heuristic runs first
 unless asked (``--warm-start sa``): on the operator's 150-job batches the sharing start was
 already below sa's plan at 10 s, and on ``gavel_cluster_500_long`` sa's 10 s gained 0.06%
 on list scheduling, where LNS gains 2%.
@@ -106,6 +107,9 @@ ANNEAL_SHARE = 0.6
 #: when every job is preemptible (:func:`_round_plan`). Most of it: where that plan is
 #: made, LNS over plans that run each job in one piece does not come near it.
 ROUND_SHARE = 0.8
+#: The round-based start is made only where the plan spans at least this many of Gavel's
+#: rounds: with fewer, GPUs idle to the end of the rounds in which jobs end.
+MIN_ROUNDS = 10
 #: Seconds per GPU and round that the round-based plan takes to plan, and to translate,
 #: verify and write its segments (measured on ``gavel_cluster_500_long``: 0.86 ms per
 #: round on 128 GPUs, and 34 us for each of about 47 segments per round).
@@ -190,10 +194,11 @@ def _annealing(instance: Instance, context: Context) -> Callable[[Budget], Resul
 def _round_plan(instance: Instance, context: Context) -> Callable[[Budget], Result]:
     """Balance's makespan policy, rounded to a round-based plan, as a warm start.
 
-    The default warm start for makespan when every job is preemptible, on
-    :data:`ROUND_SHARE` of the time limit. Rounds are Gavel's 360 s, or longer where the
-    budget could not plan that many: the combinatorial bound over the round length times
-    the GPUs times :data:`ROUND_GPU_S` must fit in :data:`ROUND_PLANNING` of the budget
+    The default warm start for makespan when every job is preemptible and the plan spans
+    at least :data:`MIN_ROUNDS` rounds, on :data:`ROUND_SHARE` of the time limit. Rounds
+    are Gavel's 360 s, or longer where the budget could not plan that many: the
+    combinatorial bound over the round length times the GPUs times :data:`ROUND_GPU_S`
+    must fit in :data:`ROUND_PLANNING` of the budget
     (on ``gavel_cluster_500_long``, rounds of 360 s gave 2,385,023 in 13 s, and of
     3,600 s 2,408,688 in 4 s). Where the plan still does not fit, balance returns greedy's
     and cp goes on from list scheduling's.
@@ -221,8 +226,8 @@ def _start(instance: Instance, context: Context,
     whose LP gets :data:`BOUND_SHARE` of the time limit), or the warm
     start's when that is at least as good: a schedule file's plan (``context.start``), or
     a heuristic's (``context.warm``; by default sa's for tardiness, :func:`_annealing`, and
-    balance's round-based plan for makespan when every job is preemptible,
-    :func:`_round_plan`),
+    balance's round-based plan for makespan when every job is preemptible and the plan
+    spans many rounds, :func:`_round_plan`),
     run here on :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit, whose order
     of starts is also listed with GPU sharing. The hint is the fallback, or list
     scheduling's plan when the fallback runs a job in pieces. Without ``guided`` no
@@ -235,7 +240,8 @@ def _start(instance: Instance, context: Context,
     if warm is None and instance.objective is ObjectiveKind.TARDINESS:
         warm, share = _annealing(instance, context), ANNEAL_SHARE
     elif (warm is None and instance.objective is ObjectiveKind.MAKESPAN
-          and instance.preemptible.all()):
+          and instance.preemptible.all()
+          and objective_bound(instance) >= MIN_ROUNDS * BalanceOptions().round_s):
         warm, share = _round_plan(instance, context), ROUND_SHARE
     listed = list_schedule(instance)
     if warm is not None:
