@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -16,7 +17,7 @@ from conftest import ORLIB_GAP, ROOT, HighsSolve, instance_from, run_cli
 
 from gpuplan import InputError, Instance, ObjectiveKind, Status, plan, read_instance
 from gpuplan.backends import get_backend, highs
-from gpuplan.backends.base import Limits
+from gpuplan.backends.base import Limits, ProgramSolution
 from gpuplan.budget import Budget
 from gpuplan.methods.base import CORES, Context, RunSettings
 from gpuplan.methods.greedy import best_fit_decreasing
@@ -24,6 +25,7 @@ from gpuplan.methods.lp import LpMethod, LpOptions
 from gpuplan.methods.milp import (
     MilpMethod,
     MilpOptions,
+    closed,
     lane_tabu_search,
     symmetric,
 )
@@ -127,6 +129,39 @@ def test_gap1_known_optima(backend: str, problem: int, sense: str, optimum: int)
     assert schedule.status is Status.OPTIMAL
     assert schedule.objective == optimum
     assert schedule.bound == pytest.approx(optimum)
+
+
+@pytest.mark.parametrize("limited", [True, False])
+def test_a_plan_stopped_at_the_gap_a_unit_short_is_solved_again(limited: bool) -> None:
+    """A plan called optimal within 1e-4 with a unit unproven gets the rest of the time.
+
+    gap1 #1 with a plan at least a unit above the optimum, as if branch-and-cut had
+    stopped at it with the bound at the optimum: with a time limit the model is solved
+    again with no gap and the optimum comes back; without one, the plan is left as it was.
+    """
+    instance = read_instance(f"{ORLIB_GAP}/gap1.txt#1", file_format="orlib-gap",
+                             sense="min")  # type: ignore[arg-type]
+    program = AssignmentModel.build(instance).program
+    highs_backend = get_backend("highs")
+    optimum = highs_backend.solve_program(program, Limits(Budget(30.0), gap=0.0)).objective
+    assert optimum is not None
+    # The same model with the objective held a unit above the optimum, for a worse plan.
+    costed = np.flatnonzero(program.cost)
+    worse = dataclasses.replace(
+        program, row_lower=np.r_[program.row_lower, optimum + 1],
+        row_upper=np.r_[program.row_upper, np.inf],
+        row_start=np.r_[program.row_start, program.row_start[-1] + costed.size],
+        col_index=np.r_[program.col_index, costed], value=np.r_[program.value,
+                                                                program.cost[costed]],
+        row_names=[*program.row_names, "worse"])
+    values = highs_backend.solve_program(worse, Limits(Budget(30.0))).values
+    assert values is not None
+    objective = float(program.cost @ values)
+    assert objective >= optimum + 1
+    stopped = ProgramSolution(Status.OPTIMAL, values, objective, optimum, "test")
+    again = closed(program, stopped, "highs", Context(Budget(30.0 if limited else None)))
+    assert again.objective == (optimum if limited else objective) and again.bound == optimum
+    assert again.values is not None and float(program.cost @ again.values) == again.objective
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
