@@ -191,22 +191,23 @@ def _annealing(instance: Instance, context: Context) -> Callable[[Budget], Resul
     return run
 
 
-def _round_plan(instance: Instance, context: Context) -> Callable[[Budget], Result]:
+def _round_plan(instance: Instance, context: Context,
+                bound: float) -> Callable[[Budget], Result]:
     """Balance's makespan policy, rounded to a round-based plan, as a warm start.
 
     The default warm start for makespan when every job is preemptible and the plan spans
     at least :data:`MIN_ROUNDS` rounds, on :data:`ROUND_SHARE` of the time limit. Rounds
     are Gavel's 360 s, or longer where the budget could not plan that many: the
     combinatorial bound over the round length times the GPUs times :data:`ROUND_GPU_S`
-    must fit in :data:`ROUND_PLANNING` of the budget
-    (on ``gavel_cluster_500_long``, rounds of 360 s gave 2,385,023 in 13 s, and of
+    must fit in :data:`ROUND_PLANNING` of the budget, ``bound`` being the combinatorial
+    bound (on ``gavel_cluster_500_long``, rounds of 360 s gave 2,385,023 in 13 s, and of
     3,600 s 2,408,688 in 4 s). Where the plan still does not fit, balance returns greedy's
     and cp goes on from list scheduling's.
     """
     def run(budget: Budget) -> Result:
         seconds = budget.left() if budget.limited else math.inf
         round_s = max(BalanceOptions().round_s,
-                      objective_bound(instance) * instance.n_gpus * ROUND_GPU_S
+                      bound * instance.n_gpus * ROUND_GPU_S
                       / (ROUND_PLANNING * seconds))
         found = BalanceMethod().solve(instance, BalanceOptions(
             policy=Policy.MAKESPAN.value, round_s=round_s), context.with_budget(budget))
@@ -240,9 +241,10 @@ def _start(instance: Instance, context: Context,
     if warm is None and instance.objective is ObjectiveKind.TARDINESS:
         warm, share = _annealing(instance, context), ANNEAL_SHARE
     elif (warm is None and instance.objective is ObjectiveKind.MAKESPAN
-          and instance.preemptible.all()
-          and objective_bound(instance) >= MIN_ROUNDS * BalanceOptions().round_s):
-        warm, share = _round_plan(instance, context), ROUND_SHARE
+          and instance.preemptible.all()):
+        bound = objective_bound(instance)
+        if bound >= MIN_ROUNDS * BalanceOptions().round_s:
+            warm, share = _round_plan(instance, context, bound), ROUND_SHARE
     listed = list_schedule(instance)
     if warm is not None:
         found = warm(context.budget.part(share=share))

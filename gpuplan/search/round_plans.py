@@ -663,9 +663,8 @@ def _urgent_first(rank_class: FloatArray, priority: FloatArray, movable: np.ndar
     if jobs.size == 0:
         return
     latest_start = deadline[jobs, None] - remaining[jobs, None] * duration[jobs]
-    slack = np.nanmax(np.where(np.isfinite(latest_start), latest_start, np.nan), axis=1,
-                      initial=-np.inf) - now
-    near = slack <= slack_s
+    # -inf on the types the job cannot use (an infinite run time).
+    near = latest_start.max(axis=1) - now <= slack_s
     if not near.any():
         return
     jobs, latest_start = jobs[near], latest_start[near]
