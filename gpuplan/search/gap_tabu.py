@@ -18,6 +18,12 @@ Glover's ejection-chain tabu search (INFORMS J. Comput. 2004):
   3.8% without it and 1.1% with it (measured on the shared machine, load 5-6);
 - a job may not go back to the GPU it left for a random tenure (the tabu list), unless
   that gives a plan better than the best one that fits (aspiration);
+- the search lives mostly beyond capacity (on Chu-Beasley d20100, 99.8% of its iterations
+  were on over-full plans), so each iteration also records the cheapest priced move whose
+  plan fits, though it moves elsewhere. On ten Chu-Beasley and Yagiura C, D and E
+  problems at 5 s (one full core) the mean gap to best known went from 1.10% to 0.83%,
+  and on d20100 from 300 moves a plan that fits is found at every seed (before: at one
+  of three);
 - the best plans that fit form an elite pool; when the search stalls it walks from one
   elite plan to another (path relinking) and restarts from the best point on the way.
 
@@ -347,18 +353,41 @@ class _Run:
         """Record the plan if it fits and beats the best (checked exactly), and the elites."""
         if self._over().sum() > NO_EXCESS or self.cost >= self.best_cost - 1e-9:
             return
-        if not self.space.fits(self.genome):
-            return
-        # Recomputed rather than summed move by move: no drift in the reported value.
-        self.cost = float(self.space.cost[self.jobs, self.genome].sum())
-        self.best, self.best_cost = self.genome.copy(), self.cost
+        if self._record(self.genome):
+            # Recomputed rather than summed move by move: no drift in the reported value.
+            self.cost = self.best_cost
+
+    def _record(self, genome: IntArray) -> bool:
+        """Keep ``genome`` as the best plan if it fits and beats the best (exact checks)."""
+        space = self.space
+        if not space.fits(genome):
+            return False
+        cost = float(space.cost[self.jobs, genome].sum())
+        if cost >= self.best_cost - 1e-9:
+            return False
+        self.best, self.best_cost = genome.copy(), cost
         self.since_best = 0
-        if not any(np.array_equal(g, self.genome) for _, g in self.elite):
-            self.elite.append((self.cost, self.genome.copy()))
+        if not any(np.array_equal(g, genome) for _, g in self.elite):
+            self.elite.append((cost, genome.copy()))
             self.elite.sort(key=lambda e: e[0])
             del self.elite[ELITE:]
         if self.on_improvement is not None:
-            self.on_improvement(self.best.copy(), self.space.sign * self.best_cost)
+            self.on_improvement(self.best.copy(), space.sign * self.best_cost)
+        return True
+
+    def _peek(self, penalised: FloatArray, value: FloatArray, excess: FloatArray,
+              moved: Callable[[int], IntArray]) -> None:
+        """Record the best neighbour in a table of moves whose plan fits, without moving.
+
+        The search lives mostly beyond capacity (on Chu-Beasley d20100, 99.8% of its
+        iterations were on over-full plans), so the plans that fit are more often a move
+        away than visited. ``moved`` gives the genome after the move at a flat index.
+        """
+        fits = np.isfinite(penalised) & (self._over().sum() + excess <= NO_EXCESS)
+        gain = np.where(fits, value, np.inf).ravel()
+        at = int(np.argmin(gain))
+        if self.cost + gain[at] < self.best_cost - 1e-9:
+            self._record(moved(at))
 
     def _adapt(self) -> None:
         """Raise the weights of over-full agents; lower all of them while the plan fits."""
@@ -401,6 +430,15 @@ class _Run:
         a, b = divmod(int(np.argmin(open_swaps)), self.jobs.size)
         chain = open_chains[c, r] if ejected.size else np.inf
         swap = open_swaps[a, b]
+        self._peek(*shifts, lambda at: self._moved((at // n_agents, at % n_agents)))
+        if ejected.size:
+            self._peek(*chains, lambda at: self._moved(
+                (int(jobs[which[at // n_agents]]), int(to[which[at // n_agents]])),
+                (int(ejected[at // n_agents]), at % n_agents)))
+        n = self.jobs.size
+        self._peek(swap_cost, swap_value, swap_excess, lambda at: self._moved(
+            (int(rows[at // n]), int(self.genome[at % n])),
+            (at % n, int(self.genome[rows[at // n]]))))
         if swap < min(chain, flat[best_shift]):
             j, k = int(rows[a]), b
             p, q = int(self.genome[j]), int(self.genome[k])
@@ -442,6 +480,13 @@ class _Run:
         self.tabu[:] = 0
         self.since_best = 0
         self.relinks += 1
+
+    def _moved(self, *moves: tuple[int, int]) -> IntArray:
+        """A copy of the genome with each (job, agent) of ``moves`` made."""
+        genome = self.genome.copy()
+        for job, agent in moves:
+            genome[job] = agent
+        return genome
 
     def _set(self, genome: IntArray) -> None:
         """Take a whole genome; loads and value recomputed."""

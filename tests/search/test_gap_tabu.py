@@ -84,3 +84,19 @@ def test_scope_is_single_gpu_jobs_with_additive_objectives() -> None:
     assert not applies(gang)
     with pytest.raises(ValueError, match="single-GPU"):
         GapSearch(gang)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_plan_that_fits_is_found_where_the_search_stays_over_capacity(seed: int) -> None:
+    """On a tight 20 x 100 problem, 300 moves from over capacity end with a plan that fits.
+
+    The search spends nearly all its moves on over-full plans there; it must keep the plans
+    that fit one move away, not only those it steps on (before, two of these seeds ended
+    with no plan).
+    """
+    instance = read_instance(f"{ORLIB_GAP}/gapd.txt#5", file_format="orlib-gap")
+    search = GapSearch(instance)
+    found = search.run(search.cheapest(), Budget(iterations=300),
+                       np.random.default_rng(seed))
+    assert found.plan is not None and search.fits(found.plan)
+    assert found.value == search.value(found.plan) < 6185 * 1.05
