@@ -30,8 +30,8 @@ Glover's ejection-chain tabu search (INFORMS J. Comput. 2004):
   elite plan to another (path relinking) and restarts from the best point on the way.
 
 Only plans that fit every capacity are returned; the caller turns them into results,
-which the verifier checks. ``milp`` runs it in its LP-guided lane (its improvements go to
-branch-and-cut at once), ``sa --search tabu`` on its own.
+which the verifier checks. ``milp`` runs it in its LP-guided lane where the MIP over the
+LP's split jobs finds no plan, ``sa --search tabu`` on its own.
 """
 
 from __future__ import annotations
