@@ -13,7 +13,7 @@ Resume
     Beside each schedule ``OUT/NAME.json`` its task writes a key,
     ``OUT/.gpuplan-batch/NAME.json`` (both atomically, the key first): the instance file's
     resolved path and SHA-256, the method, every setting that changes a plan (the method's
-    typed options, defaults included, and the :class:`~gpuplan.methods.base.RunSettings`,
+    typed options, defaults included, and the :class:`~gpuplan.core.settings.RunSettings`,
     threads included (milp's lanes depend on them); a task whose options are not plain
     data has no key) and the SHA-256 of the schedule file it writes. One small key per
     schedule, written by the worker that planned it, needs no shared file that concurrent
@@ -73,14 +73,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from gpuplan.errors import BackendUnavailableError, InputError, VerificationError
-from gpuplan.instance import Instance
-from gpuplan.io import remove_stale_temporaries, write_text_atomic
+from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError
+from gpuplan.core.files import remove_stale_temporaries, write_text_atomic
+from gpuplan.core.instance import Instance
+from gpuplan.core.schedule import Schedule
+from gpuplan.core.settings import CORES, RunSettings
 from gpuplan.methods import get_method
-from gpuplan.methods.base import CORES, RunSettings, build_options
+from gpuplan.methods.base import method_options
 from gpuplan.planning import check_settings, plan
 from gpuplan.readers import read_instance
-from gpuplan.schedule import Schedule
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)
@@ -159,7 +160,7 @@ class BatchTask:
     method
         A registered method.
     options
-        The method's settings by name or flag (:func:`~gpuplan.methods.base.build_options`).
+        The method's settings by name or flag (:func:`~gpuplan.core.options.build_options`).
     settings
         Time limit, iterations, seed, threads and gap.
     """
@@ -237,7 +238,7 @@ def make_tasks(sources: Sequence[Path], out: Path, method: str, options: Mapping
         ``--iterations`` for a method that counts none.
     """
     chosen = get_method(method)
-    build_options(chosen, options)
+    method_options(chosen, options)
     check_settings(chosen, settings)
     limit = _name_limit(out)
     stems = [_shorten(source.stem, limit) for source in sources]
@@ -339,7 +340,7 @@ def _task_key(task: BatchTask) -> dict[str, Any] | None:
         return None
     # The typed options, so that a setting given by flag or left at its default is the
     # same key; threads are kept: milp runs its second lane only with two.
-    typed = build_options(get_method(task.method), task.options)
+    typed = method_options(get_method(task.method), task.options)
     settings = dataclasses.asdict(task.settings)
     key = {"instance": resolved, "instance_sha256": _sha256(data), "method": task.method,
            "options": dataclasses.asdict(typed), "settings": settings}

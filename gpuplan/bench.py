@@ -28,11 +28,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gpuplan.batch import expand_inputs
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.io import write_text_atomic
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import write_text_atomic
+from gpuplan.core.instance import Instance
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.options import takes
+from gpuplan.core.settings import RunSettings
 from gpuplan.methods import METHODS
-from gpuplan.methods.base import RunSettings, build_options, takes
+from gpuplan.methods.base import method_options
 from gpuplan.planning import plan
 from gpuplan.readers import read_instance
 
@@ -293,7 +296,7 @@ def parse_method(spec: str) -> MethodSpec:
     """Read ``NAME[@WARM][:KEY=VALUE]...``, e.g. ``milp@sa`` or ``milp:backend=cpsat``.
 
     ``KEY`` is ``objective`` (plan the instance for another objective, as ``gpuplan solve
-    --objective`` does) or an option of the method (:func:`~gpuplan.methods.base.option`),
+    --objective`` does) or an option of the method (:func:`~gpuplan.core.options.option`),
     by name or flag, such as ``backend`` or ``solver``, ``policy``, ``partitions`` or
     ``crossover``; its value is read as the flag's would be.
 
@@ -325,7 +328,7 @@ def parse_method(spec: str) -> MethodSpec:
         key, equals, text = pair.partition("=")
         if not key or not equals:
             raise InputError("--methods", "", f"{spec!r}: {pair!r} is not KEY=VALUE with KEY "
-                             f"objective or an option of {name}: {takes(method)}")
+                             f"objective or an option of {name}: {takes(method.options_type)}")
         if key == "objective":
             try:
                 objective = ObjectiveKind(text)
@@ -340,7 +343,7 @@ def parse_method(spec: str) -> MethodSpec:
         raise InputError("--methods", "", f"{spec!r}: method {name!r} cannot plan objective "
                          f"{objective.value!r}; methods that can: {', '.join(able)}")
     try:
-        build_options(method, settings, source=spec)
+        method_options(method, settings, source=spec)
     except InputError as exc:
         if exc.source == spec:
             raise

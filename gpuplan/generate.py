@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.errors import InputError
-from gpuplan.instance import ObjectiveKind
+from gpuplan.core.errors import InputError
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.readers.gavel import (
     GPU_MEMORY_GIB,
     LONG_SHARE,

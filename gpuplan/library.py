@@ -46,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, ObjectiveKind
+from gpuplan.core.instance import FloatArray, Instance
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.methods.greedy import list_schedule
 from gpuplan.readers.instance_file import build_instance, parse_document
 

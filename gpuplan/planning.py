@@ -1,8 +1,8 @@
 """The one path from an instance to a verified schedule, shared by every method.
 
-:func:`plan` runs a method, translates its raw :class:`~gpuplan.solution.Result` into a
-:class:`~gpuplan.schedule.Schedule` and verifies it. A schedule the verifier rejects is a bug
-in gpuplan: it raises :class:`~gpuplan.errors.VerificationError` instead of being returned.
+:func:`plan` runs a method, translates its raw :class:`~gpuplan.core.result.Result` into a
+:class:`~gpuplan.core.schedule.Schedule` and verifies it. A schedule the verifier rejects is a bug
+in gpuplan: it raises :class:`~gpuplan.core.errors.VerificationError` instead of being returned.
 """
 
 from __future__ import annotations
@@ -13,21 +13,15 @@ from typing import Any
 
 from gpuplan.backends import BACKENDS
 from gpuplan.backends.base import check_capabilities
-from gpuplan.budget import Budget, never
-from gpuplan.errors import InputError, VerificationError
-from gpuplan.instance import Instance
+from gpuplan.core.budget import Budget, never
+from gpuplan.core.errors import InputError, VerificationError
+from gpuplan.core.instance import Instance
+from gpuplan.core.result import Result, infeasible
+from gpuplan.core.schedule import Schedule, ViolationKind
+from gpuplan.core.settings import Context, RunSettings, WarmStart
 from gpuplan.methods import DEFAULT_METHOD, METHODS, get_method
-from gpuplan.methods.base import (
-    Context,
-    Method,
-    RunSettings,
-    WarmStart,
-    build_options,
-    infeasible,
-)
+from gpuplan.methods.base import Method, method_options
 from gpuplan.models.bounds import infeasibility_reasons
-from gpuplan.schedule import Schedule, ViolationKind
-from gpuplan.solution import Result
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)
@@ -58,7 +52,7 @@ def _options(method: Method, options: Any) -> Any:
     if options is None:
         return method.options_type()
     if isinstance(options, Mapping):
-        return build_options(method, options)
+        return method_options(method, options)
     if not isinstance(options, method.options_type):
         raise InputError("--method", "", f"method {method.name!r} takes "
                          f"{method.options_type.__name__}, not {type(options).__name__}")

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.io import write_bytes_atomic, write_text_atomic
-from gpuplan.schedule import Schedule
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import write_bytes_atomic, write_text_atomic
+from gpuplan.core.instance import Instance
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.schedule import Schedule
 
 if TYPE_CHECKING:  # matplotlib is imported only when drawing
     from matplotlib.figure import Figure

@@ -1,7 +1,7 @@
 """The independent verifier: recompute every constraint and the objective from the instance.
 
-Nothing here trusts a solver. The verifier reads only the :class:`~gpuplan.instance.Instance`
-and the :class:`~gpuplan.schedule.Schedule` (by ids, as a user's file would hold them), and
+Nothing here trusts a solver. The verifier reads only the :class:`~gpuplan.core.instance.Instance`
+and the :class:`~gpuplan.core.schedule.Schedule` (by ids, as a user's file would hold them), and
 reports each broken constraint as one readable line. :func:`gpuplan.planning.plan` runs it on
 every result, and ``gpuplan check`` runs it on any schedule file.
 """
@@ -17,8 +17,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.schedule import (
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.result import EventKind
+from gpuplan.core.schedule import (
     Event,
     RunRecord,
     Schedule,
@@ -27,12 +29,8 @@ from gpuplan.schedule import (
     Violation,
     ViolationKind,
 )
-from gpuplan.solution import EventKind
-from gpuplan.status import OPTIMAL_GAP, Status, relative_gap
+from gpuplan.core.status import OPTIMAL_GAP, TOLERANCE, Status, relative_gap
 
-#: Tolerance for capacities and objective values (relative), and for times (absolute
-#: seconds, plus the float rounding of times far from zero, see :func:`_rounding`).
-TOLERANCE = 1e-6
 #: At most this many violations of one kind are listed; the rest are counted.
 MAX_LISTED = 20
 
@@ -864,7 +862,7 @@ def _check_certificate(
 ) -> None:
     """The certificate holds: status, objective, bound and gap agree with the segments.
 
-    ``optimal`` needs a bound within :data:`~gpuplan.schedule.OPTIMAL_GAP` of the plan's
+    ``optimal`` needs a bound within :data:`~gpuplan.core.schedule.OPTIMAL_GAP` of the plan's
     value; a bound lies on the right side of that value; ``infeasible`` places nothing; a
     status without a plan claims no objective.
     """

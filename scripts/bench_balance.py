@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
-from gpuplan.budget import Budget
-from gpuplan.instance import Instance
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import Instance
+from gpuplan.core.settings import Context, RunSettings
 from gpuplan.methods.balance import BalanceOptions, solve_policy
-from gpuplan.methods.base import Context, RunSettings
 from gpuplan.models.allocation import Policy, ThroughputData
 from gpuplan.readers.gavel import (
     PRICES,

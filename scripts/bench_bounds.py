@@ -36,16 +36,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpuplan.backends import get_backend
-from gpuplan.backends.base import Limits
 from gpuplan.bench import Problem, load_suite, parse_method, run_bench, write_results
-from gpuplan.budget import Budget
-from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.instance import Instance
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.settings import RunSettings
+from gpuplan.core.status import Status
 from gpuplan.models.bounds import earliest_completion, objective_bound
 from gpuplan.models.energetic import packing_rows, solve_by_rows, window_program, windows
 from gpuplan.models.scheduling import workload_program
 from gpuplan.search.time_bounds import BOUND_BACKEND, simple_bound
-from gpuplan.status import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = [

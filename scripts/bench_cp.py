@@ -39,7 +39,7 @@ from gpuplan.bench import (
     summary_markdown,
     write_results,
 )
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 METHODS = ["greedy", "cp", "textbook", "textbook:backend=cpsat"]

@@ -157,9 +157,9 @@ def main() -> None:
     """Draw the inputs, solve each policy on both sides, write the table."""
     # gpuplan is imported here, not at the top: the worker runs in Gavel's environment.
     from gpuplan.bench import write_results
-    from gpuplan.budget import Budget
+    from gpuplan.core.budget import Budget
+    from gpuplan.core.settings import Context
     from gpuplan.methods.balance import BalanceOptions, solve_policy
-    from gpuplan.methods.base import Context
     from gpuplan.models.allocation import (
         Colocation,
         FairShare,

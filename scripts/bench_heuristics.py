@@ -31,7 +31,7 @@ from gpuplan.bench import (
     summary_markdown,
     write_results,
 )
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.

@@ -41,8 +41,8 @@ from gpuplan.bench import (
     write_best_known,
     write_results,
 )
+from gpuplan.core.settings import RunSettings
 from gpuplan.methods import METHODS
-from gpuplan.methods.base import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ROOT / "instances" / "library"

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.settings import RunSettings
 from gpuplan.search.lp_rounding import ROUNDINGS
 
 ROOT = Path(__file__).resolve().parent.parent

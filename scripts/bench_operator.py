@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ROOT / "instances" / "library"

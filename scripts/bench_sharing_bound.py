@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuplan.bench import write_results
-from gpuplan.budget import Budget
+from gpuplan.core.budget import Budget
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.bound import allocation_bound, arrived_ends
 from gpuplan.sharing.cluster import GPU_MILLI

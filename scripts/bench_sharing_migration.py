@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuplan.bench import write_results
-from gpuplan.instance import Instance
+from gpuplan.core.instance import Instance
 from gpuplan.readers.openb import gpu_specs, read_openb
 from gpuplan.sharing.bound import allocation_bound
 from gpuplan.sharing.migrate import Defragmenter

@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 
 from gpuplan.bench import write_results
-from gpuplan.errors import InputError
-from gpuplan.instance import FloatArray
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import FloatArray
 from gpuplan.plot import write_figure
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.policies import POLICIES

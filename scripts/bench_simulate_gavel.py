@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuplan.io import write_text_atomic
+from gpuplan.core.files import write_text_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 THROUGHPUTS = (ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "gavel"
@@ -116,7 +116,7 @@ class Point:
     def sweep_point(self, cache: Path, throughputs: Path) -> Any:
         """The :class:`~gpuplan.simulate.sweep.SweepPoint` of this run, its log in ``cache``."""
         from gpuplan.cli.simulate import PRESETS
-        from gpuplan.methods.base import RunSettings
+        from gpuplan.core.settings import RunSettings
         from gpuplan.simulate.engine import SimulationConfig
         from gpuplan.simulate.run import RunSpec
         from gpuplan.simulate.sweep import SweepPoint, Workload

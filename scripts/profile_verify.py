@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.instance import Instance
+from gpuplan.core.instance import Instance
+from gpuplan.core.schedule import Schedule
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.schedule import Schedule
 from gpuplan.simulate.engine import Engine, SimulationConfig
 from gpuplan.simulate.policies.admit_all import AdmitAll
 from gpuplan.simulate.policy import ClusterView, Decision, Mode, PolicyContext, View

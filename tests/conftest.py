@@ -15,7 +15,7 @@ import pytest
 
 from gpuplan import Instance, read_instance
 from gpuplan.backends import highs
-from gpuplan.backends.base import Limits
+from gpuplan.core.budget import Limits
 from gpuplan.models.linear import LinearProgram
 from gpuplan.readers.instance_file import build_instance, parse_document
 

@@ -17,18 +17,12 @@ import pytest
 
 from gpuplan.backends import BACKENDS, get_backend
 from gpuplan.backends import highs as highs_backend
-from gpuplan.backends.base import (
-    Backend,
-    Capabilities,
-    Limits,
-    check_capabilities,
-    program_needs,
-)
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
+from gpuplan.backends.base import Backend, Capabilities, check_capabilities, program_needs
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.errors import InputError
+from gpuplan.core.status import Status
 from gpuplan.models.assignment_makespan import AssignmentMakespanModel
 from gpuplan.models.linear import LinearProgram, RowBuilder
-from gpuplan.status import Status
 
 NAMES = sorted(BACKENDS)
 #: The capacity row of :func:`knapsack`: 2 a + 3 b + c <= 5.

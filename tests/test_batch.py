@@ -21,10 +21,10 @@ from conftest import BENCHMARKS, DATA, INSTANCES, ROOT, run_cli
 from gpuplan import Schedule, batch, cli, read_instance
 from gpuplan.batch import KEYS, batch_plan, expand_inputs, make_tasks, run_batch
 from gpuplan.bench import QUOTE, parse_method, quote_tables, refresh_quotes
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.settings import CORES, DEFAULT_THREADS, RunSettings
 from gpuplan.generate import generate_document
-from gpuplan.instance import ObjectiveKind
-from gpuplan.methods.base import CORES, DEFAULT_THREADS, RunSettings
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.verify import verify_schedule
 

@@ -19,7 +19,7 @@ from conftest import DATA
 
 from gpuplan import plan, read_instance, verify_schedule
 from gpuplan.cli import main
-from gpuplan.schedule import Schedule
+from gpuplan.core.schedule import Schedule
 
 SMALL = DATA / "valid_small.json"
 V1_SMALL = DATA / "schedule_v1_small.json"

@@ -16,8 +16,8 @@ from conftest import DATA
 
 from gpuplan import cli
 from gpuplan.cli import solve as solve_command
-from gpuplan.errors import InputError
-from gpuplan.io import (
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import (
     HOST_TAG,
     MAX_DEPTH,
     STALE_AFTER_S,

@@ -10,7 +10,7 @@ import pytest
 from conftest import INSTANCES, instance_from
 
 from gpuplan import RunSettings, plan, read_instance
-from gpuplan.instance import ObjectiveKind
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.library import VARIANTS, library_name, operator_document
 
 LIBRARY = INSTANCES / "library"

@@ -11,7 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
 from gpuplan import Schedule, plan, read_instance
-from gpuplan.instance import Instance
+from gpuplan.core.instance import Instance
 from gpuplan.plot import schedule_figure
 
 

@@ -21,11 +21,11 @@ from gpuplan import (
     read_instance,
     verify_schedule,
 )
+from gpuplan.core.result import Event, EventKind, Result
+from gpuplan.core.schedule import FORMAT_VERSION, parse_epoch
+from gpuplan.core.status import Status
 from gpuplan.readers import load_data
 from gpuplan.readers.instance_file import InstanceDocument
-from gpuplan.schedule import FORMAT_VERSION, parse_epoch
-from gpuplan.solution import Event, EventKind, Result
-from gpuplan.status import Status
 
 V1_SMALL = DATA / "schedule_v1_small.json"
 V2_SEGMENTS = DATA / "schedule_v2_segments.json"

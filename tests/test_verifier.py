@@ -18,8 +18,8 @@ from gpuplan import (
     read_instance,
     verify_schedule,
 )
+from gpuplan.core.schedule import Segment, ViolationKind
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.schedule import Segment, ViolationKind
 
 # A valid hand-made plan for tests/data/valid_small.json. GPUs are numbered per node in the
 # order of gpu_types, so on n2 the two A100s are n2/0, n2/1 and the two L4s n2/2, n2/3.

@@ -11,7 +11,7 @@ from gpuplan.backends.base import Backend, Capabilities
 from gpuplan.backends.cpsat import CpSatBackend
 from gpuplan.backends.highs import HighsBackend
 from gpuplan.backends.pyomo import PyomoBackend
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
 
 #: Backend name -> class; each call of it makes a fresh backend.
 BACKENDS: dict[str, type[Backend]] = {

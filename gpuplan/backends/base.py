@@ -4,7 +4,7 @@ A backend solves a :class:`~gpuplan.models.linear.LinearProgram` (the canonical 
 model is built in) within :class:`Limits`. Like cvxpy's solver interfaces, each declares
 its :class:`Capabilities`, so that a method asking for what a backend lacks is refused
 before anything is solved (:func:`check_capabilities`), and maps its own status codes to
-:class:`~gpuplan.status.Status`.
+:class:`~gpuplan.core.status.Status`.
 """
 
 from __future__ import annotations
@@ -13,33 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import ClassVar, NoReturn, Protocol
 
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
-from gpuplan.instance import FloatArray, IntArray
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import FloatArray, IntArray
+from gpuplan.core.status import Status
 from gpuplan.models.linear import LinearProgram
-from gpuplan.status import OPTIMAL_GAP, Status
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What a backend may spend and how it may search: the methods' options stay above.
-
-    Attributes
-    ----------
-    budget
-        The solve's time budget; the backend stops when it is spent.
-    threads
-        Threads the backend may use.
-    seed
-        Random seed of the backend's search.
-    gap
-        Relative gap at which the backend may stop and call its solution optimal.
-    """
-
-    budget: Budget
-    threads: int = 1
-    seed: int = 0
-    gap: float = OPTIMAL_GAP
 
 
 @dataclass(frozen=True)

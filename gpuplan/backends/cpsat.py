@@ -24,17 +24,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.backends.base import (
-    Capabilities,
-    Limits,
-    ProgramSolution,
-    SolveOnly,
-    check_program,
-)
-from gpuplan.errors import BackendUnavailableError
-from gpuplan.instance import FloatArray
+from gpuplan.backends.base import Capabilities, ProgramSolution, SolveOnly, check_program
+from gpuplan.core.budget import Limits
+from gpuplan.core.errors import BackendUnavailableError
+from gpuplan.core.instance import FloatArray
+from gpuplan.core.status import Status
 from gpuplan.models.linear import LinearProgram
-from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

@@ -27,17 +27,11 @@ from typing import Any, ClassVar, TypeVar
 import highspy
 import numpy as np
 
-from gpuplan.backends.base import (
-    Capabilities,
-    Limits,
-    ProgramSolution,
-    Relaxation,
-    check_program,
-)
-from gpuplan.budget import Budget
-from gpuplan.instance import FloatArray, IntArray
+from gpuplan.backends.base import Capabilities, ProgramSolution, Relaxation, check_program
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.instance import FloatArray, IntArray
+from gpuplan.core.status import Status
 from gpuplan.models.linear import LinearProgram
-from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

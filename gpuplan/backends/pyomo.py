@@ -30,19 +30,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.backends.base import (
-    Capabilities,
-    Limits,
-    ProgramSolution,
-    SolveOnly,
-    check_program,
-)
+from gpuplan.backends.base import Capabilities, ProgramSolution, SolveOnly, check_program
 from gpuplan.backends.highs import quiet_banner, reserve_s, size_pool
-from gpuplan.budget import Budget
-from gpuplan.errors import BackendUnavailableError
-from gpuplan.instance import FloatArray, IntArray
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.errors import BackendUnavailableError
+from gpuplan.core.instance import FloatArray, IntArray
+from gpuplan.core.status import Status
 from gpuplan.models.linear import LinearProgram, OutOfTimeError, check_budget
-from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

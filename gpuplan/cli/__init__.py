@@ -35,7 +35,7 @@ from gpuplan.cli import (
     validate,
 )
 from gpuplan.cli.common import ExitCode, console
-from gpuplan.errors import BackendUnavailableError, InputError, VerificationError
+from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError
 
 __all__ = ["ExitCode", "build_parser", "main", "run"]
 

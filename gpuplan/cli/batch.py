@@ -23,8 +23,8 @@ from gpuplan.cli.common import (
     run_with_table,
     settings,
 )
-from gpuplan.errors import InputError
-from gpuplan.io import check_output_folder
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output_folder
 from gpuplan.methods import DEFAULT_METHOD, METHODS, get_method
 
 

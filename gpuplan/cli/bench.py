@@ -24,8 +24,8 @@ from gpuplan.bench import (
     write_results,
 )
 from gpuplan.cli.common import Commands, ExitCode, add_settings, console, settings
-from gpuplan.errors import InputError
-from gpuplan.io import check_output
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output
 from gpuplan.methods import DEFAULT_METHOD, METHODS
 
 

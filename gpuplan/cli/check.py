@@ -15,7 +15,7 @@ from gpuplan.cli.common import (
     read,
     reading_parser,
 )
-from gpuplan.schedule import Schedule
+from gpuplan.core.schedule import Schedule
 from gpuplan.simulate.run import check_record
 from gpuplan.verify import verify_schedule
 

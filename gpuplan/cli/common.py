@@ -27,13 +27,16 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuplan.batch import Row
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.io import parse_yaml, read_text
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import parse_yaml, read_text
+from gpuplan.core.instance import Instance
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.options import parse_number
+from gpuplan.core.schedule import Schedule, Verification, ViolationKind
+from gpuplan.core.settings import CORES, MAX_SEED, RunSettings
 from gpuplan.methods import METHODS, Method
-from gpuplan.methods.base import CORES, MAX_SEED, RunSettings, build_options, parse_number
+from gpuplan.methods.base import method_options
 from gpuplan.readers import FORMATS, read_instance
-from gpuplan.schedule import Schedule, Verification, ViolationKind
 
 #: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.
 console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
@@ -139,7 +142,7 @@ def file_of(instance: str) -> str:
         else instance
 
 
-#: The flags of :class:`~gpuplan.methods.base.RunSettings`, by field: flag, type, metavar
+#: The flags of :class:`~gpuplan.core.settings.RunSettings`, by field: flag, type, metavar
 #: and help. The types only check "is a number": ranges are RunSettings' own.
 _SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "time_limit_s": ("--time-limit", float, "S", "wall-clock seconds per solve (default: "
@@ -154,7 +157,7 @@ _SETTINGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
 
 
 def add_settings(parser: argparse.ArgumentParser, *names: str) -> None:
-    """Add the flags of these :class:`~gpuplan.methods.base.RunSettings` fields, unset."""
+    """Add the flags of these :class:`~gpuplan.core.settings.RunSettings` fields, unset."""
     for name in names:
         flag, kind, metavar, text = _SETTINGS[name]
         parser.add_argument(flag, dest=name, type=kind, metavar=metavar,
@@ -191,7 +194,7 @@ def _flag_text(source: str, key: str, value: Any) -> Any:
 def _checked(method: Method, settings: Mapping[str, Any], source: str) -> None:
     """Refuse settings ``method`` does not take, or values it refuses, naming ``source``."""
     try:
-        build_options(method, settings, source)
+        method_options(method, settings, source)
     except InputError as exc:
         if exc.source == source:
             raise

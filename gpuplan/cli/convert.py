@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.cli.common import Commands, ExitCode, bounded, console, file_of
-from gpuplan.errors import InputError
-from gpuplan.io import check_output_folder
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output_folder
+from gpuplan.core.instance import MAX_GPUS
 from gpuplan.readers.gavel import PHYSICAL_CLUSTER, gavel_documents
-from gpuplan.readers.instance_file import MAX_GPUS, write_documents
+from gpuplan.readers.instance_file import write_documents
 from gpuplan.readers.openb import openb_document
 from gpuplan.readers.orlib_gap import gap_documents
 

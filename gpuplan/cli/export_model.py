@@ -16,8 +16,8 @@ from gpuplan.cli.common import (
     read,
     reading_parser,
 )
-from gpuplan.errors import InputError
-from gpuplan.io import check_output, write_bytes_atomic
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output, write_bytes_atomic
 from gpuplan.models.assignment import AssignmentModel
 
 

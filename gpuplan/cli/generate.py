@@ -16,20 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.cli.common import Commands, ExitCode, bounded, console, default_of, given
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output, write_text_atomic
+from gpuplan.core.instance import MAX_GPUS, MAX_JOBS, MAX_TIME_S
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.settings import MAX_SEED
 from gpuplan.generate import SPEEDUP, gavel_document, generate_document
-from gpuplan.instance import ObjectiveKind
-from gpuplan.io import check_output, write_text_atomic
 from gpuplan.library import GENERATORS, VARIANTS, operator_document
-from gpuplan.methods.base import MAX_SEED
 from gpuplan.readers.gavel import read_throughputs
-from gpuplan.readers.instance_file import (
-    MAX_GPUS,
-    MAX_JOBS,
-    MAX_TIME_S,
-    build_instance,
-    parse_document,
-)
+from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.simulate.workload import parse_cluster
 
 #: The flags of each kind, by their argparse names; the other kind refuses them.

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from gpuplan.cli.common import Commands, ExitCode, console, read, reading_parser
-from gpuplan.io import check_output
+from gpuplan.core.files import check_output
+from gpuplan.core.schedule import Schedule
 from gpuplan.plot import plot_schedule
-from gpuplan.schedule import Schedule
 
 
 def register(commands: Commands) -> None:

@@ -25,8 +25,8 @@ from gpuplan.cli.common import (
     run_with_table,
     summary_table,
 )
-from gpuplan.errors import InputError
-from gpuplan.io import check_output_folder
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output_folder
 from gpuplan.plot import write_figure
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.plots import allocation_figure, held_share_figure

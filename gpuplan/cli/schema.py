@@ -7,8 +7,8 @@ import json
 import sys
 
 from gpuplan.cli.common import Commands, ExitCode
+from gpuplan.core.schedule import Schedule
 from gpuplan.readers.instance_file import InstanceDocument
-from gpuplan.schedule import Schedule
 
 
 def register(commands: Commands) -> None:

@@ -37,25 +37,19 @@ from gpuplan.cli.common import (
     summary_table,
 )
 from gpuplan.cli.replay import add_replay_flags, check_replay_flags, run_replay
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance
-from gpuplan.io import check_output, check_output_folder, write_text_atomic
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output, check_output_folder, write_text_atomic
+from gpuplan.core.instance import MAX_GPUS, MAX_TIME_S, Instance
+from gpuplan.core.schedule import Schedule
 from gpuplan.plot import write_figure
 from gpuplan.readers import load_data
-from gpuplan.readers.instance_file import (
-    MAX_GPUS,
-    MAX_TIME_S,
-    build_instance,
-    parse_document,
-)
-from gpuplan.schedule import Schedule
+from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.sharing.policies import POLICIES
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate
 from gpuplan.simulate.engine import Progress as ProgressCallback
 from gpuplan.simulate.metrics import job_stats, window_jobs
 from gpuplan.simulate.plots import jct_cdf_figure, timeline_figure
 from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS
-from gpuplan.simulate.run import run_instance
 from gpuplan.simulate.workload import gavel_trace_document, parse_cluster, run_document
 
 #: Settings a preset gives; a flag given beside it wins.
@@ -363,13 +357,13 @@ def run_simulate(args: argparse.Namespace) -> int:
     # Checked (and made) before anything is written, so a bad folder leaves no file.
     folder = None if args.plot is None else check_output_folder(args.plot, inputs, "--plot")
     instance, document = read_workload(args)
-    instance = run_instance(instance)
+    instance = instance.online()
     if args.write_instance is not None:
         document = run_document(document, instance)
         # What runs is the file's content, built as gpuplan check will build it: the
         # instance file and the run log cannot disagree.
-        instance = run_instance(build_instance(parse_document(document, args.write_instance),
-                                               args.write_instance))
+        instance = build_instance(parse_document(document, args.write_instance),
+                                  args.write_instance).online()
     began = time.perf_counter()
     with progress_bar(args.progress or console.is_terminal,
                       f"simulating {args.policy}") as report:

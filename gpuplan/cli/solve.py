@@ -4,7 +4,7 @@ Its method choices and option flags come from the registry (:data:`~gpuplan.meth
 every method option field is one flag, shared by the methods that take it. Flags the user
 does not give stay unset, so the options' defaults are written once, in the options
 dataclasses, and a flag the chosen method does not take is refused by
-:func:`~gpuplan.methods.base.build_options`, naming the flag, the method and what it takes.
+:func:`~gpuplan.core.options.build_options`, naming the flag, the method and what it takes.
 """
 
 from __future__ import annotations
@@ -32,13 +32,14 @@ from gpuplan.cli.common import (
     settings,
     summary_table,
 )
-from gpuplan.errors import InputError
-from gpuplan.instance import ObjectiveKind
-from gpuplan.io import check_output
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.options import option_fields
+from gpuplan.core.schedule import Schedule
 from gpuplan.methods import DEFAULT_METHOD, METHODS, Method, get_method
-from gpuplan.methods.base import build_options, option_fields
+from gpuplan.methods.base import method_options
 from gpuplan.planning import plan
-from gpuplan.schedule import Schedule
 
 #: Where the method option flags the user gave are kept, flag to value.
 GIVEN = "method_flags"
@@ -124,7 +125,7 @@ def register(commands: Commands) -> None:
     parser.set_defaults(run=solve)
 
 
-def method_options(args: argparse.Namespace, method: Method) -> Any:
+def given_options(args: argparse.Namespace, method: Method) -> Any:
     """The method's typed options: the ``--options`` file's settings, then the flags given.
 
     Raises
@@ -134,14 +135,14 @@ def method_options(args: argparse.Namespace, method: Method) -> Any:
         bad value.
     """
     from_file = {} if args.options is None else options_file(args.options, method)
-    return build_options(method, {**from_file, **getattr(args, GIVEN, {})})
+    return method_options(method, {**from_file, **getattr(args, GIVEN, {})})
 
 
 def solve(args: argparse.Namespace) -> int:
     """Plan, verify, write and summarise; exit 1 when there is no plan."""
     method = get_method(args.method)
     run = settings(args)
-    options = method_options(args, method)
+    options = given_options(args, method)
     start = None if args.warm_start in (None, *METHODS) else args.warm_start
     if start is not None and not Path(start).exists():
         raise InputError("--warm-start", "", f"{start!r} is neither a method "

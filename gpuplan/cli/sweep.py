@@ -23,11 +23,11 @@ from gpuplan.cli.common import (
     run_with_table,
 )
 from gpuplan.cli.simulate import check_solver_flags, run_parser, run_spec, workload_parser
-from gpuplan.errors import InputError
-from gpuplan.io import check_output_folder
-from gpuplan.methods.base import MAX_SEED
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output_folder
+from gpuplan.core.instance import MAX_JOBS
+from gpuplan.core.settings import MAX_SEED
 from gpuplan.plot import write_figure
-from gpuplan.readers.instance_file import MAX_JOBS
 from gpuplan.simulate import SimulationError
 from gpuplan.simulate.plots import load_curve_figure
 from gpuplan.simulate.policies import SCHEDULERS

@@ -7,7 +7,7 @@ import argparse
 from rich.text import Text
 
 from gpuplan.cli.common import Commands, ExitCode, console, read, reading_parser
-from gpuplan.instance import Instance
+from gpuplan.core.instance import Instance
 
 
 def register(commands: Commands) -> None:

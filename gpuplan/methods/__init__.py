@@ -2,13 +2,13 @@
 
 Every entry follows :class:`~gpuplan.methods.base.Method`: it declares its options, the
 objectives it plans, its backends and warm starts, and returns one
-:class:`~gpuplan.solution.Result`. A method added to gpuplan is one module and one line
+:class:`~gpuplan.core.result.Result`. A method added to gpuplan is one module and one line
 here; the CLI's choices and flags, ``gpuplan bench`` specs and the contract tests follow.
 """
 
 from __future__ import annotations
 
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
 from gpuplan.methods.balance import BalanceMethod
 from gpuplan.methods.base import Method
 from gpuplan.methods.cp import CpMethod

@@ -44,23 +44,15 @@ import numpy as np
 
 from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Backend, Capabilities, ProgramSolution
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.methods.base import (
-    TIME_OBJECTIVES,
-    Context,
-    WarmStart,
-    check_range,
-    no_plan,
-    option,
-    parse_bool,
-    parse_number,
-    parse_seconds,
-    plan_status,
-    solver_option,
-    time_objective,
-)
+from gpuplan.core.budget import Budget
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import MAX_TIME_S, FloatArray, Instance, IntArray
+from gpuplan.core.objectives import TIME_OBJECTIVES, ObjectiveKind, time_objective
+from gpuplan.core.options import check_range, option, parse_bool, parse_number, parse_seconds
+from gpuplan.core.result import Result, no_plan, plan_status
+from gpuplan.core.settings import Context, WarmStart
+from gpuplan.core.status import Status
+from gpuplan.methods.base import solver_option
 from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.allocation import (
     FAIRNESS,
@@ -93,7 +85,6 @@ from gpuplan.models.allocation import (
     window_shares,
 )
 from gpuplan.models.bounds import objective_bound
-from gpuplan.readers.instance_file import MAX_TIME_S
 from gpuplan.search.round_plans import (
     MAX_ROUNDS,
     Reallocate,
@@ -103,8 +94,6 @@ from gpuplan.search.round_plans import (
     plan_rounds,
 )
 from gpuplan.search.time_bounds import simple_bound
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

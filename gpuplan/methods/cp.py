@@ -12,7 +12,7 @@ them planned for a target below its best plan so that slow GPUs do not idle; els
 for makespan
 :func:`~gpuplan.search.lp_list.lp_list_schedule`, which holds each job to the type the
 makespan LP gives it), or the warm start's (a schedule file's, or a heuristic's run
-first on :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit) when that is better.
+first on :data:`~gpuplan.core.settings.WARM_SHARE` of the time limit) when that is better.
 CP-SAT searches the whole model on ``threads`` workers for :data:`FULL_SHARE` of its
 time (for its bound, and a proof of optimality on easy batches), then
 :func:`~gpuplan.search.schedule_lns.improve_schedule` re-solves parts of the best plan
@@ -55,24 +55,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpuplan.backends.cpsat import import_cp_model, search_solver, status_table
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance, IntArray, ObjectiveKind
+from gpuplan.core.budget import Budget
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.objectives import TIME_OBJECTIVES, ObjectiveKind, time_objective
+from gpuplan.core.options import option, parse_seconds
+from gpuplan.core.result import Result, better, no_plan, plan_status, with_bound
+from gpuplan.core.settings import WARM_SHARE, Context, WarmStart
+from gpuplan.core.status import Status
 from gpuplan.methods.balance import SEGMENT_COST_S, BalanceMethod, BalanceOptions
-from gpuplan.methods.base import (
-    TIME_OBJECTIVES,
-    WARM_SHARE,
-    Context,
-    PlainMethod,
-    WarmStart,
-    better,
-    no_plan,
-    option,
-    parse_seconds,
-    plan_status,
-    time_objective,
-    with_bound,
-)
+from gpuplan.methods.base import PlainMethod
 from gpuplan.methods.greedy import list_schedule
 from gpuplan.methods.sa import AnnealingMethod, AnnealingOptions
 from gpuplan.models.allocation import Policy
@@ -91,8 +83,6 @@ from gpuplan.search.schedule_lns import ScheduleNeighbourhoods, improve_schedule
 from gpuplan.search.schedule_sharing import best_sharing_schedule, sharing_list_schedule
 from gpuplan.search.time_bounds import simple_bound
 from gpuplan.search.unrelated_machines import plan_unrelated
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 
@@ -229,7 +219,7 @@ def _start(instance: Instance, context: Context,
     a heuristic's (``context.warm``; by default sa's for tardiness, :func:`_annealing`, and
     balance's round-based plan for makespan when every job is preemptible and the plan
     spans many rounds, :func:`_round_plan`),
-    run here on :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit, whose order
+    run here on :data:`~gpuplan.core.settings.WARM_SHARE` of the time limit, whose order
     of starts is also listed with GPU sharing. The hint is the fallback, or list
     scheduling's plan when the fallback runs a job in pieces. Without ``guided`` no
     LP-guided plan is made (the R||Cmax lanes solve that LP themselves).
@@ -326,7 +316,7 @@ class CpMethod(PlainMethod):
         context
             The budget, threads (CP-SAT workers), seed and gap, and the warm start: a
             schedule file's plan, or a heuristic run first on
-            :data:`~gpuplan.methods.base.WARM_SHARE` of the time limit; CP-SAT is given
+            :data:`~gpuplan.core.settings.WARM_SHARE` of the time limit; CP-SAT is given
             its plan as a hint, and it is kept when CP-SAT finds nothing better.
 
         Raises

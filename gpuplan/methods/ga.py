@@ -24,8 +24,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.methods.base import ALL_OBJECTIVES, Context, PlainMethod, WarmStart, option
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ALL_OBJECTIVES, ObjectiveKind
+from gpuplan.core.options import option
+from gpuplan.core.result import Result
+from gpuplan.core.settings import Context, WarmStart
+from gpuplan.methods.base import PlainMethod
 from gpuplan.search.local_search import Progress, StaticSearch, static_result, timed_result
 from gpuplan.search.plan_encodings import (
     CROSSOVERS,
@@ -34,7 +38,6 @@ from gpuplan.search.plan_encodings import (
     PriorityEncoding,
     moves_option,
 )
-from gpuplan.solution import Result
 
 #: Generations when there is no time limit.
 DEFAULT_GENERATIONS = 100

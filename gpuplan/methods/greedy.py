@@ -15,18 +15,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.budget import Budget
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.methods.base import (
-    ALL_OBJECTIVES,
-    Context,
-    PlainMethod,
-    WarmStart,
-    plan_status,
-    time_objective,
-)
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ALL_OBJECTIVES, ObjectiveKind, time_objective
+from gpuplan.core.result import Result, plan_status
+from gpuplan.core.settings import Context, WarmStart
+from gpuplan.methods.base import PlainMethod
 from gpuplan.models.bounds import objective_bound
-from gpuplan.solution import Result
 
 #: Capacity slack (relative) within which a demand counts as fitting; far below the
 #: verifier's tolerance, so a plan the greedy accepts is never rejected for rounding.

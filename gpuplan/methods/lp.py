@@ -15,8 +15,13 @@ import numpy as np
 
 from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Capabilities
-from gpuplan.instance import FloatArray, Instance, ObjectiveKind
-from gpuplan.methods.base import Context, WarmStart, option, solver_option
+from gpuplan.core.instance import FloatArray, Instance
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.options import option
+from gpuplan.core.result import Result
+from gpuplan.core.settings import Context, WarmStart
+from gpuplan.core.status import Status
+from gpuplan.methods.base import solver_option
 from gpuplan.models.assignment import POOLED_OBJECTIVES, PooledModel
 from gpuplan.models.bounds import objective_bound
 from gpuplan.search.lp_rounding import ROUNDINGS, improve_by_moves, repair_by_ejection
@@ -27,8 +32,6 @@ from gpuplan.search.static_plans import (
     static_value,
     tightest,
 )
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 #: Share of the time left that the relaxation may take; rounding and moves get the rest.
 RELAXATION_SHARE = 0.5

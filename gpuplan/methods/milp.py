@@ -26,17 +26,14 @@ from typing import ClassVar
 import numpy as np
 
 from gpuplan.backends import backends_with, get_backend
-from gpuplan.backends.base import Backend, Capabilities, Limits, ProgramSolution
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.methods.base import (
-    STATIC_OBJECTIVES,
-    WARM_SHARE,
-    Context,
-    WarmStart,
-    better,
-    no_plan,
-    solver_option,
-)
+from gpuplan.backends.base import Backend, Capabilities, ProgramSolution
+from gpuplan.core.budget import Limits
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.objectives import STATIC_OBJECTIVES, ObjectiveKind
+from gpuplan.core.result import Result, better, no_plan
+from gpuplan.core.settings import WARM_SHARE, Context, WarmStart
+from gpuplan.core.status import Status
+from gpuplan.methods.base import solver_option
 from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.models.bounds import objective_bound
@@ -50,8 +47,6 @@ from gpuplan.search.static_plans import (
     static_result,
     tightest,
 )
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +122,7 @@ def closed(program: LinearProgram, solved: ProgramSolution, name: str,
             context: Context) -> ProgramSolution:
     """Branch-and-cut again with no gap, from its plan, where the gap left a unit unproven.
 
-    Backends stop at a relative gap of :data:`~gpuplan.status.OPTIMAL_GAP` (gpuplan's
+    Backends stop at a relative gap of :data:`~gpuplan.core.status.OPTIMAL_GAP` (gpuplan's
     "optimal"). On integer costs that can leave a better plan unproven: on Yagiura's
     e05100 HiGHS stopped after 4.5 s at 12,682 with the bound at 12,681, where plain
     CP-SAT returned 12,681. When such a stop leaves time in the limit, the whole model is

@@ -28,16 +28,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.methods.base import (
-    ALL_OBJECTIVES,
-    Context,
-    PlainMethod,
-    WarmStart,
-    better,
-    no_plan,
-    option,
-)
+from gpuplan.core.instance import Instance
+from gpuplan.core.objectives import ALL_OBJECTIVES, ObjectiveKind
+from gpuplan.core.options import option
+from gpuplan.core.result import Result, better, no_plan
+from gpuplan.core.settings import Context, WarmStart
+from gpuplan.core.status import Status
+from gpuplan.methods.base import PlainMethod
 from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.models.bounds import objective_bound
 from gpuplan.search import gap_tabu
@@ -45,8 +42,6 @@ from gpuplan.search.local_search import Progress, StaticSearch, static_result, t
 from gpuplan.search.plan_encodings import AssignmentState, PriorityEncoding, moves_option
 from gpuplan.search.static_plans import placements
 from gpuplan.search.static_plans import static_result as placed_result
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 #: Steps per job (static) or decodes (time-based) when there is no time limit.
 DEFAULT_STEPS_PER_JOB = 20

@@ -33,17 +33,19 @@ import numpy as np
 from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Backend, Capabilities
 from gpuplan.backends.cpsat import import_cp_model, new_solver, status_table
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.methods.base import Context, WarmStart, no_plan, option, time_objective
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance
+from gpuplan.core.objectives import ObjectiveKind, time_objective
+from gpuplan.core.options import option
+from gpuplan.core.result import Result, no_plan
+from gpuplan.core.settings import Context, WarmStart
+from gpuplan.core.status import Status
 from gpuplan.models.assignment_makespan import AssignmentMakespanModel
 from gpuplan.models.linear import OutOfTimeError, check_budget
 from gpuplan.models.machine_load import back_to_back, sequencing_free
 from gpuplan.models.scheduling import TickScale
 from gpuplan.models.textbook import ADDITIVE, IntervalModel, TextbookModel
 from gpuplan.search.static_plans import settled_status, static_result
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 #: What the backend needs: both models have integer columns only.
 NEEDS = Capabilities(integer=True)

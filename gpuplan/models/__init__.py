@@ -1,4 +1,4 @@
-"""Formulations and relaxations built from an :class:`~gpuplan.instance.Instance`.
+"""Formulations and relaxations built from an :class:`~gpuplan.core.instance.Instance`.
 
 Each module turns the index-based instance into something a solver backend consumes (or, for
 :mod:`gpuplan.models.bounds`, into bounds and infeasibility proofs any method can cite).

@@ -57,8 +57,8 @@ from enum import StrEnum
 
 import numpy as np
 
-from gpuplan.budget import Budget
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder
 
 

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.budget import Budget
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.models.linear import (
     LazyNames,
     LinearProgram,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder
 
 

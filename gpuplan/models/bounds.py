@@ -14,8 +14,9 @@ from functools import partial
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.verify import TOLERANCE
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.status import TOLERANCE
 
 #: Parameters of the dual-feasible functions the bounds count per type and resource: the
 #: thresholds ``eps`` of :func:`dff_threshold` and the ``k`` of :func:`dff_rounding`.

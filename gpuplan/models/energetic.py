@@ -59,8 +59,10 @@ from functools import partial
 
 import numpy as np
 
-from gpuplan.backends.base import Backend, Limits, ProgramSolution
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.backends.base import Backend, ProgramSolution
+from gpuplan.core.budget import Limits
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.status import TOLERANCE, Status
 from gpuplan.models.bounds import (
     ROUNDINGS,
     THRESHOLDS,
@@ -69,8 +71,6 @@ from gpuplan.models.bounds import (
     dff_threshold,
 )
 from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder, take_names
-from gpuplan.status import Status
-from gpuplan.verify import TOLERANCE
 
 logger = logging.getLogger(__name__)
 

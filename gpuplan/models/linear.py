@@ -16,8 +16,8 @@ from typing import Literal, overload
 
 import numpy as np
 
-from gpuplan.budget import Budget
-from gpuplan.instance import BoolArray, FloatArray, IntArray
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import BoolArray, FloatArray, IntArray
 
 
 class OutOfTimeError(Exception):

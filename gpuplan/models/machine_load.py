@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.models.scheduling import exclusive_types
 
 
@@ -35,7 +36,7 @@ def back_to_back(
     """The plan that runs job ``j`` on GPU ``gpu[j]``: each GPU's jobs back to back.
 
     They start at the common release, in job order. Returns the segments' job, GPU type,
-    GPUs, start and end, as :class:`~gpuplan.solution.Result` takes them.
+    GPUs, start and end, as :class:`~gpuplan.core.result.Result` takes them.
     """
     job = np.arange(instance.n_jobs, dtype=np.int64)
     types = instance.gpu_type[gpu].astype(np.int64)

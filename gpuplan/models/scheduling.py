@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.core.budget import Budget
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.models.bounds import resource_share
 from gpuplan.models.linear import LinearProgram, RowBuilder, check_budget
 

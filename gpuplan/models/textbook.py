@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from gpuplan.backends.cpsat import import_cp_model
-from gpuplan.budget import Budget
-from gpuplan.instance import Instance, IntArray, ObjectiveKind
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.models.assignment import job_value
 from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder, check_budget
 

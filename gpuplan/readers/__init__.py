@@ -1,13 +1,14 @@
-"""Readers: one per file format, each producing a validated :class:`~gpuplan.instance.Instance`."""
+"""Readers: one per file format, each producing a validated instance."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.io import parse_json, parse_yaml, read_text
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import parse_json, parse_yaml, read_text
+from gpuplan.core.instance import Instance
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.readers.orlib_gap import Sense, gap_documents
 
@@ -24,7 +25,7 @@ def load_data(path: Path) -> Any:
     ------
     InputError
         If the file cannot be read or parsed, with line and column where known, or holds a
-        key twice, nests too deeply or an integer too long (see :mod:`gpuplan.io`).
+        key twice, nests too deeply or an integer too long (see :mod:`gpuplan.core.files`).
     """
     text = read_text(path)
     if path.suffix.lower() in (".yaml", ".yml"):

@@ -29,9 +29,9 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from gpuplan.errors import InputError
-from gpuplan.instance import FloatArray, IntArray
-from gpuplan.io import parse_json, read_text
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import parse_json, read_text
+from gpuplan.core.instance import FloatArray, IntArray
 
 _T = TypeVar("_T")
 

@@ -3,7 +3,7 @@
 The pydantic models below are the single definition of the format: they validate files,
 and ``gpuplan schema instance`` publishes them as JSON Schema. :func:`build_instance` then
 checks what a schema cannot (references, duplicates, cycles, fit) and produces the
-index-based :class:`~gpuplan.instance.Instance`.
+index-based :class:`~gpuplan.core.instance.Instance`.
 """
 
 from __future__ import annotations
@@ -27,39 +27,28 @@ from pydantic import (
     model_validator,
 )
 
-from gpuplan.errors import ALL_TYPES, InputError, json_path, validation_message
-from gpuplan.instance import (
+from gpuplan.core.errors import ALL_TYPES, InputError, json_path, validation_message
+from gpuplan.core.files import check_output, write_text_atomic
+from gpuplan.core.instance import (
+    MAX_AMOUNT,
+    MAX_GPUS,
+    MAX_JOBS,
+    MAX_MONEY,
+    MAX_TIME_S,
+    MAX_TYPES,
+    MAX_WEIGHT,
+    MIN_DURATION_S,
     BoolArray,
     FloatArray,
     Instance,
     IntArray,
-    ObjectiveKind,
     check_objective_data,
 )
-from gpuplan.io import check_output, write_text_atomic
+from gpuplan.core.objectives import ObjectiveKind
 
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-
-# Documented ranges of the format (README, "Limits"). Times stay where float seconds
-# resolve a millisecond over any plan's horizon, and every count where arrays stay small.
-#: Longest duration, latest release, deadline or due date, in seconds (about 31.7 years).
-MAX_TIME_S = 1e9
-#: Shortest duration, in seconds.
-MIN_DURATION_S = 1e-3
-#: Largest weight of a job.
-MAX_WEIGHT = 1e9
-#: Largest cost, profit or price per GPU-hour.
-MAX_MONEY = 1e12
-#: Largest capacity or demand of one resource on one GPU.
-MAX_AMOUNT = 1e12
-#: Most GPUs in an instance (and so in one gang or one node).
-MAX_GPUS = 100_000
-#: Most jobs in an instance.
-MAX_JOBS = 1_000_000
-#: Most GPU types, and most named resources.
-MAX_TYPES = 1_000
 
 Seconds = Annotated[float, Field(ge=0, le=MAX_TIME_S)]
 Duration = Annotated[float, Field(ge=MIN_DURATION_S, le=MAX_TIME_S)]
@@ -561,7 +550,7 @@ def write_documents(documents: Sequence[Mapping[str, Any]], source: str, out_fol
     source
         The file they were converted from, for messages.
     out_folder
-        An existing folder (:func:`~gpuplan.io.check_output_folder`).
+        An existing folder (:func:`~gpuplan.core.files.check_output_folder`).
     inputs
         The files the conversion read: no target may be one of them.
 

@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance
-from gpuplan.io import read_text
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import read_text
+from gpuplan.core.instance import Instance
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 #: Capacity of one GPU in milli-GPUs, the unit of ``gpu_milli``.

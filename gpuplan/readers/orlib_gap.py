@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from gpuplan.errors import InputError
-from gpuplan.io import read_text
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import read_text
 
 Sense = Literal["min", "max"]
 RESOURCE = "units"

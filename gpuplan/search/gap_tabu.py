@@ -42,8 +42,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.budget import Budget
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.models.assignment import job_value
 
 logger = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-from gpuplan.instance import FloatArray
+from gpuplan.core.instance import FloatArray
 
 #: The nice value of a search lane's thread: the lowest priority.
 LANE_NICE = 19

@@ -15,11 +15,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuplan.backends.base import Backend, Limits
-from gpuplan.instance import BoolArray, FloatArray, IntArray
+from gpuplan.backends.base import Backend
+from gpuplan.core.budget import Limits
+from gpuplan.core.instance import BoolArray, FloatArray, IntArray
+from gpuplan.core.status import Status
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.models.linear import LinearProgram, take_names
-from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

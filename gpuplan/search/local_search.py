@@ -6,7 +6,7 @@
   after Yagiura et al.'s GAP searches). ``sa`` anneals with it; ``ga`` improves each
   child with a few of its steps.
 - :class:`Progress`: the steps an anytime search has taken, read against the solve's
-  :class:`~gpuplan.budget.Budget`, and whether its best plan already meets the bound
+  :class:`~gpuplan.core.budget.Budget`, and whether its best plan already meets the bound
   (then it is optimal, and the search ends).
 - :func:`static_result` and :func:`timed_result`: the best plan found as a result, never
   worse than greedy's.
@@ -19,14 +19,13 @@ import math
 
 import numpy as np
 
-from gpuplan.budget import Budget
-from gpuplan.instance import FloatArray, Instance, IntArray
-from gpuplan.methods.base import better, no_plan, plan_status
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.result import Result, better, no_plan, plan_status
+from gpuplan.core.status import Status
 from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.models.bounds import objective_bound
 from gpuplan.search.plan_encodings import NO_EXCESS, AssignmentState, MoveTable
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 #: Cost above the cheapest move, in temperatures, beyond which a move is not drawn.
 GUMBEL_REACH = 30.0

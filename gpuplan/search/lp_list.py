@@ -22,15 +22,14 @@ from collections.abc import Iterator
 import numpy as np
 
 from gpuplan.backends import get_backend
-from gpuplan.backends.base import Limits
-from gpuplan.instance import FloatArray, Instance, IntArray
-from gpuplan.methods.base import better, no_plan, plan_status
+from gpuplan.core.budget import Limits
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.result import Result, better, no_plan, plan_status
+from gpuplan.core.status import Status
 from gpuplan.methods.greedy import list_order, list_schedule
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.scheduling import workload_program
 from gpuplan.search.time_bounds import BOUND_BACKEND
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

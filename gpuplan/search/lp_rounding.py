@@ -6,7 +6,7 @@ per-GPU capacity: it fixes an order and a type preference per job, and best-fit 
 next preferred type when one is full (capacity-aware repair). :data:`ROUNDINGS` is the
 registry behind ``gpuplan solve --method lp --rounding NAME``.
 
-Every rounding, repair and improvement here takes a :class:`~gpuplan.budget.Budget` and
+Every rounding, repair and improvement here takes a :class:`~gpuplan.core.budget.Budget` and
 reads it as it goes; what is not done when it is spent is left as it is.
 """
 
@@ -16,12 +16,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuplan.budget import Budget
-from gpuplan.instance import FloatArray, Instance, IntArray
-from gpuplan.methods.base import better
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.result import Result, better
 from gpuplan.methods.greedy import best_fit_decreasing, job_size
 from gpuplan.models.assignment import job_value
-from gpuplan.solution import Result
 
 #: A rounding: (instance, shares, seed, budget) -> placement result.
 Rounding = Callable[[Instance, FloatArray, int, Budget], Result]

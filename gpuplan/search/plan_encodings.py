@@ -23,12 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.methods.base import option
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.options import option
+from gpuplan.core.result import Result
+from gpuplan.core.status import Status
 from gpuplan.methods.greedy import best_fit_decreasing, list_order, list_schedule
 from gpuplan.search.static_plans import static_result
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 
 def parse_moves(text: str) -> tuple[str, ...]:

@@ -57,8 +57,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.budget import Budget
-from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.models.allocation import PairColumns, chain_windows
 
 #: A preemptible job with a deadline whose slack (its latest start on its fastest type,

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.backends.base import Limits
 from gpuplan.backends.cpsat import import_cp_model, search_solver
-from gpuplan.budget import Budget
-from gpuplan.instance import BoolArray, IntArray, ObjectiveKind
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.instance import BoolArray, IntArray
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.models.scheduling import SchedulingModel, solution_values
 
 logger = logging.getLogger(__name__)

@@ -21,13 +21,13 @@ import math
 
 import numpy as np
 
-from gpuplan.budget import Budget
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
-from gpuplan.methods.base import plan_status, time_objective
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind, time_objective
+from gpuplan.core.result import Result, plan_status
+from gpuplan.core.status import Status
 from gpuplan.methods.greedy import CLOCK_EVERY, NOT_REACHED, list_order
 from gpuplan.models.bounds import objective_bound
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 #: What results and messages call this plan.
 SOLVER = "list scheduling with GPU sharing"

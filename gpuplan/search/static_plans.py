@@ -1,7 +1,7 @@
 """Static plans (each job's gang on GPUs of one type, all at time 0), as results.
 
 ``milp``, ``lp``, ``textbook`` and the plan encodings of ``sa`` and ``ga`` all end with a
-placement (job index to GPU indices) and turn it into a :class:`~gpuplan.solution.Result`
+placement (job index to GPU indices) and turn it into a :class:`~gpuplan.core.result.Result`
 here: its objective as the verifier computes it, the status its bound allows, and, for a
 program a backend proved infeasible, the reason every job is unplaced.
 """
@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.backends.base import Backend, Limits
-from gpuplan.instance import Instance, IntArray, ObjectiveKind
-from gpuplan.methods.base import infeasible, plan_status
+from gpuplan.backends.base import Backend
+from gpuplan.core.budget import Limits
+from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.result import Result, infeasible, plan_status
+from gpuplan.core.status import Status
 from gpuplan.models.assignment import job_value
 from gpuplan.models.bounds import infeasibility_reasons
 from gpuplan.models.linear import LinearProgram
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 #: What a proof of infeasibility says when the backend cannot name the conflict.
 UNEXPLAINED = "the solver proved that no plan satisfies every constraint"
@@ -27,7 +28,7 @@ def settled_status(status: Status, objective: float | None, bound: float | None)
     """The status a plan may claim: ``optimal`` exactly when its bound proves it.
 
     That is when the relative gap between the plan and the reported bound is at most
-    :data:`~gpuplan.status.OPTIMAL_GAP`, as the verifier requires, whatever the solver
+    :data:`~gpuplan.core.status.OPTIMAL_GAP`, as the verifier requires, whatever the solver
     said: a solver measures its gap its own way (HiGHS and CP-SAT divide by at least 1,
     and stop at the gap they are given), and the reported bound may not be the solver's.
     Statuses without a plan stand as they are.

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from gpuplan.backends import get_backend
-from gpuplan.backends.base import Limits
-from gpuplan.instance import Instance, ObjectiveKind
+from gpuplan.core.budget import Limits
+from gpuplan.core.instance import Instance
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.status import Status
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.energetic import energetic_bound
 from gpuplan.models.scheduling import workload_program
-from gpuplan.status import Status
 
 #: The backend of the bounding LPs, which every method's bound solves the same way.
 BOUND_BACKEND = "highs"

@@ -50,17 +50,18 @@ from collections.abc import Callable
 import numpy as np
 
 from gpuplan.backends import get_backend
-from gpuplan.backends.base import Backend, Limits, ProgramSolution
-from gpuplan.budget import Budget
-from gpuplan.instance import Instance, IntArray
-from gpuplan.methods.base import Context, better, plan_status, time_objective, with_bound
+from gpuplan.backends.base import Backend, ProgramSolution
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.objectives import time_objective
+from gpuplan.core.result import Result, better, plan_status, with_bound
+from gpuplan.core.settings import Context
+from gpuplan.core.status import Status
 from gpuplan.models.assignment_makespan import AssignmentMakespanModel
 from gpuplan.models.machine_load import back_to_back
 from gpuplan.models.scheduling import TickScale
 from gpuplan.search.lanes import SharedIncumbent, lowest_priority
 from gpuplan.search.lns import subprogram
-from gpuplan.solution import Result
-from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

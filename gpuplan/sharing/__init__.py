@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
-from gpuplan.instance import IntArray
+from gpuplan.core.instance import IntArray
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag
 from gpuplan.sharing.gorand import GoRand

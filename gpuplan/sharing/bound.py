@@ -43,14 +43,14 @@ from typing import Literal
 import highspy
 import numpy as np
 
-from gpuplan.backends.base import Limits, Session
+from gpuplan.backends.base import Session
 from gpuplan.backends.highs import HighsBackend, pass_program, quiet_banner, size_pool
-from gpuplan.budget import Budget
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.status import OPTIMAL_GAP
 from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 from gpuplan.sharing.replay import ARRIVED_PERCENT
-from gpuplan.status import OPTIMAL_GAP
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class BoundStatus(StrEnum):
     """How a bound computation ended."""
 
     #: The relaxation is solved: the bound is its optimum (column generation: the master's
-    #: value is within :data:`gpuplan.status.OPTIMAL_GAP` of the bound).
+    #: value is within :data:`gpuplan.core.status.OPTIMAL_GAP` of the bound).
     OPTIMAL = "optimal"
     #: The budget ran out first; the bound is the best one proven by then.
     TIME_LIMIT = "time_limit"

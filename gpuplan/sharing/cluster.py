@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.instance import BoolArray, Instance, IntArray
+from gpuplan.core.instance import BoolArray, Instance, IntArray
 
 #: Milli-GPUs of one whole GPU (openb's ``gpu_milli`` unit).
 GPU_MILLI = 1000
@@ -199,6 +199,6 @@ class ClusterState:
         return node, gpus
 
     def global_gpus(self, node: int, gpus: IntArray) -> IntArray:
-        """Instance GPU indices (:attr:`gpuplan.instance.Instance.gpu_ids`) of slots on a node."""
+        """Instance GPU indices (:attr:`~gpuplan.core.instance.Instance.gpu_ids`) of slots."""
         index: IntArray = self.gpu_offset[node] + np.asarray(gpus, dtype=np.int64)
         return index

@@ -17,7 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.sharing.cluster import ClusterState
 
 #: FGD's fragment categories, in its order (``FragRatioDataMap``): GPU and CPU short, GPU

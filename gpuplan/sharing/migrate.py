@@ -35,7 +35,7 @@ from typing import Protocol
 
 import numpy as np
 
-from gpuplan.instance import BoolArray, IntArray
+from gpuplan.core.instance import BoolArray, IntArray
 from gpuplan.sharing import SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 

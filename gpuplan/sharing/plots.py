@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuplan.instance import FloatArray
+from gpuplan.core.instance import FloatArray
 from gpuplan.sharing.replay import ARRIVED_PERCENT
 
 if TYPE_CHECKING:  # matplotlib is imported only when drawing

@@ -14,7 +14,6 @@ followed is FGD's artifact, hkust-adsl/kubernetes-scheduler-simulator: ``pkg/sim
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.sharing import PolicyContext, SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 from gpuplan.sharing.frag import NodeFrag, TypicalPods, typical_pods
@@ -44,28 +43,6 @@ PAPER_RATIO = 1.3
 INFORMER_DRAWS = 10
 #: The arrived-demand percentages of FGD's curves.
 ARRIVED_PERCENT = np.arange(131)
-
-#: Per-job instance fields, indexed by job on their first axis.
-_JOB_FIELDS = ("gang", "demand", "duration", "eligible", "cost", "profit", "weight", "release",
-               "deadline", "due", "preemptible", "node_demand")
-
-
-def select_jobs(instance: Instance, jobs: IntArray, job_ids: Sequence[str]) -> Instance:
-    """The instance with the given jobs (repeats allowed), in order, under new ids.
-
-    Raises
-    ------
-    ValueError
-        If a job has predecessors (a repeated job's dependencies would be ambiguous).
-    """
-    if any(instance.predecessors[j] for j in jobs):
-        raise ValueError("jobs with predecessors cannot be selected or repeated")
-    fields = {name: getattr(instance, name)[jobs] for name in _JOB_FIELDS}
-    if len(instance.job_class):
-        fields["job_class"] = instance.job_class[jobs]
-    return dataclasses.replace(instance, job_ids=tuple(job_ids),
-                               predecessors=((),) * len(jobs), **fields)
-
 
 @dataclass(frozen=True)
 class Arrivals:
@@ -273,7 +250,7 @@ def replay(instance: Instance, policy: str | type[SharePolicy], seed: int,
     arrivals = fgd_arrivals(instance, seed, ratio, informer_draws)
     ids = [instance.job_ids[j] if k < 0 else f"{instance.job_ids[j]}#{k}"
            for j, k in zip(arrivals.jobs.tolist(), arrivals.clone.tolist(), strict=True)]
-    inflated = select_jobs(instance, arrivals.jobs, ids)
+    inflated = instance.take(arrivals.jobs, ids)
     state = ClusterState(inflated)
     state.rank = arrivals.rank
     frag = NodeFrag(typical, state)

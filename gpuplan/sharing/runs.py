@@ -26,17 +26,17 @@ from typing import Any
 import numpy as np
 
 from gpuplan.batch import MAX_ERROR, Row, TaskKind, write_tables
-from gpuplan.errors import BackendUnavailableError, InputError, VerificationError
-from gpuplan.instance import Instance
-from gpuplan.io import write_text_atomic
+from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError
+from gpuplan.core.files import write_text_atomic
+from gpuplan.core.instance import Instance
+from gpuplan.core.result import Result
+from gpuplan.core.schedule import Schedule
+from gpuplan.core.status import Status
 from gpuplan.readers.openb import gpu_specs, read_openb
-from gpuplan.schedule import Schedule
 from gpuplan.sharing.bound import allocation_bound, arrived_ends
 from gpuplan.sharing.migrate import Defragmenter
 from gpuplan.sharing.replay import ARRIVED_PERCENT, PAPER_RATIO, ReplayResult, replay
 from gpuplan.sharing.timeline import time_replay
-from gpuplan.solution import Result
-from gpuplan.status import Status
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ Every run is a time-based gpuplan schedule, verified: one segment per pod
 checked by :func:`gpuplan.verify.verify_schedule` on the replayed instance under the
 weighted-completion objective, so GPU milli per GPU and node CPU and memory are checked at
 every instant. A violation is a bug of the replay or a policy and raises
-:class:`~gpuplan.errors.VerificationError`; nothing is repaired.
+:class:`~gpuplan.core.errors.VerificationError`; nothing is repaired.
 """
 
 from __future__ import annotations
@@ -43,19 +43,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.errors import InputError, VerificationError
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
-from gpuplan.methods.base import time_objective
-from gpuplan.schedule import Schedule
+from gpuplan.core.errors import InputError, VerificationError
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.objectives import time_objective
+from gpuplan.core.result import Event, EventKind, Result
+from gpuplan.core.schedule import Schedule
+from gpuplan.core.status import Status
 from gpuplan.sharing import PolicyContext, SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 from gpuplan.sharing.frag import NodeFrag, typical_pods
 from gpuplan.sharing.gorand import GoRand
 from gpuplan.sharing.policies import POLICIES
-from gpuplan.sharing.replay import select_jobs
-from gpuplan.simulate.run import run_instance
-from gpuplan.solution import Event, EventKind, Result
-from gpuplan.status import Status
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)
@@ -357,9 +355,8 @@ def time_replay(instance: Instance, policy: str | type[SharePolicy], seed: int =
                              np.arange(instance.n_nodes))
     kept = np.flatnonzero(runnable)
     failed = tuple(instance.job_ids[j] for j in np.flatnonzero(~runnable))
-    replayed = run_instance(dataclasses.replace(
-        select_jobs(instance, kept, [instance.job_ids[j] for j in kept]),
-        release=instance.release[kept] / speedup))
+    replayed = dataclasses.replace(instance.take(kept),
+                                   release=instance.release[kept] / speedup).online()
     state = ClusterState(replayed)
     chooser = policy_class(PolicyContext(rng=GoRand(seed), frag=NodeFrag(typical, state)))
     loop = _Replay(state, chooser, replayed.min_duration)

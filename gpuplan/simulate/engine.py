@@ -16,7 +16,7 @@ itself per second once its overheads are paid. Every resume pays the restore ove
 and a resume on other GPUs than the job's previous segment (another node or another type)
 is a migration and pays the migration overhead as well. A job still paying an overhead,
 or not preemptible, is never stopped. The run is recorded as segments and events in a
-:class:`~gpuplan.solution.Result`, which :func:`gpuplan.simulate.run.simulate` verifies
+:class:`~gpuplan.core.result.Result`, which :func:`gpuplan.simulate.run.simulate` verifies
 before anything is written: the engine's own accounting (the work each segment declares)
 is checked against the intervals by the independent verifier.
 """
@@ -32,7 +32,9 @@ from enum import IntEnum
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.result import Event, EventKind, Result
+from gpuplan.core.status import Status
 from gpuplan.simulate.policy import (
     Admission,
     ClusterView,
@@ -42,8 +44,6 @@ from gpuplan.simulate.policy import (
     Scheduler,
     View,
 )
-from gpuplan.solution import Event, EventKind, Result
-from gpuplan.status import Status
 
 logger = logging.getLogger(__name__)
 

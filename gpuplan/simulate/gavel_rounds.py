@@ -60,11 +60,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
-from gpuplan.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.budget import Budget
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.settings import Context
 from gpuplan.methods.balance import BalanceOptions, solve_policy
-from gpuplan.methods.base import Context
 from gpuplan.models.allocation import FairShare, Policy, ThroughputData
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 

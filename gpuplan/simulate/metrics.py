@@ -1,6 +1,6 @@
 """What a run measured, computed from its verified segments and the workload alone.
 
-Metrics are computed from the run log (a :class:`~gpuplan.solution.Result` that the
+Metrics are computed from the run log (a :class:`~gpuplan.core.result.Result` that the
 verifier accepted), never from the engine's internal state, so that they describe exactly
 the schedule that is written. Everything is vectorised over segments: a sweep measures
 runs of 10^5 segments.
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray
-from gpuplan.solution import EventKind, Result
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.result import EventKind, Result
 
 _HOUR = 3600.0
 

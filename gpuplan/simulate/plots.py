@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuplan.errors import InputError
-from gpuplan.instance import FloatArray, Instance
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import FloatArray, Instance
+from gpuplan.core.result import Result
 from gpuplan.simulate.metrics import measured_interval, queue_series, utilisation_series
-from gpuplan.solution import Result
 
 if TYPE_CHECKING:  # matplotlib is imported only when drawing
     from matplotlib.artist import Artist

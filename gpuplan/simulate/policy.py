@@ -33,8 +33,8 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.settings import RunSettings
 
 
 class Mode(StrEnum):

@@ -11,7 +11,8 @@ import dataclasses
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray, ObjectiveKind
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.objectives import ObjectiveKind
 
 
 def residual_instance(instance: Instance, jobs: IntArray, remaining: FloatArray,
@@ -45,22 +46,7 @@ def residual_instance(instance: Instance, jobs: IntArray, remaining: FloatArray,
     n = jobs.size
     duration = instance.duration[jobs] * remaining[:, None] + resume_s[:, None]
     return dataclasses.replace(
-        instance,
-        name=f"{instance.name}@{now:g}s",
-        job_ids=tuple(instance.job_ids[j] for j in jobs),
-        gang=instance.gang[jobs].copy(),
-        demand=instance.demand[jobs].copy(),
-        duration=duration,
-        eligible=instance.eligible[jobs].copy(),
-        cost=instance.cost[jobs].copy(),
-        profit=instance.profit[jobs].copy(),
-        weight=instance.weight[jobs].copy(),
-        release=np.zeros(n),
-        deadline=np.full(n, np.inf),
-        due=np.maximum(0.0, instance.due[jobs] - now),
-        predecessors=((),) * n,
-        preemptible=instance.preemptible[jobs].copy(),
-        objective=objective,
-        job_class=(instance.job_class[jobs].copy() if instance.job_class.size
-                   else instance.job_class),
-    )
+        instance.take(jobs), name=f"{instance.name}@{now:g}s", duration=duration,
+        release=np.zeros(n), deadline=np.full(n, np.inf),
+        due=np.maximum(0.0, instance.due[jobs] - now), predecessors=((),) * n,
+        objective=objective)

@@ -1,7 +1,7 @@
 """One simulated run, from a workload to a verified run log: :func:`simulate`.
 
-The run log is a v2 :class:`~gpuplan.schedule.Schedule` (segments with their overheads,
-and the events of the run) with a :class:`~gpuplan.schedule.RunRecord` of how it was made
+The run log is a v2 :class:`~gpuplan.core.schedule.Schedule` (segments with their overheads,
+and the events of the run) with a :class:`~gpuplan.core.schedule.RunRecord` of how it was made
 and what it measured. It is checked by the independent verifier before it is returned, so
 nothing unchecked is ever written; a violation is an engine or policy bug and raises
 :class:`~gpuplan.simulate.engine.SimulationError`, it is never repaired.
@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance, ObjectiveKind
-from gpuplan.methods.base import RunSettings, time_objective
-from gpuplan.schedule import RunRecord, Schedule
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance
+from gpuplan.core.objectives import time_objective
+from gpuplan.core.schedule import RunRecord, Schedule
+from gpuplan.core.settings import RunSettings
 from gpuplan.simulate.engine import Engine, Progress, SimulationConfig, SimulationError
 from gpuplan.simulate.metrics import run_metrics, utilisation_by_type
 from gpuplan.simulate.policies import SCHEDULERS, build_parts, part_class
@@ -56,32 +57,6 @@ class RunSpec:
     settings: RunSettings = field(default_factory=RunSettings)
     window: tuple[int, int] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
-
-
-def run_instance(instance: Instance) -> Instance:
-    """The instance a run is simulated and verified on.
-
-    Online, nothing can promise a hard deadline: deadlines become due dates (a miss is
-    tardiness, reported, not a broken plan), and a static objective, which has no time,
-    becomes weighted completion time. Every job must be able to run somewhere.
-
-    Raises
-    ------
-    InputError
-        Naming the first job that fits no GPU type of the cluster.
-    """
-    stuck = np.flatnonzero(~instance.eligible.any(axis=1))
-    if stuck.size:
-        j = int(stuck[0])
-        raise InputError(instance.source, f"jobs[{j}]", f"job {instance.job_ids[j]!r} can "
-                         "run on no GPU type of the cluster (no duration, too little memory, "
-                         f"or no node with {instance.gang[j]} GPUs of one type); "
-                         f"{stuck.size} job(s) in all cannot run")
-    objective = (ObjectiveKind.WEIGHTED_COMPLETION if instance.objective.is_static
-                 else instance.objective)
-    return dataclasses.replace(
-        instance, objective=objective, deadline=np.full(instance.n_jobs, np.inf),
-        due=np.minimum(instance.due, instance.deadline))
 
 
 def check_window(instance: Instance, window: tuple[int, int] | None) -> tuple[int, int]:
@@ -123,7 +98,7 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
         If the verifier finds the run log broken (a bug of the engine or a policy).
     """
     began = time.perf_counter()
-    instance = run_instance(instance)
+    instance = instance.online()
     window = check_window(instance, spec.window)
     config = spec.config
     context = PolicyContext(instance, config.mode, config.round_s, spec.seed, spec.settings,

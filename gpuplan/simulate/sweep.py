@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.batch import MAX_ERROR, Row, TaskKind, keyed_output, write_keyed, write_tables
-from gpuplan.errors import BackendUnavailableError, InputError
+from gpuplan.core.errors import BackendUnavailableError, InputError
+from gpuplan.core.instance import Instance
+from gpuplan.core.schedule import Schedule
 from gpuplan.generate import GPUS_PER_NODE
-from gpuplan.instance import Instance
-from gpuplan.schedule import Schedule
 from gpuplan.simulate.engine import SimulationError
 from gpuplan.simulate.run import RunSpec, check_window, simulate
 from gpuplan.simulate.workload import gavel_workload_instance

@@ -21,7 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import read_text
+from gpuplan.core.instance import MAX_GPUS, Instance
 from gpuplan.generate import (
     GPUS_PER_NODE,
     Throughputs,
@@ -29,10 +31,8 @@ from gpuplan.generate import (
     gavel_document,
     measured_fleet,
 )
-from gpuplan.instance import Instance
-from gpuplan.io import read_text
 from gpuplan.readers.gavel import TraceJob, read_throughputs, read_trace
-from gpuplan.readers.instance_file import MAX_GPUS, build_instance, parse_document
+from gpuplan.readers.instance_file import build_instance, parse_document
 
 #: The worker types of a Gavel cluster string, in its order (``-c 36:36:36``).
 CLUSTER_TYPES = ("v100", "p100", "k80")
@@ -183,7 +183,7 @@ def gavel_trace_instance(trace: Path, throughputs: Path, cluster: Mapping[str, i
 def run_document(document: Mapping[str, Any], run: Instance) -> dict[str, Any]:
     """The instance document a run simulates: ``document`` with the times and objective of ``run``.
 
-    :func:`~gpuplan.simulate.run.run_instance` turns deadlines into due dates and a static
+    :meth:`~gpuplan.core.instance.Instance.online` turns deadlines into due dates and a static
     objective into weighted completion time; this writes its outcome back into the
     document the instance was built from, so that ``gpuplan check`` on the document and
     the run log checks what was simulated. Everything else of the document is kept as
@@ -194,7 +194,7 @@ def run_document(document: Mapping[str, Any], run: Instance) -> dict[str, Any]:
     document
         A valid instance document (parsed JSON or YAML data).
     run
-        ``run_instance`` of the instance built from ``document``: job ``j`` is the
+        ``Instance.online()`` of the instance built from ``document``: job ``j`` is the
         document's ``jobs[j]``.
 
     Returns

@@ -17,7 +17,7 @@ from gpuplan.bench import (
     read_best_known,
     write_best_known,
 )
-from gpuplan.instance import ObjectiveKind
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.library import operator_document
 
 

@@ -11,7 +11,7 @@ from conftest import DATA, GAVEL, run_cli
 
 from cli.conftest import Gpuplan
 from gpuplan.cli.simulate import PART_OPTIONS
-from gpuplan.schedule import Schedule
+from gpuplan.core.schedule import Schedule
 from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS
 
 SMALL = DATA / "valid_small.json"

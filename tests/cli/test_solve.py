@@ -11,10 +11,11 @@ from conftest import DATA, INSTANCES, run_cli
 from cli.conftest import Gpuplan
 from gpuplan.backends import BACKENDS
 from gpuplan.cli.solve import method_flags
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
+from gpuplan.core.options import option_fields
+from gpuplan.core.schedule import Schedule
+from gpuplan.core.settings import RunSettings
 from gpuplan.methods import METHODS
-from gpuplan.methods.base import RunSettings, option_fields
-from gpuplan.schedule import Schedule
 
 QUICKSTART = INSTANCES / "quickstart.json"
 #: Small enough for every objective, static ones included.

@@ -10,8 +10,8 @@ import pytest
 from conftest import GAVEL
 
 from cli.conftest import Gpuplan
-from gpuplan.io import write_text_atomic
-from gpuplan.schedule import Schedule
+from gpuplan.core.files import write_text_atomic
+from gpuplan.core.schedule import Schedule
 
 THROUGHPUTS = GAVEL / "simulation_throughputs.json"
 

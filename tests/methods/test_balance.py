@@ -14,13 +14,14 @@ from conftest import INSTANCES, run_cli
 
 from gpuplan import Schedule, plan
 from gpuplan.backends import BACKENDS
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance
+from gpuplan.core.budget import Budget
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance
+from gpuplan.core.settings import Context, RunSettings
+from gpuplan.core.status import Status
 from gpuplan.library import operator_document
 from gpuplan.methods import balance
 from gpuplan.methods.balance import Allocation, BalanceOptions, solve_policy
-from gpuplan.methods.base import Context, RunSettings
 from gpuplan.models.allocation import (
     FairShare,
     Policy,
@@ -33,7 +34,6 @@ from gpuplan.models.allocation import (
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.search import round_plans as rounds_module
 from gpuplan.search.round_plans import Residual, plan_rounds
-from gpuplan.status import Status
 
 
 def solve(rates: ThroughputData, policy: Policy, **fields: Any) -> Allocation:

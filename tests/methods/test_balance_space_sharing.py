@@ -13,12 +13,12 @@ from conftest import run_cli
 
 from gpuplan import Schedule, Status, plan, verify_schedule
 from gpuplan.backends import get_backend
-from gpuplan.backends.base import Limits
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance
+from gpuplan.core.schedule import Segment, ViolationKind
+from gpuplan.core.settings import Context
 from gpuplan.methods.balance import Allocation, BalanceMethod, BalanceOptions, solve_policy
-from gpuplan.methods.base import Context
 from gpuplan.models.allocation import (
     Colocation,
     PairColumns,
@@ -28,7 +28,6 @@ from gpuplan.models.allocation import (
     rate_program,
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.schedule import Segment, ViolationKind
 
 
 def solve(data: ThroughputData, policy: Policy, sharing: bool = True) -> Allocation:

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from strategies import instance_documents
 
 from gpuplan import InputError, ObjectiveKind, read_instance
+from gpuplan.core.instance import Instance
+from gpuplan.core.settings import RunSettings
 from gpuplan.generate import generate_document
-from gpuplan.instance import Instance
 from gpuplan.methods import METHODS
-from gpuplan.methods.base import RunSettings
 from gpuplan.planning import plan
 from gpuplan.readers.instance_file import build_instance, parse_document
 

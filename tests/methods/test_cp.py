@@ -14,10 +14,11 @@ from conftest import DATA, INSTANCES, run_cli
 from ortools.sat.python import cp_model
 
 from gpuplan import Instance, ObjectiveKind, Schedule, Status, plan, read_instance
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
+from gpuplan.core.budget import Budget
+from gpuplan.core.errors import InputError
+from gpuplan.core.settings import RunSettings
+from gpuplan.core.status import OPTIMAL_GAP, relative_gap
 from gpuplan.generate import generate_document
-from gpuplan.methods.base import RunSettings
 from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.linear import OutOfTimeError
 from gpuplan.models.machine_load import sequencing_free
@@ -29,7 +30,6 @@ from gpuplan.models.scheduling import (
 )
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.search.schedule_sharing import sharing_list_schedule
-from gpuplan.status import OPTIMAL_GAP, relative_gap
 
 #: Long enough for every small instance here to be proven optimal.
 SETTINGS = RunSettings(time_limit_s=20, seed=0)

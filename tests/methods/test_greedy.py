@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from strategies import instance_documents
 
 from gpuplan import InputError, Instance, ObjectiveKind, Status, plan
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.settings import RunSettings
 
 
 def one_type(jobs: list[dict[str, Any]], gpus: int, objective: str) -> Instance:

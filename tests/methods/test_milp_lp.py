@@ -17,9 +17,10 @@ from conftest import ORLIB_GAP, ROOT, HighsSolve, instance_from, run_cli
 
 from gpuplan import InputError, Instance, ObjectiveKind, Status, plan, read_instance
 from gpuplan.backends import get_backend, highs
-from gpuplan.backends.base import Limits, ProgramSolution
-from gpuplan.budget import Budget
-from gpuplan.methods.base import CORES, Context, RunSettings
+from gpuplan.backends.base import ProgramSolution
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.settings import CORES, Context, RunSettings
+from gpuplan.core.status import relative_gap
 from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.methods.lp import LpMethod, LpOptions
 from gpuplan.methods.milp import (
@@ -37,7 +38,6 @@ from gpuplan.readers.orlib_gap import gap_document
 from gpuplan.search.lns import subprogram
 from gpuplan.search.lp_rounding import ROUNDINGS
 from gpuplan.search.static_plans import placements
-from gpuplan.status import relative_gap
 
 BACKENDS = ["highs", "cpsat", "pyomo"]
 

@@ -11,9 +11,10 @@ import pytest
 from conftest import INSTANCES, ORLIB_GAP, run_cli
 
 from gpuplan import InputError, Instance, ObjectiveKind, Schedule, Status, plan
-from gpuplan.budget import Budget
+from gpuplan.core.budget import Budget
+from gpuplan.core.settings import Context, RunSettings
 from gpuplan.methods import get_method
-from gpuplan.methods.base import Context, Method, RunSettings
+from gpuplan.methods.base import Method
 from gpuplan.methods.ga import GeneticMethod, GeneticOptions
 from gpuplan.methods.sa import AnnealingMethod, AnnealingOptions
 from gpuplan.readers import read_instance

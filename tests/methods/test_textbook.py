@@ -7,8 +7,8 @@ import pytest
 from search.test_unrelated_machines import brute_force, rcmax
 
 from gpuplan import Status, plan
-from gpuplan.errors import InputError
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.errors import InputError
+from gpuplan.core.settings import RunSettings
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 SETTINGS = RunSettings(time_limit_s=20)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from gpuplan.backends import BACKENDS
-from gpuplan.budget import Budget
-from gpuplan.instance import Instance
+from gpuplan.core.budget import Budget
+from gpuplan.core.instance import Instance
+from gpuplan.core.settings import Context
 from gpuplan.methods.balance import BalanceOptions, solve_policy
-from gpuplan.methods.base import Context
 from gpuplan.models.allocation import (
     FairShare,
     Policy,

@@ -12,9 +12,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from strategies import instance_documents
 
 from gpuplan import Instance, ObjectiveKind, Status, plan
-from gpuplan.backends.base import Limits
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.errors import InputError
 from gpuplan.models.bounds import (
     earliest_completion,
     infeasibility_reasons,

@@ -13,10 +13,9 @@ from strategies import instance_documents
 
 from gpuplan import Instance, Status, plan
 from gpuplan.backends import get_backend
-from gpuplan.backends.base import Limits
-from gpuplan.budget import Budget
-from gpuplan.errors import InputError
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.errors import InputError
+from gpuplan.core.settings import RunSettings
 from gpuplan.models.bounds import ROUNDINGS, THRESHOLDS, dff_rounding, dff_threshold
 from gpuplan.models.energetic import energetic_bound, windows
 

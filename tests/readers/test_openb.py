@@ -10,9 +10,9 @@ import pytest
 from conftest import DATA, instance_from, run_cli
 
 from gpuplan import Instance, Schedule, Status, Unplaced, read_instance, verify_schedule
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
+from gpuplan.core.schedule import Segment, ViolationKind
 from gpuplan.readers.openb import gpu_specs, read_openb
-from gpuplan.schedule import Segment, ViolationKind
 
 OPENB = DATA / "openb"
 

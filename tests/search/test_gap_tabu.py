@@ -10,7 +10,7 @@ import pytest
 from conftest import ORLIB_GAP, instance_from
 
 from gpuplan import Instance, ObjectiveKind, plan, read_instance
-from gpuplan.budget import Budget
+from gpuplan.core.budget import Budget
 from gpuplan.search.gap_tabu import GapSearch, applies
 
 #: (problem of gap1.txt, sense, optimum) from the OR-Library.

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplan import Instance, Schedule, verify_schedule
-from gpuplan.backends.base import Limits
-from gpuplan.budget import Budget
+from gpuplan.core.budget import Budget, Limits
 from gpuplan.generate import generate_document
 from gpuplan.methods.greedy import list_schedule
 from gpuplan.readers.instance_file import build_instance, parse_document

@@ -5,8 +5,7 @@ from __future__ import annotations
 from conftest import instance_from
 
 from gpuplan import Instance, ObjectiveKind, plan
-from gpuplan.backends.base import Limits
-from gpuplan.budget import Budget
+from gpuplan.core.budget import Budget, Limits
 from gpuplan.models.bounds import objective_bound
 from gpuplan.search.time_bounds import simple_bound
 

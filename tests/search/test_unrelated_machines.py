@@ -10,9 +10,8 @@ from conftest import HighsSolve
 
 from gpuplan import Instance, Status, plan
 from gpuplan.backends import get_backend
-from gpuplan.backends.base import Limits
-from gpuplan.budget import Budget
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.settings import RunSettings
 from gpuplan.models.assignment_makespan import AssignmentMakespanModel
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.search.unrelated_machines import NEVER, PairSearch, lp_rounded

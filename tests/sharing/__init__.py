@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuplan.instance import Instance
+from gpuplan.core.instance import Instance
 from gpuplan.readers.openb import read_openb
 
 #: A node row: ``sn, cpu_milli, memory_mib, gpu, model``.

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from conftest import DATA
 
-from gpuplan.backends.base import Limits
 from gpuplan.backends.highs import HighsBackend
-from gpuplan.budget import Budget
-from gpuplan.instance import Instance, IntArray
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.status import Status
 from gpuplan.models.linear import RowBuilder
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing import bound as bound_module
@@ -26,7 +26,6 @@ from gpuplan.sharing.bound import (
 )
 from gpuplan.sharing.cluster import GPU_MILLI
 from gpuplan.sharing.replay import fgd_arrivals
-from gpuplan.status import Status
 from sharing import Node, Pod, openb_instance
 
 

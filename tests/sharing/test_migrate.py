@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuplan.instance import Instance
+from gpuplan.core.instance import Instance
 from gpuplan.sharing import PolicyContext, SharePolicy
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag, typical_pods

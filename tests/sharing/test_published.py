@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import DATA
 
-from gpuplan.instance import Instance
+from gpuplan.core.instance import Instance
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.replay import replay
 from gpuplan.sharing.runs import PUBLISHED

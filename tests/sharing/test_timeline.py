@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing import PolicyContext
 from gpuplan.sharing.cluster import ClusterState

@@ -18,13 +18,12 @@ import numpy as np
 import pytest
 from conftest import instance_from
 
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance, IntArray
-from gpuplan.schedule import Schedule, Segment, ViolationKind
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.schedule import Schedule, Segment, ViolationKind
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate
 from gpuplan.simulate.policies import PLACEMENTS, SCHEDULERS
 from gpuplan.simulate.policy import ClusterView, Decision, PolicyContext, View
-from gpuplan.simulate.run import run_instance
 from gpuplan.verify import verify_schedule
 
 Decide = Callable[[View], Decision]
@@ -522,7 +521,7 @@ def test_scheduler_that_only_wakes_is_stuck(monkeypatch: pytest.MonkeyPatch) -> 
 def test_deadlines_become_due_dates(monkeypatch: pytest.MonkeyPatch) -> None:
     """Online, a deadline cannot be promised: a late job is tardy, not a broken run."""
     instance = cluster(ONE_GPU, [job("a", 100, deadline_s=150), job("b", 100, due_s=120)])
-    online = run_instance(instance)
+    online = instance.online()
     assert np.isinf(online.deadline).all()
     assert online.due.tolist() == [150, 120]
     schedule = run(monkeypatch, instance, in_arrival_order)
@@ -556,7 +555,7 @@ def test_written_run_log_reads_back_and_verifies(monkeypatch: pytest.MonkeyPatch
     schedule.write(path)
     again = Schedule.read(path)
     assert again == schedule
-    assert verify_schedule(run_instance(instance), again).ok
+    assert verify_schedule(instance.online(), again).ok
 
 
 def _segment(document: Document, name: str, index: int) -> Document:
@@ -608,5 +607,5 @@ def test_tampered_run_log_is_caught(monkeypatch: pytest.MonkeyPatch, name: str) 
     change, kind = TAMPERING[name]
     change(document)
     tampered = Schedule.from_json(json.dumps(document), "<tampered>")
-    verification = verify_schedule(run_instance(instance), tampered)
+    verification = verify_schedule(instance.online(), tampered)
     assert kind in {v.kind for v in verification.violations}, verification.violations

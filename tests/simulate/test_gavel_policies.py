@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from conftest import instance_from
 
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance
-from gpuplan.schedule import Schedule, Segment
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance
+from gpuplan.core.schedule import Schedule, Segment
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, simulate
 
 #: Gavel's simulator: 360 s rounds, no restart or migration cost.

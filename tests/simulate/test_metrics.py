@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 from conftest import instance_from
 
-from gpuplan.instance import Instance, IntArray
+from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.result import Event, EventKind, Result
+from gpuplan.core.status import Status
 from gpuplan.simulate.engine import Engine, SimulationConfig
 from gpuplan.simulate.metrics import (
     job_stats,
@@ -30,9 +32,6 @@ from gpuplan.simulate.metrics import (
 )
 from gpuplan.simulate.policies.admit_all import AdmitAll
 from gpuplan.simulate.policy import ClusterView, Decision, Mode, PolicyContext, View
-from gpuplan.simulate.run import run_instance
-from gpuplan.solution import Event, EventKind, Result
-from gpuplan.status import Status
 
 _DEMAND = {"memory_gib": 1}
 
@@ -250,7 +249,7 @@ def test_an_engine_run_measures_as_worked_out(instance: Instance) -> None:
     ``mover`` takes an A GPU at 0 (1 h), ``wide`` waits for both A GPUs until 3600 s
     (2 h JCT, 1 h queueing), ``late`` runs on the other A GPU 1200-3000 s (0.5 h).
     """
-    run = run_instance(instance)
+    run = instance.online()
     context = PolicyContext(run, Mode.EVENT, 360.0, 0)
     result = Engine(run, SimulationConfig(), _InArrivalOrder(), _FirstFit(),
                     AdmitAll(context)).run()

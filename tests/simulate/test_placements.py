@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from conftest import instance_from
 
-from gpuplan.instance import Instance
-from gpuplan.schedule import Schedule
+from gpuplan.core.instance import Instance
+from gpuplan.core.result import EventKind
+from gpuplan.core.schedule import Schedule
 from gpuplan.simulate import RunSpec, SimulationConfig, simulate
-from gpuplan.solution import EventKind
 
 
 def cluster(nodes: dict[str, int], jobs: dict[str, tuple[int, float, float]]) -> Instance:

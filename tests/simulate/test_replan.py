@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from conftest import instance_from
 
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance
-from gpuplan.methods.base import RunSettings
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance
+from gpuplan.core.schedule import Schedule
+from gpuplan.core.settings import RunSettings
 from gpuplan.planning import plan
-from gpuplan.schedule import Schedule
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, simulate
 from gpuplan.simulate.policies import replan
 from gpuplan.simulate.residual import residual_instance

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from conftest import GAVEL, instance_from
 
-from gpuplan.errors import InputError
-from gpuplan.instance import Instance
-from gpuplan.schedule import Schedule
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance
+from gpuplan.core.result import EventKind
+from gpuplan.core.schedule import Schedule
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, simulate
 from gpuplan.simulate.policies import PLACEMENTS, SCHEDULERS
 from gpuplan.simulate.workload import gavel_workload_instance
-from gpuplan.solution import EventKind
 
 #: A job by id: (GPUs, seconds on A, arrival s, preemptible).
 Jobs = dict[str, tuple[int, float, float, bool]]

@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 from conftest import DATA, GAVEL, instance_from
 
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.generate import Throughputs, gavel_document, gavel_jobs
-from gpuplan.instance import ObjectiveKind
 from gpuplan.readers.gavel import read_throughputs
 from gpuplan.simulate import RunSpec, simulate
-from gpuplan.simulate.run import run_instance
 from gpuplan.simulate.workload import (
     gavel_trace_document,
     gavel_trace_instance,
@@ -203,7 +202,7 @@ def test_generated_workload_runs_in_the_simulator(tmp_path: Path) -> None:
 
 
 def test_the_run_document_holds_what_the_run_simulates() -> None:
-    """run_document writes run_instance's changes back into the document it came from.
+    """run_document writes Instance.online()'s changes back into the document it came from.
 
     Deadlines 150 (and 500 beside a due date of 400) become due dates 150 and 400, a job
     with only a due date keeps it, the static max-weight objective becomes weighted
@@ -219,7 +218,7 @@ def test_the_run_document_holds_what_the_run_simulates() -> None:
                  {"id": "j2", "gpus": 2, "duration_s": 50, "due_s": 30}],
         "objective": {"kind": "max-weight"}}
     given = copy.deepcopy(document)
-    run = run_instance(instance_from(document))
+    run = instance_from(document).online()
     written = run_document(document, run)
     assert document == given
     assert [job.get("due_s") for job in written["jobs"]] == [150, 400, 30]

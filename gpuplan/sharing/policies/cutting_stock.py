@@ -37,10 +37,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.backends.base import Limits
 from gpuplan.backends.highs import HighsBackend
-from gpuplan.budget import Budget
-from gpuplan.instance import FloatArray, IntArray
+from gpuplan.core.budget import Budget, Limits
+from gpuplan.core.instance import FloatArray, IntArray
 from gpuplan.models.linear import LazyNames, RowBuilder
 from gpuplan.sharing import PolicyContext
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState

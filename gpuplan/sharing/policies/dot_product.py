@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import IntArray
+from gpuplan.core.instance import IntArray
 from gpuplan.sharing import PolicyContext
 from gpuplan.sharing.cluster import MAX_SPEC_CPU, MAX_SPEC_GPU, ClusterState
 

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import IntArray
+from gpuplan.core.instance import IntArray
 from gpuplan.sharing import PolicyContext
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag, frag_amount, frag_parts

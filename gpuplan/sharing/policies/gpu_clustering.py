@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import IntArray
+from gpuplan.core.instance import IntArray
 from gpuplan.sharing import PolicyContext
 from gpuplan.sharing.cluster import MAX_SPEC_GPU, ClusterState
 

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import IntArray
+from gpuplan.core.instance import IntArray
 from gpuplan.sharing import PolicyContext
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
 from gpuplan.simulate.policies.admit_all import AdmitAll
 from gpuplan.simulate.policies.best_fit import BestFit
 from gpuplan.simulate.policies.fifo import Fifo

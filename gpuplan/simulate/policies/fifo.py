@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, IntArray
+from gpuplan.core.instance import FloatArray, IntArray
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 
 

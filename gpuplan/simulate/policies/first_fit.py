@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import IntArray
+from gpuplan.core.instance import IntArray
 from gpuplan.simulate.policies.best_fit import gpus_on, previous_gpus
 from gpuplan.simulate.policy import ClusterView, PolicyContext
 

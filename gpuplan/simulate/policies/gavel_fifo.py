@@ -31,7 +31,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, IntArray
+from gpuplan.core.instance import FloatArray, IntArray
 from gpuplan.simulate.gavel_rounds import GavelRounds
 from gpuplan.simulate.policy import PolicyContext, View
 

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, IntArray
+from gpuplan.core.instance import FloatArray, IntArray
 from gpuplan.models.allocation import FairShare, Policy
 from gpuplan.simulate.gavel_rounds import LpRates, LpRounds
 from gpuplan.simulate.policy import PolicyContext, View

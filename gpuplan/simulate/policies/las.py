@@ -41,8 +41,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.errors import InputError
-from gpuplan.instance import FloatArray
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import FloatArray
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 
 #: Tiresias' dlas-gpu queue thresholds in GPU-hours (3250 and 7200 GPU-seconds).

@@ -19,8 +19,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.errors import InputError
-from gpuplan.instance import IntArray, ObjectiveKind
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import IntArray
+from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.methods import METHODS
 from gpuplan.planning import plan
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from gpuplan.instance import FloatArray, IntArray
+from gpuplan.core.instance import FloatArray, IntArray
 from gpuplan.simulate.policies.fifo import Fifo
 from gpuplan.simulate.policy import View
 

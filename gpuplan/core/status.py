@@ -1,9 +1,12 @@
-"""The outcome of a solve and its quality certificate, shared by methods and file formats."""
+"""The outcome of a solve, its quality certificate and the tolerances every check uses."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
+#: Tolerance for capacities and objective values (relative), and for times (absolute
+#: seconds; the verifier adds the float rounding of times far from zero).
+TOLERANCE = 1e-6
 #: The largest relative gap at which a plan may be called ``optimal`` (HiGHS' default
 #: MIP gap); the verifier holds every schedule, and so every method, to it.
 OPTIMAL_GAP = 1e-4

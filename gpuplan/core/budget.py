@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gpuplan.core.status import OPTIMAL_GAP
+
 
 def never() -> bool:
     """The stop of a budget no caller can end early."""
@@ -87,3 +89,25 @@ class Budget:
         mine = self.stop
         both = mine if stop is None else (lambda: mine() or stop())
         return Budget(min(caps) if caps else None, iterations, both, now)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a backend may spend and how it may search: the methods' options stay above.
+
+    Attributes
+    ----------
+    budget
+        The solve's time budget; the backend stops when it is spent.
+    threads
+        Threads the backend may use.
+    seed
+        Random seed of the backend's search.
+    gap
+        Relative gap at which the backend may stop and call its solution optimal.
+    """
+
+    budget: Budget
+    threads: int = 1
+    seed: int = 0
+    gap: float = OPTIMAL_GAP

@@ -4,19 +4,21 @@ A :class:`Result` is what a method returns before anything is named by id. Each 
 its arrays is one *segment*: a job running on some GPUs of one type over an interval. A
 job that is never interrupted has one segment; a preempted, migrated or space-shared job
 has several, each stating the share of the job's work it does, the job it shares its GPUs
-with, and the overheads it paid. :meth:`gpuplan.schedule.Schedule.from_result` turns a
+with, and the overheads it paid. :meth:`gpuplan.core.schedule.Schedule.from_result` turns a
 result into the v2 schedule file, and the verifier checks every one of these facts.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
 
-from gpuplan.instance import FloatArray, Instance, IntArray
-from gpuplan.status import Status
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.status import OPTIMAL_GAP, Status, relative_gap
 
 
 class EventKind(StrEnum):
@@ -45,7 +47,7 @@ def _floats(n: int, value: float) -> FloatArray:
 
 @dataclass(frozen=True)
 class Result:
-    """A plan by index, before it becomes a :class:`~gpuplan.schedule.Schedule`.
+    """A plan by index, before it becomes a :class:`~gpuplan.core.schedule.Schedule`.
 
     Attributes
     ----------
@@ -118,3 +120,70 @@ class Result:
         n = self.n_segments
         return (_floats(n, 0.0) if self.restore_s is None else self.restore_s,
                 _floats(n, 0.0) if self.migrate_s is None else self.migrate_s)
+
+
+def no_plan(instance: Instance, reason: str, solver: str,
+            status: Status = Status.NO_SOLUTION, bound: float | None = None) -> Result:
+    """A result without a plan, every job unplaced for ``reason``."""
+    return Result(status=status, objective=None, bound=bound, solver=solver,
+                  unplaced=dict.fromkeys(range(instance.n_jobs), reason))
+
+
+def infeasible(instance: Instance, reasons: Mapping[int, str], solver: str) -> Result:
+    """A proof of infeasibility: nothing placed, each job saying why (``reasons`` by job).
+
+    Jobs without a reason of their own point to the jobs named.
+    """
+    return Result(status=Status.INFEASIBLE, objective=None, bound=None, solver=solver,
+                  unplaced={j: reasons.get(j, "not planned: the instance is infeasible (see "
+                            "the jobs named)") for j in range(instance.n_jobs)})
+
+
+def plan_status(objective: float | None, bound: float | None) -> Status:
+    """The status of a heuristic plan: none, feasible, or optimal when it meets the bound.
+
+    A plan meets the bound when their gap is within :data:`~gpuplan.core.status.OPTIMAL_GAP`,
+    the verifier's definition of optimal.
+    """
+    if objective is None:
+        return Status.NO_SOLUTION
+    gap = relative_gap(objective, bound)
+    return Status.OPTIMAL if gap is not None and gap <= OPTIMAL_GAP else Status.FEASIBLE
+
+
+def with_bound(instance: Instance, result: Result, bound: float, name: str, note: str) -> Result:
+    """A start's result with the method's bound, its status from that bound, and why.
+
+    ``note`` says why CP-SAT's plan is not the one returned; without a plan, each job the
+    start left out gives its reason and the note.
+    """
+    solver = f"{name}; {note}"
+    if result.status.has_plan:
+        return dataclasses.replace(result, status=plan_status(result.objective, bound),
+                                   bound=bound, solver=solver)
+    unplaced = ({j: f"{reason}; {note}" for j, reason in result.unplaced.items()}
+                or dict.fromkeys(range(instance.n_jobs), f"no plan found; {note}"))
+    return dataclasses.replace(result, status=Status.NO_SOLUTION, objective=None, bound=bound,
+                               solver=solver, unplaced=unplaced)
+
+
+def better(instance: Instance, first: Result, second: Result) -> Result:
+    """The better plan of two for the instance's objective; ``first`` on a tie.
+
+    A result with a plan beats one without; the better bound of the two is kept.
+    """
+    if not second.status.has_plan:
+        chosen = first
+    elif not first.status.has_plan:
+        chosen = second
+    else:
+        assert first.objective is not None and second.objective is not None
+        sign = -1.0 if instance.objective.sense == "max" else 1.0
+        chosen = second if sign * second.objective < sign * first.objective else first
+    bounds = [b for b in (first.bound, second.bound) if b is not None]
+    if not bounds or not chosen.status.has_plan:
+        return chosen
+    bound = max(bounds) if instance.objective.sense == "min" else min(bounds)
+    assert chosen.objective is not None
+    return dataclasses.replace(chosen, bound=bound,
+                               status=plan_status(chosen.objective, bound))

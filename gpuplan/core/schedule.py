@@ -31,12 +31,12 @@ from pydantic import (
 )
 
 from gpuplan._version import __version__
-from gpuplan.errors import InputError, json_path, validation_message
-from gpuplan.instance import FloatArray, Instance, IntArray
-from gpuplan.io import parse_json, read_text, write_text_atomic
-from gpuplan.solution import Event as SolutionEvent
-from gpuplan.solution import EventKind, Result
-from gpuplan.status import Status, relative_gap
+from gpuplan.core.errors import InputError, json_path, validation_message
+from gpuplan.core.files import parse_json, read_text, write_text_atomic
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.result import Event as SolutionEvent
+from gpuplan.core.result import EventKind, Result
+from gpuplan.core.status import Status, relative_gap
 
 FORMAT_VERSION = 2
 #: The oldest format version gpuplan still reads (and checks); it writes only

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
 
 #: Deepest nesting of objects and lists a document may have; gpuplan's formats need 6.
 MAX_DEPTH = 64

@@ -10,83 +10,45 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from functools import cached_property
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from gpuplan.errors import InputError
+from gpuplan.core.errors import InputError
+from gpuplan.core.objectives import ObjectiveKind
+
+# Documented ranges of the format (README, "Limits"). Times stay where float seconds
+# resolve a millisecond over any plan's horizon, and every count where arrays stay small.
+#: Longest duration, latest release, deadline or due date, in seconds (about 31.7 years).
+MAX_TIME_S = 1e9
+#: Shortest duration, in seconds.
+MIN_DURATION_S = 1e-3
+#: Largest weight of a job.
+MAX_WEIGHT = 1e9
+#: Largest cost, profit or price per GPU-hour.
+MAX_MONEY = 1e12
+#: Largest capacity or demand of one resource on one GPU.
+MAX_AMOUNT = 1e12
+#: Most GPUs in an instance (and so in one gang or one node).
+MAX_GPUS = 100_000
+#: Most jobs in an instance.
+MAX_JOBS = 1_000_000
+#: Most GPU types, and most named resources.
+MAX_TYPES = 1_000
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 
-class ObjectiveKind(StrEnum):
-    """What a plan optimises.
-
-    Static objectives place the whole batch at once: every placed job holds its GPUs at the
-    same time, so capacity is checked over all of them together and time fields (release,
-    deadline, due date, dependencies) play no part. Time-based objectives build a timeline in
-    which jobs start and end and GPUs are reused.
-    """
-
-    ASSIGN_COST = "assign-cost"
-    ASSIGN_PROFIT = "assign-profit"
-    MAX_WEIGHT = "max-weight"
-    MIN_GPUS = "min-gpus"
-    MIN_GPU_COST = "min-gpu-cost"
-    MIN_MAX_LOAD = "min-max-load"
-    MAKESPAN = "makespan"
-    WEIGHTED_COMPLETION = "weighted-completion"
-    TARDINESS = "tardiness"
-    COST = "cost"
-
-    @property
-    def is_static(self) -> bool:
-        """Whether the objective places the batch at once rather than over time."""
-        return self in _STATIC
-
-    @property
-    def sense(self) -> Literal["min", "max"]:
-        """Whether larger or smaller objective values are better."""
-        return "max" if self in (ObjectiveKind.MAX_WEIGHT, ObjectiveKind.ASSIGN_PROFIT) else "min"
-
-    @property
-    def allows_unplaced(self) -> bool:
-        """Whether a feasible plan may leave jobs out (only when placed weight is maximised)."""
-        return self is ObjectiveKind.MAX_WEIGHT
-
-    @property
-    def needs_job_cost(self) -> bool:
-        """Whether every eligible (job, GPU type) pair needs a cost."""
-        return self in (ObjectiveKind.ASSIGN_COST, ObjectiveKind.COST)
-
-    @property
-    def needs_job_profit(self) -> bool:
-        """Whether every eligible (job, GPU type) pair needs a profit."""
-        return self is ObjectiveKind.ASSIGN_PROFIT
-
-    @property
-    def needs_gpu_price(self) -> bool:
-        """Whether every GPU type needs ``cost_per_hour``."""
-        return self is ObjectiveKind.MIN_GPU_COST
-
-
-_STATIC = frozenset(
-    {
-        ObjectiveKind.ASSIGN_COST,
-        ObjectiveKind.ASSIGN_PROFIT,
-        ObjectiveKind.MAX_WEIGHT,
-        ObjectiveKind.MIN_GPUS,
-        ObjectiveKind.MIN_GPU_COST,
-        ObjectiveKind.MIN_MAX_LOAD,
-    }
-)
-
+#: Instance fields indexed by job on their first axis (``job_class`` and ``node_demand``
+#: are empty in instances without classes or node resources).
+_PER_JOB = ("gang", "demand", "duration", "eligible", "cost", "profit", "weight", "release",
+            "deadline", "due", "preemptible", "job_class", "node_demand")
 
 _Array = TypeVar("_Array", bound=NDArray[Any])
 
@@ -345,6 +307,65 @@ class Instance:
         instance = dataclasses.replace(self, objective=objective)
         check_objective_data(instance, source)
         return instance
+
+    def take(self, jobs: IntArray, job_ids: Sequence[str] | None = None) -> Instance:
+        """These jobs, in this order, on the same fleet: a part of the batch.
+
+        Job ``k`` of the result is ``jobs[k]``. A dependency on a job not taken is
+        dropped (callers take what is left of a batch, whose other jobs are done), and
+        those among the jobs taken are renumbered.
+
+        Parameters
+        ----------
+        jobs
+            Job indices; a job may be taken more than once (as the sharing replays inflate
+            a trace) when no job taken has a predecessor.
+        job_ids
+            The ids of the jobs taken; their own ids by default.
+
+        Raises
+        ------
+        ValueError
+            If a job is taken twice while some job taken has a predecessor (whose copy it
+            would wait for is ambiguous), or ``job_ids`` has the wrong length.
+        """
+        jobs = np.asarray(jobs, dtype=np.int64)
+        ids = tuple(self.job_ids[j] for j in jobs) if job_ids is None else tuple(job_ids)
+        if len(ids) != jobs.size:
+            raise ValueError(f"{len(ids)} job ids for {jobs.size} jobs")
+        position = {int(j): k for k, j in enumerate(jobs.tolist())}
+        if len(position) < jobs.size and any(self.predecessors[j] for j in position):
+            raise ValueError("jobs with predecessors cannot be taken more than once")
+        predecessors = tuple(tuple(position[p] for p in self.predecessors[j] if p in position)
+                             for j in jobs.tolist())
+        per_job = {name: getattr(self, name)[jobs] for name in _PER_JOB
+                   if len(getattr(self, name)) == self.n_jobs}
+        return dataclasses.replace(self, job_ids=ids, predecessors=predecessors, **per_job)
+
+    def online(self) -> Instance:
+        """The instance as a run plays it out over time.
+
+        Online, nothing can promise a hard deadline: deadlines become due dates (a miss is
+        tardiness, reported, not a broken plan), and a static objective, which has no
+        time, becomes weighted completion time. Every job must be able to run somewhere.
+
+        Raises
+        ------
+        InputError
+            Naming the first job that fits no GPU type of the cluster.
+        """
+        stuck = np.flatnonzero(~self.eligible.any(axis=1))
+        if stuck.size:
+            j = int(stuck[0])
+            raise InputError(self.source, f"jobs[{j}]", f"job {self.job_ids[j]!r} can run on "
+                             "no GPU type of the cluster (no duration, too little memory, or "
+                             f"no node with {self.gang[j]} GPUs of one type); {stuck.size} "
+                             "job(s) in all cannot run")
+        objective = (ObjectiveKind.WEIGHTED_COMPLETION if self.objective.is_static
+                     else self.objective)
+        return dataclasses.replace(self, objective=objective,
+                                   deadline=np.full(self.n_jobs, np.inf),
+                                   due=np.minimum(self.due, self.deadline))
 
 
 def check_objective_data(instance: Instance, source: str) -> None:

@@ -1,0 +1,164 @@
+"""Typed options of pluggable parts: fields that carry their flag, help and parser.
+
+A part (a planning method, a simulator policy part, a sharing policy) declares its own
+options as a frozen dataclass of :func:`option` fields. The command line builds its flags
+from them, options files and ``gpuplan bench`` specs give them by key, and the API passes
+them as a mapping or as the typed object: every route goes through :func:`build_options`,
+so a setting the part does not take is refused the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import field
+from typing import Any
+
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import MAX_TIME_S
+
+
+def option(default: Any, flag: str, help: str, *, parse: Callable[[str], Any] | None = None,
+           choices: Sequence[str] | None = None, metavar: str | None = None) -> Any:
+    """A part's option: a dataclass field that knows its flag, help and parser.
+
+    Parameters
+    ----------
+    default
+        The default, written here once for the API, the CLI and bench specs.
+    flag
+        The command-line flag (``--policy``).
+    help
+        One line for ``--help``.
+    parse
+        Turns the text of a flag or spec value into the value; None: ``choices`` or text.
+    choices
+        The names the value may take.
+    metavar
+        How ``--help`` shows the value.
+    """
+    return field(default=default, metadata={
+        "flag": flag, "help": help, "parse": parse,
+        "choices": None if choices is None else tuple(choices), "metavar": metavar,
+    })
+
+
+def check_range(name: str, value: float | None, low: float, high: float,
+                closed: bool = True) -> None:
+    """Refuse ``value`` outside ``[low, high]`` (``(low, high]`` when not ``closed``).
+
+    Raises
+    ------
+    InputError
+        Naming the setting and its range.
+    """
+    if value is None:
+        return
+    if (value >= low if closed else value > low) and value <= high:
+        return
+    shown = f"{high:g}" if isinstance(high, float) else str(high)
+    raise InputError(name, "", f"{value!r} is out of range: expected "
+                     f"{'from' if closed else 'above'} {low} to {shown}")
+
+
+def option_fields(options_type: type[Any]) -> list[dataclasses.Field[Any]]:
+    """The :func:`option` fields of a part's options type."""
+    return [f for f in dataclasses.fields(options_type) if "flag" in f.metadata]
+
+
+def takes(options_type: type[Any]) -> str:
+    """The flags and keys an options type holds, for messages (``--policy (policy), ...``)."""
+    listed = [f"{f.metadata['flag']} ({f.name})" for f in option_fields(options_type)]
+    return ", ".join(listed) if listed else "no options of its own"
+
+
+def build_options(options_type: type[Any], given: Mapping[str, Any], owner: str,
+                  source: str = "--method") -> Any:
+    """A part's typed options from settings by key or flag, text or value.
+
+    Parameters
+    ----------
+    options_type
+        The part's frozen dataclass of :func:`option` fields.
+    given
+        Setting name (a field name such as ``round_s``, or its flag with or without
+        ``--``) to value; a text value is parsed as the flag would parse it.
+    owner
+        The part, for messages (``method 'balance'``).
+    source
+        Where the settings come from (a bench spec, an options file), for messages.
+
+    Raises
+    ------
+    InputError
+        For a setting the part does not take (naming it, the part and what it does
+        take), or a value that does not parse or is out of range.
+    """
+    by_name: dict[str, dataclasses.Field[Any]] = {}
+    for f in option_fields(options_type):
+        by_name[f.name] = f
+        by_name[f.metadata["flag"].lstrip("-")] = f
+    found = {key: by_name.get(key.lstrip("-").replace("_", "-")) or by_name.get(key.lstrip("-"))
+             for key in given}
+    unknown = [key for key, field_ in found.items() if field_ is None]
+    if unknown:
+        shown = [key if key.startswith("--") or source != "--method" else f"--{key}"
+                 for key in unknown]
+        # From the command line the flags are the message; a file or spec names the key.
+        raise InputError(source, "" if source == "--method" else unknown[0],
+                         f"{owner} does not take {', '.join(shown)}; it takes "
+                         f"{takes(options_type)}")
+    values: dict[str, Any] = {}
+    for key, value in given.items():
+        field_ = found[key]
+        assert field_ is not None
+        values[field_.name] = _parsed(owner, field_, value) if isinstance(value, str) else value
+    return options_type(**values)
+
+
+def _parsed(owner: str, f: dataclasses.Field[Any], text: str) -> Any:
+    """A setting's text parsed as its flag parses it, or an error naming flag and part."""
+    flag = f.metadata["flag"]
+    choices = f.metadata["choices"]
+    if choices is not None and f.metadata["parse"] is None:
+        if text not in choices:
+            raise InputError(flag, "", f"unknown value {text!r}; {owner} "
+                             f"takes {flag} {' or '.join(choices)}")
+        return text
+    parse = f.metadata["parse"]
+    if parse is None:
+        return text
+    try:
+        return parse(text)
+    except (ValueError, TypeError) as exc:
+        raise InputError(flag, "", f"{exc} ({owner})") from None
+
+
+def parse_bool(text: str) -> bool:
+    """``true``/``false`` (and ``1``/``0``, ``yes``/``no``) as a bool."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+def parse_number(convert: Callable[[str], float], low: float, high: float,
+                 closed: bool = True) -> Callable[[str], Any]:
+    """A parser of numbers from ``low`` to ``high`` (above ``low`` when not ``closed``)."""
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = float("nan")
+        if not ((value >= low if closed else value > low) and value <= high):
+            shown = f"{high:g}" if isinstance(high, float) else str(high)
+            raise ValueError(f"expected a number {'from' if closed else 'above'} {low} to "
+                             f"{shown}, got {text!r}")
+        return value
+    return parse
+
+
+#: Seconds up to the instance format's longest time: time limits, ticks, rounds.
+parse_seconds = parse_number(float, 0, MAX_TIME_S, closed=False)
