@@ -31,7 +31,7 @@ its GPUs alike.
   ``jobs // 8`` pipelines and a dependent job waits for the previous job of its pipeline
   (the first job of a pipeline waits for none), which makes long chains;
 - deadlines and due dates come from a reference plan: list scheduling
-  (:func:`~gpuplan.methods.greedy.list_schedule`) of the batch without them, for the
+  (:func:`~gpuplan.parts.construct.list_schedule`) of the batch without them, for the
   makespan. ``deadlines`` of the jobs get a deadline of their reference end times a
   slack drawn from ``slack``, rounded up to 5 minutes, so the reference plan meets every
   deadline and each instance is feasible by construction; 40% get a due date of 0.6-1.1
@@ -48,7 +48,7 @@ import numpy as np
 
 from gpuplan.core.instance import FloatArray, Instance
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.methods.greedy import list_schedule
+from gpuplan.parts.construct import list_schedule
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 #: The library's generators, by the name ``gpuplan generate --library`` takes.

@@ -43,8 +43,8 @@ from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_r
 from gpuplan.core.budget import Budget
 from gpuplan.core.instance import Instance
 from gpuplan.core.settings import Context, RunSettings
-from gpuplan.methods.balance import BalanceOptions, solve_policy
 from gpuplan.models.allocation import Policy, ThroughputData
+from gpuplan.parts.allocation import AllocationOptions, solve_policy
 from gpuplan.readers.gavel import (
     PRICES,
     read_pair_speeds,
@@ -211,7 +211,7 @@ def gavel_tables(args: argparse.Namespace) -> list[str]:
             instances[(jobs, per_type)] = gavel_instance(args.gavel, jobs, per_type, seed=0)
         instance = instances[(jobs, per_type)]
         data = ThroughputData.from_instance(instance)
-        options = BalanceOptions(policy=policy.value, **extra)
+        options = AllocationOptions(policy=policy.value, **extra)
         # HiGHS on 2 threads, without a time limit: a budget of its own per run.
         runs = [solve_policy(data, options, Context(Budget(), threads=2))
                 for _ in range(args.repeats)]

@@ -14,7 +14,7 @@ batches and their variants) and of ``instances/`` (the Gavel clusters, ``quickst
   before the window LPs;
 - *window LP*: :func:`~gpuplan.models.energetic.window_program` (completion times,
   heads, tails, deadlines, packing rows with dual-feasible functions per type and gang);
-- *energetic*: :func:`~gpuplan.search.time_bounds.simple_bound` with no time limit (the
+- *energetic*: :func:`~gpuplan.parts.time_bounds.simple_bound` with no time limit (the
   window LP, then trial makespans refuted by energetic reasoning);
 - *at share*: the same within ``--share`` seconds, what cp gets at 10 s (10% of it).
 
@@ -45,7 +45,7 @@ from gpuplan.core.status import Status
 from gpuplan.models.bounds import earliest_completion, objective_bound
 from gpuplan.models.energetic import packing_rows, solve_by_rows, window_program, windows
 from gpuplan.models.scheduling import workload_program
-from gpuplan.search.time_bounds import BOUND_BACKEND, simple_bound
+from gpuplan.parts.time_bounds import BOUND_BACKEND, simple_bound
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = [

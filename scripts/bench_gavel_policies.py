@@ -159,7 +159,6 @@ def main() -> None:
     from gpuplan.bench import write_results
     from gpuplan.core.budget import Budget
     from gpuplan.core.settings import Context
-    from gpuplan.methods.balance import BalanceOptions, solve_policy
     from gpuplan.models.allocation import (
         Colocation,
         FairShare,
@@ -167,6 +166,7 @@ def main() -> None:
         ThroughputData,
         throughput_value,
     )
+    from gpuplan.parts.allocation import AllocationOptions, solve_policy
     from gpuplan.readers.gavel import read_pair_speeds, read_throughputs, synthetic_trace
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -231,7 +231,7 @@ def main() -> None:
                 if policy is Policy.MAX_MIN_FAIRNESS and not packed:
                     variants.append(("POP-8", {"partitions": 8}))
                 for variant, extra in variants:
-                    runs = [solve_policy(data, BalanceOptions(policy=policy.value, **extra),
+                    runs = [solve_policy(data, AllocationOptions(policy=policy.value, **extra),
                                          Context(Budget(), threads=1))
                             for _ in range(args.repeats)]
                     ours = runs[0].value

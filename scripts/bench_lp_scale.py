@@ -23,7 +23,7 @@ import numpy as np
 
 from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
 from gpuplan.core.settings import RunSettings
-from gpuplan.search.lp_rounding import ROUNDINGS
+from gpuplan.parts.lp_rounding import ROUNDINGS
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.

@@ -2,25 +2,25 @@
 
 The model is :class:`~gpuplan.models.scheduling.SchedulingModel`. Batches with nothing to
 sequence (:func:`~gpuplan.models.machine_load.sequencing_free`: the unrelated parallel
-machine problem R||Cmax) go to :func:`~gpuplan.search.unrelated_machines.plan_unrelated`
+machine problem R||Cmax) go to :func:`~gpuplan.parts.unrelated_machines.plan_unrelated`
 from list scheduling's start and the combinatorial bound. The solve starts from a plan given
 as a full hint (a value for every variable: a solution CP-SAT keeps as it is): list
 scheduling's (the better of greedy list scheduling and, where jobs may share GPUs,
-:func:`~gpuplan.search.schedule_sharing.best_sharing_schedule`, which runs jobs side by
+:func:`~gpuplan.parts.schedule_sharing.best_sharing_schedule`, which runs jobs side by
 side on a GPU within its memory and compute, over several orders, for makespan some of
 them planned for a target below its best plan so that slow GPUs do not idle; elsewhere
 for makespan
-:func:`~gpuplan.search.lp_list.lp_list_schedule`, which holds each job to the type the
+:func:`~gpuplan.parts.lp_list.lp_list_schedule`, which holds each job to the type the
 makespan LP gives it), or the warm start's (a schedule file's, or a heuristic's run
 first on :data:`~gpuplan.core.settings.WARM_SHARE` of the time limit) when that is better.
 CP-SAT searches the whole model on ``threads`` workers for :data:`FULL_SHARE` of its
 time (for its bound, and a proof of optimality on easy batches), then
-:func:`~gpuplan.search.schedule_lns.improve_schedule` re-solves parts of the best plan
+:func:`~gpuplan.parts.schedule_lns.improve_schedule` re-solves parts of the best plan
 (time windows, GPU groups, the plan's end) with the rest fixed, until the time is up or
 the plan meets a bound. The better of that plan and the start at the real durations is
 kept. The reported bound is the best of the combinatorial bounds
 (:func:`~gpuplan.models.bounds.objective_bound`), those of
-:func:`~gpuplan.search.time_bounds.simple_bound` for makespan and CP-SAT's own bound when
+:func:`~gpuplan.parts.time_bounds.simple_bound` for makespan and CP-SAT's own bound when
 the integer model is the instance exactly. A secondary objective (``--then``) is optimised
 in a second phase with the primary held at the value the first phase reached.
 
@@ -63,9 +63,8 @@ from gpuplan.core.options import option, parse_seconds
 from gpuplan.core.result import Result, better, no_plan, plan_status, with_bound
 from gpuplan.core.settings import WARM_SHARE, Context, WarmStart
 from gpuplan.core.status import Status
-from gpuplan.methods.balance import SEGMENT_COST_S, BalanceMethod, BalanceOptions
+from gpuplan.methods.balance import BalanceMethod, BalanceOptions
 from gpuplan.methods.base import PlainMethod
-from gpuplan.methods.greedy import list_schedule
 from gpuplan.methods.sa import AnnealingMethod, AnnealingOptions
 from gpuplan.models.allocation import Policy
 from gpuplan.models.bounds import objective_bound
@@ -78,11 +77,13 @@ from gpuplan.models.scheduling import (
     model_size,
     solution_values,
 )
-from gpuplan.search.lp_list import lp_list_schedule
-from gpuplan.search.schedule_lns import ScheduleNeighbourhoods, improve_schedule
-from gpuplan.search.schedule_sharing import best_sharing_schedule, sharing_list_schedule
-from gpuplan.search.time_bounds import simple_bound
-from gpuplan.search.unrelated_machines import plan_unrelated
+from gpuplan.parts.construct import list_schedule
+from gpuplan.parts.lp_list import lp_list_schedule
+from gpuplan.parts.round_plans import SEGMENT_COST_S
+from gpuplan.parts.schedule_lns import ScheduleNeighbourhoods, improve_schedule
+from gpuplan.parts.schedule_sharing import best_sharing_schedule, sharing_list_schedule
+from gpuplan.parts.time_bounds import simple_bound
+from gpuplan.parts.unrelated_machines import plan_unrelated
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ AFTER_UNIT_S = 8e-6
 PRESOLVE_UNIT_S = 120e-6
 PRESOLVE_SHARE = 0.35
 #: Share of CP-SAT's time for its search of the whole model when a hinted plan lets LNS
-#: (:func:`~gpuplan.search.schedule_lns.improve_schedule`) take the rest.
+#: (:func:`~gpuplan.parts.schedule_lns.improve_schedule`) take the rest.
 FULL_SHARE = 0.15
 #: Below this many seconds for CP-SAT, it is not run at all.
 MIN_SEARCH_S = 0.05
@@ -212,7 +213,7 @@ def _start(instance: Instance, context: Context,
     """The plan to fall back on, what messages call it, and the plan to hint to CP-SAT.
 
     The fallback is list scheduling's plan (the better of the greedy's and, where jobs
-    may share GPUs, :func:`~gpuplan.search.schedule_sharing.best_sharing_schedule`'s on
+    may share GPUs, :func:`~gpuplan.parts.schedule_sharing.best_sharing_schedule`'s on
     :data:`SHARING_SHARE` of the time limit, elsewhere for makespan the LP-guided one's,
     whose LP gets :data:`BOUND_SHARE` of the time limit), or the warm
     start's when that is at least as good: a schedule file's plan (``context.start``), or
@@ -408,7 +409,7 @@ class CpMethod(PlainMethod):
         The whole model's solve takes :data:`FULL_SHARE` of the time when the model holds
         a hint (a complete solution) for the LNS to start from, else all of it; it gives
         CP-SAT's bound, and ends the search when it proves its solution optimal. The LNS
-        (:func:`~gpuplan.search.schedule_lns.improve_schedule`) takes the rest.
+        (:func:`~gpuplan.parts.schedule_lns.improve_schedule`) takes the rest.
         """
         cp_model = import_cp_model()
         values = None

@@ -1,6 +1,6 @@
 """``--method ga``: a genetic algorithm over the encodings of the metaheuristics.
 
-It searches the encodings of :mod:`gpuplan.search.plan_encodings`: block per job for static
+It searches the encodings of :mod:`gpuplan.parts.plan_encodings`: block per job for static
 objectives, random keys decoded by the list scheduler for time-based ones. Its first
 individual is the greedy plan; it is reproducible under ``--seed`` and anytime: it stops
 at ``--time-limit`` (or after ``--iterations`` generations) with the best plan found that
@@ -30,8 +30,8 @@ from gpuplan.core.options import option
 from gpuplan.core.result import Result
 from gpuplan.core.settings import Context, WarmStart
 from gpuplan.methods.base import PlainMethod
-from gpuplan.search.local_search import Progress, StaticSearch, static_result, timed_result
-from gpuplan.search.plan_encodings import (
+from gpuplan.parts.local_search import Progress, StaticSearch, static_result, timed_result
+from gpuplan.parts.plan_encodings import (
     CROSSOVERS,
     AssignmentState,
     Crossover,

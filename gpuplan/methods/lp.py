@@ -2,7 +2,7 @@
 
 ``lp`` solves the pooled-type LP relaxation (:class:`~gpuplan.models.assignment.PooledModel`),
 whose optimum is the reported bound, rounds it with a rounding from
-:data:`~gpuplan.search.lp_rounding.ROUNDINGS`, and improves the plan by moving jobs. The
+:data:`~gpuplan.parts.lp_rounding.ROUNDINGS`, and improves the plan by moving jobs. The
 time limit covers the relaxation (half of it at most), rounding, repair and the moves.
 """
 
@@ -24,8 +24,8 @@ from gpuplan.core.status import Status
 from gpuplan.methods.base import solver_option
 from gpuplan.models.assignment import POOLED_OBJECTIVES, PooledModel
 from gpuplan.models.bounds import objective_bound
-from gpuplan.search.lp_rounding import ROUNDINGS, improve_by_moves, repair_by_ejection
-from gpuplan.search.static_plans import (
+from gpuplan.parts.lp_rounding import ROUNDINGS, improve_by_moves, repair_by_ejection
+from gpuplan.parts.static_plans import (
     placements,
     proven_infeasible,
     static_result,

@@ -4,10 +4,10 @@
 started from best-fit decreasing (or from the plan it is given). On a backend that solves
 relaxations and can be stopped from another thread (HiGHS), with a time limit and two
 threads, it runs the peer's branch-and-cut on the whole model beside an LP-guided lane at
-the lowest priority (:mod:`gpuplan.search.lanes`): the MIP over the LP's split jobs (or,
+the lowest priority (:mod:`gpuplan.parts.lanes`): the MIP over the LP's split jobs (or,
 where it finds no plan and every job takes one GPU, the GAP tabu search with ejection
-chains, :mod:`gpuplan.search.gap_tabu`), a reduced-cost core MIP, then large-neighbourhood
-search around the incumbent (:mod:`gpuplan.search.lns`); see :meth:`MilpMethod.solve`.
+chains, :mod:`gpuplan.parts.gap_tabu`), a reduced-cost core MIP, then large-neighbourhood
+search around the incumbent (:mod:`gpuplan.parts.lns`); see :meth:`MilpMethod.solve`.
 
 The time limit covers everything: greedy's start, building the model, handing it to the
 backend, the solve and reading the plan back. When the budget is spent before the backend
@@ -34,19 +34,14 @@ from gpuplan.core.result import Result, better, no_plan
 from gpuplan.core.settings import WARM_SHARE, Context, WarmStart
 from gpuplan.core.status import Status
 from gpuplan.methods.base import solver_option
-from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.linear import LinearProgram, OutOfTimeError
-from gpuplan.search import gap_tabu
-from gpuplan.search.lanes import lowest_priority
-from gpuplan.search.lns import improve, subprogram
-from gpuplan.search.static_plans import (
-    placements,
-    proven_infeasible,
-    static_result,
-    tightest,
-)
+from gpuplan.parts import gap_tabu
+from gpuplan.parts.construct import best_fit_decreasing
+from gpuplan.parts.lanes import lowest_priority
+from gpuplan.parts.lns import improve, subprogram
+from gpuplan.parts.static_plans import placements, proven_infeasible, static_result, tightest
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +50,7 @@ LP_FIX_SHARE = 0.2
 #: Share of the time left after the LP that the core MIP gets before LNS takes over.
 CORE_SHARE = 0.5
 #: Share of the time left after the LP-fixed MIP that the GAP tabu search takes, on
-#: instances it applies to (:func:`gpuplan.search.gap_tabu.applies`) when that MIP left
+#: instances it applies to (:func:`gpuplan.parts.gap_tabu.applies`) when that MIP left
 #: no plan. From the LP-fixed plan, the core MIP and LNS did better with its time: with a
 #: whole core at 10 s, without the tabu search the lane ended better on 8 of 12
 #: Chu-Beasley and Yagiura D and E problems and worse on 3 (d20100 0.78% against 1.41%
@@ -292,7 +287,7 @@ class MilpMethod:
         the other lane stops. Kept intact, its plan is always among ``milp``'s (with a
         start and offered plans, on one thread, HiGHS ended worse than the peer on 2 of
         13 GAP problems at 10 s, and better on 8). The other lane runs on a
-        thread of its own at the lowest priority (:mod:`gpuplan.search.lanes`), on CPU
+        thread of its own at the lowest priority (:mod:`gpuplan.parts.lanes`), on CPU
         that branch-and-cut leaves idle: the heuristic warm start if there is one, the LP
         relaxation (a bound, and reduced costs), the MIP over the jobs the LP splits with
         the others kept where the LP puts them (where that finds no plan, on instances of

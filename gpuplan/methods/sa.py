@@ -1,6 +1,6 @@
 """``--method sa``: simulated annealing over the encodings of the metaheuristics.
 
-It searches the encodings of :mod:`gpuplan.search.plan_encodings`: block per job for static
+It searches the encodings of :mod:`gpuplan.parts.plan_encodings`: block per job for static
 objectives, random keys decoded by the list scheduler for time-based ones. It starts
 from the greedy plan, is reproducible under ``--seed``, and is anytime: it stops at
 ``--time-limit`` (or after ``--iterations``) with the best plan found that has no
@@ -9,14 +9,14 @@ one (:func:`~gpuplan.models.bounds.objective_bound`); it proves nothing itself.
 
 Defaults (documented in README):
 
-- static: rejection-free (heat bath, :class:`~gpuplan.search.local_search.StaticSearch`),
+- static: rejection-free (heat bath, :class:`~gpuplan.parts.local_search.StaticSearch`),
   every shift and swap priced per step; temperature from the mean value change of the
   start plan's moves down to a hundredth of it, geometrically over the budget; capacity
   excess weighed by an adaptive penalty;
 - time-based: Metropolis over one key move per decode.
 
 ``--search tabu`` replaces static annealing by the GAP tabu search with ejection chains
-(:mod:`gpuplan.search.gap_tabu`) on the instances it applies to (single-GPU jobs, an
+(:mod:`gpuplan.parts.gap_tabu`) on the instances it applies to (single-GPU jobs, an
 additive objective); on others it anneals.
 """
 
@@ -35,13 +35,13 @@ from gpuplan.core.result import Result, better, no_plan
 from gpuplan.core.settings import Context, WarmStart
 from gpuplan.core.status import Status
 from gpuplan.methods.base import PlainMethod
-from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.models.bounds import objective_bound
-from gpuplan.search import gap_tabu
-from gpuplan.search.local_search import Progress, StaticSearch, static_result, timed_result
-from gpuplan.search.plan_encodings import AssignmentState, PriorityEncoding, moves_option
-from gpuplan.search.static_plans import placements
-from gpuplan.search.static_plans import static_result as placed_result
+from gpuplan.parts import gap_tabu
+from gpuplan.parts.construct import best_fit_decreasing
+from gpuplan.parts.local_search import Progress, StaticSearch, static_result, timed_result
+from gpuplan.parts.plan_encodings import AssignmentState, PriorityEncoding, moves_option
+from gpuplan.parts.static_plans import placements
+from gpuplan.parts.static_plans import static_result as placed_result
 
 #: Steps per job (static) or decodes (time-based) when there is no time limit.
 DEFAULT_STEPS_PER_JOB = 20

@@ -45,7 +45,7 @@ from gpuplan.models.linear import OutOfTimeError, check_budget
 from gpuplan.models.machine_load import back_to_back, sequencing_free
 from gpuplan.models.scheduling import TickScale
 from gpuplan.models.textbook import ADDITIVE, IntervalModel, TextbookModel
-from gpuplan.search.static_plans import settled_status, static_result
+from gpuplan.parts.static_plans import settled_status, static_result
 
 #: What the backend needs: both models have integer columns only.
 NEEDS = Capabilities(integer=True)

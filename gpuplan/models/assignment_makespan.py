@@ -9,7 +9,7 @@ Rows
 Minimise ``C``. It is the model an operations-research user writes for the unrelated
 parallel machine problem, the peer ``--method textbook`` hands to ``--solver``, and the
 model of the branch-and-cut lane of ``--method cp`` on such batches
-(:mod:`gpuplan.search.unrelated_machines`). The makespan of a plan is the common release
+(:mod:`gpuplan.parts.unrelated_machines`). The makespan of a plan is the common release
 plus ``C`` (:func:`~gpuplan.models.machine_load.sequencing_free`).
 """
 

@@ -5,7 +5,7 @@ together and there are no dependencies or deadlines, any order of a GPU's jobs i
 as any other: the jobs run back to back from the common release, and the makespan is the
 release plus the largest load. Planning is then only assignment: the unrelated parallel
 machine problem R||Cmax, which :mod:`gpuplan.models.assignment_makespan` formulates and
-:mod:`gpuplan.search.unrelated_machines` solves; :func:`back_to_back` turns an assignment
+:mod:`gpuplan.parts.unrelated_machines` solves; :func:`back_to_back` turns an assignment
 into start times.
 """
 

@@ -64,8 +64,8 @@ from gpuplan.core.budget import Budget
 from gpuplan.core.errors import InputError
 from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.core.settings import Context
-from gpuplan.methods.balance import BalanceOptions, solve_policy
 from gpuplan.models.allocation import FairShare, Policy, ThroughputData
+from gpuplan.parts.allocation import AllocationOptions, solve_policy
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 
 logger = logging.getLogger(__name__)
@@ -338,7 +338,7 @@ class LpRates(enum.Enum):
 class LpRounds(GavelRounds):
     """A Gavel policy whose allocation is one of gpuplan's allocation LPs.
 
-    Solved by :func:`~gpuplan.methods.balance.solve_policy` on the jobs present at every
+    Solved by :func:`~gpuplan.parts.allocation.solve_policy` on the jobs present at every
     recompute, with the run's time limit per call and threads; ``partitions`` (POP) as
     given, at most one part per job present. Subclasses set :attr:`policy` and may set the
     rates the LP sees (:attr:`lp_rates`); the mechanism always runs jobs at their true
@@ -383,7 +383,7 @@ class LpRounds(GavelRounds):
         """The policy's shares of ``data``; Gavel's isolated share if none is found."""
         settings = self.context.settings
         parts = min(self.partitions, data.n_jobs, int(data.gpus.sum()))
-        options = BalanceOptions(policy=self.policy.value, partitions=parts,
+        options = AllocationOptions(policy=self.policy.value, partitions=parts,
                                  fair_share=FairShare.GPUS.value)
         context = Context(Budget(settings.time_limit_s), seed=self.context.seed,
                           threads=settings.threads, gap=settings.gap)

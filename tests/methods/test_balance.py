@@ -21,7 +21,6 @@ from gpuplan.core.settings import Context, RunSettings
 from gpuplan.core.status import Status
 from gpuplan.library import operator_document
 from gpuplan.methods import balance
-from gpuplan.methods.balance import Allocation, BalanceOptions, solve_policy
 from gpuplan.models.allocation import (
     FairShare,
     Policy,
@@ -31,14 +30,16 @@ from gpuplan.models.allocation import (
     price_pairs,
     quadratic_program,
 )
+from gpuplan.parts import allocation
+from gpuplan.parts import round_plans as rounds_module
+from gpuplan.parts.allocation import Allocation, AllocationOptions, solve_policy
+from gpuplan.parts.round_plans import Residual, plan_rounds
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.search import round_plans as rounds_module
-from gpuplan.search.round_plans import Residual, plan_rounds
 
 
 def solve(rates: ThroughputData, policy: Policy, **fields: Any) -> Allocation:
     """Solve a policy without a time limit; ``fields`` are further balance options."""
-    return solve_policy(rates, BalanceOptions(policy=policy.value, **fields), Context(Budget()))
+    return solve_policy(rates, AllocationOptions(policy=policy.value, **fields), Context(Budget()))
 
 
 def data(rate: list[list[float]], gpus: list[int], **fields: Any) -> ThroughputData:
@@ -169,7 +170,7 @@ def bisection(rates: ThroughputData) -> float:
     """The largest finish-time ratio by bisection alone, from the fair share's ratio."""
     fair = rates.fair_share(FairShare.GPUS)
     high = float(finish_time_ratios(rates, rates.fair_share_rate(FairShare.GPUS)).max())
-    (share, _), status = balance._bisect(rates, FairShare.GPUS, BACKENDS["highs"](),
+    (share, _), status = allocation._bisect(rates, FairShare.GPUS, BACKENDS["highs"](),
                                          Context(Budget()), 0.0, high, (fair, ""))
     assert status is Status.OPTIMAL
     return float(finish_time_ratios(rates, (rates.rate * share).sum(axis=1)).max())
@@ -206,7 +207,7 @@ def test_finish_time_fairness_fixed_point_meets_the_bisection(
         programs.append(count[0])
         assert result.status is Status.OPTIMAL and result.value is not None
         reference = bisection(rates)
-        assert result.value == pytest.approx(reference, rel=2 * balance.BISECTION_TOLERANCE)
+        assert result.value == pytest.approx(reference, rel=2 * allocation.BISECTION_TOLERANCE)
         assert (rates.gang @ result.share <= rates.gpus + 1e-6).all()
         assert (result.share.sum(axis=1) <= 1 + 1e-6).all()
     assert np.mean(programs) <= 4 and max(programs) <= 8
@@ -252,7 +253,7 @@ def test_partitions_deal_priority_weights_evenly() -> None:
     exact = solve(rates, Policy.MAX_MIN_FAIRNESS)
     assert exact.value is not None
     for seed in range(8):
-        split = solve_policy(rates, BalanceOptions(partitions=2), Context(Budget(), seed=seed))
+        split = solve_policy(rates, AllocationOptions(partitions=2), Context(Budget(), seed=seed))
         assert split.value == pytest.approx(exact.value, rel=1e-6), seed
 
 
@@ -505,7 +506,6 @@ def test_a_plan_that_outgrows_the_rounds_is_an_input_error(
     checks before planning cannot see; here at most 10 rounds are allowed.
     """
     monkeypatch.setattr(rounds_module, "MAX_ROUNDS", 10)
-    monkeypatch.setattr(balance, "MAX_ROUNDS", 10)
     instance = one_gpu([{"id": f"j{i}", "demand": {"compute": 1.0}, "duration_s": 1.0,
                          **({"depends_on": [f"j{i - 1}"]} if i else {})} for i in range(30)],
                        gpus=30)
@@ -700,7 +700,7 @@ def test_more_jobs_than_the_rounds_can_hold_is_an_input_error(
 
     No --round helps, so the error names --method and the methods that can plan it.
     """
-    monkeypatch.setattr(balance, "MAX_ROUNDS", 10)
+    monkeypatch.setattr(rounds_module, "MAX_ROUNDS", 10)
     instance = one_gpu([{"id": f"j{i}", "demand": {"compute": 1.0}, "duration_s": 1.0}
                         for i in range(30)])
     with pytest.raises(InputError) as error:
@@ -744,7 +744,7 @@ def test_makespan_of_whole_jobs_uses_no_type_they_would_outlast() -> None:
                                "duration_s": {"F": 10, "S": 100}} for j in ("a", "b")])
     rates = ThroughputData.from_instance(instance)
     assert solve(rates, Policy.MAKESPAN).value == pytest.approx(200 / 11)
-    whole = balance.structured(instance, rates, np.arange(2))
+    whole = allocation.structured(instance, rates, np.arange(2))
     assert solve(whole, Policy.MAKESPAN).value == pytest.approx(20.0)
     schedule = plan(instance, "balance", {"policy": "makespan", "round_s": 60.0})
     assert schedule.objective == pytest.approx(20.0)

@@ -18,7 +18,7 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.instance import Instance
 from gpuplan.core.schedule import Segment, ViolationKind
 from gpuplan.core.settings import Context
-from gpuplan.methods.balance import Allocation, BalanceMethod, BalanceOptions, solve_policy
+from gpuplan.methods.balance import BalanceMethod, BalanceOptions
 from gpuplan.models.allocation import (
     Colocation,
     PairColumns,
@@ -27,12 +27,13 @@ from gpuplan.models.allocation import (
     fairness_scale,
     rate_program,
 )
+from gpuplan.parts.allocation import Allocation, AllocationOptions, solve_policy
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 
 def solve(data: ThroughputData, policy: Policy, sharing: bool = True) -> Allocation:
     """Solve a policy without a time limit, with pairs sharing GPUs unless told not to."""
-    return solve_policy(data, BalanceOptions(policy=policy.value, space_sharing=sharing),
+    return solve_policy(data, AllocationOptions(policy=policy.value, space_sharing=sharing),
                         Context(Budget()))
 
 

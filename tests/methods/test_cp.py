@@ -19,7 +19,6 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.settings import RunSettings
 from gpuplan.core.status import OPTIMAL_GAP, relative_gap
 from gpuplan.generate import generate_document
-from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.linear import OutOfTimeError
 from gpuplan.models.machine_load import sequencing_free
 from gpuplan.models.scheduling import (
@@ -28,8 +27,9 @@ from gpuplan.models.scheduling import (
     decimal,
     to_ticks,
 )
+from gpuplan.parts.construct import list_schedule
+from gpuplan.parts.schedule_sharing import sharing_list_schedule
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.search.schedule_sharing import sharing_list_schedule
 
 #: Long enough for every small instance here to be proven optimal.
 SETTINGS = RunSettings(time_limit_s=20, seed=0)

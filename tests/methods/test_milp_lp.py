@@ -21,7 +21,6 @@ from gpuplan.backends.base import ProgramSolution
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.settings import CORES, Context, RunSettings
 from gpuplan.core.status import relative_gap
-from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.methods.lp import LpMethod, LpOptions
 from gpuplan.methods.milp import (
     MilpMethod,
@@ -33,11 +32,12 @@ from gpuplan.methods.milp import (
 from gpuplan.models.assignment import AssignmentModel, PooledModel
 from gpuplan.models.linear import LazyNames
 from gpuplan.models.textbook import ADDITIVE
+from gpuplan.parts.construct import best_fit_decreasing
+from gpuplan.parts.lns import subprogram
+from gpuplan.parts.lp_rounding import ROUNDINGS
+from gpuplan.parts.static_plans import placements
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.readers.orlib_gap import gap_document
-from gpuplan.search.lns import subprogram
-from gpuplan.search.lp_rounding import ROUNDINGS
-from gpuplan.search.static_plans import placements
 
 BACKENDS = ["highs", "cpsat", "pyomo"]
 

@@ -17,10 +17,10 @@ from gpuplan.methods import get_method
 from gpuplan.methods.base import Method
 from gpuplan.methods.ga import GeneticMethod, GeneticOptions
 from gpuplan.methods.sa import AnnealingMethod, AnnealingOptions
+from gpuplan.parts.local_search import StaticSearch
+from gpuplan.parts.plan_encodings import CROSSOVERS, MOVES, AssignmentState
 from gpuplan.readers import read_instance
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.search.local_search import StaticSearch
-from gpuplan.search.plan_encodings import CROSSOVERS, MOVES, AssignmentState
 
 HEURISTICS = ["sa", "ga"]
 #: Steps of sa, generations of ga: a budget small enough for the default test run.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from search.test_unrelated_machines import brute_force, rcmax
+from parts.test_unrelated_machines import brute_force, rcmax
 
 from gpuplan import Status, plan
 from gpuplan.core.errors import InputError

@@ -11,7 +11,6 @@ from gpuplan.backends import BACKENDS
 from gpuplan.core.budget import Budget
 from gpuplan.core.instance import Instance
 from gpuplan.core.settings import Context
-from gpuplan.methods.balance import BalanceOptions, solve_policy
 from gpuplan.models.allocation import (
     FairShare,
     Policy,
@@ -24,6 +23,7 @@ from gpuplan.models.allocation import (
     window_program,
     window_shares,
 )
+from gpuplan.parts.allocation import AllocationOptions, solve_policy
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 
@@ -54,11 +54,11 @@ def test_alike_jobs_share_columns() -> None:
 def test_grouped_max_min_equals_the_per_job_lp(seed: int, fair_share: str) -> None:
     """The grouped LP reaches the per-job LP's optimum, and its shares fit the fleet."""
     data = gavel_like(seed)
-    grouped = solve_policy(data, BalanceOptions(fair_share=fair_share), Context(Budget()))
+    grouped = solve_policy(data, AllocationOptions(fair_share=fair_share), Context(Budget()))
     # Distinct lengths in the last digits keep every job a group of its own.
     noise = 1 + 1e-6 * np.arange(data.n_jobs)[:, None]
     apart = solve_policy(dataclasses.replace(data, rate=data.rate * noise),
-                         BalanceOptions(fair_share=fair_share), Context(Budget()))
+                         AllocationOptions(fair_share=fair_share), Context(Budget()))
     assert grouped.value is not None and apart.value is not None
     assert grouped.value == pytest.approx(apart.value, rel=1e-4)
     assert (data.gang @ grouped.share <= data.gpus + 1e-6).all()
@@ -115,7 +115,7 @@ def test_makespan_ends_the_work_left() -> None:
         rate=np.full((2, 1), 0.01), gang=np.ones(2, dtype=np.int64), gpus=np.array([2.0]),
         weight=np.ones(2), release=np.zeros(2), deadline=np.full(2, np.inf),
         price_per_hour=np.zeros(1)), remaining=np.array([0.1, 1.0]))
-    result = solve_policy(data, BalanceOptions(policy=Policy.MAKESPAN.value),
+    result = solve_policy(data, AllocationOptions(policy=Policy.MAKESPAN.value),
                           Context(Budget()))
     assert result.value == pytest.approx(100.0)
 
@@ -147,7 +147,7 @@ def window_optimum(rates: ThroughputData) -> float:
 def test_window_program_without_windows_is_the_makespan_policy(seed: int) -> None:
     """With no heads or tails, the window program ends where the makespan policy does."""
     rates = gavel_like(seed, n_jobs=30)
-    expected = solve_policy(rates, BalanceOptions(policy="makespan"), Context(Budget())).value
+    expected = solve_policy(rates, AllocationOptions(policy="makespan"), Context(Budget())).value
     windowed = dataclasses.replace(rates, head=np.zeros(30), tail=np.zeros(30))
     assert window_optimum(windowed) == pytest.approx(expected, rel=1e-6)
 
@@ -192,7 +192,7 @@ def test_window_program_covers_the_longest_chain() -> None:
 
 def makespan_optimum(rates: ThroughputData) -> float:
     """The makespan policy's value without windows."""
-    value = solve_policy(rates, BalanceOptions(policy="makespan"), Context(Budget())).value
+    value = solve_policy(rates, AllocationOptions(policy="makespan"), Context(Budget())).value
     assert value is not None
     return value
 

@@ -20,8 +20,8 @@ from gpuplan.models.bounds import (
     objective_bound,
     preemptive_wspt,
 )
+from gpuplan.parts.time_bounds import simple_bound
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.search.time_bounds import simple_bound
 
 
 def test_earliest_completion_follows_the_chain(small: Instance) -> None:

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuplan.core.budget import Budget
+from gpuplan.core.errors import InputError
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.models.allocation import PairColumns, chain_windows
 
@@ -71,6 +72,86 @@ URGENT_ROUNDS = 2.0
 #: (measured), so this many take from 3 s to about a minute; rounds that repeat the last
 #: one are planned in one step and cost next to nothing.
 MAX_ROUNDS = 100_000
+
+
+#: Seconds each segment of a plan costs after the solve: its translation to a schedule,
+#: verification and writing (measured: 29 us per segment on plans of 50,000 and 320,000
+#: segments). Counted against the time limit while rounds are planned.
+SEGMENT_COST_S = 3e-5
+
+
+def busy_time(instance: Instance) -> float:
+    """Seconds any plan spends running jobs, at least (idle waits for releases aside).
+
+    The larger of the longest dependency chain at the shortest run times and the total
+    shortest work over every GPU (divided by the largest gain of space sharing).
+    """
+    shortest = instance.min_duration
+    chain = np.array(shortest, dtype=float)
+    if any(instance.predecessors):
+        for j in instance.topological_order.tolist():
+            before = instance.predecessors[j]
+            if before:
+                chain[j] = shortest[j] + max(float(chain[p]) for p in before)
+    area = float((instance.gang * shortest).sum()) / (instance.n_gpus * instance.pair_gain)
+    return max(float(chain.max(initial=0.0)), area)
+
+
+def _round_up(value: float) -> float:
+    """``value`` rounded up to three significant digits."""
+    if not value > 0:
+        return value
+    unit = 10.0 ** (math.floor(math.log10(value)) - 2)
+    return math.ceil(value / unit) * unit
+
+
+def _count(value: float) -> str:
+    """A round count for a message: digits with separators, or a power of ten."""
+    return f"{math.ceil(value):,}" if value < 1e12 else f"{value:.3g}"
+
+
+def check_round(instance: Instance, round_s: float) -> None:
+    """``--round`` must cover the plan in at most :data:`~gpuplan.parts.round_plans.MAX_ROUNDS`.
+
+    The plan's rounds run jobs for :func:`busy_time` seconds at least, so more than
+    ``MAX_ROUNDS`` rounds of ``round_s`` are certain when ``busy_time / round_s`` exceeds
+    it; checked before any work.
+
+    Raises
+    ------
+    InputError
+        Naming ``--round``, with the shortest round that could work.
+    """
+    # Every job takes a round at least, and a round runs gangs on each GPU once (twice
+    # when jobs may share): however long the rounds, this many are needed.
+    per_round = instance.n_gpus * (2 if instance.class_ids else 1)
+    least_rounds = float(instance.gang.sum()) / per_round
+    if least_rounds > MAX_ROUNDS:
+        raise InputError("--method", "", f"balance plans in at most {MAX_ROUNDS:,} rounds, "
+                         f"each running at most {per_round:,} GPUs' worth of gangs; the "
+                         f"{instance.n_jobs:,} jobs need {_count(least_rounds)} rounds at "
+                         f"least whatever --round is; use --method greedy or cp")
+    busy = busy_time(instance)
+    if busy / round_s > MAX_ROUNDS:
+        least = _round_up(busy / MAX_ROUNDS)
+        while busy / least > MAX_ROUNDS:
+            least = _round_up(math.nextafter(least, math.inf))
+        raise InputError("--round", "", f"{_count(busy / round_s)} rounds of {round_s:g} s "
+                         f"would be needed to cover the plan's horizon of at least "
+                         f"{busy:g} s (a round-based plan has at most {MAX_ROUNDS:,} rounds); "
+                         f"use --round of at least {least:g}")
+
+
+def too_many(error: TooManyRoundsError, round_s: float) -> str:
+    """The ``--round`` message of a plan that ran out of rounds.
+
+    The rounds still needed are estimated from the share of the work done, with a
+    tenth more for the tail, and never less than twice the rounds tried.
+    """
+    least = _round_up(round_s * max(2.0, 1.1 / max(error.done, 1e-9)))
+    return (f"the round-based plan needs more than {MAX_ROUNDS:,} rounds of {round_s:g} s "
+            f"(they covered {error.covered_s:g} s and {error.done:.1%} of the work); use "
+            f"--round of at least {least:g}, or --method greedy or cp")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A rounding turns an LP's ``(J, T)`` shares into an integral placement that respects
 per-GPU capacity: it fixes an order and a type preference per job, and best-fit packing
-(:func:`~gpuplan.methods.greedy.best_fit_decreasing`) does the rest, falling back to the
+(:func:`~gpuplan.parts.construct.best_fit_decreasing`) does the rest, falling back to the
 next preferred type when one is full (capacity-aware repair). :data:`ROUNDINGS` is the
 registry behind ``gpuplan solve --method lp --rounding NAME``.
 
@@ -19,8 +19,8 @@ import numpy as np
 from gpuplan.core.budget import Budget
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.result import Result, better
-from gpuplan.methods.greedy import best_fit_decreasing, job_size
 from gpuplan.models.assignment import job_value
+from gpuplan.parts.construct import best_fit_decreasing, job_size
 
 #: A rounding: (instance, shares, seed, budget) -> placement result.
 Rounding = Callable[[Instance, FloatArray, int, Budget], Result]

@@ -1,6 +1,6 @@
 """LP-guided list scheduling: each job on the type the makespan LP gives it, then listed.
 
-Greedy list scheduling (:func:`~gpuplan.methods.greedy.list_schedule`) picks each job's
+Greedy list scheduling (:func:`~gpuplan.parts.construct.list_schedule`) picks each job's
 type when it reaches it, at its earliest finish: a myopic choice that crowds the fast
 types early and leaves the slow ones idle late (on Gavel's 700-job batches, 6-9% above the
 bound). The work-over-capacity LP (:func:`~gpuplan.models.scheduling.workload_program`,
@@ -26,10 +26,10 @@ from gpuplan.core.budget import Limits
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.result import Result, better, no_plan, plan_status
 from gpuplan.core.status import Status
-from gpuplan.methods.greedy import list_order, list_schedule
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.scheduling import workload_program
-from gpuplan.search.time_bounds import BOUND_BACKEND
+from gpuplan.parts.construct import list_order, list_schedule
+from gpuplan.parts.time_bounds import BOUND_BACKEND
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from gpuplan.backends import get_backend
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.settings import RunSettings
 from gpuplan.models.assignment_makespan import AssignmentMakespanModel
+from gpuplan.parts.unrelated_machines import NEVER, PairSearch, lp_rounded
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.search.unrelated_machines import NEVER, PairSearch, lp_rounded
 
 
 def rcmax(times: np.ndarray, release: float = 0.0) -> Instance:

@@ -11,11 +11,11 @@ from conftest import INSTANCES
 from gpuplan import Instance, ObjectiveKind, Schedule, Status, read_instance
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.result import Result
-from gpuplan.methods.greedy import list_schedule
 from gpuplan.models.scheduling import SchedulingModel, TickScale
+from gpuplan.parts.construct import list_schedule
+from gpuplan.parts.schedule_lns import KINDS, ScheduleNeighbourhoods, improve_schedule
+from gpuplan.parts.schedule_sharing import best_sharing_schedule, sharing_list_schedule
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.search.schedule_lns import KINDS, ScheduleNeighbourhoods, improve_schedule
-from gpuplan.search.schedule_sharing import best_sharing_schedule, sharing_list_schedule
 from gpuplan.verify import verify_schedule
 
 OPERATOR_50 = INSTANCES / "library" / "operator-50-s1.json"

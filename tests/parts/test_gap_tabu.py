@@ -11,7 +11,7 @@ from conftest import ORLIB_GAP, instance_from
 
 from gpuplan import Instance, ObjectiveKind, plan, read_instance
 from gpuplan.core.budget import Budget
-from gpuplan.search.gap_tabu import GapSearch, applies
+from gpuplan.parts.gap_tabu import GapSearch, applies
 
 #: (problem of gap1.txt, sense, optimum) from the OR-Library.
 GAP1: list[tuple[int, Literal["min", "max"], int]] = [

@@ -1,12 +1,12 @@
 """List scheduling that lets jobs share GPUs: a start for CP-SAT on batches with shares.
 
-Greedy list scheduling (:func:`~gpuplan.methods.greedy.list_schedule`) gives each job
+Greedy list scheduling (:func:`~gpuplan.parts.construct.list_schedule`) gives each job
 whole GPUs. Where jobs ask for a share of a GPU (compute 0.5, 20 GiB of 80), two or more
 of them can run on one GPU at once, and a plan that never does so wastes much of the
 fleet: on operator batches with compute shares, list scheduling's plan is far from what
 CP-SAT's per-GPU model allows, and LNS from it has far to go.
 
-Here jobs are taken in the same priority order (:func:`~gpuplan.methods.greedy.list_order`)
+Here jobs are taken in the same priority order (:func:`~gpuplan.parts.construct.list_order`)
 and each starts at its earliest finish on some (node, type) group: the earliest time from
 which ``gang`` GPUs of the group keep room for its demand in every resource over its
 whole run, on the GPUs most used at that time (packing shares together and leaving empty
@@ -26,8 +26,8 @@ from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.objectives import ObjectiveKind, time_objective
 from gpuplan.core.result import Result, plan_status
 from gpuplan.core.status import Status
-from gpuplan.methods.greedy import CLOCK_EVERY, NOT_REACHED, list_order
 from gpuplan.models.bounds import objective_bound
+from gpuplan.parts.construct import CLOCK_EVERY, NOT_REACHED, list_order
 
 #: What results and messages call this plan.
 SOLVER = "list scheduling with GPU sharing"

@@ -23,9 +23,9 @@ from gpuplan.core.budget import Budget
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.result import Result, better, no_plan, plan_status
 from gpuplan.core.status import Status
-from gpuplan.methods.greedy import best_fit_decreasing
 from gpuplan.models.bounds import objective_bound
-from gpuplan.search.plan_encodings import NO_EXCESS, AssignmentState, MoveTable
+from gpuplan.parts.construct import best_fit_decreasing
+from gpuplan.parts.plan_encodings import NO_EXCESS, AssignmentState, MoveTable
 
 #: Cost above the cheapest move, in temperatures, beyond which a move is not drawn.
 GUMBEL_REACH = 30.0
@@ -112,7 +112,7 @@ class StaticSearch:
     state
         The plan to search from; changed in place.
     moves
-        Names of :data:`~gpuplan.search.plan_encodings.MOVES`.
+        Names of :data:`~gpuplan.parts.plan_encodings.MOVES`.
     rng
         The seeded generator.
     """

@@ -8,7 +8,7 @@
   relative excess) that the search weighs adaptively, and only plans without excess are
   kept as results.
 - :class:`PriorityEncoding` (time-based objectives): one random key per job, decoded by the
-  list scheduler (:func:`~gpuplan.methods.greedy.list_schedule`) into a plan that respects
+  list scheduler (:func:`~gpuplan.parts.construct.list_schedule`) into a plan that respects
   dependencies and capacity; jobs that would miss their deadline are left out and counted.
 
 :data:`CROSSOVERS` and :data:`MOVES` are the named operator registries that
@@ -28,8 +28,8 @@ from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import option
 from gpuplan.core.result import Result
 from gpuplan.core.status import Status
-from gpuplan.methods.greedy import best_fit_decreasing, list_order, list_schedule
-from gpuplan.search.static_plans import static_result
+from gpuplan.parts.construct import best_fit_decreasing, list_order, list_schedule
+from gpuplan.parts.static_plans import static_result
 
 
 def parse_moves(text: str) -> tuple[str, ...]:

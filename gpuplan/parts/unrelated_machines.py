@@ -25,9 +25,9 @@ assignment, and two lanes search for it at once:
   room), and the most loaded GPU tries those two next. When the search has found nothing
   better for :data:`STALL_S`, its lane runs a second branch-and-cut on one thread
   (another seed, an integer largest load) from the best plan, offered every better plan
-  the search had (:class:`~gpuplan.search.lanes.SharedIncumbent`).
+  the search had (:class:`~gpuplan.parts.lanes.SharedIncumbent`).
 
-The search lane runs at the lowest priority (:mod:`gpuplan.search.lanes`; HiGHS releases
+The search lane runs at the lowest priority (:mod:`gpuplan.parts.lanes`; HiGHS releases
 the GIL), so that it takes only CPU that branch-and-cut leaves idle; the search stops
 when its plan meets the best bound or branch-and-cut proves optimality, either of which
 also stops the other lane's branch-and-cut. With one thread the search runs first, then
@@ -60,8 +60,8 @@ from gpuplan.core.status import Status
 from gpuplan.models.assignment_makespan import AssignmentMakespanModel
 from gpuplan.models.machine_load import back_to_back
 from gpuplan.models.scheduling import TickScale
-from gpuplan.search.lanes import SharedIncumbent, lowest_priority
-from gpuplan.search.lns import subprogram
+from gpuplan.parts.lanes import SharedIncumbent, lowest_priority
+from gpuplan.parts.lns import subprogram
 
 logger = logging.getLogger(__name__)
 

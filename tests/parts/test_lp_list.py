@@ -7,9 +7,9 @@ import pytest
 from gpuplan import Instance, Schedule, verify_schedule
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.generate import generate_document
-from gpuplan.methods.greedy import list_schedule
+from gpuplan.parts.construct import list_schedule
+from gpuplan.parts.lp_list import lp_list_schedule
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.search.lp_list import lp_list_schedule
 
 
 def limits() -> Limits:
