@@ -14,7 +14,7 @@ batches and their variants) and of ``instances/`` (the Gavel clusters, ``quickst
   before the window LPs;
 - *window LP*: :func:`~gpuplan.models.energetic.window_program` (completion times,
   heads, tails, deadlines, packing rows with dual-feasible functions per type and gang);
-- *energetic*: :func:`~gpuplan.parts.time_bounds.simple_bound` with no time limit (the
+- *energetic*: :func:`~gpuplan.parts.bounds.simple_bound` with no time limit (the
   window LP, then trial makespans refuted by energetic reasoning);
 - *at share*: the same within ``--share`` seconds, what cp gets at 10 s (10% of it).
 
@@ -35,7 +35,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuplan.backends import get_backend
 from gpuplan.bench import Problem, load_suite, parse_method, run_bench, write_results
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.instance import Instance
@@ -43,9 +42,9 @@ from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.settings import RunSettings
 from gpuplan.core.status import Status
 from gpuplan.models.bounds import earliest_completion, objective_bound
-from gpuplan.models.energetic import packing_rows, solve_by_rows, window_program, windows
+from gpuplan.models.energetic import packing_rows, window_program, windows
 from gpuplan.models.scheduling import workload_program
-from gpuplan.parts.time_bounds import BOUND_BACKEND, simple_bound
+from gpuplan.parts.bounds import lp_backend, simple_bound, solve_by_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = [
@@ -61,7 +60,7 @@ METHODS = ["greedy", "sa", "cp"]
 
 def workload_bound(instance: Instance) -> float:
     """The combinatorial bound raised by the workload LP's optimum."""
-    solution = get_backend(BOUND_BACKEND).solve_program(workload_program(instance),
+    solution = lp_backend().solve_program(workload_program(instance),
                                                         Limits(Budget()))
     value = objective_bound(instance)
     if solution.status is Status.OPTIMAL and solution.objective is not None:
@@ -76,7 +75,7 @@ def window_bound(instance: Instance) -> float:
     if not frame.feasible:
         return value
     model = window_program(instance, packing_rows(instance), frame)
-    solution = solve_by_rows(model, get_backend(BOUND_BACKEND), Limits(Budget()))
+    solution = solve_by_rows(model, lp_backend(), Limits(Budget()))
     if solution.status is Status.OPTIMAL and solution.objective is not None:
         value = max(value, solution.objective * (1 - 1e-7))
     return value

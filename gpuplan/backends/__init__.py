@@ -10,6 +10,7 @@ from __future__ import annotations
 from gpuplan.backends.base import Backend, Capabilities
 from gpuplan.backends.cpsat import CpSatBackend
 from gpuplan.backends.highs import HighsBackend
+from gpuplan.backends.highs_runtime import abandoned
 from gpuplan.backends.pyomo import PyomoBackend
 from gpuplan.core.errors import InputError
 
@@ -29,6 +30,15 @@ def backends_with(needed: Capabilities) -> tuple[str, ...]:
                  if not backend.capabilities.missing(needed))
 
 
+def backend_for(needed: Capabilities) -> Backend:
+    """A fresh backend of the first registered that has every capability ``needed`` asks for.
+
+    Parts that solve a program of their own (a bound's LP) choose their backend so, by
+    what it can do rather than by name.
+    """
+    return get_backend(backends_with(needed)[0])
+
+
 def get_backend(name: str) -> Backend:
     """Return a fresh backend by name.
 
@@ -40,3 +50,12 @@ def get_backend(name: str) -> Backend:
     if name not in BACKENDS:
         raise InputError("--solver", "", f"unknown solver {name!r}; choose from {sorted(BACKENDS)}")
     return BACKENDS[name]()
+
+
+def solves_left_running() -> bool:
+    """Whether a solve left to finish on its own past its time limit still runs.
+
+    A process must not exit normally then (a solver's teardown under a running solve
+    aborts it); :func:`gpuplan.cli.run` ends the process at once instead.
+    """
+    return abandoned()

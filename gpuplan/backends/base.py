@@ -51,6 +51,10 @@ class Capabilities:
     incumbents
         Takes better solutions found elsewhere during its search (:attr:`Backend.offer`),
         and can be cancelled from another thread (:meth:`Backend.cancel`).
+    duals
+        Returns the row duals of an LP it solves (:attr:`ProgramSolution.duals`), also
+        of a run stopped early where it has them, and reads :attr:`Limits.presolve` and
+        :attr:`Limits.algorithm`.
     """
 
     integer: bool = False
@@ -64,6 +68,7 @@ class Capabilities:
     relaxation: bool = False
     explain: bool = False
     incumbents: bool = False
+    duals: bool = False
 
     def missing(self, needed: Capabilities) -> list[str]:
         """The capabilities ``needed`` asks for and this one lacks, by name."""
@@ -87,6 +92,10 @@ class ProgramSolution:
         The proven bound on the optimum (the optimum itself for a solved LP), or None.
     solver
         Backend name and version.
+    duals
+        With capability ``duals``, for a program without integer columns: the row duals
+        of the last solution, optimal or not (any non-negative prices of a maximisation's
+        ``<=`` rows bound its optimum from above); None otherwise.
     """
 
     status: Status
@@ -94,6 +103,7 @@ class ProgramSolution:
     objective: float | None
     bound: float | None
     solver: str
+    duals: FloatArray | None = None
 
 
 @dataclass(frozen=True)
@@ -121,8 +131,8 @@ class Relaxation:
 class Session(Protocol):
     """A program held open by an incremental backend: add columns, re-solve."""
 
-    def solve(self, budget: Budget) -> tuple[ProgramSolution, FloatArray | None]:
-        """Solve within the budget; the solution (all columns so far) and row duals if optimal."""
+    def solve(self, budget: Budget) -> ProgramSolution:
+        """Solve within the budget: all columns so far, with the row duals when optimal."""
         ...
 
     def add_columns(self, cost: FloatArray, upper: FloatArray, start: IntArray,

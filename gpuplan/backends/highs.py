@@ -1,26 +1,19 @@
 """HiGHS through highspy: the default backend for MILPs, LPs and convex QPs.
 
 HiGHS never writes to the terminal here: its banner, printed when a process makes its
-first Highs object, goes to the debug log (:func:`quiet_banner`), and every Highs object
-has its output switched off before anything else is done with it.
-
-A solve with a time limit holds it. HiGHS gets what is left of the budget less a reserve
-for the steps where it does not read its clock (:func:`reserve_s`), is not started when
-less than that is left, and runs on a thread of its own that is waited for only a little
-past the limit (:func:`run_guarded`): a solve still busy then is cancelled and left to
-finish on its own, and the answer says so.
+first Highs object, goes to the debug log, and every Highs object has its output switched
+off before anything else is done with it. A solve with a time limit holds it: HiGHS gets
+what is left of the budget less a reserve for the steps where it does not read its clock,
+is not started when less than that is left, and runs on a thread of its own that is
+waited for only a little past the limit; a solve still busy then is cancelled and left to
+finish on its own, and the answer says so (:mod:`gpuplan.backends.highs_runtime`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
+import dataclasses
 import logging
 import math
-import os
-import sys
-import tempfile
-import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -28,6 +21,7 @@ import highspy
 import numpy as np
 
 from gpuplan.backends.base import Capabilities, ProgramSolution, Relaxation, check_program
+from gpuplan.backends.highs_runtime import quiet_banner, reserve_of, run_guarded, size_pool
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.instance import FloatArray, IntArray
 from gpuplan.core.status import Status
@@ -58,40 +52,13 @@ STATUS_TABLE: dict[object, Status] = {
 }
 
 
-#: Seconds per nonzero (and column) that HiGHS may run past its time limit: it reads its
-#: clock between presolve passes and search steps, and on the assignment model of 2,000
-#: jobs on 256 GPUs (1.9 million nonzeros) those are up to 2 s apart on a loaded 2-core
-#: machine (0.4 s on the 0.26 million of Yagiura's e801600). HiGHS is given its time
-#: limit less this reserve (:func:`reserve_s`), and not started with less time left.
-SECONDS_PER_NONZERO = 8e-7
-
 #: The version string of every solution.
 VERSION = (f"highs {highspy.HIGHS_VERSION_MAJOR}.{highspy.HIGHS_VERSION_MINOR}."
            f"{highspy.HIGHS_VERSION_PATCH}")
 
 
-#: How long past its time limit a HiGHS solve is waited for (a share of the time it was
-#: given plus seconds) before it is left to finish on its own: on the 521,002 columns of a
-#: 2,000-job max-weight model, the set-up of branch-and-cut after presolve (a clique
-#: partition of the objective) ran for minutes without reading the clock.
-GRACE_SHARE, GRACE_S = 0.05, 0.25
-
-#: Solves left running past their time limit, on daemon threads (they end at HiGHS's next
-#: reading of its clock).
-_left_running: list[threading.Thread] = []
-
 #: The sentence of an infeasibility that HiGHS could not narrow down in time.
 UNNAMED = "the solver proved that no plan satisfies every constraint"
-
-
-def reserve_s(program: LinearProgram) -> float:
-    """Seconds HiGHS may run past its time limit on the program (kept out of the limit)."""
-    return _reserve_of(int(program.value.size) + program.n_cols)
-
-
-def _reserve_of(size: int) -> float:
-    """:func:`reserve_s` of a program with ``size`` nonzeros and columns in all."""
-    return SECONDS_PER_NONZERO * float(size)
 
 
 def pass_program(highs: highspy.Highs, program: LinearProgram) -> None:
@@ -125,75 +92,6 @@ def pass_program(highs: highspy.Highs, program: LinearProgram) -> None:
         highs.passHessian(hessian)
 
 
-#: Whether this process has made its first Highs object (and so printed the banner).
-_banner_shown: list[bool] = []
-_banner_lock = threading.Lock()
-
-
-def _flush_c_streams() -> None:
-    """Flush the C library's output buffers (HiGHS writes through them)."""
-    with contextlib.suppress(OSError, AttributeError, TypeError):
-        ctypes.CDLL(None).fflush(None)
-
-
-def quiet_banner() -> None:
-    """Make the process's first Highs object with its banner sent to the debug log.
-
-    HiGHS prints a banner (version and copyright) to standard output when the first Highs
-    object of a process is made, whoever makes it (Pyomo too), before any option can
-    switch it off; on a terminal it is noise, and it would corrupt ``gpuplan solve -o -``.
-    Standard output is pointed at a temporary file while that object is made, the C
-    library's buffers are flushed into it, and what HiGHS printed is logged at debug level.
-    """
-    with _banner_lock:
-        if _banner_shown:
-            return
-        sys.stdout.flush()
-        with tempfile.TemporaryFile() as sink:
-            saved = os.dup(1)
-            try:
-                os.dup2(sink.fileno(), 1)
-                highspy.Highs()
-                _flush_c_streams()
-            finally:
-                os.dup2(saved, 1)
-                os.close(saved)
-            sink.seek(0)
-            printed = sink.read().decode(errors="replace").strip()
-        if printed:
-            logger.debug("HiGHS: %s", printed)
-        _banner_shown.append(True)
-
-
-class _Pool(threading.local):
-    """The thread count this thread's HiGHS thread pool was sized for here (0: not yet)."""
-
-    threads = 0
-
-
-_pool = _Pool()
-
-
-def size_pool(threads: int) -> int:
-    """Size the calling thread's HiGHS thread pool for a run with ``threads``; that count.
-
-    HiGHS keeps one thread pool (its "global scheduler") per thread that runs it (HiGHS
-    pull request 818), made by that thread's first run with the run's thread count: a later
-    run on that thread asking for another count fails with no solution, and a reset
-    (``resetGlobalScheduler``) reaches only the calling thread's pool. So this is called
-    on the thread about to run, right before the run; it resets that thread's pool when
-    the count differs from the one it last sized here, or when it sized none here yet (the
-    pool may come from a run outside this module; resetting no pool costs nothing). A
-    solve left running on a thread of its own keeps its pool, which nothing here touches.
-    Pyomo's HiGHS runs on the thread that calls it, so it asks here too.
-    """
-    threads = max(1, int(threads))
-    if _pool.threads != threads:
-        highspy.Highs.resetGlobalScheduler(True)
-        _pool.threads = threads
-    return threads
-
-
 def _new_highs(limits: Limits) -> highspy.Highs:
     """A silent Highs object with the limits' threads, seed and gap (no time limit yet).
 
@@ -206,11 +104,19 @@ def _new_highs(limits: Limits) -> highspy.Highs:
     highs.setOptionValue("random_seed", int(limits.seed))
     highs.setOptionValue("mip_rel_gap", float(limits.gap))
     highs.setOptionValue("threads", max(1, int(limits.threads)))
+    if not limits.presolve:
+        highs.setOptionValue("presolve", "off")
     return highs
 
 
-def _read_solution(highs: highspy.Highs, program: LinearProgram) -> ProgramSolution:
-    """Translate the state of a Highs object after ``run()``."""
+def _read_solution(highs: highspy.Highs, program: LinearProgram,
+                   scale: FloatArray | None = None) -> ProgramSolution:
+    """Translate the state of a Highs object after ``run()``.
+
+    ``scale`` is the row scale of the program HiGHS was given
+    (:meth:`~gpuplan.models.linear.LinearProgram.row_scale`), by which an LP's row duals
+    are turned back into the program's.
+    """
     model_status = highs.getModelStatus()
     info = highs.getInfo()
     has_solution = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
@@ -225,8 +131,14 @@ def _read_solution(highs: highspy.Highs, program: LinearProgram) -> ProgramSolut
         bound = dual if np.isfinite(dual) else None
     else:
         bound = objective if status is Status.OPTIMAL else None
+    duals = None
+    if not program.integer.any() and (
+            info.dual_solution_status != highspy.SolutionStatus.kSolutionStatusNone):
+        duals = np.asarray(highs.getSolution().row_dual)
+        if scale is not None:
+            duals = duals * scale
     logger.debug("HiGHS %s: objective %s, bound %s", model_status, objective, bound)
-    return ProgramSolution(status, values, objective, bound, VERSION)
+    return ProgramSolution(status, values, objective, bound, VERSION, duals)
 
 
 def _why_not(budget: Budget, reserve: float) -> str | None:
@@ -253,88 +165,12 @@ def _limit_run(highs: highspy.Highs, budget: Budget, reserve: float) -> str | No
     return why
 
 
-def wait_for(thread: threading.Thread, budget: Budget) -> bool:
-    """Wait for a thread running HiGHS until the budget's end plus the grace; True if it ended.
-
-    The grace is :data:`GRACE_SHARE` of the budget's time limit plus :data:`GRACE_S`. A
-    thread that has not ended by then is left to finish on its own (a daemon thread: HiGHS
-    stops at its next reading of the clock, its time limit being past), and
-    :func:`abandoned` is true while it runs.
-    """
-    if budget.time_limit_s is None:
-        thread.join()
-        return True
-    try:
-        thread.join(max(0.0, budget.left() + GRACE_SHARE * budget.time_limit_s + GRACE_S))
-    except BaseException:  # Ctrl-C while waiting: the thread runs on, as past its limit
-        _left_running.append(thread)
-        raise
-    if thread.is_alive():
-        logger.debug("HiGHS still busy %.2f s past its time limit; not waited for",
-                     -budget.left())
-        _left_running.append(thread)
-        return False
-    return True
-
-
-def run_guarded(work: Callable[[], T], budget: Budget,
-                cancel: Callable[[], None]) -> T | None:
-    """Run ``work`` (a solve through HiGHS) so that the budget's time limit holds.
-
-    Without a time limit it runs on the caller's thread. With one, it runs on a thread of
-    its own, waited for (:func:`wait_for`) until the limit of what is left now plus the
-    grace; a solve still busy then is cancelled and left to finish on its own.
-
-    Returns
-    -------
-    object or None
-        What ``work`` returned, or None when it was not waited for.
-
-    Raises
-    ------
-    BaseException
-        Whatever ``work`` raised, on the caller's thread.
-    """
-    if not budget.limited:
-        return work()
-    answer: list[T | BaseException] = []
-
-    def run() -> None:
-        try:
-            answer.append(work())
-        except BaseException as exc:  # re-raised on the caller's thread
-            answer.append(exc)
-
-    thread = threading.Thread(target=run, name="gpuplan-highs", daemon=True)
-    thread.start()
-    try:
-        waited = wait_for(thread, budget.part())
-    except BaseException:  # Ctrl-C while waiting: the solve is stopped, not waited for
-        cancel()
-        raise
-    if not waited:
-        cancel()
-        return None
-    if isinstance(answer[0], BaseException):
-        raise answer[0]
-    return answer[0]
-
-
-def abandoned() -> bool:
-    """Whether a HiGHS solve left to finish on its own (:func:`wait_for`) still runs.
-
-    A process must not exit normally then: C++ teardown under a running solve aborts it
-    (``terminate called without an active exception``); see :func:`gpuplan.cli.main`.
-    """
-    return any(thread.is_alive() for thread in _left_running)
-
-
 def _no_solution(why: str) -> ProgramSolution:
     """The answer of a solve that gave nothing, with why in the solver string."""
     return ProgramSolution(Status.NO_SOLUTION, None, None, None, f"{VERSION} ({why})")
 
 
-#: Why a solve gave nothing when it was not waited for (:func:`run_guarded`).
+#: Why a solve gave nothing when it was not waited for (:func:`~.highs_runtime.run_guarded`).
 BUSY = "still busy at the time limit, not waited for"
 
 
@@ -394,6 +230,7 @@ class HighsBackend:
     capabilities: ClassVar[Capabilities] = Capabilities(
         integer=True, continuous=True, quadratic=True, warm_start=True, time_limit=True,
         threads=True, incremental=True, relaxation=True, explain=True, incumbents=True,
+        duals=True,
     )
 
     def __init__(self) -> None:
@@ -428,7 +265,7 @@ class HighsBackend:
             The answer when there was no run to read, from why.
         """
         budget = limits.budget
-        reserve = _reserve_of(size)
+        reserve = reserve_of(size)
         why = _why_not(budget, reserve)
         if why is not None:
             logger.debug("HiGHS %s, %.3f s kept for a program of %d nonzeros and columns",
@@ -476,12 +313,14 @@ class HighsBackend:
         check_program(self, program)
         integer = bool(program.integer.any())
         offer = self.offer
+        scale = program.row_scale()
 
         def set_up(highs: highspy.Highs) -> None:
             if not integer and program.hessian is None:
                 # Interior point (with crossover, for a vertex to round) is several times
                 # faster than simplex on the large, degenerate assignment LPs measured here.
-                highs.setOptionValue("solver", "ipm")
+                highs.setOptionValue("solver", "ipm" if limits.algorithm == "auto"
+                                     else limits.algorithm)
             pass_program(highs, program.equilibrated())
             if start is not None and integer:
                 solution = highspy.HighsSolution()
@@ -499,7 +338,7 @@ class HighsBackend:
                 highs.cbMipUserSolution.subscribe(adopt)
 
         return self._solve(int(program.value.size) + program.n_cols, limits, set_up,
-                           lambda highs: _read_solution(highs, program), _no_solution)
+                           lambda highs: _read_solution(highs, program, scale), _no_solution)
 
     def relax(self, program: LinearProgram, limits: Limits) -> Relaxation:
         """Solve the continuous relaxation by interior point: value, columns, reduced costs.
@@ -581,14 +420,14 @@ class HighsSession:
         self._solved = False
         self._busy = False
 
-    def solve(self, budget: Budget) -> tuple[ProgramSolution, FloatArray | None]:
-        """Solve within the budget; the solution (all columns so far) and row duals if optimal."""
+    def solve(self, budget: Budget) -> ProgramSolution:
+        """Solve within the budget: all columns so far, with the row duals when optimal."""
         if self._busy:
-            return _no_solution(BUSY), None
+            return _no_solution(BUSY)
         highs = self._highs
-        why = _limit_run(highs, budget, _reserve_of(self._size))
+        why = _limit_run(highs, budget, reserve_of(self._size))
         if why is not None:
-            return _no_solution(why), None
+            return _no_solution(why)
         if self._solved:
             highs.setOptionValue("solver", "simplex")
         run = _Run(self._threads)
@@ -599,12 +438,12 @@ class HighsSession:
 
         self._busy = run_guarded(work, budget, run.cancel) is None
         if self._busy:
-            return _no_solution(BUSY), None
+            return _no_solution(BUSY)
         self._solved = True
         solution = _read_solution(highs, self._program)
-        duals = (np.asarray(highs.getSolution().row_dual)
-                 if solution.status is Status.OPTIMAL else None)
-        return solution, duals
+        if solution.status is Status.OPTIMAL:
+            return solution
+        return dataclasses.replace(solution, duals=None)
 
     def add_columns(self, cost: FloatArray, upper: FloatArray, start: IntArray,
                     index: IntArray, value: FloatArray) -> None:

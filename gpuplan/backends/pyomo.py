@@ -6,12 +6,12 @@ This is the portable path: the model can be written as LP or MPS for any solver
 Pyomo spends seconds of Python on a model of a hundred thousand columns, first building
 it and then handing it to HiGHS, before HiGHS starts. The time limit covers both: rows are
 built, and handed over, a few at a time with the budget read in between, and HiGHS gets
-what is left less its reserve (:func:`~gpuplan.backends.highs.reserve_s`). When the budget
+what is left less its reserve (:func:`~gpuplan.backends.highs_runtime.reserve_s`). When the budget
 is spent first, the answer is ``no_solution`` with the stage it was spent in. Pyomo's log
 messages and HiGHS's output go to the debug log.
 
 Unlike a direct HiGHS solve, this one is not run on a thread left behind when it is busy
-past its time limit (:func:`~gpuplan.backends.highs.run_guarded`): Pyomo points the
+past its time limit (:func:`~gpuplan.backends.highs_runtime.run_guarded`): Pyomo points the
 process's standard output at a pipe of its own while HiGHS runs, so a solve left running
 would swallow what the caller writes next (the schedule of ``gpuplan solve -o -``). HiGHS
 still stops at its first reading of the clock past the limit.
@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpuplan.backends.base import Capabilities, ProgramSolution, SolveOnly, check_program
-from gpuplan.backends.highs import quiet_banner, reserve_s, size_pool
+from gpuplan.backends.highs_runtime import quiet_banner, reserve_s, size_pool
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.errors import BackendUnavailableError
 from gpuplan.core.instance import FloatArray, IntArray
@@ -276,7 +276,7 @@ class PyomoBackend(SolveOnly):
                                "output_flag": False},
         }
         if budget.limited:
-            # HiGHS may run past its limit by up to its reserve (see highs.reserve_s).
+            # HiGHS may run past its limit by up to its reserve (see highs_runtime.reserve_s).
             left = budget.left() - reserve_s(program)
             if left <= 0 or budget.stop():
                 raise OutOfTimeError("objective, handing it to HiGHS")

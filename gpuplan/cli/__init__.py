@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpuplan._version import __version__
-from gpuplan.backends.highs import abandoned
+from gpuplan.backends import solves_left_running
 from gpuplan.cli import (
     batch,
     bench,
@@ -114,7 +114,7 @@ def run() -> None:
     flushing what it wrote.
     """
     code = main()
-    if abandoned():
+    if solves_left_running():
         sys.stdout.flush()
         sys.stderr.flush()
         logging.shutdown()

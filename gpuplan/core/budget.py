@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from gpuplan.core.status import OPTIMAL_GAP
 
@@ -105,9 +106,17 @@ class Limits:
         Random seed of the backend's search.
     gap
         Relative gap at which the backend may stop and call its solution optimal.
+    presolve
+        Whether the backend may presolve the program (off where presolve costs more than
+        the solve, as on small MILPs with many binary columns).
+    algorithm
+        How an LP is solved: ``"auto"`` (the backend's choice), ``"simplex"`` or
+        ``"ipm"`` (interior point); backends with one algorithm read only ``"auto"``.
     """
 
     budget: Budget
     threads: int = 1
     seed: int = 0
     gap: float = OPTIMAL_GAP
+    presolve: bool = True
+    algorithm: Literal["auto", "simplex", "ipm"] = "auto"

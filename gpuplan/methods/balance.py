@@ -69,6 +69,7 @@ from gpuplan.parts.allocation import (
     structured,
     why_none,
 )
+from gpuplan.parts.bounds import simple_bound
 from gpuplan.parts.construct import list_schedule
 from gpuplan.parts.round_plans import (
     SEGMENT_COST_S,
@@ -80,7 +81,6 @@ from gpuplan.parts.round_plans import (
     plan_rounds,
     too_many,
 )
-from gpuplan.parts.time_bounds import simple_bound
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ time (for its bound, and a proof of optimality on easy batches), then
 the plan meets a bound. The better of that plan and the start at the real durations is
 kept. The reported bound is the best of the combinatorial bounds
 (:func:`~gpuplan.models.bounds.objective_bound`), those of
-:func:`~gpuplan.parts.time_bounds.simple_bound` for makespan and CP-SAT's own bound when
+:func:`~gpuplan.parts.bounds.simple_bound` for makespan and CP-SAT's own bound when
 the integer model is the instance exactly. A secondary objective (``--then``) is optimised
 in a second phase with the primary held at the value the first phase reached.
 
@@ -77,12 +77,12 @@ from gpuplan.models.scheduling import (
     model_size,
     solution_values,
 )
+from gpuplan.parts.bounds import simple_bound
 from gpuplan.parts.construct import list_schedule
 from gpuplan.parts.lp_list import lp_list_schedule
 from gpuplan.parts.round_plans import SEGMENT_COST_S
 from gpuplan.parts.schedule_lns import ScheduleNeighbourhoods, improve_schedule
 from gpuplan.parts.schedule_sharing import best_sharing_schedule, sharing_list_schedule
-from gpuplan.parts.time_bounds import simple_bound
 from gpuplan.parts.unrelated_machines import plan_unrelated
 
 logger = logging.getLogger(__name__)

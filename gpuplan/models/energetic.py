@@ -35,8 +35,8 @@ inside any interval ``[a, b]`` (its left- or right-most position; Baptiste, Le P
 Nuijten 2001), all of which must fit the type's GPUs over ``[a, b]``. A preemptible job
 may split its work over types, so it counts only where its whole window lies inside
 ``[a, b]``. When that LP is infeasible, or its optimal ``C`` exceeds ``T``, no plan ends
-by ``T``, so ``T`` is a lower bound: :func:`energetic_bound` searches for the largest
-such ``T``.
+by ``T``, so ``T`` is a lower bound: :func:`~gpuplan.parts.bounds.energetic_bound`
+searches for the largest such ``T``.
 
 Every constraint is met by the point a plan defines (``x`` its type choice, or for a
 preemptible job the shares of its work done on each type; ``c`` its completion times;
@@ -45,24 +45,21 @@ optimal makespan from below. Space-shared pairs do up to ``pair_gain`` GPU-secon
 work per GPU-second (a pair holds its GPUs as one occupant with the larger demand), so
 capacities are multiplied by it. Times and shares are taken as loosely as the verifier
 accepts them (:data:`SLACK_S`, :func:`~gpuplan.models.bounds.accepted_share`). The
-window and energetic rows join the LP only once its solution breaks them
-(:func:`solve_by_rows`): each round solves a relaxation of the whole LP, so whatever
-it proves holds for the whole.
+window and energetic rows are marked as cuts, to join the LP only once its solution
+breaks them (:func:`~gpuplan.parts.bounds.solve_by_rows`): each round solves a relaxation
+of the whole LP, so whatever it proves holds for the whole.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
 
-from gpuplan.backends.base import Backend, ProgramSolution
-from gpuplan.core.budget import Limits
 from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
-from gpuplan.core.status import TOLERANCE, Status
+from gpuplan.core.status import TOLERANCE
 from gpuplan.models.bounds import (
     ROUNDINGS,
     THRESHOLDS,
@@ -72,8 +69,6 @@ from gpuplan.models.bounds import (
 )
 from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder, take_names
 
-logger = logging.getLogger(__name__)
-
 #: Most head (release) and tail values the window rows of :func:`window_program` use,
 #: and most interval ends per side of :func:`trial_program`'s energetic rows.
 MAX_THRESHOLDS = 12
@@ -82,16 +77,6 @@ MAX_POINTS = 10
 #: sparse: on large batches fewer heads, tails and interval ends are used, so that the
 #: rows stay within memory and build time.
 MAX_ENTRIES = 3_000_000
-#: Cut rows broken by more than this (relative to their bound) join the next round, at
-#: most MAX_CUTS of them, the most broken first.
-CUT_TOLERANCE, MAX_CUTS = 1e-7, 200
-#: Relative margin by which an LP's makespan must exceed a trial ``T`` to prove it
-#: infeasible (well above the LP solver's tolerances), and by which an LP's optimum is
-#: lowered before it is reported as a bound (the solver's feasibility tolerance).
-MARGIN, LP_TOLERANCE = 1e-6, 1e-7
-#: Relative width at which the search for the largest infeasible ``T`` stops, and its
-#: first step above the window LP's bound.
-PRECISION, FIRST_STEP = 2e-3, 0.02
 #: Seconds by which durations are shortened, releases moved earlier and deadlines later:
 #: the verifier accepts times off by its tolerance (and float rounding well below it).
 SLACK_S = 2 * TOLERANCE
@@ -462,7 +447,7 @@ def _add_block(rows: RowBuilder, coefficient: FloatArray, rhs: FloatArray,
     return first
 
 
-def _keep_rows(program: LinearProgram, keep: BoolArray) -> LinearProgram:
+def keep_rows(program: LinearProgram, keep: BoolArray) -> LinearProgram:
     """The program with only the rows in ``keep``: a relaxation of it."""
     lengths = np.diff(program.row_start)
     entries = np.repeat(keep, lengths)
@@ -473,135 +458,3 @@ def _keep_rows(program: LinearProgram, keep: BoolArray) -> LinearProgram:
                    row_upper=program.row_upper[keep], row_start=start,
                    col_index=program.col_index[entries], value=program.value[entries],
                    row_names=take_names(program.row_names, chosen))
-
-
-def solve_by_rows(model: WindowProgram, backend: Backend, limits: Limits,
-                  enough: float = np.inf) -> ProgramSolution:
-    """Solve the program with its cut rows added only where the last solution breaks them.
-
-    Each round solves a relaxation of the program (a subset of its rows), so its optimum
-    is a bound on the program's and its infeasibility is the program's; the rounds end
-    when no cut row is broken (then the optimum is the program's) or the budget is spent
-    (then the last round's solution is returned, still a relaxation's), or as soon as
-    the optimum exceeds ``enough``.
-    """
-    program = model.program
-    active = ~model.cuts
-    cuts = np.flatnonzero(model.cuts)
-    scale = np.maximum(1.0, np.abs(program.row_upper[cuts]))
-    while True:
-        solution = backend.solve_program(_keep_rows(program, active), limits)
-        if (solution.status is not Status.OPTIMAL or solution.values is None
-                or solution.objective is None or solution.objective > enough):
-            return solution
-        excess = np.full(program.n_rows, -np.inf)
-        excess[cuts] = (program.activity(solution.values)[cuts] - program.row_upper[cuts]) / scale
-        broken = np.flatnonzero(~active & (excess > CUT_TOLERANCE))
-        if not broken.size or limits.budget.spent():
-            return solution
-        active[broken[np.argsort(-excess[broken])[:MAX_CUTS]]] = True
-
-
-@dataclass(frozen=True)
-class EnergeticBound:
-    """A proven makespan bound and what proved it.
-
-    Attributes
-    ----------
-    value
-        The bound, in seconds.
-    source
-        ``"windows"`` (the window LP's optimum), ``"energetic"`` (a trial makespan the
-        trial LP or the windows refute), ``"given"`` (the bound passed in, above both) or
-        ``"none"`` (no LP finished).
-    trials
-        How many trial makespans were solved.
-    shares
-        ``(J, T)`` the share of each job's work on each type in the last LP that did not
-        refute its makespan (the window LP's, or the smallest such trial's), a guide for
-        the type choices of plans near the bound; None when no LP finished.
-    """
-
-    value: float
-    source: str
-    trials: int
-    shares: FloatArray | None = None
-
-
-def energetic_bound(instance: Instance, backend: Backend, limits: Limits,
-                    start: float = 0.0) -> EnergeticBound:
-    """The window LP's optimum, raised by refuting trial makespans above it.
-
-    The trials grow by :data:`FIRST_STEP`, doubling, until one is not refuted, then
-    bisect until the interval is :data:`PRECISION` wide or the budget is spent; the
-    largest refuted trial is the bound. Each trial is refuted only by a proof: the
-    windows leave some job no type, or the trial LP is infeasible or its optimum exceeds
-    the trial by :data:`MARGIN`.
-
-    Parameters
-    ----------
-    instance
-        A makespan instance.
-    backend
-        The LP solver.
-    limits
-        Every LP runs within these limits; when they are spent the best proof so far is
-        returned.
-    start
-        A bound already proven (e.g. combinatorial), where the search may start.
-    """
-    packing = packing_rows(instance)
-    base = windows(instance)
-    if not base.feasible:
-        return EnergeticBound(start, "none", 0)
-    model = window_program(instance, packing, base)
-    solution = solve_by_rows(model, backend, limits)
-    if solution.status is not Status.OPTIMAL or solution.objective is None:
-        return EnergeticBound(start, "none", 0)
-    lp = solution.objective * (1 - LP_TOLERANCE)
-    refuted, source = max(start, lp), "windows" if lp >= start else "given"
-    shares = _shares(instance, model, solution.values)
-    step, feasible, trials = FIRST_STEP, np.inf, 0
-    # Trials grow by a share of the bound: there is nothing to grow from zero.
-    while refuted > 0 and feasible > refuted * (1 + PRECISION) and not limits.budget.spent():
-        trial = refuted * (1 + step) if np.isinf(feasible) else (refuted + feasible) / 2
-        proven, found = _refutes(instance, packing, trial, backend, limits)
-        if proven is None:
-            break
-        trials += 1
-        if proven:
-            refuted, step, source = trial, step * 2, "energetic"
-        else:
-            feasible, shares = trial, found
-    logger.debug("energetic bound %s (%s) after %d trials", refuted, source, trials)
-    return EnergeticBound(refuted, source, trials, shares)
-
-
-def _shares(instance: Instance, model: WindowProgram, values: FloatArray | None
-            ) -> FloatArray | None:
-    """``(J, T)`` the share columns of an LP solution, by job and type."""
-    if values is None:
-        return None
-    shares = np.zeros(instance.eligible.shape)
-    shares[model.jobs, model.types] = values[:model.jobs.size]
-    return shares
-
-
-def _refutes(instance: Instance, packing: PackingRows, trial: float, backend: Backend,
-             limits: Limits) -> tuple[bool | None, FloatArray | None]:
-    """Whether the trial makespan is proven infeasible, and if not, the LP's type shares.
-
-    The verdict is None when the LP did not finish.
-    """
-    frame = windows(instance, trial)
-    if not frame.feasible:
-        return True, None
-    model = trial_program(instance, packing, frame, trial)
-    solution = solve_by_rows(model, backend, limits, enough=trial * (1 + MARGIN))
-    if solution.status is Status.INFEASIBLE:
-        return True, None
-    if solution.status is not Status.OPTIMAL or solution.objective is None:
-        return None, None
-    if solution.objective > trial * (1 + MARGIN):
-        return True, None
-    return False, _shares(instance, model, solution.values)

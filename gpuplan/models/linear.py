@@ -174,15 +174,27 @@ class LinearProgram:
         itself; but no coefficient stays small enough for a solver to drop (HiGHS ignores
         matrix entries below 1e-9). Other rows are left as they are.
         """
+        scale = self.row_scale()
+        if scale is None:
+            return self
+        lengths = np.diff(self.row_start)
+        return replace(self, value=self.value * np.repeat(scale, lengths),
+                       row_lower=self.row_lower * scale, row_upper=self.row_upper * scale)
+
+    def row_scale(self) -> FloatArray | None:
+        """The factor :meth:`equilibrated` multiplies each row by; None when it keeps them.
+
+        A dual of the equilibrated program's row times its factor is the program's.
+        """
         lengths = np.diff(self.row_start)
         filled = np.flatnonzero(lengths > 0)
         if not filled.size:
-            return self
+            return None
         largest = np.zeros(self.n_rows)
         largest[filled] = np.maximum.reduceat(np.abs(self.value), self.row_start[filled])
         odd = (largest > 0) & ((largest < 2.0**-20) | (largest > 2.0**20))
         if not odd.any():
-            return self
+            return None
         scale = np.ones(self.n_rows)
         _, exponent = np.frexp(largest[odd])  # largest = m * 2**exponent, m in [0.5, 1)
         # A subnormal coefficient (1e-311) would need a factor beyond the largest float;
@@ -192,8 +204,7 @@ class LinearProgram:
         _, room = np.frexp(np.maximum(bounds, largest[odd]))
         scale[odd] = np.ldexp(1.0, np.minimum(np.minimum(1 - exponent, 1022 - room),
                                               _MAX_SHIFT))
-        return replace(self, value=self.value * np.repeat(scale, lengths),
-                       row_lower=self.row_lower * scale, row_upper=self.row_upper * scale)
+        return scale
 
     def relaxed(self) -> LinearProgram:
         """The continuous relaxation: the same program with no integer columns."""

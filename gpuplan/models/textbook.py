@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.backends.cpsat import import_cp_model
 from gpuplan.core.budget import Budget
 from gpuplan.core.instance import Instance, IntArray
 from gpuplan.core.objectives import ObjectiveKind
@@ -134,7 +133,10 @@ class IntervalModel:
             When the budget is spent before the model is built.
         """
         budget = budget or Budget()
-        model = import_cp_model().CpModel()
+        # ortools is the modelling language here, as in the scheduling model.
+        from ortools.sat.python import cp_model
+
+        model = cp_model.CpModel()
         ticks = [[math.ceil(d) if math.isfinite(d) else -1 for d in row]
                  for row in instance.duration.tolist()]
         release = [math.ceil(r) for r in instance.release.tolist()]

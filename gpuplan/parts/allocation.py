@@ -266,7 +266,8 @@ def _space_sharing(data: ThroughputData, policy: Policy, basis: FairShare, backe
     kept: tuple[ProgramSolution, int] | None = None
     rounds, status = 0, Status.OPTIMAL
     while True:
-        solution, duals = master.solve(budget)
+        solution = master.solve(budget)
+        duals = solution.duals
         if solution.values is not None and solution.status.has_plan:
             kept = (solution, pairs.size)
         if duals is None:

@@ -21,15 +21,14 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from gpuplan.backends import get_backend
 from gpuplan.core.budget import Limits
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.result import Result, better, no_plan, plan_status
 from gpuplan.core.status import Status
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.scheduling import workload_program
+from gpuplan.parts.bounds import lp_backend
 from gpuplan.parts.construct import list_order, list_schedule
-from gpuplan.parts.time_bounds import BOUND_BACKEND
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ def workload_shares(instance: Instance, limits: Limits) -> tuple[FloatArray, flo
     The LP's columns are the eligible (job, type) pairs in row-major order, then the
     makespan (:func:`~gpuplan.models.scheduling.workload_program`).
     """
-    solution = get_backend(BOUND_BACKEND).solve_program(workload_program(instance), limits)
+    solution = lp_backend().solve_program(workload_program(instance), limits)
     if (solution.status is not Status.OPTIMAL or solution.values is None
             or solution.objective is None):
         return None

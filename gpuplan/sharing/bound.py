@@ -40,14 +40,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-import highspy
 import numpy as np
 
-from gpuplan.backends.base import Session
-from gpuplan.backends.highs import HighsBackend, pass_program, quiet_banner, size_pool
+from gpuplan.backends import backend_for
+from gpuplan.backends.base import Capabilities, ProgramSolution, Session
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
-from gpuplan.core.status import OPTIMAL_GAP
+from gpuplan.core.status import OPTIMAL_GAP, Status
 from gpuplan.models.linear import LazyNames, LinearProgram, RowBuilder
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 from gpuplan.sharing.replay import ARRIVED_PERCENT
@@ -405,14 +404,12 @@ def _fill_bound(problem: _Problem, budget: Budget) -> tuple[float, FloatArray, b
     run gave none.
     """
     program = _fill_program(problem)
-    highs = _run_highs(program, budget, presolve=True)
-    if highs is None or highs.getInfo().dual_solution_status == (
-            highspy.SolutionStatus.kSolutionStatusNone):
+    solution = _run(program, budget, presolve=True)
+    if solution is None or solution.duals is None:
         return None
-    prices = np.asarray(highs.getSolution().row_dual)
-    solved = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    prices = solution.duals
     return (dual_bound(program, prices), np.maximum(prices[:len(problem.pods.count)], 0.0),
-            solved)
+            solution.status is Status.OPTIMAL)
 
 
 def _pricing_program(problem: _Problem, kind: int, value: FloatArray) -> tuple[
@@ -436,44 +433,34 @@ def _pricing_program(problem: _Problem, kind: int, value: FloatArray) -> tuple[
     return program, shapes
 
 
-def _run_highs(program: LinearProgram, budget: Budget, presolve: bool) -> highspy.Highs | None:
-    """Run HiGHS on a program on this thread within the budget; None when no time is left.
+#: What the bound's programs need of a backend: LPs with their row duals (also of a run
+#: stopped early), MILPs, settings for presolve and the LP algorithm, and a master LP held
+#: open for column generation.
+NEEDS = Capabilities(integer=True, continuous=True, duals=True, incremental=True)
+#: Relative gap at which a pricing MILP stops: its proven bound enters the Lagrangian bound.
+PRICING_GAP = 1e-6
 
-    The backend (:class:`~gpuplan.backends.highs.HighsBackend`) solves LPs by interior
-    point, 1 s for the fill LP where dual simplex takes 0.2 s, and always presolves, which
-    on the pricing MILPs' many binary fill columns takes about 0.5 s where the whole solve
-    without it takes 30 ms; both are small enough for HiGHS to hold its time limit.
+
+def _run(program: LinearProgram, budget: Budget, presolve: bool) -> ProgramSolution | None:
+    """Solve a program on one thread within the budget; None when no time is left.
+
+    LPs by dual simplex (0.2 s for the fill LP, where interior point takes 1 s); the
+    pricing MILPs without presolve, which on their many binary fill columns takes about
+    0.5 s where the whole solve without it takes 30 ms.
     """
-    left = budget.left()
-    if left <= 0 or budget.stop():
+    if budget.left() <= 0 or budget.stop():
         return None
-    quiet_banner()
-    highs = highspy.Highs()  # type: ignore[no-untyped-call]  # unannotated in highspy's stubs
-    for option, setting in (("output_flag", False), ("log_to_console", False), ("threads", 1),
-                            ("presolve", "on" if presolve else "off"), ("mip_rel_gap", 1e-6),
-                            ("random_seed", 0)):
-        highs.setOptionValue(option, setting)
-    if np.isfinite(left):
-        highs.setOptionValue("time_limit", float(left))
-    pass_program(highs, program)
-    size_pool(1)
-    highs.run()
-    return highs
+    return backend_for(NEEDS).solve_program(program, Limits(
+        budget, threads=1, seed=0, gap=PRICING_GAP, presolve=presolve, algorithm="simplex"))
 
 
 def _solve_pricing(program: LinearProgram, budget: Budget) -> tuple[FloatArray | None,
                                                                    float] | None:
     """Solve a pricing MILP: its best solution (if any) and its proven bound, or None."""
-    highs = _run_highs(program, budget, presolve=False)
-    if highs is None:
+    solution = _run(program, budget, presolve=False)
+    if solution is None or solution.bound is None:
         return None
-    info = highs.getInfo()
-    proven = float(info.mip_dual_bound)
-    if not np.isfinite(proven):
-        return None
-    feasible = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
-    values = np.asarray(highs.getSolution().col_value) if feasible else None
-    return values, proven
+    return solution.values, solution.bound
 
 
 @dataclass(frozen=True)
@@ -531,7 +518,7 @@ class _Master:
         program = rows.program("max", (seeds @ pods.weight).astype(float), np.zeros(n_cols),
                                kinds.count[kind].astype(float), np.zeros(n_cols, dtype=bool),
                                LazyNames(n_cols, lambda j: f"filling {j}"))
-        self.session: Session = HighsBackend().open(program, Limits(budget))
+        self.session: Session = backend_for(NEEDS).open(program, Limits(budget))
 
     def add(self, fillings: list[tuple[int, IntArray]]) -> None:
         """Add node fillings as columns."""
@@ -550,7 +537,8 @@ class _Master:
 
     def solve(self, budget: Budget) -> tuple[float, FloatArray, FloatArray] | None:
         """The master's value, shape prices and kind prices; None when out of time."""
-        solution, duals = self.session.solve(budget)
+        solution = self.session.solve(budget)
+        duals = solution.duals
         if duals is None or solution.objective is None:
             return None
         n_shapes = len(self.problem.pods.count)

@@ -93,7 +93,7 @@ def every_pair_optimum(data: ThroughputData, scale: np.ndarray) -> float:
     master = get_backend("highs").open(rate_program(data, scale).program, Limits(Budget()))
     start, index, value = pairs.matrix(data, scale)
     master.add_columns(np.zeros(pairs.size), np.ones(pairs.size), start, index, value)
-    solution, _ = master.solve(Budget())
+    solution = master.solve(Budget())
     assert solution.objective is not None
     return solution.objective
 

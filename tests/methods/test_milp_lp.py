@@ -16,7 +16,7 @@ import pytest
 from conftest import ORLIB_GAP, ROOT, HighsSolve, instance_from, run_cli
 
 from gpuplan import InputError, Instance, ObjectiveKind, Status, plan, read_instance
-from gpuplan.backends import get_backend, highs
+from gpuplan.backends import get_backend, highs_runtime
 from gpuplan.backends.base import ProgramSolution
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.settings import CORES, Context, RunSettings
@@ -628,7 +628,7 @@ def test_lns_uses_the_time_branch_and_cut_cannot(monkeypatch: pytest.MonkeyPatch
     """
     instance = gap_instance(10, 80, seed=1).with_objective(ObjectiveKind.MAX_WEIGHT)
     size = AssignmentModel.build(instance).program
-    monkeypatch.setattr(highs, "SECONDS_PER_NONZERO", 1.5 / (size.value.size + size.n_cols))
+    monkeypatch.setattr(highs_runtime, "SECONDS_PER_NONZERO", 1.5 / (size.value.size + size.n_cols))
     schedule = plan(instance, "milp", settings=RunSettings(time_limit_s=1.0))
     assert "not started" in schedule.solver and "LNS (0 steps" not in schedule.solver
     assert "LNS (" in schedule.solver

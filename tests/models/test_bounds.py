@@ -20,7 +20,7 @@ from gpuplan.models.bounds import (
     objective_bound,
     preemptive_wspt,
 )
-from gpuplan.parts.time_bounds import simple_bound
+from gpuplan.parts.bounds import simple_bound
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 

@@ -17,7 +17,8 @@ from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.errors import InputError
 from gpuplan.core.settings import RunSettings
 from gpuplan.models.bounds import ROUNDINGS, THRESHOLDS, dff_rounding, dff_threshold
-from gpuplan.models.energetic import energetic_bound, windows
+from gpuplan.models.energetic import windows
+from gpuplan.parts.bounds import energetic_bound
 
 
 def _bound(instance: Instance) -> float:

@@ -37,7 +37,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.backends.highs import HighsBackend
+from gpuplan.backends import backend_for
+from gpuplan.backends.base import Capabilities
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.instance import FloatArray, IntArray
 from gpuplan.models.linear import LazyNames, RowBuilder
@@ -182,11 +183,11 @@ class GapPrices:
         program = rows.program("min", np.ones(n), np.zeros(n), np.full(n, np.inf),
                                np.zeros(n, dtype=bool), LazyNames(n, lambda j: f"pattern {j}"))
         budget = Budget()
-        session = HighsBackend().open(program, Limits(budget))
+        session = backend_for(Capabilities(incremental=True)).open(program, Limits(budget))
         while True:
-            _, duals = session.solve(budget)
+            duals = session.solve(budget).duals
             if duals is None:   # the LP is feasible and bounded: a HiGHS failure
-                raise RuntimeError("HiGHS did not solve the cutting-stock LP of the typical "
+                raise RuntimeError("the backend did not solve the cutting-stock LP of the typical "
                                    "share pods to optimality")
             prices: FloatArray = np.maximum(duals, 0.0)
             value, last = _best_fill(sizes, prices)

@@ -7,7 +7,7 @@ from conftest import instance_from
 from gpuplan import Instance, ObjectiveKind, plan
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.models.bounds import objective_bound
-from gpuplan.parts.time_bounds import simple_bound
+from gpuplan.parts.bounds import simple_bound
 
 
 def _shared_gpus() -> Instance:
