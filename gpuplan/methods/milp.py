@@ -4,7 +4,7 @@
 started from best-fit decreasing (or from the plan it is given). On a backend that solves
 relaxations and can be stopped from another thread (HiGHS), with a time limit and two
 threads, it runs the peer's branch-and-cut on the whole model beside an LP-guided lane at
-the lowest priority (:mod:`gpuplan.parts.lanes`): the MIP over the LP's split jobs (or,
+the lowest priority (:mod:`gpuplan.parts.portfolio`): the MIP over the LP's split jobs (or,
 where it finds no plan and every job takes one GPU, the GAP tabu search with ejection
 chains, :mod:`gpuplan.parts.gap_tabu`), a reduced-cost core MIP, then large-neighbourhood
 search around the incumbent (:mod:`gpuplan.parts.lns`); see :meth:`MilpMethod.solve`.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -39,8 +38,8 @@ from gpuplan.models.bounds import objective_bound
 from gpuplan.models.linear import LinearProgram, OutOfTimeError
 from gpuplan.parts import gap_tabu
 from gpuplan.parts.construct import best_fit_decreasing
-from gpuplan.parts.lanes import lowest_priority
 from gpuplan.parts.lns import improve, subprogram
+from gpuplan.parts.portfolio import Portfolio
 from gpuplan.parts.static_plans import placements, proven_infeasible, static_result, tightest
 
 logger = logging.getLogger(__name__)
@@ -287,7 +286,7 @@ class MilpMethod:
         the other lane stops. Kept intact, its plan is always among ``milp``'s (with a
         start and offered plans, on one thread, HiGHS ended worse than the peer on 2 of
         13 GAP problems at 10 s, and better on 8). The other lane runs on a
-        thread of its own at the lowest priority (:mod:`gpuplan.parts.lanes`), on CPU
+        thread of its own at the lowest priority (:mod:`gpuplan.parts.portfolio`), on CPU
         that branch-and-cut leaves idle: the heuristic warm start if there is one, the LP
         relaxation (a bound, and reduced costs), the MIP over the jobs the LP splits with
         the others kept where the LP puts them (where that finds no plan, on instances of
@@ -361,60 +360,30 @@ class MilpMethod:
         context: Context,
         start: FloatArray | None,
     ) -> Result:
-        """The peer's branch-and-cut beside the LP-guided lane (see :meth:`solve`)."""
+        """The peer's branch-and-cut beside the LP-guided lane (see :meth:`solve`).
+
+        Branch-and-cut proving optimality or infeasibility settles the portfolio and stops
+        the guided lane; ended otherwise (its time limit, or not started on a model too
+        large for the time left), it leaves the rest of the time to the guided lane.
+        """
         program = model.program
         branch_and_cut_backend, lane_backend = get_backend(name), get_backend(name)
-        full: dict[str, ProgramSolution | BaseException] = {}
-
-        def branch_and_cut() -> None:
-            try:
-                full["solution"] = branch_and_cut_backend.solve_program(
-                    program, context.limits())
-            except BaseException as exc:  # re-raised on the caller's thread
-                full["solution"] = exc
-            finally:
-                if settled():
-                    lane_backend.cancel()  # the other lane has nothing left to add
-
-        def settled() -> bool:
-            """Whether branch-and-cut ended with a proof (optimal or infeasible).
-
-            Ended otherwise (its time limit, or not started on a model too large for the
-            time left), it leaves the rest of the time to the other lane.
-            """
-            outcome = full.get("solution")
-            return not isinstance(outcome, ProgramSolution) or outcome.status in (
-                Status.OPTIMAL, Status.INFEASIBLE)
-
-        def going() -> bool:
-            """Whether the guided lane has work left: until a proof, or the budget's end."""
-            return lane.is_alive() or not settled()
-
-        guided: list[tuple[FloatArray | None, float | None, str] | BaseException] = []
-
-        def guided_lane() -> None:
-            lowest_priority()
-            try:
-                guided.append(self._guided(instance, model, lane_backend, context, start,
-                                           going))
-            except BaseException as exc:  # re-raised on the caller's thread
-                guided.append(exc)
-
-        lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut",
-                                daemon=True)
-        helper = threading.Thread(target=guided_lane, name="gpuplan-guided-lane",
-                                  daemon=True)
-        lane.start()
-        helper.start()
-        # The backend returns within the budget (a solve still busy then is left to end
-        # on its own, and answers without a plan), and so does the guided lane.
-        helper.join()
-        lane.join()
-        outcome, found = full["solution"], guided[0]
-        if isinstance(outcome, BaseException):
-            raise outcome
-        if isinstance(found, BaseException):
-            raise found
+        with Portfolio(program.sense) as portfolio:
+            portfolio.on_settle(lane_backend.cancel)
+            full = portfolio.start(
+                "branch-and-cut",
+                lambda: branch_and_cut_backend.solve_program(program, context.limits()),
+                settles=lambda solution: solution.status in (Status.OPTIMAL,
+                                                              Status.INFEASIBLE))
+            guided = portfolio.start(
+                "guided-lane",
+                lambda: self._guided(instance, model, lane_backend, context, start,
+                                     lambda: not portfolio.settled),
+                low_priority=True)
+            # The backend returns within the budget (a solve still busy then is left to
+            # end on its own, and answers without a plan), and so does the guided lane.
+            portfolio.join()
+        outcome, found = full.answer(), guided.answer()
         incumbent, bound, solver = found
         solver = f"{outcome.solver} (branch-and-cut || {solver})"
         outcome = closed(program, outcome, name, context)

@@ -25,9 +25,9 @@ assignment, and two lanes search for it at once:
   room), and the most loaded GPU tries those two next. When the search has found nothing
   better for :data:`STALL_S`, its lane runs a second branch-and-cut on one thread
   (another seed, an integer largest load) from the best plan, offered every better plan
-  the search had (:class:`~gpuplan.parts.lanes.SharedIncumbent`).
+  the search had (:attr:`~gpuplan.parts.portfolio.Portfolio.incumbent`).
 
-The search lane runs at the lowest priority (:mod:`gpuplan.parts.lanes`; HiGHS releases
+The search lane runs at the lowest priority (:mod:`gpuplan.parts.portfolio`; HiGHS releases
 the GIL), so that it takes only CPU that branch-and-cut leaves idle; the search stops
 when its plan meets the best bound or branch-and-cut proves optimality, either of which
 also stops the other lane's branch-and-cut. With one thread the search runs first, then
@@ -43,7 +43,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable
 
@@ -60,8 +59,8 @@ from gpuplan.core.status import Status
 from gpuplan.models.assignment_makespan import AssignmentMakespanModel
 from gpuplan.models.machine_load import back_to_back
 from gpuplan.models.scheduling import TickScale
-from gpuplan.parts.lanes import SharedIncumbent, lowest_priority
 from gpuplan.parts.lns import subprogram
+from gpuplan.parts.portfolio import Lane, Portfolio
 
 logger = logging.getLogger(__name__)
 
@@ -367,28 +366,23 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
     backend = get_backend("highs")
     lanes = budget.limited and context.threads >= 2
     limits = context.limits()
-    outcome: dict[str, ProgramSolution | BaseException] = {}
-    cancel_second: list[Backend] = []
+    search: PairSearch | None = None
+    solutions: list[ProgramSolution] = []
 
-    def branch_and_cut() -> None:
-        try:
-            # Beside the search, the peer's solve untouched; after it, from its plan.
-            outcome["solution"] = solution = backend.solve_program(
-                model.program, limits,
-                None if lanes else model.encode(search.gpu, search.makespan))
-            if solution.status is Status.OPTIMAL:
-                for other in cancel_second:
-                    other.cancel()
-        except BaseException as exc:  # re-raised on the caller's thread
-            outcome["solution"] = exc
+    def branch_and_cut() -> ProgramSolution:
+        # Beside the search, the peer's solve untouched; after it, from its plan.
+        return backend.solve_program(
+            model.program, limits,
+            None if lanes or search is None else model.encode(search.gpu, search.makespan))
 
-    lane = threading.Thread(target=branch_and_cut, name="gpuplan-branch-and-cut",
-                            daemon=True)
-    if lanes:
-        # The peer's solve starts before the search is set up: where the peer's tree
-        # reaches a better plan in its last moments, every millisecond counts.
-        lane.start()
-    try:
+    with Portfolio("min") as portfolio:
+        portfolio.on_settle(backend.cancel)
+        peer: Lane[ProgramSolution] | None = None
+        if lanes:
+            # The peer's solve starts before the search is set up: where the peer's tree
+            # reaches a better plan in its last moments, every millisecond counts.
+            peer = portfolio.start("branch-and-cut", branch_and_cut,
+                                   settles=lambda solution: solution.status is Status.OPTIMAL)
         plans = [g for g in (_assignment(instance, start),
                              None if hint is None else _assignment(instance, hint))
                  if g is not None]
@@ -398,83 +392,71 @@ def plan_unrelated(instance: Instance, context: Context, start: Result, origin: 
                             np.random.default_rng(context.seed))
         integer_program = AssignmentMakespanModel.build(instance, by_type,
                                                         integer_makespan=True).program
-        shared = SharedIncumbent("min")
-        shared.update(model.encode(search.gpu, search.makespan), search.makespan)
-    except BaseException:  # Ctrl-C: no solve is left running behind the caller
-        backend.cancel()
-        if lane.is_alive():
-            lane.join()
-        raise
+        portfolio.incumbent.update(model.encode(search.gpu, search.makespan), search.makespan)
+        relaxed: list[float] = []
 
-    relaxed: list[float] = []
+        def share(gpu: IntArray, makespan: int) -> None:
+            portfolio.incumbent.update(model.encode(gpu, makespan), makespan)
 
-    def share(gpu: IntArray, makespan: int) -> None:
-        shared.update(model.encode(gpu, makespan), makespan)
+        def improve(part: Budget) -> None:
+            nonlocal target
+            assert search is not None
+            best = search.makespan
+            lane_backend = get_backend("highs")
+            lane_limits = dataclasses.replace(limits, budget=part, threads=1)
+            rounded, lp_value = lp_rounded(model, lane_backend, lane_limits)
+            if lp_value is not None:
+                relaxed.append(lp_value)
+                if certain:
+                    target = max(target, math.ceil(lp_value - 1e-6))
+            if rounded is not None and (rounded >= 0).all() and (
+                    _largest_load(ticks, rounded) < search.makespan):
+                search.adopt(rounded)
+                share(search.gpu, search.makespan)
+            logger.info("cp: R||Cmax LP %s, rounded %d ticks after %.2f s", lp_value,
+                        search.makespan, budget.elapsed())
+            done = search.improve(part, target, lane_backend, lane_limits, share)
+            logger.info("cp: R||Cmax pair search %d -> %d ticks (%s) after %.2f s", best,
+                        search.makespan, done, budget.elapsed())
 
-    def improve(part: Budget) -> None:
-        nonlocal target
-        best = search.makespan
-        lane_backend = get_backend("highs")
-        lane_limits = dataclasses.replace(limits, budget=part, threads=1)
-        rounded, lp_value = lp_rounded(model, lane_backend, lane_limits)
-        if lp_value is not None:
-            relaxed.append(lp_value)
-            if certain:
-                target = max(target, math.ceil(lp_value - 1e-6))
-        if rounded is not None and (rounded >= 0).all() and (
-                _largest_load(ticks, rounded) < search.makespan):
-            search.adopt(rounded)
-            share(search.gpu, search.makespan)
-        logger.info("cp: R||Cmax LP %s, rounded %d ticks after %.2f s", lp_value,
-                    search.makespan, budget.elapsed())
-        done = search.improve(part, target, lane_backend, lane_limits, share)
-        logger.info("cp: R||Cmax pair search %d -> %d ticks (%s) after %.2f s", best,
-                    search.makespan, done, budget.elapsed())
+        if peer is not None:
+            running = peer
 
-    if lanes:
-        # Branch-and-cut proving optimality ends the other lane; so does the search
-        # meeting the bound, or stalling, after which a second branch-and-cut with
-        # another seed takes over this lane from the best plan (HiGHS's time to find
-        # good plans varies much with its seed).
-        failed: list[BaseException] = []
-
-        def helper() -> None:
-            try:
-                lowest_priority()
-                improve(budget.part(stop=lambda: not lane.is_alive()
+            def second_lane() -> ProgramSolution | None:
+                # Branch-and-cut ending (a proof, or its limit) ends the search; so does the
+                # search meeting the bound, or stalling, after which a second
+                # branch-and-cut with another seed takes over this lane from the best plan
+                # (HiGHS's time to find good plans varies much with its seed).
+                assert search is not None
+                improve(budget.part(stop=lambda: not running.running()
                                     or search.stalled(STALL_S)))
-                second = get_backend("highs")
-                second.offer = shared.offer
-                if (search.makespan > target and lane.is_alive()
+                answer = None
+                if (search.makespan > target and running.running()
                         and budget.left() > SECOND_MIN_S):
-                    cancel_second.append(second)
-                    outcome["second"] = solution = second.solve_program(
+                    second = get_backend("highs")
+                    second.offer = portfolio.incumbent.offer
+                    portfolio.on_settle(second.cancel)
+                    answer = second.solve_program(
                         integer_program,
                         dataclasses.replace(limits, seed=limits.seed + 1, threads=1),
                         model.encode(search.gpu, search.makespan))
-                    if solution.status is Status.OPTIMAL:
-                        backend.cancel()
+                    if answer.status is Status.OPTIMAL:
+                        portfolio.settle()
                 if search.makespan <= target:
-                    backend.cancel()
-            except BaseException as exc:  # re-raised on the caller's thread
-                failed.append(exc)
+                    portfolio.settle()
+                return answer
 
-        searching = threading.Thread(target=helper, name="gpuplan-rcmax-search", daemon=True)
-        searching.start()
-        searching.join()
-        lane.join()
-        if failed:
-            raise failed[0]
-    else:
-        improve(budget.part(share=SEARCH_SHARE) if budget.limited
-                else budget.part(UNLIMITED_SEARCH_S))
-        if search.makespan > target:
-            branch_and_cut()
-    solutions = []
-    for answer in outcome.values():
-        if isinstance(answer, BaseException):
-            raise answer
-        solutions.append(answer)
+            searching = portfolio.start("rcmax-search", second_lane, low_priority=True)
+            portfolio.join()
+            solutions.append(peer.answer())
+            second_answer = searching.answer()
+            if second_answer is not None:
+                solutions.append(second_answer)
+        else:
+            improve(budget.part(share=SEARCH_SHARE) if budget.limited
+                    else budget.part(UNLIMITED_SEARCH_S))
+            if search.makespan > target:
+                solutions.append(branch_and_cut())
     gpu, lanes_used = search.gpu, "LP rounding, pair search"
     if solutions:
         lanes_used += "".join(f" || {s.solver} branch-and-cut" for s in solutions)
