@@ -353,114 +353,192 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
     TooManyRoundsError
         If the plan needs more than :data:`MAX_ROUNDS` rounds.
     """
-    n_jobs, n_types = instance.n_jobs, instance.n_types
-    gpu_type = instance.gpu_type
-    fleet = _Fleet(instance)
-    duration = np.where(instance.eligible, instance.duration, np.inf)
-    gang = instance.gang.tolist()
-    fits = instance.eligible & (instance.gang[:, None] <= fleet.largest[None, :])
-    if not fits.any(axis=1).all():
-        j = int(np.flatnonzero(~fits.any(axis=1))[0])
-        raise RuntimeError(f"job {instance.job_ids[j]!r} fits on no node of its types")
-    remaining = np.ones(n_jobs)
-    finish = np.full(n_jobs, np.inf)
-    received = np.zeros((n_jobs, n_types))
-    alone = np.zeros((n_jobs, n_types))
-    active = np.zeros(n_jobs)
-    if pairs is None or pair_share is None:
-        pairs, pair_share = PairColumns(*(np.zeros(0, dtype=np.int64),) * 3), np.zeros(0)
-    keep = pair_share > 1e-9
-    pair_a, pair_b, pair_t = pairs.a[keep], pairs.b[keep], pairs.gpu_type[keep]
-    pair_share = pair_share[keep]
-    pair_got, pair_active = np.zeros(pair_a.size), np.zeros(pair_a.size)
-    speed_a, speed_b = _pair_speeds(instance, pair_a, pair_b, pair_t)
-    paired = np.zeros((n_jobs, n_types))
-    np.add.at(paired, (pair_a, pair_t), pair_share)
-    np.add.at(paired, (pair_b, pair_t), pair_share)
-    rate = np.where(np.isfinite(duration), 1.0 / duration, 0.0)
-    tail = chain_windows(instance, np.arange(n_jobs))[1]
-    following = _Following.of(share, paired, rate, remaining, 0.0, tail)
-    # Seconds of each job on each type that the shares followed asked for so far.
-    targeted = np.zeros((n_jobs, n_types))
-    held: list[IntArray | None] = [None] * n_jobs
-    pinned = np.zeros(n_jobs, dtype=bool)
-    preemptible = instance.preemptible.tolist()
-    # Types with no share rank after every shared one, fastest first.
-    fallback = -1.0 - duration / duration.max(initial=1.0, where=np.isfinite(duration))
-    deadline = _latest_ends(instance)
-    # Segments: job, type, start, end, work, partner job and segment (-1), GPUs.
-    seg_job: list[int] = []
-    seg_type: list[int] = []
-    seg_start: list[float] = []
-    seg_end: list[float] = []
-    seg_work: list[float] = []
-    seg_partner: list[int] = []
-    seg_mate: list[int] = []
-    seg_gpus: list[IntArray] = []
-    open_segment = np.full(n_jobs, -1)
-    # Unfinished predecessors per job; a job that ends in a round is done by the next.
-    blocking = np.array([len(p) for p in instance.predecessors], dtype=np.int64)
-    n_single = n_jobs * n_types
-    now, rounds = 0.0, 0
-    last_state: tuple[np.ndarray, np.ndarray] | None = None
-    while (remaining > 0).any():
-        if rounds >= MAX_ROUNDS:
-            raise TooManyRoundsError(rounds, now, 1.0 - float(remaining.mean()))
-        if budget is not None and budget.left() < len(seg_job) * segment_cost_s:
+    planner = _RoundPlanner(instance, share, round_s, pairs, pair_share, reallocate,
+                            wide_first)
+    while (planner.remaining > 0).any():
+        if planner.rounds >= MAX_ROUNDS:
+            raise TooManyRoundsError(planner.rounds, planner.now,
+                                     1.0 - float(planner.remaining.mean()))
+        if budget is not None and budget.left() < len(planner.segments) * segment_cost_s:
             return None
-        ready = (remaining > 0) & (instance.release <= now) & (blocking == 0)
+        ready = planner.ready()
         if not ready.any():
-            # Nothing runs: jump to the round of the next release.
-            later = instance.release[(instance.release > now) & (remaining > 0)]
-            if later.size == 0:
-                raise RuntimeError("round-based planning is stuck: no job can become ready")
-            first = float(later.min())
-            jump = math.ceil(first / round_s) * round_s
-            now = jump if jump >= first else jump + round_s
-            open_segment[:] = -1
+            planner.skip_to_release()
             continue
-        if reallocate is not None:
-            if last_state is not None and not (np.array_equal(ready, last_state[0])
-                                               and np.array_equal(pinned, last_state[1])):
-                following = _reallocated(reallocate, following, instance, held, pinned,
-                                         remaining, rate, now)
-            last_state = (ready, pinned.copy())
-        share, has_share = following.share, following.has_share
+        planner.follow(ready)
+        chosen = planner.choose(ready)
+        ended, ran = planner.run(chosen, ready)
+        if not ended and not chosen.both.any():
+            planner.repeat(chosen, ready, ran)
+    return planner.plan()
+
+
+#: One gang's run in a round: its jobs (two when space-shared), their speeds, its type and
+#: its GPUs.
+_Run = tuple[tuple[int, ...], tuple[float, ...], int, IntArray]
+
+
+class _Segments:
+    """The plan's segments as they grow.
+
+    A job's run continued on the same GPUs, type and partner extends its open segment;
+    any other run opens a new one.
+    """
+
+    def __init__(self, n_jobs: int) -> None:
+        self.job: list[int] = []
+        self.gpu_type: list[int] = []
+        self.start: list[float] = []
+        self.end: list[float] = []
+        self.work: list[float] = []
+        self.partner: list[int] = []
+        #: The partner's segment of a space-shared segment (-1 for none).
+        self.mate: list[int] = []
+        self.gpus: list[IntArray] = []
+        #: Each job's segment that its next run may extend (-1 for none).
+        self.open = np.full(n_jobs, -1)
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+    def record(self, j: int, t: int, now: float, stop: float, done: float, partner: int,
+               gpus: IntArray) -> None:
+        """Job ``j`` ran on ``gpus`` (type ``t``) from ``now`` to ``stop``, doing ``done``."""
+        k = int(self.open[j])
+        if k >= 0 and self.gpu_type[k] == t and self.end[k] == now \
+                and self.partner[k] == partner and (
+                    self.gpus[k] is gpus or np.array_equal(self.gpus[k], gpus)):
+            self.end[k] = stop
+            self.work[k] += done
+            return
+        self.open[j] = len(self.job)
+        self.job.append(j)
+        self.gpu_type.append(t)
+        self.start.append(now)
+        self.end.append(stop)
+        self.work.append(done)
+        self.partner.append(partner)
+        self.mate.append(-1)
+        self.gpus.append(gpus)
+
+    def pair(self, a: int, b: int) -> None:
+        """The open segments of ``a`` and ``b`` share a gang: each names the other."""
+        first, second = int(self.open[a]), int(self.open[b])
+        self.mate[first], self.mate[second] = second, first
+
+    def extend(self, j: int, span: float, work: float) -> None:
+        """Job ``j``'s open segment goes on for ``span`` more seconds, doing ``work``."""
+        k = int(self.open[j])
+        self.end[k] += span
+        self.work[k] += work
+
+
+@dataclass
+class _Round:
+    """What one round decided: its runs (pinned ones first) and the pairs it could run."""
+
+    runs: list[_Run]
+    n_pinned: int
+    both: np.ndarray
+
+
+class _RoundPlanner:
+    """The state of a round-based plan as it is made, and its steps (see :func:`plan_rounds`)."""
+
+    def __init__(self, instance: Instance, share: FloatArray, round_s: float,
+                 pairs: PairColumns | None, pair_share: FloatArray | None,
+                 reallocate: Reallocate | None, wide_first: bool) -> None:
+        n_jobs, n_types = instance.n_jobs, instance.n_types
+        self.instance, self.round_s = instance, round_s
+        self.reallocate, self.wide_first = reallocate, wide_first
+        self.fleet = _Fleet(instance)
+        self.duration = np.where(instance.eligible, instance.duration, np.inf)
+        self.gang = instance.gang.tolist()
+        fits = instance.eligible & (instance.gang[:, None] <= self.fleet.largest[None, :])
+        if not fits.any(axis=1).all():
+            j = int(np.flatnonzero(~fits.any(axis=1))[0])
+            raise RuntimeError(f"job {instance.job_ids[j]!r} fits on no node of its types")
+        self.remaining = np.ones(n_jobs)
+        self.finish = np.full(n_jobs, np.inf)
+        self.received = np.zeros((n_jobs, n_types))
+        self.alone = np.zeros((n_jobs, n_types))
+        self.active = np.zeros(n_jobs)
+        if pairs is None or pair_share is None:
+            pairs, pair_share = PairColumns(*(np.zeros(0, dtype=np.int64),) * 3), np.zeros(0)
+        keep = pair_share > 1e-9
+        self.pair_a, self.pair_b = pairs.a[keep], pairs.b[keep]
+        self.pair_t, self.pair_share = pairs.gpu_type[keep], pair_share[keep]
+        self.pair_got = np.zeros(self.pair_a.size)
+        self.pair_active = np.zeros(self.pair_a.size)
+        self.speed_a, self.speed_b = _pair_speeds(instance, self.pair_a, self.pair_b,
+                                                  self.pair_t)
+        paired = np.zeros((n_jobs, n_types))
+        np.add.at(paired, (self.pair_a, self.pair_t), self.pair_share)
+        np.add.at(paired, (self.pair_b, self.pair_t), self.pair_share)
+        self.rate = np.where(np.isfinite(self.duration), 1.0 / self.duration, 0.0)
+        tail = chain_windows(instance, np.arange(n_jobs))[1]
+        self.following = _Following.of(share, paired, self.rate, self.remaining, 0.0, tail)
+        # Seconds of each job on each type that the shares followed asked for so far.
+        self.targeted = np.zeros((n_jobs, n_types))
+        self.held: list[IntArray | None] = [None] * n_jobs
+        self.pinned = np.zeros(n_jobs, dtype=bool)
+        self.preemptible = instance.preemptible.tolist()
+        # Types with no share rank after every shared one, fastest first.
+        self.fallback = -1.0 - self.duration / self.duration.max(
+            initial=1.0, where=np.isfinite(self.duration))
+        self.deadline = _latest_ends(instance)
+        self.segments = _Segments(n_jobs)
+        # Unfinished predecessors per job; a job that ends in a round is done by the next.
+        self.blocking = np.array([len(p) for p in instance.predecessors], dtype=np.int64)
+        self.now, self.rounds = 0.0, 0
+        self.last_state: tuple[np.ndarray, np.ndarray] | None = None
+
+    def ready(self) -> np.ndarray:
+        """The jobs that may run this round: released, unblocked, not done."""
+        ready: np.ndarray = ((self.remaining > 0) & (self.instance.release <= self.now)
+                             & (self.blocking == 0))
+        return ready
+
+    def skip_to_release(self) -> None:
+        """Nothing can run: jump to the round of the next release."""
+        release = self.instance.release
+        later = release[(release > self.now) & (self.remaining > 0)]
+        if later.size == 0:
+            raise RuntimeError("round-based planning is stuck: no job can become ready")
+        first = float(later.min())
+        jump = math.ceil(first / self.round_s) * self.round_s
+        self.now = jump if jump >= first else jump + self.round_s
+        self.segments.open[:] = -1
+
+    def follow(self, ready: np.ndarray) -> None:
+        """Re-solve the shares when the ready or pinned jobs changed since the last round."""
+        if self.reallocate is None:
+            return
+        if self.last_state is not None and not (
+                np.array_equal(ready, self.last_state[0])
+                and np.array_equal(self.pinned, self.last_state[1])):
+            self.following = _reallocated(self.reallocate, self.following, self.instance,
+                                          self.held, self.pinned, self.remaining, self.rate,
+                                          self.now)
+        self.last_state = (ready, self.pinned.copy())
+
+    def choose(self, ready: np.ndarray) -> _Round:
+        """The round's runs: pinned jobs keep their GPUs, the others are taken by rank."""
+        instance, fleet, n_types = self.instance, self.fleet, self.instance.n_types
         fleet.reset()
-        free_of_type = np.bincount(gpu_type, minlength=n_types).tolist()
-        free_total = fleet.n_gpus
-        # Each run: jobs, their speeds, type and GPUs (two jobs when space-shared).
-        runs: list[tuple[tuple[int, ...], tuple[float, ...], int, IntArray]] = []
-        was_pinned = pinned & ready
-        for pin in np.flatnonzero(was_pinned).tolist():
-            gpus = held[pin]
+        self.free_of_type = np.bincount(instance.gpu_type, minlength=n_types).tolist()
+        self.free_total = fleet.n_gpus
+        runs: list[_Run] = []
+        for pin in np.flatnonzero(self.pinned & ready).tolist():
+            gpus = self.held[pin]
             assert gpus is not None
-            fleet.hold(gpus)
-            t = int(gpu_type[gpus[0]])
-            free_of_type[t] -= gpus.size
-            free_total -= gpus.size
-            runs.append(((pin,), (1.0,), t, gpus))
+            self._hold(gpus)
+            runs.append(((pin,), (1.0,), int(instance.gpu_type[gpus[0]]), gpus))
         n_pinned = len(runs)
-        chosen = pinned.tolist()
-        lag = np.where(ready[:, None] & instance.eligible & ~pinned[:, None],
-                       share / np.maximum(alone / np.maximum(active[:, None], 1e-12), 1e-9),
-                       -np.inf)
-        priority = np.where(has_share, lag, np.where(np.isfinite(lag), fallback, -np.inf))
-        rank_class = np.ones((n_jobs, n_types))
-        fresh = np.flatnonzero(ready & ~pinned & ~instance.preemptible)
-        if fresh.size:
-            rank_class[fresh], priority[fresh] = following.starts(
-                fresh, duration[fresh], deadline[fresh],
-                instance.gang[fresh].astype(float) if wide_first else np.ones(fresh.size), now)
-        _urgent_first(rank_class, priority, ready & ~pinned & instance.preemptible,
-                      remaining, duration, deadline, now, URGENT_ROUNDS * round_s)
-        # Entries whose gang exceeds what is left of their type after the pinned jobs
-        # cannot be served this round.
-        room = np.array(free_of_type)
-        priority[(instance.gang[:, None] > room[None, :]) & (rank_class < 2)] = -np.inf
-        both = ready[pair_a] & ready[pair_b]
-        pair_priority = np.where(both, pair_share / np.maximum(
-            pair_got / np.maximum(pair_active, 1e-12), 1e-9), -np.inf)
+        priority, rank_class, fresh = self._rank(ready)
+        both = ready[self.pair_a] & ready[self.pair_b]
+        pair_priority = np.where(both, self.pair_share / np.maximum(
+            self.pair_got / np.maximum(self.pair_active, 1e-12), 1e-9), -np.inf)
         # One ranking of single (job, type) entries, then pairs, highest first.
         ranked = np.r_[priority.ravel(), pair_priority]
         classes = np.r_[rank_class.ravel(), np.ones(pair_priority.size)]
@@ -468,173 +546,224 @@ def plan_rounds(instance: Instance, share: FloatArray, round_s: float,
         order = candidates[np.lexsort((-ranked[candidates], -classes[candidates]))]
         # When each GPU is free, as far as the jobs given it so far say, and the end a
         # job's run must keep to on each (the reservation, see the module docstring).
-        free_at = np.full(fleet.n_gpus, now)
+        free_at = np.full(fleet.n_gpus, self.now)
         for (pin,), _, t, gpus in runs:
-            free_at[gpus] = now + float(remaining[pin]) * float(duration[pin, t])
+            free_at[gpus] = self.now + float(self.remaining[pin]) * float(self.duration[pin, t])
         keep_to = np.full(fleet.n_gpus, np.inf)
-        reserved = easy = False
-        types = np.arange(n_types)
+        reserved = self._reserve_coming(ready, fresh, free_at, keep_to)
+        if self.free_total > 0:
+            self._take(order, priority, rank_class, runs, free_at, keep_to, reserved)
+        return _Round(runs, n_pinned, both)
 
-        # Jobs with a deadline that wait for their release or predecessors, and whose
-        # latest start comes before a job starting now could end, reserve first: GPUs
-        # that only jobs ending by that latest start (or their earliest start, their
-        # head, if later) may take.
-        coming = np.flatnonzero((remaining > 0) & ~ready & np.isfinite(deadline)
+    def _hold(self, gpus: IntArray) -> None:
+        """A gang's GPUs are busy this round."""
+        self.fleet.hold(gpus)
+        self.free_of_type[int(self.instance.gpu_type[gpus[0]])] -= gpus.size
+        self.free_total -= gpus.size
+
+    def _rank(self, ready: np.ndarray) -> tuple[FloatArray, FloatArray, IntArray]:
+        """Each (job, type) entry's rank class and priority, and the jobs to start whole.
+
+        Jobs rank by how far they lag their share (Gavel's priority); jobs in one piece by
+        :meth:`_Following.starts`; movable jobs near their deadline first.
+        """
+        instance, following = self.instance, self.following
+        n_jobs, n_types = instance.n_jobs, instance.n_types
+        pinned = self.pinned
+        lag = np.where(ready[:, None] & instance.eligible & ~pinned[:, None],
+                       following.share / np.maximum(
+                           self.alone / np.maximum(self.active[:, None], 1e-12), 1e-9),
+                       -np.inf)
+        priority = np.where(following.has_share, lag,
+                            np.where(np.isfinite(lag), self.fallback, -np.inf))
+        rank_class = np.ones((n_jobs, n_types))
+        fresh = np.flatnonzero(ready & ~pinned & ~instance.preemptible)
+        if fresh.size:
+            rank_class[fresh], priority[fresh] = following.starts(
+                fresh, self.duration[fresh], self.deadline[fresh],
+                instance.gang[fresh].astype(float) if self.wide_first else np.ones(fresh.size),
+                self.now)
+        _urgent_first(rank_class, priority, ready & ~pinned & instance.preemptible,
+                      self.remaining, self.duration, self.deadline, self.now,
+                      URGENT_ROUNDS * self.round_s)
+        # Entries whose gang exceeds what is left of their type after the pinned jobs
+        # cannot be served this round.
+        room = np.array(self.free_of_type)
+        priority[(instance.gang[:, None] > room[None, :]) & (rank_class < 2)] = -np.inf
+        return priority, rank_class, fresh
+
+    def _reserve_coming(self, ready: np.ndarray, fresh: IntArray, free_at: FloatArray,
+                        keep_to: FloatArray) -> bool:
+        """Reserve GPUs for jobs in one piece with a deadline whose latest start is near.
+
+        Jobs with a deadline that wait for their release or predecessors, and whose latest
+        start comes before a job starting now could end, reserve first: GPUs that only
+        jobs ending by that latest start (or their earliest start, their head, if later)
+        may take. Whether any was reserved.
+        """
+        instance, remaining = self.instance, self.remaining
+        coming = np.flatnonzero((remaining > 0) & ~ready & np.isfinite(self.deadline)
                                 & ~instance.preemptible)
-        latest = deadline[coming] - instance.min_duration[coming]
-        near = latest <= now + float(instance.min_duration[fresh].max(initial=0.0))
-        if near.any():
-            unfinished = np.flatnonzero(remaining > 0)
-            head = np.zeros(n_jobs)
-            head[unfinished] = chain_windows(instance, unfinished, remaining[unfinished],
-                                             now)[0]
-            for j, last in zip(coming[near].tolist(), latest[near].tolist(), strict=True):
-                start = max(now + float(head[j]), last)
-                in_time = instance.eligible[j] & (start + duration[j] <= deadline[j])
-                _reserve(fleet, gang[j], np.flatnonzero(in_time if in_time.any()
-                                                        else instance.eligible[j]),
-                         start, float(remaining[j]) * duration[j], free_at, keep_to)
-                reserved = True
-        if free_total > 0:
-            for flat in order.tolist():
-                if flat < n_single:
-                    j, t = divmod(flat, n_types)
-                    if chosen[j]:
-                        continue
-                    members: tuple[int, ...] = (j,)
-                    speeds: tuple[float, ...] = (1.0,)
-                else:
-                    p = flat - n_single
-                    j, b, t = int(pair_a[p]), int(pair_b[p]), int(pair_t[p])
-                    if chosen[j] or chosen[b] or free_of_type[t] < gang[j]:
-                        continue
-                    members, speeds = (j, b), (float(speed_a[p]), float(speed_b[p]))
-                whole = not preemptible[j]
-                until = now + (float(remaining[j]) * float(duration[j, t]) if whole
-                               else round_s)
-                last = held[j]
-                gpus = None if free_of_type[t] < gang[j] else fleet.take(
-                    gang[j], t, last if last is not None and int(gpu_type[last[0]]) == t
-                    else None, fleet.free & (keep_to >= until) if reserved else None)
-                if gpus is None:
-                    # A job with a deadline that finds no room reserves the GPUs where it
-                    # ends first, and so does the first other job on its main type; later
-                    # jobs may use them only if done by then.
-                    if whole and (rank_class[j, t] == 3 or (rank_class[j, t] == 2
-                                                            and not easy)):
-                        _reserve(fleet, gang[j], np.flatnonzero(
-                            np.isfinite(priority[j]) if rank_class[j, t] == 3 else t == types),
-                            now, float(remaining[j]) * duration[j], free_at, keep_to)
-                        easy |= rank_class[j, t] == 2
-                        reserved = True
+        latest = self.deadline[coming] - instance.min_duration[coming]
+        near = latest <= self.now + float(instance.min_duration[fresh].max(initial=0.0))
+        if not near.any():
+            return False
+        unfinished = np.flatnonzero(remaining > 0)
+        head = np.zeros(instance.n_jobs)
+        head[unfinished] = chain_windows(instance, unfinished, remaining[unfinished],
+                                         self.now)[0]
+        for j, last in zip(coming[near].tolist(), latest[near].tolist(), strict=True):
+            start = max(self.now + float(head[j]), last)
+            in_time = instance.eligible[j] & (start + self.duration[j] <= self.deadline[j])
+            _reserve(self.fleet, self.gang[j], np.flatnonzero(
+                in_time if in_time.any() else instance.eligible[j]),
+                start, float(remaining[j]) * self.duration[j], free_at, keep_to)
+        return True
+
+    def _take(self, order: IntArray, priority: FloatArray, rank_class: FloatArray,
+              runs: list[_Run], free_at: FloatArray, keep_to: FloatArray,
+              reserved: bool) -> None:
+        """Give GPUs to the entries in rank order until none is free; appends to ``runs``."""
+        instance, fleet = self.instance, self.fleet
+        n_types = instance.n_types
+        n_single = instance.n_jobs * n_types
+        gpu_type, gang, free_of_type = instance.gpu_type, self.gang, self.free_of_type
+        chosen = self.pinned.tolist()
+        easy = False
+        types = np.arange(n_types)
+        for flat in order.tolist():
+            if flat < n_single:
+                j, t = divmod(flat, n_types)
+                if chosen[j]:
                     continue
-                free_at[gpus] = until
-                for m in members:
-                    chosen[m] = True
-                fleet.hold(gpus)
-                free_of_type[t] -= gpus.size
-                free_total -= gpus.size
-                runs.append((members, speeds, t, gpus))
-                if len(members) == 2:
-                    pair_got[flat - n_single] += 1.0
-                if free_total == 0:
-                    break
-        span = _round_length(instance, runs, remaining, duration, now, round_s)
+                members: tuple[int, ...] = (j,)
+                speeds: tuple[float, ...] = (1.0,)
+            else:
+                p = flat - n_single
+                j, b, t = int(self.pair_a[p]), int(self.pair_b[p]), int(self.pair_t[p])
+                if chosen[j] or chosen[b] or free_of_type[t] < gang[j]:
+                    continue
+                members, speeds = (j, b), (float(self.speed_a[p]), float(self.speed_b[p]))
+            whole = not self.preemptible[j]
+            until = self.now + (float(self.remaining[j]) * float(self.duration[j, t]) if whole
+                                else self.round_s)
+            last = self.held[j]
+            gpus = None if free_of_type[t] < gang[j] else fleet.take(
+                gang[j], t, last if last is not None and int(gpu_type[last[0]]) == t
+                else None, fleet.free & (keep_to >= until) if reserved else None)
+            if gpus is None:
+                # A job with a deadline that finds no room reserves the GPUs where it
+                # ends first, and so does the first other job on its main type; later
+                # jobs may use them only if done by then.
+                if whole and (rank_class[j, t] == 3 or (rank_class[j, t] == 2 and not easy)):
+                    _reserve(fleet, gang[j], np.flatnonzero(
+                        np.isfinite(priority[j]) if rank_class[j, t] == 3 else t == types),
+                        self.now, float(self.remaining[j]) * self.duration[j], free_at,
+                        keep_to)
+                    easy |= rank_class[j, t] == 2
+                    reserved = True
+                continue
+            free_at[gpus] = until
+            for m in members:
+                chosen[m] = True
+            self._hold(gpus)
+            runs.append((members, speeds, t, gpus))
+            if len(members) == 2:
+                self.pair_got[flat - n_single] += 1.0
+            if self.free_total == 0:
+                break
+
+    def run(self, chosen: _Round, ready: np.ndarray) -> tuple[bool, np.ndarray]:
+        """Play the round out: work done, segments, jobs ended; whether one ended, who ran."""
+        instance, remaining, now = self.instance, self.remaining, self.now
+        span = _round_length(instance, chosen.runs, remaining, self.duration, now,
+                             self.round_s)
         end_of_round = now + span
-        pair_active[both] += 1.0
-        ran = np.zeros(n_jobs, dtype=bool)
+        self.pair_active[chosen.both] += 1.0
+        ran = np.zeros(instance.n_jobs, dtype=bool)
         ended = False
-        for members, speeds, t, gpus in runs:
+        for members, speeds, t, gpus in chosen.runs:
             # A shared gang runs until the round ends or one of its jobs is done.
-            left = [float(remaining[j]) * float(duration[j, t]) / v
+            left = [float(remaining[j]) * float(self.duration[j, t]) / v
                     for j, v in zip(members, speeds, strict=True)]
             length = min(span, *left)
             stop = now + length
             for j, v, need in zip(members, speeds, left, strict=True):
                 ran[j] = True
-                done = length * v / float(duration[j, t])
+                done = length * v / float(self.duration[j, t])
                 # Done when what is left is float noise of the job's whole run time.
-                if need - length <= 1e-9 * max(1.0, float(duration[j, t]) / v):
+                if need - length <= 1e-9 * max(1.0, float(self.duration[j, t]) / v):
                     done = float(remaining[j])
                 remaining[j] -= done
-                received[j, t] += length
+                self.received[j, t] += length
                 if len(members) == 1:
-                    alone[j, t] += length
+                    self.alone[j, t] += length
                 partner = sum(members) - j if len(members) == 2 else -1
-                k = int(open_segment[j])
-                if k >= 0 and seg_type[k] == t and seg_end[k] == now \
-                        and seg_partner[k] == partner and (
-                            seg_gpus[k] is gpus or np.array_equal(seg_gpus[k], gpus)):
-                    seg_end[k] = stop
-                    seg_work[k] += done
-                else:
-                    open_segment[j] = len(seg_job)
-                    seg_job.append(j)
-                    seg_type.append(t)
-                    seg_start.append(now)
-                    seg_end.append(stop)
-                    seg_work.append(done)
-                    seg_partner.append(partner)
-                    seg_mate.append(-1)
-                    seg_gpus.append(gpus)
-                held[j] = gpus
-                if not preemptible[j]:
-                    pinned[j] = True
+                self.segments.record(j, t, now, stop, done, partner, gpus)
+                self.held[j] = gpus
+                if not self.preemptible[j]:
+                    self.pinned[j] = True
                 if remaining[j] <= 0:
                     remaining[j] = 0.0
-                    finish[j] = stop
-                    pinned[j] = False
+                    self.finish[j] = stop
+                    self.pinned[j] = False
                     ended = True
                     for s in instance.successors[j]:
-                        blocking[s] -= 1
+                        self.blocking[s] -= 1
             if len(members) == 2:
                 # A pair's two segments begin, grow and end together: each names the other.
-                first, second = (int(open_segment[m]) for m in members)
-                seg_mate[first], seg_mate[second] = second, first
-        open_segment[~ran] = -1
-        step = np.minimum(span, np.where(np.isfinite(finish[ready]), finish[ready],
-                                            end_of_round) - now)
-        active[ready] += step
-        targeted[ready] += following.target[ready] * step[:, None]
-        now = end_of_round
-        rounds += 1
-        if ended or both.any():
-            continue
-        # Do the next rounds repeat this one? (See the module docstring.)
-        ranked_runs = runs[n_pinned:]
+                self.segments.pair(*members)
+        self.segments.open[~ran] = -1
+        finish = self.finish[ready]
+        step = np.minimum(span, np.where(np.isfinite(finish), finish, end_of_round) - now)
+        self.active[ready] += step
+        self.targeted[ready] += self.following.target[ready] * step[:, None]
+        self.now = end_of_round
+        self.rounds += 1
+        return ended, ran
+
+    def repeat(self, chosen: _Round, ready: np.ndarray, ran: np.ndarray) -> None:
+        """Plan in one step the next rounds that repeat this one (see the module docstring)."""
+        runs = chosen.runs
+        ranked_runs = runs[chosen.n_pinned:]
         if ranked_runs:
             if not ran[ready].all():
-                continue
-            one_type = following.one_type
-            steady = all(not preemptible[j] or (one_type[j] and (has_share[j, t]
-                                                                 or not has_share[j].any()))
-                         for (j,), _, t, _ in ranked_runs)
+                return
+            following = self.following
+            steady = all(not self.preemptible[j] or (following.one_type[j] and (
+                following.has_share[j, t] or not following.has_share[j].any()))
+                for (j,), _, t, _ in ranked_runs)
             if not steady:
-                continue
-        repeat = _repeats(instance, runs, remaining, duration, ready, blocking, now, round_s)
-        repeat = min(repeat, MAX_ROUNDS - rounds)
+                return
+        repeat = _repeats(self.instance, runs, self.remaining, self.duration, ready,
+                          self.blocking, self.now, self.round_s)
+        repeat = min(repeat, MAX_ROUNDS - self.rounds)
         if repeat <= 0:
-            continue
-        span = repeat * round_s
+            return
+        span = repeat * self.round_s
         for (j,), _, t, _ in runs:
-            work = span / float(duration[j, t])
-            remaining[j] -= work
-            received[j, t] += span
-            alone[j, t] += span
-            k = int(open_segment[j])
-            seg_end[k] += span
-            seg_work[k] += work
-        active[ready] += span
-        targeted[ready] += following.target[ready] * span
-        now += span
-        rounds += repeat
-    error = 0.5 * np.abs(received - targeted).sum(axis=1) / np.maximum(active, 1e-12)
-    return RoundPlan(job=np.array(seg_job, dtype=np.int64),
-                     gpu_type=np.array(seg_type, dtype=np.int64),
-                     start=np.array(seg_start, dtype=float), end=np.array(seg_end, dtype=float),
-                     gpus=tuple(seg_gpus), work=np.array(seg_work, dtype=float),
-                     partner=np.array(seg_mate, dtype=np.int64), tracking_error=error,
-                     rounds=rounds)
+            work = span / float(self.duration[j, t])
+            self.remaining[j] -= work
+            self.received[j, t] += span
+            self.alone[j, t] += span
+            self.segments.extend(j, span, work)
+        self.active[ready] += span
+        self.targeted[ready] += self.following.target[ready] * span
+        self.now += span
+        self.rounds += repeat
+
+    def plan(self) -> RoundPlan:
+        """The plan made, with each job's tracking error."""
+        error = (0.5 * np.abs(self.received - self.targeted).sum(axis=1)
+                 / np.maximum(self.active, 1e-12))
+        segments = self.segments
+        return RoundPlan(job=np.array(segments.job, dtype=np.int64),
+                         gpu_type=np.array(segments.gpu_type, dtype=np.int64),
+                         start=np.array(segments.start, dtype=float),
+                         end=np.array(segments.end, dtype=float), gpus=tuple(segments.gpus),
+                         work=np.array(segments.work, dtype=float),
+                         partner=np.array(segments.mate, dtype=np.int64),
+                         tracking_error=error, rounds=self.rounds)
 
 
 @dataclass(frozen=True)
