@@ -18,7 +18,7 @@ from gpuplan.core.errors import InputError, VerificationError
 from gpuplan.core.instance import Instance
 from gpuplan.core.result import Result, infeasible
 from gpuplan.core.schedule import Schedule, ViolationKind
-from gpuplan.core.settings import Context, RunSettings, WarmStart
+from gpuplan.core.settings import WARM_SHARE, Context, RunSettings, WarmStart
 from gpuplan.methods import DEFAULT_METHOD, METHODS, get_method
 from gpuplan.methods.base import Method, method_options
 from gpuplan.models.bounds import infeasibility_reasons
@@ -77,14 +77,34 @@ def _warm_heuristic(instance: Instance, method: Method, name: str,
                          f"works with --method {' or '.join(takers)}; got {name!r} for "
                          f"--method {method.name}")
     heuristic = METHODS[name]
+    return _warm_run(instance, heuristic, heuristic.options_type(), settings)
 
+
+def _warm_run(instance: Instance, heuristic: Method, options: Any,
+              settings: RunSettings) -> Callable[[Budget], Result]:
+    """A registered method with its options, run as a warm start on the budget it is given."""
     def run(budget: Budget) -> Result:
-        found = heuristic.solve(instance, heuristic.options_type(), Context(
+        found = heuristic.solve(instance, options, Context(
             budget, settings.seed, settings.threads, settings.gap))
-        logger.info("warm start from %s: %s, objective %s", name, found.status.value,
-                    found.objective)
+        logger.info("warm start from %s: %s, objective %s", heuristic.name,
+                    found.status.value, found.objective)
         return found
     return run
+
+
+def _default_warm(instance: Instance, method: Method,
+                  settings: RunSettings) -> tuple[Callable[[Budget], Result], float] | None:
+    """The heuristic the method declares it starts from unless told, and its share.
+
+    Resolved through the registry (:meth:`~gpuplan.methods.base.Method.default_warm`), so
+    that no method imports another.
+    """
+    declared = method.default_warm(instance, settings.time_limit_s)
+    if declared is None:
+        return None
+    heuristic = METHODS[declared.method]
+    options = method_options(heuristic, declared.options)
+    return _warm_run(instance, heuristic, options, settings), declared.share
 
 
 def check_settings(method: Method, settings: RunSettings) -> None:
@@ -184,9 +204,13 @@ def plan(
         start = start_from(instance, warm, source)
     elif warm is not None:
         warm_fn = _warm_heuristic(instance, chosen, warm, settings)
+    share = WARM_SHARE
+    if warm_fn is None and (default := _default_warm(instance, chosen, settings)):
+        warm_fn, share = default
     budget = Budget(settings.time_limit_s, settings.iterations,
                     stop or never)
-    context = Context(budget, settings.seed, settings.threads, settings.gap, start, warm_fn)
+    context = Context(budget, settings.seed, settings.threads, settings.gap, start, warm_fn,
+                      share)
     # The presolve checks count against the same budget.
     reasons = infeasibility_reasons(instance)
     result = (infeasible(instance, reasons, "gpuplan-presolve") if reasons

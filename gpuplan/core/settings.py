@@ -84,9 +84,11 @@ class Context:
     start
         A whole plan to start from (a schedule file's), already verified.
     warm
-        A heuristic to start from (``--warm-start greedy|ga|sa``): called with a budget, it
-        returns its plan. A method runs it first, or beside its own search when it
-        declares :attr:`WarmStart.LANE` and can.
+        A heuristic to start from (``--warm-start greedy|ga|sa``, or the method's default):
+        called with a budget, it returns its plan. A method runs it first, or beside its
+        own search when it declares :attr:`WarmStart.LANE` and can.
+    warm_share
+        The share of the time limit ``warm`` runs on.
     """
 
     budget: Budget
@@ -95,6 +97,7 @@ class Context:
     gap: float = OPTIMAL_GAP
     start: Result | None = None
     warm: Callable[[Budget], Result] | None = None
+    warm_share: float = WARM_SHARE
 
     def limits(self, budget: Budget | None = None) -> Limits:
         """The backend limits of this context, for its budget or a part of it."""

@@ -50,6 +50,7 @@ from gpuplan.core.options import check_range, option, parse_seconds
 from gpuplan.core.result import Result, no_plan, plan_status
 from gpuplan.core.settings import Context, WarmStart
 from gpuplan.core.status import Status
+from gpuplan.methods.base import MethodDefaults
 from gpuplan.models.allocation import (
     FAIRNESS,
     Policy,
@@ -72,6 +73,7 @@ from gpuplan.parts.allocation import (
 from gpuplan.parts.bounds import simple_bound
 from gpuplan.parts.construct import list_schedule
 from gpuplan.parts.round_plans import (
+    GAVEL_ROUND_S,
     SEGMENT_COST_S,
     Reallocate,
     Residual,
@@ -97,7 +99,7 @@ MARGIN_SHARE = 0.02
 class BalanceOptions(AllocationOptions):
     """Options of ``--method balance``: the allocation's, and the rounds of its plan."""
 
-    round_s: float = option(360.0, "--round", "round length of the round-based plan "
+    round_s: float = option(GAVEL_ROUND_S, "--round", "round length of the round-based plan "
                             "(default: 360, Gavel's); a plan has at most 100,000 rounds",
                             parse=parse_seconds, metavar="S")
 
@@ -107,7 +109,7 @@ class BalanceOptions(AllocationOptions):
         check_range("--round", self.round_s, 0, MAX_TIME_S, closed=False)
 
 
-class BalanceMethod:
+class BalanceMethod(MethodDefaults):
     """An allocation policy, rounded to a verified plan (``--method balance``)."""
 
     name: ClassVar[str] = "balance"

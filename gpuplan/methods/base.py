@@ -10,6 +10,7 @@ hand a program to, the warm starts it uses and whether it counts iterations.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from gpuplan.backends.base import Capabilities
@@ -17,10 +18,29 @@ from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import build_options, option
 from gpuplan.core.result import Result
-from gpuplan.core.settings import Context, WarmStart
+from gpuplan.core.settings import WARM_SHARE, Context, WarmStart
 
 #: What a method that solves no program needs of a backend: nothing.
 NO_NEEDS = Capabilities()
+
+
+@dataclass(frozen=True)
+class DefaultWarm:
+    """A heuristic a method starts from unless the caller names one (or none).
+
+    Attributes
+    ----------
+    method
+        The registered method that runs first.
+    options
+        Its settings by name.
+    share
+        The share of the time limit it runs on.
+    """
+
+    method: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    share: float = WARM_SHARE
 
 
 class Method(Protocol):
@@ -55,6 +75,14 @@ class Method(Protocol):
         """What the chosen backend must be able to do for this instance and options."""
         ...
 
+    def default_warm(self, instance: Instance, time_limit_s: float | None) -> DefaultWarm | None:
+        """The heuristic to start from when the caller names none, or None.
+
+        :func:`~gpuplan.planning.plan` resolves it through the registry, so that no method
+        imports another.
+        """
+        ...
+
     def solve(self, instance: Instance, options: Any, context: Context) -> Result:
         """Plan the instance within the context's budget.
 
@@ -76,8 +104,12 @@ def solver_option(backends: Sequence[str], what: str) -> Any:
                   choices=backends)
 
 
-class PlainMethod:
-    """Defaults for a method with nothing to refuse beyond its declarations, and no backend."""
+class MethodDefaults:
+    """What a method declares unless it says otherwise.
+
+    Nothing to refuse beyond its declarations, nothing needed of a backend, and no
+    heuristic to start from unless asked.
+    """
 
     def check(self, instance: Instance, options: Any) -> None:
         """Nothing beyond the declared objectives to refuse."""
@@ -85,6 +117,10 @@ class PlainMethod:
     def needs(self, instance: Instance, options: Any) -> Capabilities:
         """Nothing: the method hands no program to a backend."""
         return NO_NEEDS
+
+    def default_warm(self, instance: Instance, time_limit_s: float | None) -> DefaultWarm | None:
+        """None: the method starts from a heuristic only when asked to."""
+        return None
 
 
 def method_options(method: Method, given: Mapping[str, Any], source: str = "--method") -> Any:

@@ -12,7 +12,7 @@ them planned for a target below its best plan so that slow GPUs do not idle; els
 for makespan
 :func:`~gpuplan.parts.lp_list.lp_list_schedule`, which holds each job to the type the
 makespan LP gives it), or the warm start's (a schedule file's, or a heuristic's run
-first on :data:`~gpuplan.core.settings.WARM_SHARE` of the time limit) when that is better.
+first on its share of the time limit) when that is better.
 CP-SAT searches the whole model on ``threads`` workers for :data:`FULL_SHARE` of its
 time (for its bound, and a proof of optimality on easy batches), then
 :func:`~gpuplan.parts.schedule_lns.improve_schedule` re-solves parts of the best plan
@@ -24,16 +24,15 @@ kept. The reported bound is the best of the combinatorial bounds
 the integer model is the instance exactly. A secondary objective (``--then``) is optimised
 in a second phase with the primary held at the value the first phase reached.
 
-For tardiness, sa runs first by default (its moves of the list order fix due dates fast).
-For makespan when every job is preemptible and the plan spans at least :data:`MIN_ROUNDS`
-of Gavel's rounds, balance's makespan policy runs first by default (:func:`_round_plan`):
-the model runs each job in one piece, while the makespan LP that bounds such batches lets
-jobs move between GPUs and types, and the round-based plan does too (on
-``gavel_cluster_500_long`` it ends 1.2% above that bound at 60 s, where LNS over one-piece
-plans ends 6.4% above it). For the other objectives no heuristic runs first
-unless asked (``--warm-start sa``): on the operator's 150-job batches the sharing start was
-already below sa's plan at 10 s, and on ``gavel_cluster_500_long`` sa's 10 s gained 0.06%
-on list scheduling, where LNS gains 2%.
+cp declares the heuristics it starts from unless told otherwise
+(:meth:`CpMethod.default_warm`), which :func:`~gpuplan.planning.plan` runs through the
+registry: sa for tardiness (its moves of the list order fix due dates fast), and for
+makespan, when every job is preemptible and the plan spans at least :data:`MIN_ROUNDS` of
+Gavel's rounds, balance's makespan policy: the model runs each job in one piece, while the
+makespan LP that bounds such batches lets jobs move between GPUs and types, and the
+round-based plan does too. For the other objectives no heuristic runs first unless asked
+(``--warm-start sa``): there the sharing start and LNS did better with the time
+(docs/benchmarks.md).
 
 The solve's one budget covers everything: the warm start, list scheduling, the bound,
 building the model (a model whose size would not leave CP-SAT time to search is replaced by
@@ -47,7 +46,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any, ClassVar
@@ -61,12 +59,9 @@ from gpuplan.core.instance import Instance, IntArray
 from gpuplan.core.objectives import TIME_OBJECTIVES, ObjectiveKind, time_objective
 from gpuplan.core.options import option, parse_seconds
 from gpuplan.core.result import Result, better, no_plan, plan_status, with_bound
-from gpuplan.core.settings import WARM_SHARE, Context, WarmStart
+from gpuplan.core.settings import Context, WarmStart
 from gpuplan.core.status import Status
-from gpuplan.methods.balance import BalanceMethod, BalanceOptions
-from gpuplan.methods.base import PlainMethod
-from gpuplan.methods.sa import AnnealingMethod, AnnealingOptions
-from gpuplan.models.allocation import Policy
+from gpuplan.methods.base import DefaultWarm, MethodDefaults
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.linear import OutOfTimeError
 from gpuplan.models.machine_load import sequencing_free
@@ -80,7 +75,7 @@ from gpuplan.models.scheduling import (
 from gpuplan.parts.bounds import simple_bound
 from gpuplan.parts.construct import list_schedule
 from gpuplan.parts.lp_list import lp_list_schedule
-from gpuplan.parts.round_plans import SEGMENT_COST_S
+from gpuplan.parts.round_plans import GAVEL_ROUND_S, SEGMENT_COST_S
 from gpuplan.parts.schedule_lns import ScheduleNeighbourhoods, improve_schedule
 from gpuplan.parts.schedule_sharing import best_sharing_schedule, sharing_list_schedule
 from gpuplan.parts.unrelated_machines import plan_unrelated
@@ -92,18 +87,17 @@ logger = logging.getLogger(__name__)
 EXPLAIN_LIMIT_S = 10.0
 #: Share of the time limit the workload LP bound may take.
 BOUND_SHARE = 0.1
-#: Share of the time limit of sa, cp's default warm start for tardiness (:func:`_annealing`).
+#: Share of the time limit of sa, cp's default warm start for tardiness.
 ANNEAL_SHARE = 0.6
 #: Share of the time limit of the round-based plan, cp's default warm start for makespan
-#: when every job is preemptible (:func:`_round_plan`). Most of it: where that plan is
-#: made, LNS over plans that run each job in one piece does not come near it.
+#: when every job is preemptible. Most of it: where that plan is made, LNS over plans
+#: that run each job in one piece does not come near it.
 ROUND_SHARE = 0.8
 #: The round-based start is made only where the plan spans at least this many of Gavel's
 #: rounds: with fewer, GPUs idle to the end of the rounds in which jobs end.
 MIN_ROUNDS = 10
 #: Seconds per GPU and round that the round-based plan takes to plan, and to translate,
-#: verify and write its segments (measured on ``gavel_cluster_500_long``: 0.86 ms per
-#: round on 128 GPUs, and 34 us for each of about 47 segments per round).
+#: verify and write its segments (docs/benchmarks.md, "cp on Gavel's cluster").
 ROUND_GPU_S = 20e-6
 #: Share of the round-based plan's budget for its rounds; the rest is for the policy's
 #: re-solves as jobs end (balance caps these at half of its planning time).
@@ -163,51 +157,6 @@ def _hintable(plan: Result) -> bool:
     return plan.status.has_plan and np.unique(plan.job).size == plan.n_segments
 
 
-def _annealing(instance: Instance, context: Context) -> Callable[[Budget], Result]:
-    """The annealing (sa) as a warm start, run on the budget it is given.
-
-    The default warm start for tardiness, on :data:`ANNEAL_SHARE` of the time limit. Its
-    moves of the list order fix due dates fast: on the operator's 150-job batches sa
-    reached weighted tardiness 1.2-2.4 times below cp's LNS from the sharing start at
-    10 s (44,040 against 105,240), where for makespan and weighted completion cp was below
-    it; listing sa's order with GPU sharing moves starts and was worse (106,860 against
-    sa's 50,700 after 6 s).
-    """
-    def run(budget: Budget) -> Result:
-        found = AnnealingMethod().solve(instance, AnnealingOptions(),
-                                        context.with_budget(budget))
-        logger.info("cp: warm start from sa: %s, objective %s", found.status.value,
-                    found.objective)
-        return found
-    return run
-
-
-def _round_plan(instance: Instance, context: Context,
-                bound: float) -> Callable[[Budget], Result]:
-    """Balance's makespan policy, rounded to a round-based plan, as a warm start.
-
-    The default warm start for makespan when every job is preemptible and the plan spans
-    at least :data:`MIN_ROUNDS` rounds, on :data:`ROUND_SHARE` of the time limit. Rounds
-    are Gavel's 360 s, or longer where the budget could not plan that many: the
-    combinatorial bound over the round length times the GPUs times :data:`ROUND_GPU_S`
-    must fit in :data:`ROUND_PLANNING` of the budget, ``bound`` being the combinatorial
-    bound (on ``gavel_cluster_500_long``, rounds of 360 s gave 2,385,023 in 13 s, and of
-    3,600 s 2,408,688 in 4 s). Where the plan still does not fit, balance returns greedy's
-    and cp goes on from list scheduling's.
-    """
-    def run(budget: Budget) -> Result:
-        seconds = budget.left() if budget.limited else math.inf
-        round_s = max(BalanceOptions().round_s,
-                      bound * instance.n_gpus * ROUND_GPU_S
-                      / (ROUND_PLANNING * seconds))
-        found = BalanceMethod().solve(instance, BalanceOptions(
-            policy=Policy.MAKESPAN.value, round_s=round_s), context.with_budget(budget))
-        logger.info("cp: warm start from balance (makespan, rounds of %.6g s): %s, "
-                    "objective %s", round_s, found.status.value, found.objective)
-        return found
-    return run
-
-
 def _start(instance: Instance, context: Context,
            guided: bool = True) -> tuple[Result, str, Result | None]:
     """The plan to fall back on, what messages call it, and the plan to hint to CP-SAT.
@@ -217,28 +166,18 @@ def _start(instance: Instance, context: Context,
     :data:`SHARING_SHARE` of the time limit, elsewhere for makespan the LP-guided one's,
     whose LP gets :data:`BOUND_SHARE` of the time limit), or the warm
     start's when that is at least as good: a schedule file's plan (``context.start``), or
-    a heuristic's (``context.warm``; by default sa's for tardiness, :func:`_annealing`, and
-    balance's round-based plan for makespan when every job is preemptible and the plan
-    spans many rounds, :func:`_round_plan`),
-    run here on :data:`~gpuplan.core.settings.WARM_SHARE` of the time limit, whose order
-    of starts is also listed with GPU sharing. The hint is the fallback, or list
+    a heuristic's (``context.warm``, by default :meth:`CpMethod.default_warm`'s), run here
+    on ``context.warm_share`` of the time limit, whose order of starts is also listed with
+    GPU sharing. The hint is the fallback, or list
     scheduling's plan when the fallback runs a job in pieces. Without ``guided`` no
     LP-guided plan is made (the R||Cmax lanes solve that LP themselves).
     """
     start = context.start
     warm = context.warm
     sharing = not exclusive_types(instance).all()
-    share = WARM_SHARE
-    if warm is None and instance.objective is ObjectiveKind.TARDINESS:
-        warm, share = _annealing(instance, context), ANNEAL_SHARE
-    elif (warm is None and instance.objective is ObjectiveKind.MAKESPAN
-          and instance.preemptible.all()):
-        bound = objective_bound(instance)
-        if bound >= MIN_ROUNDS * BalanceOptions().round_s:
-            warm, share = _round_plan(instance, context, bound), ROUND_SHARE
     listed = list_schedule(instance)
     if warm is not None:
-        found = warm(context.budget.part(share=share))
+        found = warm(context.budget.part(share=context.warm_share))
         start = found if start is None else better(instance, start, found)
         if sharing and found.status.has_plan:
             # The heuristic's order of starts, listed with GPU sharing.
@@ -276,7 +215,7 @@ class CpOptions:
         "best (e.g. --objective makespan --then cost)", parse=_objective, metavar="NAME")
 
 
-class CpMethod(PlainMethod):
+class CpMethod(MethodDefaults):
     """CP-SAT over interval variables per GPU group, for plans with start times."""
 
     name: ClassVar[str] = "cp"
@@ -288,6 +227,28 @@ class CpMethod(PlainMethod):
     backends: ClassVar[tuple[str, ...]] = ()
     warm_starts: ClassVar[frozenset[WarmStart]] = frozenset({WarmStart.PLAN})
     iterative: ClassVar[bool] = False
+
+    def default_warm(self, instance: Instance, time_limit_s: float | None) -> DefaultWarm | None:
+        """Annealing (sa) for tardiness; balance's makespan rounds where all are preemptible.
+
+        The round-based start is made for makespan only where the plan spans at least
+        :data:`MIN_ROUNDS` of Gavel's rounds (by the combinatorial bound), in rounds of
+        Gavel's length or longer where the time limit could not plan that many: the
+        bound over the round length times the GPUs times :data:`ROUND_GPU_S` must fit in
+        :data:`ROUND_PLANNING` of the start's time. Where the plan still does not fit,
+        balance returns greedy's and cp goes on from list scheduling's.
+        """
+        if instance.objective is ObjectiveKind.TARDINESS:
+            return DefaultWarm("sa", {}, ANNEAL_SHARE)
+        if instance.objective is not ObjectiveKind.MAKESPAN or not instance.preemptible.all():
+            return None
+        bound = objective_bound(instance)
+        if bound < MIN_ROUNDS * GAVEL_ROUND_S:
+            return None
+        seconds = math.inf if time_limit_s is None else ROUND_SHARE * time_limit_s
+        round_s = max(GAVEL_ROUND_S,
+                      bound * instance.n_gpus * ROUND_GPU_S / (ROUND_PLANNING * seconds))
+        return DefaultWarm("balance", {"policy": "makespan", "round_s": round_s}, ROUND_SHARE)
 
     def check(self, instance: Instance, options: CpOptions) -> None:
         """Refuse a secondary objective that is static or the primary itself.
@@ -316,8 +277,8 @@ class CpMethod(PlainMethod):
             Tick and secondary objective.
         context
             The budget, threads (CP-SAT workers), seed and gap, and the warm start: a
-            schedule file's plan, or a heuristic run first on
-            :data:`~gpuplan.core.settings.WARM_SHARE` of the time limit; CP-SAT is given
+            schedule file's plan, or a heuristic run first on ``context.warm_share`` of
+            the time limit; CP-SAT is given
             its plan as a hint, and it is kept when CP-SAT finds nothing better.
 
         Raises

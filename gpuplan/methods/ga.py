@@ -29,7 +29,7 @@ from gpuplan.core.objectives import ALL_OBJECTIVES, ObjectiveKind
 from gpuplan.core.options import option
 from gpuplan.core.result import Result
 from gpuplan.core.settings import Context, WarmStart
-from gpuplan.methods.base import PlainMethod
+from gpuplan.methods.base import MethodDefaults
 from gpuplan.parts.local_search import Progress, StaticSearch, static_result, timed_result
 from gpuplan.parts.plan_encodings import (
     CROSSOVERS,
@@ -78,7 +78,7 @@ class GeneticOptions:
     moves: tuple[str, ...] = moves_option("the improvement step of each child")
 
 
-class GeneticMethod(PlainMethod):
+class GeneticMethod(MethodDefaults):
     """A steady-generation genetic algorithm over the block or key encoding."""
 
     name: ClassVar[str] = "ga"

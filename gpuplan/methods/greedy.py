@@ -14,7 +14,7 @@ from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ALL_OBJECTIVES, ObjectiveKind
 from gpuplan.core.result import Result
 from gpuplan.core.settings import Context, WarmStart
-from gpuplan.methods.base import PlainMethod
+from gpuplan.methods.base import MethodDefaults
 from gpuplan.parts.construct import best_fit_decreasing, list_schedule
 
 
@@ -23,7 +23,7 @@ class GreedyOptions:
     """``greedy`` takes no options of its own: it is deterministic and fast."""
 
 
-class GreedyMethod(PlainMethod):
+class GreedyMethod(MethodDefaults):
     """Best-fit decreasing for static objectives, list scheduling for time-based ones."""
 
     name: ClassVar[str] = "greedy"

@@ -21,7 +21,7 @@ from gpuplan.core.options import option
 from gpuplan.core.result import Result
 from gpuplan.core.settings import Context, WarmStart
 from gpuplan.core.status import Status
-from gpuplan.methods.base import solver_option
+from gpuplan.methods.base import MethodDefaults, solver_option
 from gpuplan.models.assignment import POOLED_OBJECTIVES, PooledModel
 from gpuplan.models.bounds import objective_bound
 from gpuplan.parts.lp_rounding import ROUNDINGS, improve_by_moves, repair_by_ejection
@@ -50,7 +50,7 @@ class LpOptions:
                            "(default: largest-share)", choices=tuple(ROUNDINGS))
 
 
-class LpMethod:
+class LpMethod(MethodDefaults):
     """LP relaxation over pooled GPU types, rounded and improved."""
 
     name: ClassVar[str] = "lp"
@@ -61,9 +61,6 @@ class LpMethod:
     backends: ClassVar[tuple[str, ...]] = LP_BACKENDS
     warm_starts: ClassVar[frozenset[WarmStart]] = frozenset()
     iterative: ClassVar[bool] = False
-
-    def check(self, instance: Instance, options: LpOptions) -> None:
-        """Nothing to refuse beyond the declared objectives and the backend's needs."""
 
     def needs(self, instance: Instance, options: LpOptions) -> Capabilities:
         """Continuous columns: the relaxation is an LP.

@@ -30,9 +30,9 @@ from gpuplan.core.budget import Limits
 from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.core.objectives import STATIC_OBJECTIVES, ObjectiveKind
 from gpuplan.core.result import Result, better, no_plan
-from gpuplan.core.settings import WARM_SHARE, Context, WarmStart
+from gpuplan.core.settings import Context, WarmStart
 from gpuplan.core.status import Status
-from gpuplan.methods.base import solver_option
+from gpuplan.methods.base import MethodDefaults, solver_option
 from gpuplan.models.assignment import AssignmentModel
 from gpuplan.models.bounds import objective_bound
 from gpuplan.models.linear import LinearProgram, OutOfTimeError
@@ -244,7 +244,7 @@ class MilpOptions:
     backend: str = solver_option(MILP_BACKENDS, "the assignment MILP")
 
 
-class MilpMethod:
+class MilpMethod(MethodDefaults):
     """The exact assignment MILP on HiGHS (default), CP-SAT or Pyomo."""
 
     name: ClassVar[str] = "milp"
@@ -255,9 +255,6 @@ class MilpMethod:
     backends: ClassVar[tuple[str, ...]] = MILP_BACKENDS
     warm_starts: ClassVar[frozenset[WarmStart]] = frozenset({WarmStart.PLAN, WarmStart.LANE})
     iterative: ClassVar[bool] = False
-
-    def check(self, instance: Instance, options: MilpOptions) -> None:
-        """Nothing to refuse beyond the declared objectives and the backend's needs."""
 
     def needs(self, instance: Instance, options: MilpOptions) -> Capabilities:
         """Integer columns; continuous ones too for the load level of ``min-max-load``.
@@ -272,7 +269,7 @@ class MilpMethod:
         """Build the model, start it from the start plan, and solve it.
 
         The start plan is the context's (a schedule file's) or greedy's; a heuristic warm
-        start (``context.warm``) improves on it, run first on :data:`WARM_SHARE` of the
+        start (``context.warm``) improves on it, run first on ``context.warm_share`` of the
         budget, or beside branch-and-cut in the lanes below. The budget covers the start,
         the build and the solve. When it is spent before the backend can run (or the
         backend finds no plan in time, or a worse one), the start plan is returned, with
@@ -324,7 +321,7 @@ class MilpMethod:
                  and not backend.capabilities.missing(LANE_NEEDS))
         if context.warm is not None and not lanes:
             # No second lane to run the heuristic beside the backend: it runs first.
-            searched = context.warm(budget.part(share=WARM_SHARE))
+            searched = context.warm(budget.part(share=context.warm_share))
             fallback = kept_plan(instance, searched, fallback, "a better start")
         start = (model.encode(symmetric(instance, placements(fallback)))
                  if fallback.status.has_plan else None)
@@ -418,7 +415,7 @@ class MilpMethod:
         incumbent = start
         solver = backend.name
         if context.warm is not None and going():
-            found = context.warm(budget.part(share=WARM_SHARE, stop=lambda: not going()))
+            found = context.warm(budget.part(share=context.warm_share, stop=lambda: not going()))
             if found.status.has_plan:
                 incumbent = _best_of(program, model.encode(
                     symmetric(instance, placements(found))), incumbent)

@@ -34,7 +34,7 @@ from gpuplan.core.options import option
 from gpuplan.core.result import Result, better, no_plan
 from gpuplan.core.settings import Context, WarmStart
 from gpuplan.core.status import Status
-from gpuplan.methods.base import PlainMethod
+from gpuplan.methods.base import MethodDefaults
 from gpuplan.models.bounds import objective_bound
 from gpuplan.parts import gap_tabu
 from gpuplan.parts.construct import best_fit_decreasing
@@ -63,7 +63,7 @@ class AnnealingOptions:
                          "GPU and the objective is additive", choices=("anneal", "tabu"))
 
 
-class AnnealingMethod(PlainMethod):
+class AnnealingMethod(MethodDefaults):
     """Simulated annealing over the block (static) or key (time-based) encoding."""
 
     name: ClassVar[str] = "sa"

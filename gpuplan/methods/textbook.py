@@ -40,6 +40,7 @@ from gpuplan.core.options import option
 from gpuplan.core.result import Result, no_plan
 from gpuplan.core.settings import Context, WarmStart
 from gpuplan.core.status import Status
+from gpuplan.methods.base import MethodDefaults
 from gpuplan.models.assignment_makespan import AssignmentMakespanModel
 from gpuplan.models.linear import OutOfTimeError, check_budget
 from gpuplan.models.machine_load import back_to_back, sequencing_free
@@ -68,7 +69,7 @@ class TextbookOptions:
         "takes)", choices=BACKENDS)
 
 
-class TextbookMethod:
+class TextbookMethod(MethodDefaults):
     """The textbook assignment MILPs on ``--solver``, the interval model on CP-SAT."""
 
     name: ClassVar[str] = "textbook"

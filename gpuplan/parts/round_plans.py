@@ -62,6 +62,8 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.models.allocation import PairColumns, chain_windows
 
+#: Gavel's round length in seconds (its simulator's default).
+GAVEL_ROUND_S = 360.0
 #: A preemptible job with a deadline whose slack (its latest start on its fastest type,
 #: less the round's start) is at most this many rounds runs before every other job, on a
 #: type where it still ends in time: its share, spread to its deadline, left nothing to
