@@ -39,10 +39,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
 from gpuplan.core.budget import Budget
 from gpuplan.core.instance import Instance
 from gpuplan.core.settings import Context, RunSettings
+from gpuplan.harness.bench import load_suite, markdown, parse_method, run_bench, write_results
 from gpuplan.models.allocation import Policy, ThroughputData
 from gpuplan.parts.allocation import AllocationOptions, solve_policy
 from gpuplan.readers.gavel import (

@@ -26,9 +26,9 @@ from pathlib import Path
 
 from distributed import LocalCluster
 
-from gpuplan.bench import write_results
 from gpuplan.core.schedule import Schedule
-from gpuplan.generate import generate_document
+from gpuplan.harness.bench import write_results
+from gpuplan.readers.generate import generate_document
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.

@@ -22,7 +22,7 @@ A second table does the same for the weighted-completion batches of the library:
 chains' bound and :func:`~gpuplan.models.bounds.mean_busy_bound`.
 
 The plan is the best of greedy, sa and cp at ``--limit`` seconds (2 threads, seed 1,
-through :func:`gpuplan.bench.run_bench`, every plan verified) and the library's
+through :func:`gpuplan.harness.bench.run_bench`, every plan verified) and the library's
 ``best_known.csv``; the gap is ``(plan - bound) / plan``.
 """
 
@@ -35,12 +35,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuplan.bench import Problem, load_suite, parse_method, run_bench, write_results
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.settings import RunSettings
 from gpuplan.core.status import Status
+from gpuplan.harness.bench import Problem, load_suite, parse_method, run_bench, write_results
 from gpuplan.models.bounds import earliest_completion, objective_bound
 from gpuplan.models.energetic import packing_rows, window_program, windows
 from gpuplan.models.scheduling import workload_program

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.bench import (
+from gpuplan.core.settings import RunSettings
+from gpuplan.harness.bench import (
     load_suite,
     markdown,
     parse_method,
@@ -39,7 +40,6 @@ from gpuplan.bench import (
     summary_markdown,
     write_results,
 )
-from gpuplan.core.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 METHODS = ["greedy", "cp", "textbook", "textbook:backend=cpsat"]

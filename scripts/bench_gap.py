@@ -5,7 +5,7 @@ Usage:
         [--time-limit 10] [--methods greedy,lp,milp,...] [--only NAME,...] [--runs 3]
         [--out docs/results/gap.md]
 
-Runs the ``gpuplan bench`` harness (:mod:`gpuplan.bench`) on named sets from
+Runs the ``gpuplan bench`` harness (:mod:`gpuplan.harness.bench`) on named sets from
 ``../shared/benchmarks/gap/known_values.csv``:
 
 - gap1-12 and gap1-12-max: the 60 OR-Library problems, minimised and maximised;
@@ -20,7 +20,7 @@ all runs), how often each method ends worse or better than each peer (one compar
 problem and seed), the check per set (problems on which a method ends worse than a peer
 in any run; mean and max gap of every method), then one row per (problem, seed, method).
 The results file is written alone: the tables docs/benchmarks.md quotes from it are
-refreshed there by ``gpuplan bench --page`` or ``gpuplan.bench.refresh_quotes``.
+refreshed there by ``gpuplan bench --page`` or ``gpuplan.harness.bench.refresh_quotes``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from gpuplan.bench import (
+from gpuplan.core.settings import RunSettings
+from gpuplan.harness.bench import (
     load_suite,
     markdown,
     parse_method,
@@ -39,7 +40,6 @@ from gpuplan.bench import (
     summary_markdown,
     write_results,
 )
-from gpuplan.core.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"

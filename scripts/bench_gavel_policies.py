@@ -156,9 +156,9 @@ def run_gavel(env: Path, src: Path, request: dict[str, Any]) -> dict[str, Any] |
 def main() -> None:
     """Draw the inputs, solve each policy on both sides, write the table."""
     # gpuplan is imported here, not at the top: the worker runs in Gavel's environment.
-    from gpuplan.bench import write_results
     from gpuplan.core.budget import Budget
     from gpuplan.core.settings import Context
+    from gpuplan.harness.bench import write_results
     from gpuplan.models.allocation import (
         Colocation,
         FairShare,

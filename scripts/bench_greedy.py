@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
 from gpuplan.core.settings import RunSettings
+from gpuplan.harness.bench import load_suite, markdown, parse_method, run_bench, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.

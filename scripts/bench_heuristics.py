@@ -4,7 +4,7 @@ Usage:
     python scripts/bench_heuristics.py [--cluster-limit 30] [--gap-limit 10]
         [--out docs/results/heuristics.md]
 
-Three suites through the ``gpuplan bench`` harness (:mod:`gpuplan.bench`), every plan
+Three suites through the ``gpuplan bench`` harness (:mod:`gpuplan.harness.bench`), every plan
 verified:
 
 1. greedy, sa and ga on ``instances/gavel_cluster_500.json`` and
@@ -23,7 +23,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpuplan.bench import (
+from gpuplan.core.settings import RunSettings
+from gpuplan.harness.bench import (
     load_suite,
     markdown,
     parse_method,
@@ -31,7 +32,6 @@ from gpuplan.bench import (
     summary_markdown,
     write_results,
 )
-from gpuplan.core.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The page that quotes this script's results tables; refreshed after each run.

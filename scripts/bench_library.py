@@ -6,14 +6,14 @@ Usage:
         [--out docs/results/library.md]
 
 Every file of ``instances/library/`` (or those of ``--only``) is planned through the
-``gpuplan bench`` harness (:mod:`gpuplan.bench`, every plan verified) by each method of
+``gpuplan bench`` harness (:mod:`gpuplan.harness.bench`, every plan verified) by each method of
 :data:`TIME_METHODS` (time-based objectives) or :data:`STATIC_METHODS` (static ones)
 that plans its objective (or of ``--methods``, bench specs such as ``cp@sa``), at
 ``--limit`` seconds and ``--threads`` threads; files of more
 than ``--large-jobs`` jobs skip the methods of ``--skip-large``. Then
 ``instances/library/best_known.csv`` takes each verified plan strictly better than its
 best known value and each bound strictly tighter than its best bound, with the method
-that found it (:func:`~gpuplan.bench.improve_best_known`: a recorded value never gets
+that found it (:func:`~gpuplan.harness.bench.improve_best_known`: a recorded value never gets
 worse), and ``--out`` gets the library's table (every file's record and gap) and this
 run's rows, with the machine's load average.
 """
@@ -26,7 +26,8 @@ import re
 import time
 from pathlib import Path
 
-from gpuplan.bench import (
+from gpuplan.core.settings import RunSettings
+from gpuplan.harness.bench import (
     BEST_KNOWN,
     Problem,
     gap_pct,
@@ -41,7 +42,6 @@ from gpuplan.bench import (
     write_best_known,
     write_results,
 )
-from gpuplan.core.settings import RunSettings
 from gpuplan.methods import METHODS
 
 ROOT = Path(__file__).resolve().parent.parent

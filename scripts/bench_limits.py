@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpuplan.bench import write_results
+from gpuplan.harness.bench import write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "benchmarks.md"

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
 from gpuplan.core.settings import RunSettings
+from gpuplan.harness.bench import load_suite, markdown, parse_method, run_bench, write_results
 from gpuplan.parts.lp_rounding import ROUNDINGS
 
 ROOT = Path(__file__).resolve().parent.parent

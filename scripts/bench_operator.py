@@ -7,7 +7,7 @@ Usage:
 The files are the library's 150-job operator batches with a time-based objective
 (``instances/library/operator-150-s*.json`` and the variants ``operator-*-150-s*.json``:
 tight deadlines, long chains, space sharing; makespan, weighted completion and weighted
-tardiness), each planned through the ``gpuplan bench`` harness (:mod:`gpuplan.bench`,
+tardiness), each planned through the ``gpuplan bench`` harness (:mod:`gpuplan.harness.bench`,
 every plan verified) by every method at ``--limit`` seconds and ``--threads`` threads.
 The page gets one row
 per instance and objective: each method's value, the tightest bound any method reported,
@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuplan.bench import load_suite, markdown, parse_method, run_bench, write_results
 from gpuplan.core.settings import RunSettings
+from gpuplan.harness.bench import load_suite, markdown, parse_method, run_bench, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ROOT / "instances" / "library"

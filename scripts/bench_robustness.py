@@ -32,8 +32,8 @@ from pathlib import Path
 
 import psutil
 
-from gpuplan.bench import write_results
-from gpuplan.generate import generate_document
+from gpuplan.harness.bench import write_results
+from gpuplan.readers.generate import generate_document
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "benchmarks.md"

@@ -14,7 +14,7 @@ whose arrived demand FGD rounds to at most ``a`` percent
 exceed it. The fill LP gives the curve; at 100% and 130% the configuration relaxation (column
 generation over whole-node fillings, ``--limit`` seconds each) runs on the ``--strong-seeds``.
 The tables put the bound beside FGD's published allocation (the ten-seed mean,
-:data:`gpuplan.sharing.runs.PUBLISHED`). Seconds are wall time on a shared 2-core machine.
+:data:`gpuplan.harness.replay.PUBLISHED`). Seconds are wall time on a shared 2-core machine.
 Writes the Markdown results and, beside it, the per-seed bound curves as CSV.
 """
 
@@ -28,13 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuplan.bench import write_results
 from gpuplan.core.budget import Budget
+from gpuplan.harness.bench import write_results
+from gpuplan.harness.replay import PUBLISHED
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.bound import allocation_bound, arrived_ends
 from gpuplan.sharing.cluster import GPU_MILLI
 from gpuplan.sharing.replay import PAPER_SEEDS, fgd_arrivals
-from gpuplan.sharing.runs import PUBLISHED
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "alibaba-gpu-v2023"

@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 from bench_simulate_makespan import GPUPLAN, ROOT, run_timed, shown
 
-from gpuplan.bench import write_results
+from gpuplan.harness.bench import write_results
+from gpuplan.harness.replay import PUBLISHED
 from gpuplan.sharing.policies import POLICIES
-from gpuplan.sharing.runs import PUBLISHED
 
 TRACE = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "alibaba-gpu-v2023"
 EXPECTED = (ROOT / "tests" / "data" / "benchmarks" / "gpu-traces" / "alibaba-gpu-v2023"

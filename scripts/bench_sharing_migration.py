@@ -11,7 +11,7 @@ replay`, the paper's seeds, inflated to 130% of capacity) with a
 config ``K:B[:one]`` allows at most ``K`` moved pods per failing pod and ``B`` moves per
 arrived pod in all (``-``: no global budget); ``one`` keeps only moves that can run one pod at
 a time (no swaps); ``0`` is the replay without migration, FGD's protocol. Every end state is
-verified as a static max-weight schedule (:func:`gpuplan.sharing.runs.replay_schedule`).
+verified as a static max-weight schedule (:func:`gpuplan.harness.replay.replay_schedule`).
 
 For each config the table gives, as means over the seeds, the moves made by the time the
 arrived GPU demand reaches 100% (and 130%) of capacity as a % of the pods arrived by then,
@@ -34,13 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuplan.bench import write_results
 from gpuplan.core.instance import Instance
+from gpuplan.harness.bench import write_results
+from gpuplan.harness.replay import replay_schedule
 from gpuplan.readers.openb import gpu_specs, read_openb
 from gpuplan.sharing.bound import allocation_bound
 from gpuplan.sharing.migrate import Defragmenter
 from gpuplan.sharing.replay import ReplayResult, replay
-from gpuplan.sharing.runs import replay_schedule
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "alibaba-gpu-v2023"

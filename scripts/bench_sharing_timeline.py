@@ -23,10 +23,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from gpuplan.bench import write_results
 from gpuplan.core.errors import InputError
 from gpuplan.core.instance import FloatArray
-from gpuplan.plot import write_figure
+from gpuplan.exporters.plot import write_figure
+from gpuplan.harness.bench import write_results
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.policies import POLICIES
 from gpuplan.sharing.timeline import TimelineResult, check_times, time_replay

@@ -23,7 +23,7 @@ that from its run log and run again with more jobs until it holds; the tables gi
 jobs used per point.
 
 Each point runs in a process of its own (``--point``) through the sweep machinery
-(:func:`gpuplan.simulate.sweep.run_point`), at most ``--parallel`` at a time, one solver
+(:func:`gpuplan.harness.sweep.run_point`), at most ``--parallel`` at a time, one solver
 thread each, and is stopped after ``--timeout`` seconds. Its run log stays in ``--cache``
 with the key of everything that defines it, so a rerun takes finished points from there;
 seconds and peak resident memory are those of the process that ran the point (workload,
@@ -114,12 +114,12 @@ class Point:
     jobs: int
 
     def sweep_point(self, cache: Path, throughputs: Path) -> Any:
-        """The :class:`~gpuplan.simulate.sweep.SweepPoint` of this run, its log in ``cache``."""
+        """The :class:`~gpuplan.harness.sweep.SweepPoint` of this run, its log in ``cache``."""
         from gpuplan.cli.simulate import PRESETS
         from gpuplan.core.settings import RunSettings
+        from gpuplan.harness.sweep import SweepPoint, Workload
         from gpuplan.simulate.engine import SimulationConfig
         from gpuplan.simulate.run import RunSpec
-        from gpuplan.simulate.sweep import SweepPoint, Workload
 
         restart, migration = SCENARIOS[self.scenario]
         config = SimulationConfig(**{**PRESETS["gavel"], "restart_overhead_s": restart,
@@ -142,8 +142,8 @@ def kept_row(point: Point, cache: Path, throughputs: Path) -> dict[str, Any] | N
     """The row kept beside the point's run log, if the log is the one it was made from."""
     import hashlib
 
-    from gpuplan.batch import keyed_output
-    from gpuplan.simulate.sweep import point_key
+    from gpuplan.harness.batch import keyed_output
+    from gpuplan.harness.sweep import point_key
 
     sweep_point = point.sweep_point(cache, throughputs)
     target = Path(sweep_point.target)
@@ -183,8 +183,8 @@ def run_one(point: Point, cache: Path, throughputs: Path) -> dict[str, Any]:
 
     import numpy as np
 
+    from gpuplan.harness.sweep import run_point
     from gpuplan.simulate.metrics import window_jobs
-    from gpuplan.simulate.sweep import run_point
 
     sweep_point = point.sweep_point(cache, throughputs)
     target = Path(sweep_point.target)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuplan.bench import write_results
+from gpuplan.harness.bench import write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 THROUGHPUTS = (ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "gavel"

@@ -29,7 +29,7 @@ from pathlib import Path
 # The makespan benchmark next to this file (Python puts a script's folder on the path).
 from bench_simulate_makespan import GPUPLAN, ROOT, generate, run_timed, shown
 
-from gpuplan.bench import write_results
+from gpuplan.harness.bench import write_results
 
 #: The issue's speed targets.
 TARGET_JOBS_PER_MIN = 50_000

@@ -4,7 +4,7 @@ Usage:
     python scripts/make_library.py [--out instances/library] [--check]
 
 Every file is written by the ``gpuplan generate --library operator`` command the README
-lists for it (:mod:`gpuplan.library`), then read back as any instance file is and
+lists for it (:mod:`gpuplan.harness.library`), then read back as any instance file is and
 planned by ``greedy``: a file whose greedy plan does not place every job (under a
 time-based objective: meets every deadline) stops the script. ``--check`` writes
 nothing and says which committed files differ from what the generator makes now (a
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gpuplan import RunSettings, plan, read_instance
 from gpuplan.cli import main as gpuplan
-from gpuplan.library import VARIANTS, command, library_name
+from gpuplan.harness.library import VARIANTS, command, library_name
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The library: (jobs, seed, variant, objective) of every file.

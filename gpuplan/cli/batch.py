@@ -5,14 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from gpuplan.batch import (
-    batch_plan,
-    check_scheduler,
-    expand_inputs,
-    make_tasks,
-    run_batch,
-    write_summary,
-)
 from gpuplan.cli.common import (
     Commands,
     ExitCode,
@@ -25,6 +17,14 @@ from gpuplan.cli.common import (
 )
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output_folder
+from gpuplan.harness.batch import (
+    batch_plan,
+    check_scheduler,
+    expand_inputs,
+    make_tasks,
+    run_batch,
+    write_summary,
+)
 from gpuplan.methods import DEFAULT_METHOD, METHODS, get_method
 
 

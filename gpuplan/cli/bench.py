@@ -9,7 +9,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from gpuplan.bench import (
+from gpuplan.cli.common import Commands, ExitCode, add_settings, console, settings
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output
+from gpuplan.harness.bench import (
     COLUMNS,
     NAMED,
     SUMMARY_COLUMNS,
@@ -23,9 +26,6 @@ from gpuplan.bench import (
     summary_markdown,
     write_results,
 )
-from gpuplan.cli.common import Commands, ExitCode, add_settings, console, settings
-from gpuplan.core.errors import InputError
-from gpuplan.core.files import check_output
 from gpuplan.methods import DEFAULT_METHOD, METHODS
 
 

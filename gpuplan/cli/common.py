@@ -26,7 +26,6 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from gpuplan.batch import Row
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import parse_yaml, read_text
 from gpuplan.core.instance import Instance
@@ -34,6 +33,7 @@ from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import parse_number
 from gpuplan.core.schedule import Schedule, Verification, ViolationKind
 from gpuplan.core.settings import CORES, MAX_SEED, RunSettings
+from gpuplan.harness.batch import Row
 from gpuplan.methods import METHODS, Method
 from gpuplan.methods.base import method_options
 from gpuplan.readers import FORMATS, read_instance
@@ -332,7 +332,7 @@ def run_with_table(label: str, files: Sequence[str],
         that order, whichever finished first.
     run
         Runs the tasks, calling its argument with each finished task's row (the
-        ``on_row`` of :func:`gpuplan.batch.run_tasks`).
+        ``on_row`` of :func:`gpuplan.harness.batch.run_tasks`).
     write
         Writes the rows (a results table) and returns what it wrote.
 

@@ -1,10 +1,10 @@
 """``gpuplan generate``: write a seeded synthetic instance.
 
 Three kinds, chosen by one flag: ``--nodes K`` (nodes of GPU types with Gavel's job mix,
-:func:`~gpuplan.generate.generate_document`), ``--cluster V:P:K`` (a workload of Gavel's
+:func:`~gpuplan.readers.generate.generate_document`), ``--cluster V:P:K`` (a workload of Gavel's
 continuous-arrival experiments on its worker types,
-:func:`~gpuplan.generate.gavel_document`) or ``--library operator`` (an operator batch
-of ``instances/library/``, :func:`~gpuplan.library.operator_document`). A flag of
+:func:`~gpuplan.readers.generate.gavel_document`) or ``--library operator`` (an operator batch
+of ``instances/library/``, :func:`~gpuplan.harness.library.operator_document`). A flag of
 another kind is refused.
 """
 
@@ -21,9 +21,9 @@ from gpuplan.core.files import check_output, write_text_atomic
 from gpuplan.core.instance import MAX_GPUS, MAX_JOBS, MAX_TIME_S
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.settings import MAX_SEED
-from gpuplan.generate import SPEEDUP, gavel_document, generate_document
-from gpuplan.library import GENERATORS, VARIANTS, operator_document
+from gpuplan.harness.library import GENERATORS, VARIANTS, operator_document
 from gpuplan.readers.gavel import read_throughputs
+from gpuplan.readers.generate import SPEEDUP, gavel_document, generate_document
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.simulate.workload import parse_cluster
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from gpuplan.cli.common import Commands, ExitCode, console, read, reading_parser
 from gpuplan.core.files import check_output
 from gpuplan.core.schedule import Schedule
-from gpuplan.plot import plot_schedule
+from gpuplan.exporters.plot import plot_schedule
 
 
 def register(commands: Commands) -> None:

@@ -1,7 +1,7 @@
 """``gpuplan simulate --replay fgd``: FGD's replay of an openb trace, policies x seeds.
 
 Each (policy, seed) replays the pod list on the node list with the paper's protocol
-(:mod:`gpuplan.sharing.replay`), verifies the end state (:func:`gpuplan.sharing.runs.
+(:mod:`gpuplan.sharing.replay`), verifies the end state (:func:`gpuplan.harness.replay.
 replay_schedule`) and writes it to ``OUTDIR/<pods>/<policy>-<seed>.json``; the tables
 (``results``, ``means`` beside the published values, ``curves.csv``) and the allocation
 plot go to OUTDIR. ``--replay time`` replays the pods over time instead
@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpuplan.batch import Row, batch_plan, check_scheduler, run_tasks
 from gpuplan.cli.common import (
     ExitCode,
     add_workers,
@@ -27,18 +26,19 @@ from gpuplan.cli.common import (
 )
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output_folder
-from gpuplan.plot import write_figure
-from gpuplan.readers.openb import read_openb
-from gpuplan.sharing.plots import allocation_figure, held_share_figure
-from gpuplan.sharing.policies import POLICIES
-from gpuplan.sharing.replay import PAPER_RATIO, PAPER_SEEDS
-from gpuplan.sharing.runs import (
+from gpuplan.exporters.plot import write_figure
+from gpuplan.harness.batch import Row, batch_plan, check_scheduler, run_tasks
+from gpuplan.harness.replay import (
     REPLAYS,
     ReplayPoint,
     mean_rows,
     write_results,
     write_time_results,
 )
+from gpuplan.readers.openb import read_openb
+from gpuplan.sharing.plots import allocation_figure, held_share_figure
+from gpuplan.sharing.policies import POLICIES
+from gpuplan.sharing.replay import PAPER_RATIO, PAPER_SEEDS
 from gpuplan.sharing.timeline import check_times
 
 #: Replays ``--replay`` offers: name and what it is.

@@ -41,7 +41,7 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output, check_output_folder, write_text_atomic
 from gpuplan.core.instance import MAX_GPUS, MAX_TIME_S, Instance
 from gpuplan.core.schedule import Schedule
-from gpuplan.plot import write_figure
+from gpuplan.exporters.plot import write_figure
 from gpuplan.readers import load_data
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.sharing.policies import POLICIES

@@ -1,6 +1,6 @@
 """``gpuplan sweep``: policies x arrival rates x seeds on generated Gavel workloads.
 
-Each point is an independent task (:mod:`gpuplan.simulate.sweep`) run in local worker
+Each point is an independent task (:mod:`gpuplan.harness.sweep`) run in local worker
 processes or on a Dask cluster by the machinery of ``gpuplan batch``; a rerun skips the
 points already done. Exit codes: 0 every point verified; 1 a point failed (its row says
 why); 2 bad input, nothing run; 130 Ctrl-C, the table lists the points finished.
@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpuplan.batch import batch_plan, check_scheduler, run_tasks
 from gpuplan.cli.common import (
     Commands,
     ExitCode,
@@ -27,11 +26,12 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output_folder
 from gpuplan.core.instance import MAX_JOBS
 from gpuplan.core.settings import MAX_SEED
-from gpuplan.plot import write_figure
+from gpuplan.exporters.plot import write_figure
+from gpuplan.harness.batch import batch_plan, check_scheduler, run_tasks
+from gpuplan.harness.sweep import SWEEP, Workload, check_points, points, write_results
 from gpuplan.simulate import SimulationError
 from gpuplan.simulate.plots import load_curve_figure
 from gpuplan.simulate.policies import SCHEDULERS
-from gpuplan.simulate.sweep import SWEEP, Workload, check_points, points, write_results
 from gpuplan.simulate.workload import parse_cluster
 
 #: Highest arrival rate, jobs per hour.

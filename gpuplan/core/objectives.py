@@ -7,12 +7,10 @@ sets here are what methods declare they plan (``Method.objectives``).
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from gpuplan.core.instance import FloatArray, Instance, IntArray
+from numpy.typing import NDArray
 
 
 class ObjectiveKind(StrEnum):
@@ -86,9 +84,39 @@ STATIC_OBJECTIVES = frozenset(k for k in ObjectiveKind if k.is_static)
 TIME_OBJECTIVES = frozenset(k for k in ObjectiveKind if not k.is_static)
 
 
+class Batch(Protocol):
+    """What :func:`time_objective` reads of an :class:`~gpuplan.core.instance.Instance`."""
+
+    @property
+    def n_jobs(self) -> int:
+        """Number of jobs."""
+        ...
+
+    @property
+    def objective(self) -> ObjectiveKind:
+        """The instance's objective."""
+        ...
+
+    @property
+    def weight(self) -> NDArray[np.float64]:
+        """``(J,)`` job weights."""
+        ...
+
+    @property
+    def due(self) -> NDArray[np.float64]:
+        """``(J,)`` due dates."""
+        ...
+
+    @property
+    def cost(self) -> NDArray[np.float64]:
+        """``(J, T)`` run costs."""
+        ...
+
+
 def time_objective(
-    instance: Instance, job: IntArray, gpu_type: IntArray, end: FloatArray,
-    kind: ObjectiveKind | None = None, work: FloatArray | None = None,
+    instance: Batch, job: NDArray[np.int64], gpu_type: NDArray[np.int64],
+    end: NDArray[np.float64], kind: ObjectiveKind | None = None,
+    work: NDArray[np.float64] | None = None,
 ) -> float:
     """The value of a time-based objective (the instance's by default) for a full plan.
 

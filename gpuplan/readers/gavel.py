@@ -15,7 +15,7 @@ Transformer at batch 256 are estimated above a K80's 12 GiB, yet run there in Ga
 
 Gavel's job mix (its generator's gang sizes and run times) lives here once,
 :func:`scale_factors` and :func:`run_times_s`, for :func:`synthetic_trace` and
-:func:`gpuplan.generate.generate_document` alike.
+:func:`gpuplan.readers.generate.generate_document` alike.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 - :func:`held_share_figure`: a time replay's GPU share held over time, one line per policy.
 
 Each draws a matplotlib :class:`~matplotlib.figure.Figure` that is not
-registered with pyplot; :func:`gpuplan.plot.write_figure` writes it atomically.
+registered with pyplot; :func:`gpuplan.exporters.plot.write_figure` writes it atomically.
 """
 
 from __future__ import annotations

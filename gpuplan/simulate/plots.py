@@ -7,7 +7,7 @@
   policy, with the spread over seeds.
 
 Each draws a matplotlib :class:`~matplotlib.figure.Figure` that is not registered with
-pyplot (nothing to close, no display needed); :func:`gpuplan.plot.write_figure` writes it
+pyplot (nothing to close, no display needed); :func:`gpuplan.exporters.plot.write_figure` writes it
 as PNG, SVG or HTML, atomically like every file gpuplan writes.
 """
 

@@ -5,7 +5,7 @@ A cluster is given as Gavel gives it, GPUs per worker type in the order
 ``--num_gpus_per_server``; here a gang stays on one server, so multi-GPU jobs need
 servers as large as their gangs). Jobs come from a Gavel trace file
 (:func:`gavel_trace_instance`, built from :func:`gavel_trace_document`) or from Gavel's
-job generator (:func:`gavel_workload_instance`, :func:`gpuplan.generate.gavel_jobs`).
+job generator (:func:`gavel_workload_instance`, :func:`gpuplan.readers.generate.gavel_jobs`).
 Either way a job's run time on a type is its total steps over Gavel's measured throughput
 there, it is released at its arrival time, and the instance's objective is weighted
 completion time, the simulator's measure. Any gpuplan instance file is a workload too
@@ -24,14 +24,14 @@ from typing import Any
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import read_text
 from gpuplan.core.instance import MAX_GPUS, Instance
-from gpuplan.generate import (
+from gpuplan.readers.gavel import TraceJob, read_throughputs, read_trace
+from gpuplan.readers.generate import (
     GPUS_PER_NODE,
     Throughputs,
     cluster_document,
     gavel_document,
     measured_fleet,
 )
-from gpuplan.readers.gavel import TraceJob, read_throughputs, read_trace
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 #: The worker types of a Gavel cluster string, in its order (``-c 36:36:36``).
@@ -229,7 +229,7 @@ def gavel_workload_instance(throughputs: Path, cluster: Mapping[str, int], jobs:
     gpus_per_node
         GPUs per server; a gang stays on one.
     seed, multi_gpu, priorities
-        As for :func:`gpuplan.generate.gavel_jobs`: the seed, Gavel's multi-GPU scale
+        As for :func:`gpuplan.readers.generate.gavel_jobs`: the seed, Gavel's multi-GPU scale
         factors and its priorities.
 
     Raises

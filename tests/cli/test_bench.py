@@ -10,15 +10,15 @@ import pytest
 from conftest import INSTANCES
 
 from cli.conftest import Gpuplan
-from gpuplan.bench import (
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.harness.bench import (
     BEST_KNOWN,
     Record,
     improve_best_known,
     read_best_known,
     write_best_known,
 )
-from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.library import operator_document
+from gpuplan.harness.library import operator_document
 
 
 @pytest.mark.parametrize(("spec", "words"), [

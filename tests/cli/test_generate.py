@@ -9,7 +9,7 @@ import pytest
 from conftest import GAVEL
 
 from cli.conftest import Gpuplan
-from gpuplan.library import VARIANTS, operator_document
+from gpuplan.harness.library import VARIANTS, operator_document
 
 THROUGHPUTS = GAVEL / "simulation_throughputs.json"
 GAVEL_RUN = ("generate", "--cluster", "36:36:36", "--gpus-per-node", "4", "--jobs", "300",

@@ -40,9 +40,9 @@ def test_replay_writes_verified_runs_and_tables(gpuplan: Gpuplan, tmp_path: Path
 
 def test_a_replay_schedule_is_checked_on_the_inflated_pods(tmp_path: Path) -> None:
     """The written end state verifies against the replay's inflated instance."""
+    from gpuplan.harness.replay import replay_schedule
     from gpuplan.readers.openb import read_openb
     from gpuplan.sharing.replay import replay
-    from gpuplan.sharing.runs import replay_schedule
 
     result = replay(read_openb(NODES, PODS), "fgd", 7)
     schedule = replay_schedule(result)

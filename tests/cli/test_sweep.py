@@ -86,7 +86,7 @@ def test_an_interrupted_sweep_leaves_whole_files_and_a_rerun_completes_it(
 
     with monkeypatch.context() as patch:
         # batch.write_keyed writes each point's key, then its log, through it.
-        patch.setattr("gpuplan.batch.write_text_atomic", interrupted)
+        patch.setattr("gpuplan.harness.batch.write_text_atomic", interrupted)
         stopped = gpuplan(*sweep_args(out))
     assert stopped.code == 130, stopped.err
     logs = sorted(p.name for p in out.glob("*_rate*_seed*.json"))

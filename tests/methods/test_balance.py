@@ -19,7 +19,7 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.instance import Instance
 from gpuplan.core.settings import Context, RunSettings
 from gpuplan.core.status import Status
-from gpuplan.library import operator_document
+from gpuplan.harness.library import operator_document
 from gpuplan.methods import balance
 from gpuplan.models.allocation import (
     FairShare,

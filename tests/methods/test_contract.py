@@ -20,9 +20,9 @@ from strategies import instance_documents
 from gpuplan import InputError, ObjectiveKind, read_instance
 from gpuplan.core.instance import Instance
 from gpuplan.core.settings import RunSettings
-from gpuplan.generate import generate_document
 from gpuplan.methods import METHODS
 from gpuplan.planning import plan
+from gpuplan.readers.generate import generate_document
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 #: Every registered method with every objective it declares.

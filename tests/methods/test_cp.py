@@ -18,7 +18,6 @@ from gpuplan.core.budget import Budget
 from gpuplan.core.errors import InputError
 from gpuplan.core.settings import RunSettings
 from gpuplan.core.status import OPTIMAL_GAP, relative_gap
-from gpuplan.generate import generate_document
 from gpuplan.models.linear import OutOfTimeError
 from gpuplan.models.machine_load import sequencing_free
 from gpuplan.models.scheduling import (
@@ -29,6 +28,7 @@ from gpuplan.models.scheduling import (
 )
 from gpuplan.parts.construct import list_schedule
 from gpuplan.parts.schedule_sharing import sharing_list_schedule
+from gpuplan.readers.generate import generate_document
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 #: Long enough for every small instance here to be proven optimal.

@@ -6,9 +6,9 @@ import pytest
 
 from gpuplan import Instance, Schedule, verify_schedule
 from gpuplan.core.budget import Budget, Limits
-from gpuplan.generate import generate_document
 from gpuplan.parts.construct import list_schedule
 from gpuplan.parts.lp_list import lp_list_schedule
+from gpuplan.readers.generate import generate_document
 from gpuplan.readers.instance_file import build_instance, parse_document
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gpuplan.harness.replay import replay_schedule
 from gpuplan.sharing import PolicyContext
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag, TypicalPods
@@ -27,7 +28,6 @@ from gpuplan.sharing.policies.cutting_stock import (
     stranded,
 )
 from gpuplan.sharing.replay import replay
-from gpuplan.sharing.runs import replay_schedule
 from sharing import Pod, openb_instance
 
 

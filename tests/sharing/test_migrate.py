@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from gpuplan.core.instance import Instance
+from gpuplan.harness.replay import replay_schedule
 from gpuplan.sharing import PolicyContext, SharePolicy
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag, typical_pods
@@ -15,7 +16,6 @@ from gpuplan.sharing.gorand import GoRand
 from gpuplan.sharing.migrate import Defragmenter, Move, choose
 from gpuplan.sharing.policies import POLICIES
 from gpuplan.sharing.replay import ReplayResult, replay
-from gpuplan.sharing.runs import replay_schedule
 from sharing import Node, Pod, openb_instance
 
 #: Node a holds two share pods, b a share pod, a 7000-CPU pod and a full GPU but no CPU

@@ -13,9 +13,9 @@ import pytest
 from conftest import DATA
 
 from gpuplan.core.instance import Instance
+from gpuplan.harness.replay import PUBLISHED
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.replay import replay
-from gpuplan.sharing.runs import PUBLISHED
 
 ALIBABA = DATA / "benchmarks" / "gpu-traces" / "alibaba-gpu-v2023"
 

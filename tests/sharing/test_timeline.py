@@ -10,13 +10,13 @@ import pytest
 
 from gpuplan.core.errors import InputError
 from gpuplan.core.instance import Instance
+from gpuplan.harness.replay import time_run
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing import PolicyContext
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag, typical_pods
 from gpuplan.sharing.gorand import GoRand
 from gpuplan.sharing.policies import POLICIES
-from gpuplan.sharing.timeline import time_replay
 from gpuplan.verify import verify_schedule
 from sharing import Node, openb_instance
 
@@ -56,7 +56,7 @@ def test_a_pod_waits_for_a_departure_and_an_oversized_one_fails(tmp_path: Path) 
         ("p0", 1000, 1024, 1, 1000, 0, 100), ("p1", 1000, 1024, 1, 1000, 10, 50),
         ("p2", 1000, 1024, 1, 600, 20, 80), ("p3", 16000, 1024, 0, 0, 30, 40),
         ("p4", 1000, 1024, 1, 300, 60, 70)])
-    result = time_replay(instance, "best-fit")
+    result = time_run(instance, "best-fit")
     assert result.failed == ("p3",)
     assert starts(result.instance, result.start) == {"p0": 0, "p1": 10, "p2": 50, "p4": 60}
     segment = next(s for s in result.schedule.segments if s.job == "p2")
@@ -80,7 +80,7 @@ def test_the_schedule_verifies_and_the_verifier_sees_every_instant(tmp_path: Pat
     instance = timed_instance(tmp_path, TWO_NODES, [
         ("p0", 1000, 1024, 1, 1000, 0, 100), ("p1", 1000, 1024, 1, 1000, 10, 50),
         ("p2", 1000, 1024, 1, 600, 20, 80)])
-    result = time_replay(instance, "fgd")
+    result = time_run(instance, "fgd")
     schedule = result.schedule
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.objective_kind == "weighted-completion"
@@ -106,7 +106,7 @@ def test_waiting_pods_do_not_block_smaller_ones_behind_them(tmp_path: Path) -> N
         ("p0", 1000, 1024, 1, 1000, 0, 100), ("p1", 1000, 1024, 1, 1000, 0, 40),
         ("p2", 1000, 1024, 1, 1000, 0, 100), ("big", 1000, 1024, 2, 1000, 10, 60),
         ("small", 1000, 1024, 1, 1000, 20, 50)])
-    result = time_replay(instance, "best-fit")
+    result = time_run(instance, "best-fit")
     start = starts(result.instance, result.start)
     assert start["small"] == 40
     assert start["big"] >= 70
@@ -117,7 +117,7 @@ def test_a_pod_list_without_times_is_refused(tmp_path: Path) -> None:
     instance = openb_instance(tmp_path, TWO_NODES, [("p0", 1000, 1024, 1, 500, ""),
                                                     ("p1", 1000, 1024, 1, 500, "")])
     with pytest.raises(InputError, match="no creation_time and deletion_time") as error:
-        time_replay(instance, "fgd")
+        time_run(instance, "fgd")
     assert error.value.source.endswith("pods.csv")
 
 
@@ -125,7 +125,7 @@ def test_a_speedup_that_is_not_positive_is_refused(tmp_path: Path) -> None:
     """A speedup of 0 cannot divide the arrival times: an InputError, not a crash."""
     instance = timed_instance(tmp_path, TWO_NODES, [("p0", 1000, 1024, 1, 500, 0, 10)])
     with pytest.raises(InputError, match="positive"):
-        time_replay(instance, "best-fit", speedup=0.0)
+        time_run(instance, "best-fit", speedup=0.0)
 
 
 def naive_starts(instance: Instance, policy: str, seed: int) -> list[float]:
@@ -189,7 +189,7 @@ def test_every_policy_matches_the_plain_rules_and_verifies(tmp_path: Path,
         pods.append((f"p{k:03d}", int(rng.integers(1, 9)) * 1000, 1024, gang, milli, created,
                      created + int(rng.integers(1, 120))))
     instance = timed_instance(tmp_path, nodes, pods)
-    result = time_replay(instance, policy, seed=42)
+    result = time_run(instance, policy, seed=42)
     assert result.schedule.verification is not None and result.schedule.verification.ok
     assert result.metrics["waited_share"] > 0.1   # the trace is busy enough to queue pods
     expected = dict(zip(instance.job_ids, naive_starts(instance, policy, 42), strict=True))
@@ -201,7 +201,7 @@ def test_a_trace_of_pods_that_fit_nowhere_fails_them_all(tmp_path: Path) -> None
     """Pods asking more CPU, or more GPUs, than any node has all fail; the empty run verifies."""
     instance = timed_instance(tmp_path, TWO_NODES, [("cpu", 9000, 1024, 0, 0, 0, 10),
                                                     ("gpus", 1000, 1024, 2, 1000, 5, 10)])
-    result = time_replay(instance, "gpu-packing")
+    result = time_run(instance, "gpu-packing")
     assert result.failed == ("cpu", "gpus")
     assert result.schedule.verification is not None and result.schedule.verification.ok
     assert result.metrics["placed"] == 0 and result.metrics["allocated_peak"] == 0

@@ -11,7 +11,7 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.lines import Line2D
 
 from gpuplan.core.errors import InputError
-from gpuplan.plot import write_figure
+from gpuplan.exporters.plot import write_figure
 from gpuplan.simulate.metrics import job_stats
 from gpuplan.simulate.plots import jct_cdf_figure, load_curve_figure, timeline_figure
 

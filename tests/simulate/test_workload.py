@@ -14,8 +14,8 @@ from conftest import DATA, GAVEL, instance_from
 
 from gpuplan.core.errors import InputError
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.generate import Throughputs, gavel_document, gavel_jobs
 from gpuplan.readers.gavel import read_throughputs
+from gpuplan.readers.generate import Throughputs, gavel_document, gavel_jobs
 from gpuplan.simulate import RunSpec, simulate
 from gpuplan.simulate.workload import (
     gavel_trace_document,

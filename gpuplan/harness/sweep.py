@@ -4,12 +4,12 @@ A point (:class:`SweepPoint`) draws its workload with Gavel's job generator
 (:func:`~gpuplan.simulate.workload.gavel_workload_instance`: the rate, the seed, the
 number of jobs, the cluster, single- or multi-GPU), simulates it under its policy
 (:func:`~gpuplan.simulate.run.simulate`, verified), and writes its run log atomically. The
-points run through the machinery of ``gpuplan batch`` (:func:`gpuplan.batch.run_tasks`):
+points run through the machinery of ``gpuplan batch`` (:func:`gpuplan.harness.batch.run_tasks`):
 local worker processes or a Dask cluster, workers that die with the sweep, Ctrl-C that
 leaves only whole files, and one result row per point.
 
 Resume
-    Each run log has a key beside it (:func:`gpuplan.batch.write_keyed`): everything that
+    Each run log has a key beside it (:func:`gpuplan.harness.batch.write_keyed`): everything that
     defines the point (policy, rate, seed, the workload's settings and the throughput
     file's path and SHA-256, the run's spec and settings) and the SHA-256 of the log. A
     rerun takes a point whose key matches and whose log is the one the key was written
@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuplan.batch import MAX_ERROR, Row, TaskKind, keyed_output, write_keyed, write_tables
 from gpuplan.core.errors import BackendUnavailableError, InputError
 from gpuplan.core.instance import Instance
 from gpuplan.core.schedule import Schedule
-from gpuplan.generate import GPUS_PER_NODE
+from gpuplan.harness.batch import MAX_ERROR, Row, TaskKind, keyed_output, write_keyed, write_tables
+from gpuplan.readers.generate import GPUS_PER_NODE
 from gpuplan.simulate.engine import SimulationError
 from gpuplan.simulate.run import RunSpec, check_window, simulate
 from gpuplan.simulate.workload import gavel_workload_instance
@@ -317,7 +317,7 @@ def _written(point: SweepPoint) -> Row | None:
     return None if row is None else {**row, "resumed": False}
 
 
-#: Sweep points as tasks of :func:`gpuplan.batch.run_tasks`.
+#: Sweep points as tasks of :func:`gpuplan.harness.batch.run_tasks`.
 SWEEP: TaskKind[SweepPoint] = TaskKind(
     work=run_point, failed=failed_row, target=lambda point: Path(point.target),
     written=_written)

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from conftest import GAVEL
 
-from gpuplan.batch import run_tasks
-from gpuplan.simulate import RunSpec
-from gpuplan.simulate.sweep import (
+from gpuplan.harness.batch import run_tasks
+from gpuplan.harness.sweep import (
     SWEEP,
     SweepPoint,
     Workload,
@@ -19,6 +18,7 @@ from gpuplan.simulate.sweep import (
     run_point,
     write_results,
 )
+from gpuplan.simulate import RunSpec
 
 THROUGHPUTS = str(GAVEL / "simulation_throughputs.json")
 

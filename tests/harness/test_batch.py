@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 from conftest import BENCHMARKS, DATA, INSTANCES, ROOT, run_cli
 
-from gpuplan import Schedule, batch, cli, read_instance
-from gpuplan.batch import KEYS, batch_plan, expand_inputs, make_tasks, run_batch
-from gpuplan.bench import QUOTE, parse_method, quote_tables, refresh_quotes
+from gpuplan import Schedule, cli, read_instance
 from gpuplan.core.errors import InputError
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.settings import CORES, DEFAULT_THREADS, RunSettings
-from gpuplan.generate import generate_document
+from gpuplan.harness import batch
+from gpuplan.harness.batch import KEYS, batch_plan, expand_inputs, make_tasks, run_batch
+from gpuplan.harness.bench import QUOTE, parse_method, quote_tables, refresh_quotes
+from gpuplan.readers.generate import generate_document
 from gpuplan.readers.instance_file import build_instance, parse_document
 from gpuplan.verify import verify_schedule
 
@@ -522,7 +523,7 @@ def test_watch_thread_ends_an_orphaned_worker() -> None:
 
     It is what ends workers without the kernel's help (on systems other than Linux).
     """
-    child = ("import os, threading, time; from gpuplan.batch import _watch_parent; "
+    child = ("import os, threading, time; from gpuplan.harness.batch import _watch_parent; "
              "threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True)"
              ".start(); print('watching', flush=True); time.sleep(60)")
     parent = ("import subprocess, sys, time; "

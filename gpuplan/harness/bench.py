@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from gpuplan.batch import expand_inputs
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import write_text_atomic
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import takes
 from gpuplan.core.settings import RunSettings
+from gpuplan.harness.batch import expand_inputs
 from gpuplan.methods import METHODS
 from gpuplan.methods.base import method_options
 from gpuplan.planning import plan

@@ -1,4 +1,4 @@
-"""The operator batches of the instance library (gpuplan.library): seeded, valid, feasible."""
+"""The operator batches of the instance library: seeded, valid, feasible."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from conftest import INSTANCES, instance_from
 
 from gpuplan import RunSettings, plan, read_instance
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.library import VARIANTS, library_name, operator_document
+from gpuplan.harness.library import VARIANTS, library_name, operator_document
 
 LIBRARY = INSTANCES / "library"
 

@@ -8,12 +8,13 @@ and its objective is the allocated GPU milli. :func:`replay_schedule` builds and
 a violation is a bug of the replay or a policy, raised, never repaired.
 
 :data:`REPLAYS` runs :class:`ReplayPoint` tasks through the machinery of ``gpuplan batch``
-(:func:`gpuplan.batch.run_tasks`: local processes or a Dask cluster), each writing its
+(:func:`gpuplan.harness.batch.run_tasks`: local processes or a Dask cluster), each writing its
 verified schedule atomically and returning one row with its curves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
@@ -25,18 +26,19 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.batch import MAX_ERROR, Row, TaskKind, write_tables
 from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError
 from gpuplan.core.files import write_text_atomic
 from gpuplan.core.instance import Instance
 from gpuplan.core.result import Result
 from gpuplan.core.schedule import Schedule
 from gpuplan.core.status import Status
+from gpuplan.harness.batch import MAX_ERROR, Row, TaskKind, write_tables
 from gpuplan.readers.openb import gpu_specs, read_openb
+from gpuplan.sharing import SharePolicy
 from gpuplan.sharing.bound import allocation_bound, arrived_ends
 from gpuplan.sharing.migrate import Defragmenter
 from gpuplan.sharing.replay import ARRIVED_PERCENT, PAPER_RATIO, ReplayResult, replay
-from gpuplan.sharing.timeline import time_replay
+from gpuplan.sharing.timeline import TimelineResult, time_replay
 from gpuplan.verify import verify_schedule
 
 logger = logging.getLogger(__name__)
@@ -125,10 +127,28 @@ def replay_schedule(result: ReplayResult) -> Schedule:
     instance = result.instance
     schedule = Schedule.from_result(instance, replay_result(result), f"replay:{result.policy}",
                                     result.seconds, result.seed)
+    return _verified(instance, schedule, f"replay {result.policy} (seed {result.seed})")
+
+
+def time_run(instance: Instance, policy: str | type[SharePolicy], seed: int = 0,
+             speedup: float = 1.0, specs: Sequence[str] | None = None) -> TimelineResult:
+    """A time replay (:func:`~gpuplan.sharing.timeline.time_replay`), its schedule verified.
+
+    Raises
+    ------
+    VerificationError
+        If the verifier rejects the run: a bug of the replay or the policy.
+    """
+    timeline = time_replay(instance, policy, seed, speedup, specs)
+    return dataclasses.replace(timeline, schedule=_verified(
+        timeline.instance, timeline.schedule, f"time replay {timeline.policy} (seed {seed})"))
+
+
+def _verified(instance: Instance, schedule: Schedule, what: str) -> Schedule:
+    """The schedule with its verification; a violation is a bug, raised, never repaired."""
     verification = verify_schedule(instance, schedule)
     if not verification.ok:
-        raise VerificationError(f"replay {result.policy} (seed {result.seed})",
-                                [str(v) for v in verification.violations])
+        raise VerificationError(what, [str(v) for v in verification.violations])
     return schedule.model_copy(update={"verification": verification})
 
 
@@ -231,7 +251,7 @@ def _replayed(point: ReplayPoint) -> tuple[Schedule, Row]:
     """Run one point: its verified schedule and its row."""
     trace, specs = _trace(point.nodes, point.pods)
     if point.kind == "time":
-        timeline = time_replay(trace, point.policy, point.seed, point.speedup, specs)
+        timeline = time_run(trace, point.policy, point.seed, point.speedup, specs)
         times, share = timeline.series
         return timeline.schedule, {
             "pods": Path(point.pods).stem, "policy": point.policy, "seed": point.seed,
@@ -262,7 +282,7 @@ def run_point(point: ReplayPoint) -> Row:
     return {**row, "seconds": time.perf_counter() - began}
 
 
-#: Replay points as tasks of :func:`gpuplan.batch.run_tasks`.
+#: Replay points as tasks of :func:`gpuplan.harness.batch.run_tasks`.
 REPLAYS: TaskKind[ReplayPoint] = TaskKind(
     work=run_point, failed=failed_row, target=lambda point: Path(point.target),
     written=lambda point: None)

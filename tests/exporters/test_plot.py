@@ -12,7 +12,7 @@ from matplotlib.patches import Rectangle
 
 from gpuplan import Schedule, plan, read_instance
 from gpuplan.core.instance import Instance
-from gpuplan.plot import schedule_figure
+from gpuplan.exporters.plot import schedule_figure
 
 
 def bars(gantt: Axes) -> list[Rectangle]:

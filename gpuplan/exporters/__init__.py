@@ -1,0 +1,1 @@
+"""What verified schedules are turned into for people and other systems: pictures."""
