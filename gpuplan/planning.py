@@ -16,11 +16,12 @@ from gpuplan.backends.base import check_capabilities
 from gpuplan.core.budget import Budget, never
 from gpuplan.core.errors import InputError, VerificationError
 from gpuplan.core.instance import Instance
+from gpuplan.core.options import part_options
 from gpuplan.core.result import Result, infeasible
 from gpuplan.core.schedule import Schedule, ViolationKind
 from gpuplan.core.settings import WARM_SHARE, Context, RunSettings, WarmStart
 from gpuplan.methods import DEFAULT_METHOD, METHODS, get_method
-from gpuplan.methods.base import Method, method_options
+from gpuplan.methods.base import Method
 from gpuplan.models.bounds import infeasibility_reasons
 from gpuplan.verify import verify_schedule
 
@@ -52,7 +53,7 @@ def _options(method: Method, options: Any) -> Any:
     if options is None:
         return method.options_type()
     if isinstance(options, Mapping):
-        return method_options(method, options)
+        return part_options(method, "method", options)
     if not isinstance(options, method.options_type):
         raise InputError("--method", "", f"method {method.name!r} takes "
                          f"{method.options_type.__name__}, not {type(options).__name__}")
@@ -103,7 +104,7 @@ def _default_warm(instance: Instance, method: Method,
     if declared is None:
         return None
     heuristic = METHODS[declared.method]
-    options = method_options(heuristic, declared.options)
+    options = part_options(heuristic, "method", declared.options)
     return _warm_run(instance, heuristic, options, settings), declared.share
 
 
@@ -140,7 +141,7 @@ def check_method(instance: Instance, method: Method, options: Any,
         raise InputError(instance.source, "nodes", "this instance has node-level resources "
                          f"({', '.join(instance.node_resources) or 'none'}) or CPU-only jobs "
                          f"(gpus: 0), which method {method.name!r} does not plan; place it "
-                         "with `gpuplan simulate --replay fgd`")
+                         "with `gpuplan replay fgd`")
     check_settings(method, settings)
     if method.backends:
         # None: the method picks its backend for the objective (textbook's makespan).

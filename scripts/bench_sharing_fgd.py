@@ -1,4 +1,4 @@
-"""FGD's placement results (Weng et al., ATC'23) replayed by ``gpuplan simulate --replay fgd``.
+"""FGD's placement results (Weng et al., ATC'23) replayed by ``gpuplan replay fgd``.
 
 Usage:
     python scripts/bench_sharing_fgd.py [--lists default,gpushare100,gpuspec33,multigpu50]
@@ -6,7 +6,7 @@ Usage:
 
 For each openb pod list in ``../shared/benchmarks/gpu-traces/alibaba-gpu-v2023/`` the command
 
-    gpuplan simulate --replay fgd openb_pod_list_<L>.csv --nodes openb_node_list_gpu_node.csv
+    gpuplan replay fgd openb_pod_list_<L>.csv --nodes openb_node_list_gpu_node.csv
         --policy <every registered sharing policy> --seeds 42:52 -o OUT/<L> --workers 2
 
 replays every policy on the paper's ten seeds and verifies every end state. The table puts
@@ -110,7 +110,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.lists.split(","):
             folder = Path(tmp) / name
-            run = [*GPUPLAN, "simulate", "--replay", "fgd",
+            run = [*GPUPLAN, "replay", "fgd",
                    str(TRACE / f"openb_pod_list_{name}.csv"), "--nodes",
                    str(TRACE / "openb_node_list_gpu_node.csv"), "--policy", args.policies,
                    "--seeds", args.seeds, "-o", str(folder), "--workers", args.workers]

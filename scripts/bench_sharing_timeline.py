@@ -7,7 +7,7 @@ Usage:
 
 Each pod list of ``../shared/benchmarks/gpu-traces/alibaba-gpu-v2023`` is replayed on
 ``openb_node_list_gpu_node.csv`` (1213 nodes, 6212 GPUs) by
-:func:`gpuplan.sharing.timeline.time_replay`: pods arrive at ``creation_time``, wait in a
+:func:`gpuplan.harness.replay.time_run`: pods arrive at ``creation_time``, wait in a
 FIFO queue with backfilling when they fit nowhere, run for ``deletion_time -
 creation_time`` and leave; every run is verified as a time-based schedule before its row is
 written. Speedup 1 is the trace as it is; a larger speedup divides every arrival time
@@ -27,9 +27,10 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.instance import FloatArray
 from gpuplan.exporters.plot import write_figure
 from gpuplan.harness.bench import write_results
+from gpuplan.harness.replay import time_run
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.policies import POLICIES
-from gpuplan.sharing.timeline import TimelineResult, check_times, time_replay
+from gpuplan.sharing.timeline import TimelineResult, check_times
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "alibaba-gpu-v2023"
@@ -115,7 +116,7 @@ def main() -> None:
             continue
         for speedup in speedups:
             for policy in policies:
-                result = time_replay(instance, policy, args.seed, speedup)
+                result = time_run(instance, policy, args.seed, speedup)
                 tables[speedup].append(row(pods, result))
                 print(tables[speedup][-1], flush=True)
                 if pods == "default":

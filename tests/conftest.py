@@ -1,4 +1,4 @@
-"""Shared fixtures: test data paths, a small instance, and the installed CLI."""
+"""Shared fixtures: test data paths, a small instance, the CLI in this process and installed."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 
 from gpuplan import Instance, read_instance
 from gpuplan.backends import highs
+from gpuplan.cli import main
 from gpuplan.core.budget import Limits
 from gpuplan.models.linear import LinearProgram
 from gpuplan.readers.instance_file import build_instance, parse_document
@@ -91,3 +93,30 @@ def highs_solves(monkeypatch: pytest.MonkeyPatch) -> list[HighsSolve]:
 
     monkeypatch.setattr(highs.HighsBackend, "solve_program", record)
     return calls
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a user sees of one command: its exit code, stdout and stderr."""
+
+    code: int
+    out: str
+    err: str
+
+
+#: Runs ``gpuplan ARGS...`` in this process.
+Gpuplan = Callable[..., Outcome]
+
+
+@pytest.fixture
+def gpuplan(capsys: pytest.CaptureFixture[str]) -> Gpuplan:
+    """Run ``gpuplan ARGS...`` in this process, argparse's own exits included."""
+    def run(*args: str | Path) -> Outcome:
+        capsys.readouterr()
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as stopped:
+            code = int(stopped.code or 0)
+        captured = capsys.readouterr()
+        return Outcome(code, captured.out, captured.err)
+    return run

@@ -28,6 +28,7 @@ from gpuplan.cli import (
     export_model,
     generate,
     plot,
+    replay,
     schema,
     simulate,
     solve,
@@ -40,8 +41,8 @@ from gpuplan.core.errors import BackendUnavailableError, InputError, Verificatio
 __all__ = ["ExitCode", "build_parser", "main", "run"]
 
 #: The commands, in the order ``gpuplan --help`` lists them.
-COMMANDS = (solve, simulate, sweep, validate, check, plot, convert, batch, bench, generate,
-            export_model, schema)
+COMMANDS = (solve, simulate, replay, sweep, validate, check, plot, convert, batch, bench,
+            generate, export_model, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv
         Arguments without the program name; ``sys.argv[1:]`` by default.
     """
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(replay.alias(given) or given)
     level = logging.DEBUG if args.debug else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -30,12 +30,11 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.files import parse_yaml, read_text
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.core.options import parse_number
+from gpuplan.core.options import parse_number, part_options
 from gpuplan.core.schedule import Schedule, Verification, ViolationKind
 from gpuplan.core.settings import CORES, MAX_SEED, RunSettings
 from gpuplan.harness.batch import Row
 from gpuplan.methods import METHODS, Method
-from gpuplan.methods.base import method_options
 from gpuplan.readers import FORMATS, read_instance
 
 #: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.
@@ -194,7 +193,7 @@ def _flag_text(source: str, key: str, value: Any) -> Any:
 def _checked(method: Method, settings: Mapping[str, Any], source: str) -> None:
     """Refuse settings ``method`` does not take, or values it refuses, naming ``source``."""
     try:
-        method_options(method, settings, source)
+        part_options(method, "method", settings, source)
     except InputError as exc:
         if exc.source == source:
             raise

@@ -1,24 +1,30 @@
-"""``gpuplan simulate --replay fgd``: FGD's replay of an openb trace, policies x seeds.
+"""``gpuplan replay fgd|time``: GPU-sharing replays of an openb trace, policies x seeds.
 
-Each (policy, seed) replays the pod list on the node list with the paper's protocol
-(:mod:`gpuplan.sharing.replay`), verifies the end state (:func:`gpuplan.harness.replay.
-replay_schedule`) and writes it to ``OUTDIR/<pods>/<policy>-<seed>.json``; the tables
-(``results``, ``means`` beside the published values, ``curves.csv``) and the allocation
-plot go to OUTDIR. ``--replay time`` replays the pods over time instead
-(:func:`gpuplan.sharing.timeline.time_replay`): its verified runs, ``results`` and the
-held-share plot. Runs go to local processes or a Dask cluster.
+``replay fgd``: each (policy, seed) replays the pod list on the node list with the FGD
+paper's protocol (:mod:`gpuplan.sharing.replay`), verifies the end state
+(:func:`gpuplan.harness.replay.replay_schedule`) and writes it to
+``OUTDIR/<pods>/<policy>-<seed>.json``; the tables (``results``, ``means`` beside the
+published values, ``curves.csv``) and the allocation plot go to OUTDIR. ``replay time``
+replays the pods over time instead (:func:`gpuplan.harness.replay.time_run`): its verified
+runs, ``results`` and the held-share plot. Runs go to local processes or a Dask cluster.
+Each kind takes its own flags, and the policies' own options are flags built from their
+declarations; any other flag is exit 2.
+
+``gpuplan simulate --replay KIND`` is kept for one release as an alias of ``gpuplan replay
+KIND`` (:func:`alias`), and says so.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from gpuplan.cli.common import (
+    Commands,
     ExitCode,
     add_workers,
+    bounded,
     console,
     positive,
     run_with_table,
@@ -37,7 +43,7 @@ from gpuplan.harness.replay import (
 )
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.plots import allocation_figure, held_share_figure
-from gpuplan.sharing.policies import POLICIES
+from gpuplan.sharing.policies import POLICIES, policy_option_takers
 from gpuplan.sharing.replay import PAPER_RATIO, PAPER_SEEDS
 from gpuplan.sharing.timeline import check_times
 
@@ -86,87 +92,74 @@ def _migrate(text: str) -> tuple[int, float | None]:
     return k, cap
 
 
-def add_replay_flags(parser: argparse.ArgumentParser) -> None:
-    """Add the flags only a replay takes: ``--replay``, ``--nodes``, seeds, ratio, workers."""
-    group = parser.add_argument_group("trace replays (--replay)")
-    group.add_argument("--replay", choices=list(REPLAY_KINDS), default=argparse.SUPPRESS,
-                       help="replay an openb pod list (INPUT) on --nodes with GPU-sharing "
-                       "placement policies: " + "; ".join(f"{k}: {v}" for k, v in
-                                                          REPLAY_KINDS.items()))
-    group.add_argument("--nodes", metavar="FILE", default=argparse.SUPPRESS,
-                       help="the openb node list (openb_node_list_gpu_node.csv)")
-    group.add_argument("--seeds", type=_seeds, metavar="A:B|N,...", default=argparse.SUPPRESS,
-                       help=f"replay seeds (default: the paper's {PAPER_SEEDS[0]}:"
-                       f"{PAPER_SEEDS[-1] + 1}); --seed N replays one")
-    group.add_argument("--ratio", type=positive(10, "a ratio"), metavar="R",
-                       default=argparse.SUPPRESS,
-                       help=f"fgd: inflate the GPU request to R x capacity (default: "
-                       f"{PAPER_RATIO}, the paper's 130%%)")
-    group.add_argument("--speedup", type=positive(1e9, "a factor"), metavar="X",
-                       default=argparse.SUPPRESS,
-                       help="time: divide arrival times by X, durations kept (default: 1, "
-                       "the trace as it is; openb's own times load the cluster to ~1%%)")
-    group.add_argument("--migrate", type=_migrate, metavar="K[:SHARE]",
-                       default=argparse.SUPPRESS,
-                       help="fgd: when no node takes a pod, move at most K running pods so "
-                       "that it fits (chains included), and at most SHARE of the pods arrived "
-                       "so far in all (e.g. 2:0.01); every move is counted")
-    add_workers(parser, "the replays")
+def register(commands: Commands) -> None:
+    """Add ``replay`` with its kinds, each with its own flags."""
+    parser = commands.add_parser(
+        "replay", help="replay an openb pod list with GPU-sharing placement policies",
+        description="Replay an Alibaba openb pod list (PODS.csv) on its node list with "
+        "GPU-sharing placement policies, policies x seeds; every run is verified before it "
+        "is written to OUTDIR with the tables and a plot. Exit codes: 0 ok; 1 a replay "
+        "failed; 2 bad input; 130 Ctrl-C.")
+    kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
+    for kind, text in REPLAY_KINDS.items():
+        sub = kinds.add_parser(kind, help=text, description=text)
+        sub.add_argument("input", metavar="PODS.csv", help="the openb pod list")
+        sub.add_argument("--nodes", metavar="FILE", required=True,
+                         help="the openb node list (openb_node_list_gpu_node.csv)")
+        sub.add_argument("-o", "--output", metavar="OUTDIR", required=True,
+                         help="the folder of the verified runs, tables and plot")
+        sub.add_argument("--policy", default="fgd", metavar="NAME,...",
+                         help="sharing policies, comma-separated (default: fgd): "
+                         + "; ".join(f"{name}: {cls.description}"
+                                     for name, cls in POLICIES.items()).replace("%", "%%"))
+        seeds = sub.add_mutually_exclusive_group()
+        seeds.add_argument("--seed", type=bounded(int, 0, MAX_SEED), metavar="N",
+                           default=argparse.SUPPRESS, help="replay one seed")
+        seeds.add_argument("--seeds", type=_seeds, metavar="A:B|N,...",
+                           default=argparse.SUPPRESS, help=f"replay seeds (default: the "
+                           f"paper's {PAPER_SEEDS[0]}:{PAPER_SEEDS[-1] + 1})")
+        if kind == "fgd":
+            sub.add_argument("--ratio", type=positive(10, "a ratio"), metavar="R",
+                             default=PAPER_RATIO, help=f"inflate the GPU request to R x "
+                             f"capacity (default: {PAPER_RATIO}, the paper's 130%%)")
+            sub.add_argument("--migrate", type=_migrate, metavar="K[:SHARE]",
+                             default=(0, None), help="when no node takes a pod, move at "
+                             "most K running pods so that it fits (chains included), and at "
+                             "most SHARE of the pods arrived so far in all (e.g. 2:0.01); "
+                             "every move is counted")
+        else:
+            sub.add_argument("--speedup", type=positive(1e9, "a factor"), metavar="X",
+                             default=1.0, help="divide arrival times by X, durations kept "
+                             "(default: 1, the trace as it is; openb's own times load the "
+                             "cluster to ~1%%)")
+        for flag, (f, takers) in policy_option_takers().items():
+            sub.add_argument(flag, dest=f.name, metavar=f.metadata["metavar"],
+                             default=argparse.SUPPRESS, help=f"{f.metadata['help']} (taken "
+                             f"by: {', '.join(takers)})".replace("%", "%%"))
+        add_workers(sub, "the replays")
+        sub.set_defaults(run=run_replay)
 
 
-#: Flags of ``gpuplan simulate`` a replay does not take: attribute and flag.
-_NOT_FOR_REPLAY = (("preset", "--preset"), ("mode", "--mode"), ("round_s", "--round"),
-                   ("restart_overhead_s", "--restart-overhead"),
-                   ("migration_overhead_s", "--migration-overhead"), ("window", "--window"),
-                   ("time_limit_s", "--time-limit"), ("threads", "--threads"),
-                   ("cluster", "--cluster"), ("throughputs", "--throughputs"),
-                   ("thresholds", "--thresholds"), ("starvation", "--starvation"),
-                   ("partitions", "--partitions"), ("replan_method", "--replan-method"),
-                   ("replan_every", "--replan-every"))
+def alias(argv: Sequence[str]) -> list[str] | None:
+    """``simulate --replay KIND ...`` as ``replay KIND ...`` (kept one release); else None.
 
-
-def check_replay_flags(args: argparse.Namespace, defaults: Mapping[str, Any]) -> None:
-    """Refuse the simulator's flags in a replay, and the replay's flags without one.
-
-    ``defaults`` are the simulator's flags that have a default (by attribute): a value
-    other than it was given.
-
-    Raises
-    ------
-    InputError
-        Naming the flag.
+    Says on stderr that the alias goes, and which command to use instead.
     """
-    replaying = hasattr(args, "replay")
-    if not replaying:
-        for name, flag in (("nodes", "--nodes"), ("seeds", "--seeds"), ("ratio", "--ratio"),
-                           ("speedup", "--speedup"), ("migrate", "--migrate")):
-            if hasattr(args, name):
-                raise InputError(flag, "", "applies to trace replays (--replay fgd)")
-        for name, flag in (("workers", "--workers"), ("scheduler", "--scheduler")):
-            if getattr(args, name) is not None:
-                raise InputError(flag, "", "applies to trace replays (--replay fgd); a "
-                                 "simulation runs in this process")
-        return
-    given = [flag for name, flag in _NOT_FOR_REPLAY if hasattr(args, name)]
-    given += ["--" + name.replace("_", "-") for name, default in defaults.items()
-              if getattr(args, name) != default]
-    if given:
-        raise InputError(given[0], "", "is a setting of the job simulator; a trace replay "
-                         "(--replay) takes --nodes, --policy, --seed/--seeds, --ratio, -o, "
-                         "--workers and --scheduler")
-    others = ((("ratio", "--ratio"), ("migrate", "--migrate")) if args.replay == "time"
-              else (("speedup", "--speedup"),))
-    for name, flag in others:
-        if hasattr(args, name):
-            raise InputError(flag, "", f"is not a setting of --replay {args.replay}")
-    if hasattr(args, "seed") and hasattr(args, "seeds"):
-        raise InputError("--seed", "", "give --seed N (one replay) or --seeds (several), "
-                         "not both")
-    if not hasattr(args, "nodes"):
-        raise InputError("--nodes", "", "a replay needs the node list: --nodes FILE")
-    if args.output is None:
-        raise InputError("-o", "", "a replay writes its verified runs and tables to a "
-                         "folder: -o OUTDIR")
+    command = next((k for k, word in enumerate(argv) if not word.startswith("-")), None)
+    if command is None or argv[command] != "simulate":
+        return None
+    rest = list(argv[command + 1:])
+    for k, word in enumerate(rest):
+        if word == "--replay" and k + 1 < len(rest):
+            kind, rest = rest[k + 1], rest[:k] + rest[k + 2:]
+        elif word.startswith("--replay="):
+            kind, rest = word.partition("=")[2], rest[:k] + rest[k + 1:]
+        else:
+            continue
+        console.print(f"note: `gpuplan simulate --replay {kind}` is now `gpuplan replay "
+                      f"{kind}`; the alias goes in the next release", markup=False)
+        return [*argv[:command], "replay", kind, *rest]
+    return None
 
 
 def policy_names(text: str) -> list[str]:
@@ -190,14 +183,16 @@ def policy_names(text: str) -> list[str]:
 def _points(args: argparse.Namespace, policies: Sequence[str], out: Path) -> list[ReplayPoint]:
     seeds = args.seeds if hasattr(args, "seeds") else (
         [args.seed] if hasattr(args, "seed") else list(PAPER_SEEDS))
-    ratio = getattr(args, "ratio", PAPER_RATIO)
     migrate = getattr(args, "migrate", (0, None))
+    options = {f.name: getattr(args, f.name) for f, _ in policy_option_takers().values()
+               if hasattr(args, f.name)}
     folder = out / Path(args.input).stem
     folder.mkdir(exist_ok=True)
     return [ReplayPoint(nodes=args.nodes, pods=args.input, policy=policy, seed=seed,
-                        ratio=ratio, target=str(folder / f"{policy}-{seed}.json"),
-                        kind=args.replay, speedup=getattr(args, "speedup", 1.0),
-                        migrate=migrate[0], migrate_budget=migrate[1])
+                        ratio=getattr(args, "ratio", PAPER_RATIO),
+                        target=str(folder / f"{policy}-{seed}.json"), kind=args.kind,
+                        speedup=getattr(args, "speedup", 1.0), migrate=migrate[0],
+                        migrate_budget=migrate[1], options=options)
             for policy in policies for seed in seeds]
 
 
@@ -237,25 +232,25 @@ def _time_summary(rows: Sequence[Row], out: Path, name: str) -> list[str]:
     return ["held_share.png"] if done else []
 
 
-def run_replay(args: argparse.Namespace, policy: str | None) -> int:
+def run_replay(args: argparse.Namespace) -> int:
     """Replay every (policy, seed), write the verified runs, tables and plot; summarise."""
-    policies = policy_names(policy or "fgd")
+    policies = policy_names(args.policy)
     if args.scheduler is not None:
         check_scheduler(args.scheduler)
     workers, _ = batch_plan(args.workers, args.scheduler)
     # Read here first: a bad row (or a pod list without times for a time replay) is exit 2
     # before any folder or replay is made.
     trace = read_openb(args.nodes, args.input)
-    if args.replay == "time":
+    if args.kind == "time":
         check_times(trace)
     out = check_output_folder(args.output, [args.input, args.nodes])
     tasks = _points(args, policies, out)
-    writer = write_time_results if args.replay == "time" else write_results
+    writer = write_time_results if args.kind == "time" else write_results
     rows, written = run_with_table(
         "replaying", [t.target for t in tasks],
         lambda on_row: run_tasks(tasks, REPLAYS, workers, args.scheduler, on_row=on_row),
         lambda finished: writer(finished, out))
-    summary = _time_summary if args.replay == "time" else _fgd_summary
+    summary = _time_summary if args.kind == "time" else _fgd_summary
     pictures = summary(rows, out, Path(args.input).stem)
     done = sum(r["status"] == "ok" for r in rows)
     console.print(f"{len(rows)} replays, {done} verified; tables in {out} ("

@@ -36,7 +36,6 @@ from gpuplan.cli.common import (
     settings,
     summary_table,
 )
-from gpuplan.cli.replay import add_replay_flags, check_replay_flags, run_replay
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output, check_output_folder, write_text_atomic
 from gpuplan.core.instance import MAX_GPUS, MAX_TIME_S, Instance
@@ -44,12 +43,11 @@ from gpuplan.core.schedule import Schedule
 from gpuplan.exporters.plot import write_figure
 from gpuplan.readers import load_data
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.sharing.policies import POLICIES
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate
 from gpuplan.simulate.engine import Progress as ProgressCallback
 from gpuplan.simulate.metrics import job_stats, window_jobs
 from gpuplan.simulate.plots import jct_cdf_figure, timeline_figure
-from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS
+from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS, option_takers
 from gpuplan.simulate.workload import gavel_trace_document, parse_cluster, run_document
 
 #: Settings a preset gives; a flag given beside it wins.
@@ -65,21 +63,6 @@ _CONFIG = ("mode", "round_s", "restart_overhead_s", "migration_overhead_s")
 _SECONDS = bounded(float, 0, MAX_TIME_S)
 
 
-#: The parts' own options: option name, flag type, metavar and help. Values a part checks
-#: itself stay text, so that its message is the one users see; each flag's help lists the
-#: registered parts that take it, and every option here is taken by some part.
-PART_OPTIONS: dict[str, tuple[Callable[[str], Any], str, str]] = {
-    "thresholds": (str, "H,H,...", "attained-service thresholds of the priority queues, "
-                   "GPU-hours, increasing"),
-    "starvation": (str, "X", "promote a job that waited X times its run time (0: never)"),
-    "partitions": (bounded(int, 1, 1024), "K", "POP: split the allocation LP into K "
-                   "partitions"),
-    "replan_method": (str, "NAME", "the registered planning method the replan hook calls "
-                      "on the residual jobs"),
-    "replan_every": (_SECONDS, "S", "at most one replan every S seconds"),
-}
-
-
 def _window(text: str) -> tuple[int, int]:
     """``A:B`` as the job positions ``[A, B)`` (checked against the workload later)."""
     first, sep, last = text.partition(":")
@@ -92,16 +75,13 @@ def _window(text: str) -> tuple[int, int]:
                                          f"{text!r}") from None
 
 
+def _escaped(text: str) -> str:
+    """Help text as argparse reads it: a description saying "5%" must not break --help."""
+    return text.replace("%", "%%")
+
+
 def _names(registry: Mapping[str, Any]) -> str:
-    # argparse formats help with %: a description saying "5%" must not break --help.
-    return "; ".join(f"{name}: {cls.description}" for name, cls in registry.items()).replace(
-        "%", "%%")
-
-
-def _taken_by(option: str) -> str:
-    parts = [name for registry in (SCHEDULERS, PLACEMENTS, ADMISSIONS)
-             for name, cls in registry.items() if option in cls.takes]
-    return ", ".join(parts) or "no registered part"
+    return _escaped("; ".join(f"{name}: {cls.description}" for name, cls in registry.items()))
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -136,10 +116,12 @@ def run_parser() -> argparse.ArgumentParser:
                         help="measure the jobs at positions [A, B) in arrival order, as "
                         "Gavel measures steady state (default: all)")
     add_settings(parser, "time_limit_s")
-    for option, (kind, metavar, text) in PART_OPTIONS.items():
-        flag = "--" + option.replace("_", "-")
-        parser.add_argument(flag, dest=option, type=kind, metavar=metavar, default=unset,
-                            help=f"{text} (taken by: {_taken_by(option)})")
+    # The parts' own options, from their declarations: given as text, each is parsed and
+    # checked by the part that takes it, so API, CLI and sweep refuse the same values.
+    for flag, (f, takers) in option_takers().items():
+        parser.add_argument(flag, dest=f.name, metavar=f.metadata["metavar"], default=unset,
+                            help=_escaped(f"{f.metadata['help']} (taken by: "
+                                          f"{', '.join(takers)})"))
     return parser
 
 
@@ -194,7 +176,8 @@ def run_spec(args: argparse.Namespace, policy: str, **fixed: Any) -> RunSpec:
         raise InputError("--round", "", "rounds are a setting of --mode round (or --preset "
                          "gavel); in event mode the scheduler decides at every event")
     run = settings(args, **fixed)
-    options = {name: getattr(args, name) for name in PART_OPTIONS if hasattr(args, name)}
+    options = {f.name: getattr(args, f.name) for f, _ in option_takers().values()
+               if hasattr(args, f.name)}
     return RunSpec(scheduler=policy, placement=args.placement, admission=args.admission,
                    config=config, seed=run.seed, settings=run,
                    window=getattr(args, "window", None), options=options)
@@ -216,10 +199,8 @@ def register(commands: Commands) -> None:
                         "Gavel trace (.trace)")
     add_settings(parser, "seed", "threads")
     default = RunSpec().scheduler
-    parser.add_argument("--policy", default=argparse.SUPPRESS, metavar="NAME",
-                        help=f"the scheduler (default: {default}); " + _names(SCHEDULERS)
-                        + "; with --replay, sharing policies, comma-separated (default: "
-                        "fgd): " + _names(POLICIES))
+    parser.add_argument("--policy", default=default, metavar="NAME",
+                        help=f"the scheduler (default: {default}); " + _names(SCHEDULERS))
     parser.add_argument("-o", "--output", metavar="RUN.json",
                         help="write the verified run log here")
     parser.add_argument("--write-instance", metavar="FILE", help="write the instance "
@@ -230,7 +211,6 @@ def register(commands: Commands) -> None:
                         "(jct_cdf.png, timeline.png)")
     parser.add_argument("--progress", action="store_true",
                         help="show the progress bar even when stderr is not a terminal")
-    add_replay_flags(parser)
     parser.set_defaults(run=run_simulate)
 
 
@@ -334,17 +314,9 @@ def _write(path: str, what: str, write: Callable[[], None]) -> None:
 
 def run_simulate(args: argparse.Namespace) -> int:
     """Check the outputs, read, simulate (or replay a trace), write and summarise."""
-    spec_defaults = RunSpec()
-    check_replay_flags(args, {
-        "placement": spec_defaults.placement, "admission": spec_defaults.admission,
-        "gpus_per_node": default_of(gavel_trace_document, "gpus_per_node"),
-        "write_instance": None, "plot": None})
-    if hasattr(args, "replay"):
-        return run_replay(args, getattr(args, "policy", None))
-    args.policy = getattr(args, "policy", RunSpec().scheduler)
     if args.policy not in SCHEDULERS:
         raise InputError("--policy", "", f"unknown scheduler {args.policy!r}; choose from "
-                         f"{', '.join(SCHEDULERS)} (sharing policies need --replay)")
+                         f"{', '.join(SCHEDULERS)} (sharing policies: gpuplan replay)")
     check_solver_flags(args, [args.policy])
     spec = run_spec(args, args.policy)
     inputs = [args.input, *([args.throughputs] if hasattr(args, "throughputs") else [])]

@@ -35,10 +35,9 @@ from gpuplan.cli.common import (
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.core.options import option_fields
+from gpuplan.core.options import option_fields, part_options
 from gpuplan.core.schedule import Schedule
 from gpuplan.methods import DEFAULT_METHOD, METHODS, Method, get_method
-from gpuplan.methods.base import method_options
 from gpuplan.planning import plan
 
 #: Where the method option flags the user gave are kept, flag to value.
@@ -135,7 +134,7 @@ def given_options(args: argparse.Namespace, method: Method) -> Any:
         bad value.
     """
     from_file = {} if args.options is None else options_file(args.options, method)
-    return method_options(method, {**from_file, **getattr(args, GIVEN, {})})
+    return part_options(method, "method", {**from_file, **getattr(args, GIVEN, {})})
 
 
 def solve(args: argparse.Namespace) -> int:

@@ -10,9 +10,9 @@ so a setting the part does not take is refused the same way everywhere.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
 
 from gpuplan.core.errors import InputError
 from gpuplan.core.instance import MAX_TIME_S
@@ -41,6 +41,27 @@ def option(default: Any, flag: str, help: str, *, parse: Callable[[str], Any] | 
         "flag": flag, "help": help, "parse": parse,
         "choices": None if choices is None else tuple(choices), "metavar": metavar,
     })
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of a part that takes none of its own."""
+
+
+class Part(Protocol):
+    """A pluggable part: its name in its registry, a line of help and its typed options.
+
+    Planning methods, the simulator's admissions, schedulers and placements, and the
+    sharing policies all declare these, so the command line, options files, bench specs
+    and the API build their options the same way (:func:`part_options`).
+    """
+
+    #: The name the part is registered under.
+    name: ClassVar[str]
+    #: One line for ``--help``.
+    description: ClassVar[str]
+    #: Its own options: a frozen dataclass of :func:`option` fields.
+    options_type: ClassVar[type[Any]]
 
 
 def check_range(name: str, value: float | None, low: float, high: float,
@@ -94,12 +115,7 @@ def build_options(options_type: type[Any], given: Mapping[str, Any], owner: str,
         For a setting the part does not take (naming it, the part and what it does
         take), or a value that does not parse or is out of range.
     """
-    by_name: dict[str, dataclasses.Field[Any]] = {}
-    for f in option_fields(options_type):
-        by_name[f.name] = f
-        by_name[f.metadata["flag"].lstrip("-")] = f
-    found = {key: by_name.get(key.lstrip("-").replace("_", "-")) or by_name.get(key.lstrip("-"))
-             for key in given}
+    found = {key: _field_of(options_type, key) for key in given}
     unknown = [key for key, field_ in found.items() if field_ is None]
     if unknown:
         shown = [key if key.startswith("--") or source != "--method" else f"--{key}"
@@ -114,6 +130,55 @@ def build_options(options_type: type[Any], given: Mapping[str, Any], owner: str,
         assert field_ is not None
         values[field_.name] = _parsed(owner, field_, value) if isinstance(value, str) else value
     return options_type(**values)
+
+
+def part_options(part: Part | type[Part], kind: str, given: Mapping[str, Any],
+                 source: str = "--method") -> Any:
+    """A registered part's typed options from settings by key or flag (:func:`build_options`).
+
+    ``kind`` says what the part is in messages (``method``, ``scheduler``...).
+    """
+    return build_options(part.options_type, given, f"{kind} {part.name!r}", source)
+
+
+def declared_options(parts: Iterable[type[Part]]
+                     ) -> dict[str, tuple[dataclasses.Field[Any], list[str]]]:
+    """Every option the parts declare, once by flag, with the names of the parts taking it.
+
+    The command line adds one flag for each. Parts that share an option declare the same
+    field (``partitions`` comes from :func:`~gpuplan.parts.allocation.partitions_option`).
+
+    Raises
+    ------
+    TypeError
+        If two parts declare one flag differently: a bug of a registered part.
+    """
+    found: dict[str, tuple[dataclasses.Field[Any], list[str]]] = {}
+    for part in parts:
+        for f in option_fields(part.options_type):
+            flag = f.metadata["flag"]
+            field_, takers = found.setdefault(flag, (f, []))
+            if (field_.name, field_.default, field_.metadata) != (
+                    f.name, f.default, f.metadata):
+                raise TypeError(f"parts declare {flag} differently: {takers[0]!r} and "
+                                f"{part.name!r}; declare it once and share it")
+            takers.append(part.name)
+    return found
+
+
+def takes_key(options_type: type[Any], key: str) -> bool:
+    """Whether an options type takes a setting given as ``key`` (a name or a flag)."""
+    return _field_of(options_type, key) is not None
+
+
+def _field_of(options_type: type[Any], key: str) -> dataclasses.Field[Any] | None:
+    """The option a setting given by field name or flag (with or without dashes) sets."""
+    bare = key.lstrip("-")
+    for f in option_fields(options_type):
+        if bare in (f.name, f.metadata["flag"].lstrip("-")) or (
+                bare.replace("_", "-") == f.metadata["flag"].lstrip("-")):
+            return f
+    return None
 
 
 def _parsed(owner: str, f: dataclasses.Field[Any], text: str) -> Any:

@@ -76,10 +76,10 @@ from typing import Any, Generic, TypeVar
 from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError
 from gpuplan.core.files import remove_stale_temporaries, write_text_atomic
 from gpuplan.core.instance import Instance
+from gpuplan.core.options import part_options
 from gpuplan.core.schedule import Schedule
 from gpuplan.core.settings import CORES, RunSettings
 from gpuplan.methods import get_method
-from gpuplan.methods.base import method_options
 from gpuplan.planning import check_settings, plan
 from gpuplan.readers import read_instance
 from gpuplan.verify import verify_schedule
@@ -238,7 +238,7 @@ def make_tasks(sources: Sequence[Path], out: Path, method: str, options: Mapping
         ``--iterations`` for a method that counts none.
     """
     chosen = get_method(method)
-    method_options(chosen, options)
+    part_options(chosen, "method", options)
     check_settings(chosen, settings)
     limit = _name_limit(out)
     stems = [_shorten(source.stem, limit) for source in sources]
@@ -340,7 +340,7 @@ def _task_key(task: BatchTask) -> dict[str, Any] | None:
         return None
     # The typed options, so that a setting given by flag or left at its default is the
     # same key; threads are kept: milp runs its second lane only with two.
-    typed = method_options(get_method(task.method), task.options)
+    typed = part_options(get_method(task.method), "method", task.options)
     settings = dataclasses.asdict(task.settings)
     key = {"instance": resolved, "instance_sha256": _sha256(data), "method": task.method,
            "options": dataclasses.asdict(typed), "settings": settings}

@@ -31,11 +31,10 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.files import write_text_atomic
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.core.options import takes
+from gpuplan.core.options import part_options, takes
 from gpuplan.core.settings import RunSettings
 from gpuplan.harness.batch import expand_inputs
 from gpuplan.methods import METHODS
-from gpuplan.methods.base import method_options
 from gpuplan.planning import plan
 from gpuplan.readers import read_instance
 
@@ -343,7 +342,7 @@ def parse_method(spec: str) -> MethodSpec:
         raise InputError("--methods", "", f"{spec!r}: method {name!r} cannot plan objective "
                          f"{objective.value!r}; methods that can: {', '.join(able)}")
     try:
-        method_options(method, settings, source=spec)
+        part_options(method, "method", settings, source=spec)
     except InputError as exc:
         if exc.source == spec:
             raise

@@ -20,7 +20,7 @@ import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +131,8 @@ def replay_schedule(result: ReplayResult) -> Schedule:
 
 
 def time_run(instance: Instance, policy: str | type[SharePolicy], seed: int = 0,
-             speedup: float = 1.0, specs: Sequence[str] | None = None) -> TimelineResult:
+             speedup: float = 1.0, specs: Sequence[str] | None = None,
+             options: Mapping[str, Any] | None = None) -> TimelineResult:
     """A time replay (:func:`~gpuplan.sharing.timeline.time_replay`), its schedule verified.
 
     Raises
@@ -139,7 +140,7 @@ def time_run(instance: Instance, policy: str | type[SharePolicy], seed: int = 0,
     VerificationError
         If the verifier rejects the run: a bug of the replay or the policy.
     """
-    timeline = time_replay(instance, policy, seed, speedup, specs)
+    timeline = time_replay(instance, policy, seed, speedup, specs, options)
     return dataclasses.replace(timeline, schedule=_verified(
         timeline.instance, timeline.schedule, f"time replay {timeline.policy} (seed {seed})"))
 
@@ -187,6 +188,8 @@ class ReplayPoint:
     migrate_budget
         With ``migrate``: at most this share of the pods arrived so far moved in all; None:
         no global cap.
+    options
+        The policy's own settings by name.
     """
 
     nodes: str
@@ -199,6 +202,7 @@ class ReplayPoint:
     speedup: float = 1.0
     migrate: int = 0
     migrate_budget: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _bounds(result: ReplayResult) -> dict[str, float]:
@@ -251,7 +255,8 @@ def _replayed(point: ReplayPoint) -> tuple[Schedule, Row]:
     """Run one point: its verified schedule and its row."""
     trace, specs = _trace(point.nodes, point.pods)
     if point.kind == "time":
-        timeline = time_run(trace, point.policy, point.seed, point.speedup, specs)
+        timeline = time_run(trace, point.policy, point.seed, point.speedup, specs,
+                            point.options)
         times, share = timeline.series
         return timeline.schedule, {
             "pods": Path(point.pods).stem, "policy": point.policy, "seed": point.seed,
@@ -259,7 +264,8 @@ def _replayed(point: ReplayPoint) -> tuple[Schedule, Row]:
             "file": point.target, "error": "",
             "series": [times.tolist(), share.tolist()]}
     rescue = (Defragmenter(point.migrate, point.migrate_budget) if point.migrate else None)
-    result = replay(trace, point.policy, point.seed, point.ratio, specs, rescue=rescue)
+    result = replay(trace, point.policy, point.seed, point.ratio, specs, rescue=rescue,
+                    options=point.options)
     return replay_schedule(result), _row(point, result)
 
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Protocol
 from gpuplan.backends.base import Capabilities
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.core.options import build_options, option
+from gpuplan.core.options import option
 from gpuplan.core.result import Result
 from gpuplan.core.settings import WARM_SHARE, Context, WarmStart
 
@@ -121,8 +121,3 @@ class MethodDefaults:
     def default_warm(self, instance: Instance, time_limit_s: float | None) -> DefaultWarm | None:
         """None: the method starts from a heuristic only when asked to."""
         return None
-
-
-def method_options(method: Method, given: Mapping[str, Any], source: str = "--method") -> Any:
-    """The method's typed options from settings by key or flag (see :func:`build_options`)."""
-    return build_options(method.options_type, given, f"method {method.name!r}", source)

@@ -7,20 +7,15 @@ The baseline every other method must beat: one deterministic pass of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ALL_OBJECTIVES, ObjectiveKind
+from gpuplan.core.options import NoOptions
 from gpuplan.core.result import Result
 from gpuplan.core.settings import Context, WarmStart
 from gpuplan.methods.base import MethodDefaults
 from gpuplan.parts.construct import best_fit_decreasing, list_schedule
-
-
-@dataclass(frozen=True)
-class GreedyOptions:
-    """``greedy`` takes no options of its own: it is deterministic and fast."""
 
 
 class GreedyMethod(MethodDefaults):
@@ -29,13 +24,13 @@ class GreedyMethod(MethodDefaults):
     name: ClassVar[str] = "greedy"
     description: ClassVar[str] = ("best-fit decreasing (static) / list scheduling "
                                   "(time-based); no bound search")
-    options_type: ClassVar[type[Any]] = GreedyOptions
+    options_type: ClassVar[type[Any]] = NoOptions
     objectives: ClassVar[frozenset[ObjectiveKind]] = ALL_OBJECTIVES
     backends: ClassVar[tuple[str, ...]] = ()
     warm_starts: ClassVar[frozenset[WarmStart]] = frozenset()
     iterative: ClassVar[bool] = False
 
-    def solve(self, instance: Instance, options: GreedyOptions, context: Context) -> Result:
+    def solve(self, instance: Instance, options: NoOptions, context: Context) -> Result:
         """Plan the instance greedily; one pass, well within any sensible time limit.
 
         Parameters

@@ -9,17 +9,18 @@ This module holds the interface every placement policy implements.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
 
 from gpuplan.core.instance import IntArray
+from gpuplan.core.options import NoOptions
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag
 from gpuplan.sharing.gorand import GoRand
 
 
 @dataclass
-class PolicyContext:
+class ShareContext:
     """What a policy may use besides the cluster state.
 
     Attributes
@@ -29,10 +30,13 @@ class PolicyContext:
     frag
         Every node's fragmentation under the trace's typical pods, kept current by the replay
         (``frag.typical`` holds the typical pods).
+    options
+        The policy's own typed options (an instance of its ``options_type``).
     """
 
     rng: GoRand
     frag: NodeFrag
+    options: Any = field(default_factory=NoOptions)
 
 
 class SharePolicy(Protocol):
@@ -48,8 +52,11 @@ class SharePolicy(Protocol):
     name: ClassVar[str]
     #: One line for ``--help`` and reports.
     description: ClassVar[str]
+    #: Its own options (:attr:`ShareContext.options`): a frozen dataclass of
+    #: :func:`~gpuplan.core.options.option` fields.
+    options_type: ClassVar[type[Any]]
 
-    def __init__(self, context: PolicyContext) -> None:
+    def __init__(self, context: ShareContext) -> None:
         """Bind the policy to one replay."""
 
     def score(self, state: ClusterState, pod: int, feasible: IntArray) -> IntArray:

@@ -16,18 +16,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from gpuplan.core.instance import FloatArray, Instance, IntArray
-from gpuplan.sharing import PolicyContext, SharePolicy
+from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 from gpuplan.sharing.frag import NodeFrag, TypicalPods, typical_pods
 from gpuplan.sharing.gorand import GoRand
 from gpuplan.sharing.migrate import Move, Rescue, choose
-from gpuplan.sharing.policies import POLICIES
+from gpuplan.sharing.policies import build_policy
+from gpuplan.sharing.policies import policy_class as policy_class_of
 
 logger = logging.getLogger(__name__)
 
@@ -216,7 +218,8 @@ class ReplayResult:
 
 def replay(instance: Instance, policy: str | type[SharePolicy], seed: int,
            ratio: float = PAPER_RATIO, specs: Sequence[str] | None = None,
-           informer_draws: int = INFORMER_DRAWS, rescue: Rescue | None = None) -> ReplayResult:
+           informer_draws: int = INFORMER_DRAWS, rescue: Rescue | None = None,
+           options: Mapping[str, Any] | None = None) -> ReplayResult:
     """Replay an openb trace under a placement policy with FGD's protocol.
 
     Parameters
@@ -239,13 +242,15 @@ def replay(instance: Instance, policy: str | type[SharePolicy], seed: int,
         Called for a pod no node can take, after FGD's draws for it; the running pods it
         moves (:mod:`gpuplan.sharing.migrate`) let the pod be placed as any other. None:
         FGD's protocol, the pod fails.
+    options
+        The policy's own settings by name (:func:`~gpuplan.sharing.policies.build_policy`).
 
     Returns
     -------
     ReplayResult
         Every pod's node and GPUs and the cluster after each arrival.
     """
-    policy_class = POLICIES[policy] if isinstance(policy, str) else policy
+    policy_class = policy_class_of(policy)
     typical = typical_pods(instance, specs)
     arrivals = fgd_arrivals(instance, seed, ratio, informer_draws)
     ids = [instance.job_ids[j] if k < 0 else f"{instance.job_ids[j]}#{k}"
@@ -255,7 +260,7 @@ def replay(instance: Instance, policy: str | type[SharePolicy], seed: int,
     state.rank = arrivals.rank
     frag = NodeFrag(typical, state)
     rng = arrivals.rng
-    chooser = policy_class(PolicyContext(rng=rng, frag=frag))
+    chooser = build_policy(policy_class, ShareContext(rng=rng, frag=frag), options or {})
     n_pods = inflated.n_jobs
     arrived = np.cumsum(state.pod_gang * state.pod_milli)
     used = np.zeros(n_pods, dtype=np.int64)

@@ -37,8 +37,9 @@ import dataclasses
 import heapq
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,11 +49,12 @@ from gpuplan.core.objectives import time_objective
 from gpuplan.core.result import Event, EventKind, Result
 from gpuplan.core.schedule import Schedule
 from gpuplan.core.status import Status
-from gpuplan.sharing import PolicyContext, SharePolicy
+from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 from gpuplan.sharing.frag import NodeFrag, typical_pods
 from gpuplan.sharing.gorand import GoRand
-from gpuplan.sharing.policies import POLICIES
+from gpuplan.sharing.policies import build_policy
+from gpuplan.sharing.policies import policy_class as policy_class_of
 
 logger = logging.getLogger(__name__)
 
@@ -311,7 +313,8 @@ def _metrics(instance: Instance, start: FloatArray, series: tuple[FloatArray, Fl
 
 
 def time_replay(instance: Instance, policy: str | type[SharePolicy], seed: int = 0,
-                speedup: float = 1.0, specs: Sequence[str] | None = None) -> TimelineResult:
+                speedup: float = 1.0, specs: Sequence[str] | None = None,
+                options: Mapping[str, Any] | None = None) -> TimelineResult:
     """Replay an openb trace over time, pods arriving and leaving, under a sharing policy.
 
     Parameters
@@ -328,6 +331,8 @@ def time_replay(instance: Instance, policy: str | type[SharePolicy], seed: int =
     specs
         Each pod's ``gpu_spec`` string for FGD's typical pods (default: rebuilt from
         eligibility, see :func:`gpuplan.sharing.frag.pod_specs`).
+    options
+        The policy's own settings by name (:func:`~gpuplan.sharing.policies.build_policy`).
 
     Returns
     -------
@@ -347,7 +352,7 @@ def time_replay(instance: Instance, policy: str | type[SharePolicy], seed: int =
     check_times(instance)
     if not (np.isfinite(speedup) and speedup > 0):
         raise InputError("--speedup", "", f"expected a positive number, got {speedup!r}")
-    policy_class = POLICIES[policy] if isinstance(policy, str) else policy
+    policy_class = policy_class_of(policy)
     typical = typical_pods(instance, specs)
     everyone = ClusterState(instance)
     runnable = fit_somewhere(everyone, pod_shapes(everyone), np.arange(instance.n_jobs),
@@ -357,7 +362,9 @@ def time_replay(instance: Instance, policy: str | type[SharePolicy], seed: int =
     replayed = dataclasses.replace(instance.take(kept),
                                    release=instance.release[kept] / speedup).online()
     state = ClusterState(replayed)
-    chooser = policy_class(PolicyContext(rng=GoRand(seed), frag=NodeFrag(typical, state)))
+    chooser = build_policy(policy_class, ShareContext(rng=GoRand(seed),
+                                                      frag=NodeFrag(typical, state)),
+                           options or {})
     loop = _Replay(state, chooser, replayed.min_duration)
     looping = time.perf_counter()
     loop.run(replayed.release)

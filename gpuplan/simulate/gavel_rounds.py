@@ -56,16 +56,17 @@ import enum
 import logging
 import random
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.budget import Budget
-from gpuplan.core.errors import InputError
 from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.options import NoOptions
 from gpuplan.core.settings import Context
 from gpuplan.models.allocation import FairShare, Policy, ThroughputData
-from gpuplan.parts.allocation import AllocationOptions, solve_policy
+from gpuplan.parts.allocation import AllocationOptions, partitions_option, solve_policy
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 
 logger = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ class GavelRounds(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str]
-    takes: ClassVar[frozenset[str]] = frozenset()
+    options_type: ClassVar[type[Any]] = NoOptions
     modes: ClassVar[frozenset[Mode]] = frozenset({Mode.ROUND})
     preemptive: ClassVar[bool] = True
     calls_solver: ClassVar[bool] = False
@@ -335,6 +336,13 @@ class LpRates(enum.Enum):
     REFERENCE = "reference"
 
 
+@dataclass(frozen=True)
+class LpRoundsOptions:
+    """Options of the Gavel policies whose allocation is an LP."""
+
+    partitions: int = partitions_option()
+
+
 class LpRounds(GavelRounds):
     """A Gavel policy whose allocation is one of gpuplan's allocation LPs.
 
@@ -346,7 +354,7 @@ class LpRounds(GavelRounds):
     used instead, as Gavel's finish-time fairness does when its solver fails.
     """
 
-    takes: ClassVar[frozenset[str]] = frozenset({"partitions"})
+    options_type: ClassVar[type[Any]] = LpRoundsOptions
     calls_solver: ClassVar[bool] = True
     #: The allocation policy solved.
     policy: ClassVar[Policy]
@@ -355,7 +363,7 @@ class LpRounds(GavelRounds):
 
     def __init__(self, context: PolicyContext) -> None:
         super().__init__(context)
-        self.partitions = _partitions(context.options.get("partitions", 1))
+        self.partitions = context.options.partitions
 
     def rates(self, jobs: IntArray) -> FloatArray:
         """``(len(jobs), T)`` the rates the LP sees, as :attr:`lp_rates` says."""
@@ -394,11 +402,3 @@ class LpRounds(GavelRounds):
                            allocation.status.value)
             return data.isolated_share()
         return allocation.share
-
-
-def _partitions(value: object) -> int:
-    """``--partitions`` as a whole number of parts, at least 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError("--partitions", "", f"expected a whole number of parts, at least 1; "
-                         f"got {value!r}")
-    return value

@@ -17,16 +17,18 @@ job may be preempted), keeps the GPUs of jobs that stay on their type, and asks 
 placement for GPUs of the rest, largest gangs first. A scheduler therefore never has to
 know about nodes, and a placement never has to know about priorities.
 
-Each part has a name and is listed in a registry (:data:`SCHEDULERS`, :data:`PLACEMENTS`,
-:data:`ADMISSIONS`) that the CLI reads; registering a part is one module and one line in
-:mod:`gpuplan.simulate.policies`. Parts are built fresh for every run (a scheduler may
+Each part has a name, a line of help and its own typed options (a frozen dataclass of
+:func:`~gpuplan.core.options.option` fields, as planning methods declare theirs), and is
+listed in a registry (``SCHEDULERS``, ``PLACEMENTS``, ``ADMISSIONS`` of
+:mod:`gpuplan.simulate.policies`) that the CLI reads, flags included; registering a part
+is one module and one line there. Parts are built fresh for every run (a scheduler may
 keep state across decisions, such as LAS queues or Gavel's allocation), from a factory
-taking the run's :class:`PolicyContext`.
+taking the run's :class:`PolicyContext` with the part's options.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol
@@ -34,6 +36,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.options import NoOptions
 from gpuplan.core.settings import RunSettings
 
 
@@ -153,8 +156,8 @@ class PolicyContext:
         Time limit, threads and gap for parts that call a solver (the ``replan`` hook and
         the allocation policies); the limit applies to each call.
     options
-        The part's own settings by name (``partitions``, ``thresholds``...), only those
-        its class lists in ``takes``, already checked against it.
+        The part's own typed options (an instance of its ``options_type``), built and
+        checked from the settings given (:func:`~gpuplan.simulate.policies.build_parts`).
     restart_overhead_s
         Seconds a paused job pays when it resumes (for parts that plan ahead).
     """
@@ -164,7 +167,7 @@ class PolicyContext:
     round_s: float
     seed: int
     settings: RunSettings = field(default_factory=RunSettings)
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Any = field(default_factory=NoOptions)
     restart_overhead_s: float = 0.0
 
 
@@ -173,8 +176,9 @@ class Admission(Protocol):
 
     name: ClassVar[str]
     description: ClassVar[str]
-    #: The options it takes (:attr:`PolicyContext.options`); any other is refused.
-    takes: ClassVar[frozenset[str]]
+    #: Its own options (:attr:`PolicyContext.options`): a frozen dataclass of
+    #: :func:`~gpuplan.core.options.option` fields.
+    options_type: ClassVar[type[Any]]
 
     def admit(self, view: View, job: int) -> bool:
         """Whether ``job`` (in ``view.waiting``) is admitted now.
@@ -188,8 +192,9 @@ class Scheduler(Protocol):
 
     name: ClassVar[str]
     description: ClassVar[str]
-    #: The options it takes (:attr:`PolicyContext.options`); any other is refused.
-    takes: ClassVar[frozenset[str]]
+    #: Its own options (:attr:`PolicyContext.options`): a frozen dataclass of
+    #: :func:`~gpuplan.core.options.option` fields.
+    options_type: ClassVar[type[Any]]
     #: The modes the scheduler works in.
     modes: ClassVar[frozenset[Mode]]
     #: Whether it may stop a running job to run another (non-preemptive schedulers only
@@ -214,8 +219,9 @@ class Placement(Protocol):
 
     name: ClassVar[str]
     description: ClassVar[str]
-    #: The options it takes (:attr:`PolicyContext.options`); any other is refused.
-    takes: ClassVar[frozenset[str]]
+    #: Its own options (:attr:`PolicyContext.options`): a frozen dataclass of
+    #: :func:`~gpuplan.core.options.option` fields.
+    options_type: ClassVar[type[Any]]
 
     def place(self, cluster: ClusterView, job: int, gpu_type: int) -> IntArray | None:
         """``gang`` free GPUs of ``gpu_type`` on one node for ``job``.

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import INSTANCES
-
-from cli.conftest import Gpuplan
+from conftest import INSTANCES, Gpuplan
 
 
 def test_batch_refuses_an_options_file_key_before_any_work(gpuplan: Gpuplan,

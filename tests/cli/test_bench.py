@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import INSTANCES
+from conftest import INSTANCES, Gpuplan
 
-from cli.conftest import Gpuplan
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.harness.bench import (
     BEST_KNOWN,

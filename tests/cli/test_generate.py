@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import GAVEL
+from conftest import GAVEL, Gpuplan
 
-from cli.conftest import Gpuplan
 from gpuplan.harness.library import VARIANTS, operator_document
 
 THROUGHPUTS = GAVEL / "simulation_throughputs.json"

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA, INSTANCES, run_cli
+from conftest import DATA, INSTANCES, Gpuplan, run_cli
 
-from cli.conftest import Gpuplan
 from gpuplan.cli import COMMANDS, ExitCode, validate
 
 QUICKSTART = INSTANCES / "quickstart.json"

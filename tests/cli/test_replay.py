@@ -1,4 +1,4 @@
-"""gpuplan simulate --replay fgd: verified replays, their tables, and the flags it refuses."""
+"""gpuplan replay fgd|time: verified replays, their tables, and the flags it refuses."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import csv
 from pathlib import Path
 
 import pytest
-from conftest import DATA
+from conftest import DATA, Gpuplan
 
-from cli.conftest import Gpuplan
 from gpuplan import Schedule, verify_schedule
 from gpuplan.sharing.policies import POLICIES
 
@@ -18,7 +17,7 @@ PODS = DATA / "openb" / "pods.csv"
 
 def test_replay_writes_verified_runs_and_tables(gpuplan: Gpuplan, tmp_path: Path) -> None:
     """Every (policy, seed) gets a verified schedule; the tables list each run and the means."""
-    ran = gpuplan("simulate", "--replay", "fgd", PODS, "--nodes", NODES, "--policy",
+    ran = gpuplan("replay", "fgd", PODS, "--nodes", NODES, "--policy",
                   "best-fit,fgd", "--seeds", "1,2", "-o", tmp_path, "--workers", "1")
     assert ran.code == 0, ran.err
     assert "4 replays, 4 verified" in ran.err
@@ -52,31 +51,44 @@ def test_a_replay_schedule_is_checked_on_the_inflated_pods(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(("flags", "words"), [
-    (["--mode", "round"], "--mode: is a setting of the job simulator"),
-    (["--placement", "first-fit"], "--placement: is a setting of the job simulator"),
-    (["--time-limit", "3"], "--time-limit: is a setting of the job simulator"),
-    (["--seed", "1", "--seeds", "1:3"], "give --seed N (one replay) or --seeds"),
+    (["--mode", "round"], "unrecognized arguments: --mode round"),
+    (["--placement", "first-fit"], "unrecognized arguments: --placement first-fit"),
+    (["--time-limit", "3"], "unrecognized arguments: --time-limit 3"),
+    (["--progress"], "unrecognized arguments: --progress"),
+    (["--seed", "1", "--seeds", "1:3"], "argument --seeds: not allowed with argument --seed"),
     (["--policy", "fgd,bestfit"], "unknown sharing policy 'bestfit'"),
     (["--seeds", "0:100000000000"], "at most 10000 seeds"),
 ])
 def test_replay_refuses_flags_it_does_not_take(gpuplan: Gpuplan, tmp_path: Path,
                                                flags: list[str], words: str) -> None:
-    """A simulator flag in a replay is exit 2 naming it, and nothing is written."""
-    ran = gpuplan("simulate", "--replay", "fgd", PODS, "--nodes", NODES, "-o",
-                  tmp_path / "out", *flags)
+    """A flag the replay does not take is exit 2 naming it, and nothing is written."""
+    ran = gpuplan("replay", "fgd", PODS, "--nodes", NODES, "-o", tmp_path / "out", *flags)
     assert ran.code == 2 and words in ran.err, ran.err
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
-def test_replay_flags_need_replay(gpuplan: Gpuplan) -> None:
-    """--nodes without --replay is exit 2, not ignored."""
+def test_replay_flags_belong_to_replay(gpuplan: Gpuplan) -> None:
+    """--nodes given to simulate is exit 2, not ignored."""
     ran = gpuplan("simulate", DATA / "valid_small.json", "--nodes", NODES)
-    assert ran.code == 2 and "--nodes: applies to trace replays" in ran.err
+    assert ran.code == 2 and "unrecognized arguments: --nodes" in ran.err
+
+
+def test_simulate_replay_is_an_alias_that_says_so(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """simulate --replay KIND still runs replay KIND for one release, with a notice."""
+    ran = gpuplan("simulate", "--replay", "fgd", PODS, "--nodes", NODES, "--policy",
+                  "best-fit", "--seed", "1", "-o", tmp_path, "--workers", "1")
+    assert ran.code == 0, ran.err
+    assert "`gpuplan simulate --replay fgd` is now `gpuplan replay fgd`" in ran.err
+    assert (tmp_path / "pods" / "best-fit-1.json").exists()
+    # The alias takes replay's flags only: --progress, a simulator flag, is exit 2.
+    refused = gpuplan("simulate", "--replay=fgd", PODS, "--nodes", NODES, "-o",
+                      tmp_path / "other", "--progress")
+    assert refused.code == 2 and "unrecognized arguments: --progress" in refused.err
 
 
 def test_replay_bad_row_is_exit_2(gpuplan: Gpuplan, tmp_path: Path) -> None:
     """A bad pod row is exit 2 naming file, line and field, before any replay runs."""
-    ran = gpuplan("simulate", "--replay", "fgd", DATA / "openb" / "bad" / "not_a_number.csv",
+    ran = gpuplan("replay", "fgd", DATA / "openb" / "bad" / "not_a_number.csv",
                   "--nodes", NODES, "-o", tmp_path, "--seed", "1")
     assert ran.code == 2, ran.err
     assert "not_a_number.csv: line 3: cpu_milli is '4k'" in ran.err
@@ -84,7 +96,7 @@ def test_replay_bad_row_is_exit_2(gpuplan: Gpuplan, tmp_path: Path) -> None:
 
 def test_every_registered_policy_replays(gpuplan: Gpuplan, tmp_path: Path) -> None:
     """Every registered sharing policy runs through the same command and verifies."""
-    ran = gpuplan("simulate", "--replay", "fgd", PODS, "--nodes", NODES, "--policy",
+    ran = gpuplan("replay", "fgd", PODS, "--nodes", NODES, "--policy",
                   ",".join(POLICIES), "--seed", "3", "-o", tmp_path, "--workers", "1")
     assert ran.code == 0, ran.err
     assert f"{len(POLICIES)} replays, {len(POLICIES)} verified" in ran.err
@@ -92,7 +104,7 @@ def test_every_registered_policy_replays(gpuplan: Gpuplan, tmp_path: Path) -> No
 
 def test_time_replay_writes_verified_runs(gpuplan: Gpuplan, tmp_path: Path) -> None:
     """--replay time writes a verified time-based run per policy and its results table."""
-    ran = gpuplan("simulate", "--replay", "time", PODS, "--nodes", NODES, "--policy",
+    ran = gpuplan("replay", "time", PODS, "--nodes", NODES, "--policy",
                   "best-fit", "--seed", "0", "--speedup", "10", "-o", tmp_path,
                   "--workers", "1")
     assert ran.code == 0, ran.err
@@ -111,14 +123,14 @@ def test_time_replay_writes_verified_runs(gpuplan: Gpuplan, tmp_path: Path) -> N
 def test_each_replay_refuses_the_others_setting(gpuplan: Gpuplan, tmp_path: Path, kind: str,
                                                 flag: str, value: str) -> None:
     """--ratio belongs to fgd replays and --speedup to time replays: exit 2 otherwise."""
-    ran = gpuplan("simulate", "--replay", kind, PODS, "--nodes", NODES, flag, value, "-o",
+    ran = gpuplan("replay", kind, PODS, "--nodes", NODES, flag, value, "-o",
                   tmp_path)
-    assert ran.code == 2 and f"{flag}: is not a setting of --replay {kind}" in ran.err
+    assert ran.code == 2 and f"unrecognized arguments: {flag} {value}" in ran.err
 
 
 def test_time_replay_needs_times(gpuplan: Gpuplan, tmp_path: Path) -> None:
     """A pod list without creation and deletion times is exit 2 for a time replay."""
-    ran = gpuplan("simulate", "--replay", "time", DATA / "openb" / "pods_short.csv",
+    ran = gpuplan("replay", "time", DATA / "openb" / "pods_short.csv",
                   "--nodes", NODES, "-o", tmp_path / "out")
     assert ran.code == 2 and "has no creation_time and deletion_time" in ran.err
     assert not (tmp_path / "out").exists()
@@ -127,7 +139,7 @@ def test_time_replay_needs_times(gpuplan: Gpuplan, tmp_path: Path) -> None:
 def test_replay_with_migration_counts_moves_and_verifies(gpuplan: Gpuplan,
                                                         tmp_path: Path) -> None:
     """--migrate lets moved pods make room; the end state still verifies, moves are counted."""
-    ran = gpuplan("simulate", "--replay", "fgd", PODS, "--nodes", NODES, "--policy",
+    ran = gpuplan("replay", "fgd", PODS, "--nodes", NODES, "--policy",
                   "best-fit", "--seeds", "1:6", "--migrate", "2:0.5", "-o", tmp_path,
                   "--workers", "1")
     assert ran.code == 0, ran.err
@@ -142,13 +154,13 @@ def test_replay_with_migration_counts_moves_and_verifies(gpuplan: Gpuplan,
 @pytest.mark.parametrize("value", ["0", "2:1.5", "two"])
 def test_migrate_refuses_bad_values(gpuplan: Gpuplan, tmp_path: Path, value: str) -> None:
     """--migrate takes K (1-8) or K:SHARE (0-1): anything else is exit 2."""
-    ran = gpuplan("simulate", "--replay", "fgd", PODS, "--nodes", NODES, "--migrate", value,
+    ran = gpuplan("replay", "fgd", PODS, "--nodes", NODES, "--migrate", value,
                   "-o", tmp_path)
     assert ran.code == 2 and "--migrate" in ran.err
 
 
 def test_time_replay_refuses_migrate(gpuplan: Gpuplan, tmp_path: Path) -> None:
     """Migration is a setting of fgd replays; a time replay refuses it."""
-    ran = gpuplan("simulate", "--replay", "time", PODS, "--nodes", NODES, "--migrate", "2",
+    ran = gpuplan("replay", "time", PODS, "--nodes", NODES, "--migrate", "2",
                   "-o", tmp_path)
-    assert ran.code == 2 and "--migrate: is not a setting of --replay time" in ran.err
+    assert ran.code == 2 and "unrecognized arguments: --migrate 2" in ran.err

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from cli.conftest import Gpuplan
+from conftest import Gpuplan
 
 
 @pytest.mark.parametrize("which", ["instance", "schedule"])

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import DATA, INSTANCES, run_cli
+from conftest import DATA, INSTANCES, Gpuplan, run_cli
 
-from cli.conftest import Gpuplan
 from gpuplan.backends import BACKENDS
 from gpuplan.cli.solve import method_flags
 from gpuplan.core.errors import InputError

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import GAVEL
+from conftest import GAVEL, Gpuplan
 
-from cli.conftest import Gpuplan
 from gpuplan.core.files import write_text_atomic
 from gpuplan.core.schedule import Schedule
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gpuplan.harness.replay import replay_schedule
-from gpuplan.sharing import PolicyContext
+from gpuplan.sharing import ShareContext
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag, TypicalPods
 from gpuplan.sharing.gorand import GoRand
@@ -107,7 +107,7 @@ def policy_state(tmp_path: Path) -> tuple[CuttingStockPolicy, ClusterState]:
     state = ClusterState(openb_instance(tmp_path, NODES, PODS))
     state.place(0, 0, np.array([0]))
     state.place(1, 0, np.array([1]))
-    policy = CuttingStockPolicy(PolicyContext(rng=GoRand(1), frag=NodeFrag(SHARES, state)))
+    policy = CuttingStockPolicy(ShareContext(rng=GoRand(1), frag=NodeFrag(SHARES, state)))
     return policy, state
 
 
@@ -155,7 +155,7 @@ def test_prices_keep_a_470_gap_for_a_470(tmp_path: Path) -> None:
     state = ClusterState(openb_instance(tmp_path, nodes, pods))
     state.place(0, 0, np.array([0]))
     typical = _typical([1000, 1000, 1000], [650, 470, 320], [1, 1, 1], [40, 20, 15])
-    context = PolicyContext(rng=GoRand(1), frag=NodeFrag(typical, state))
+    context = ShareContext(rng=GoRand(1), frag=NodeFrag(typical, state))
     policy = CuttingStockPolicy(context)
     assert policy.prices.size_value[[320, 470, 650]] == pytest.approx([0, 1 / 2, 1])
     assert policy.share_gpu(state, 1, 0) == 1
@@ -177,7 +177,7 @@ def test_cpu_only_pod_spares_a_cpu_poor_node(tmp_path: Path) -> None:
     nodes = [("m0", 60000, 393216, 8, "G2"), ("m1", 160000, 393216, 8, "G2")]
     pods: list[Pod] = [("cpu", 44000, 1024, 0, 0, "")]
     state = ClusterState(openb_instance(tmp_path, nodes, pods))
-    context = PolicyContext(rng=GoRand(1), frag=NodeFrag(_typical([12000], [1000], [1], [1]),
+    context = ShareContext(rng=GoRand(1), frag=NodeFrag(_typical([12000], [1000], [1], [1]),
                                                          state))
     both = np.array([0, 1])
     assert CuttingStockPolicy(context).score(state, 0, both).tolist() == [-4000000, -2500000]

@@ -9,7 +9,7 @@ import pytest
 
 from gpuplan.core.instance import Instance
 from gpuplan.harness.replay import replay_schedule
-from gpuplan.sharing import PolicyContext, SharePolicy
+from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag, typical_pods
 from gpuplan.sharing.gorand import GoRand
@@ -39,7 +39,7 @@ def _cluster(tmp_path: Path, nodes: list[Node], pods: list[Pod],
     state = ClusterState(instance)
     for name, (node, gpus) in placed.items():
         state.place(instance.job_index[name], instance.node_index[node], np.array(gpus))
-    context = PolicyContext(rng=GoRand(1), frag=NodeFrag(typical_pods(instance), state))
+    context = ShareContext(rng=GoRand(1), frag=NodeFrag(typical_pods(instance), state))
     return state, POLICIES[policy](context)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuplan.sharing import PolicyContext, SharePolicy
+from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag, TypicalPods
 from gpuplan.sharing.gorand import GoRand
@@ -47,7 +47,7 @@ def state(tmp_path: Path) -> ClusterState:
 
 def _policy(name: str, state: ClusterState, seed: int = 1) -> SharePolicy:
     """A registered policy bound to the state, FGD's typical pods and a Go source."""
-    return POLICIES[name](PolicyContext(rng=GoRand(seed), frag=NodeFrag(TYPICAL, state)))
+    return POLICIES[name](ShareContext(rng=GoRand(seed), frag=NodeFrag(TYPICAL, state)))
 
 
 @pytest.mark.parametrize(("name", "pod", "expected"), [

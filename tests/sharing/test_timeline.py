@@ -12,7 +12,7 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.instance import Instance
 from gpuplan.harness.replay import time_run
 from gpuplan.readers.openb import read_openb
-from gpuplan.sharing import PolicyContext
+from gpuplan.sharing import ShareContext
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag, typical_pods
 from gpuplan.sharing.gorand import GoRand
@@ -135,7 +135,7 @@ def naive_starts(instance: Instance, policy: str, seed: int) -> list[float]:
     node, then the arrivals.
     """
     state = ClusterState(instance)
-    chooser = POLICIES[policy](PolicyContext(rng=GoRand(seed), frag=NodeFrag(
+    chooser = POLICIES[policy](ShareContext(rng=GoRand(seed), frag=NodeFrag(
         typical_pods(instance), state)))
     start = [float("nan")] * instance.n_jobs
     leaving: list[tuple[float, int]] = []

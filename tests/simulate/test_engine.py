@@ -20,6 +20,7 @@ from conftest import instance_from
 
 from gpuplan.core.errors import InputError
 from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.options import NoOptions
 from gpuplan.core.schedule import Schedule, Segment, ViolationKind
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate
 from gpuplan.simulate.policies import PLACEMENTS, SCHEDULERS
@@ -57,7 +58,7 @@ def register_scheduler(monkeypatch: pytest.MonkeyPatch, decide: Decide, *,
     class Scripted:
         name: ClassVar[str] = "test-scripted"
         description: ClassVar[str] = "decides as the test says"
-        takes: ClassVar[frozenset[str]] = frozenset()
+        options_type: ClassVar[type[Any]] = NoOptions
         modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
         preemptive: ClassVar[bool] = stops
 
@@ -123,7 +124,7 @@ def register_placement(monkeypatch: pytest.MonkeyPatch,
     class Picking:
         name: ClassVar[str] = "test-picking"
         description: ClassVar[str] = "places as the test says"
-        takes: ClassVar[frozenset[str]] = frozenset()
+        options_type: ClassVar[type[Any]] = NoOptions
 
         def __init__(self, context: PolicyContext) -> None:
             del context

@@ -12,13 +12,14 @@ The run: two GPUs of type A on node n1 (GPUs 0, 1), two of type B on node n2 (GP
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 from conftest import instance_from
 
 from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.options import NoOptions
 from gpuplan.core.result import Event, EventKind, Result
 from gpuplan.core.status import Status
 from gpuplan.simulate.engine import Engine, SimulationConfig
@@ -216,7 +217,7 @@ class _InArrivalOrder:
 
     name: ClassVar[str] = "in-arrival-order"
     description: ClassVar[str] = "test scheduler"
-    takes: ClassVar[frozenset[str]] = frozenset()
+    options_type: ClassVar[type[Any]] = NoOptions
     modes: ClassVar[frozenset[Mode]] = frozenset({Mode.EVENT})
     preemptive: ClassVar[bool] = False
 
@@ -232,7 +233,7 @@ class _FirstFit:
 
     name: ClassVar[str] = "first-fit"
     description: ClassVar[str] = "test placement"
-    takes: ClassVar[frozenset[str]] = frozenset()
+    options_type: ClassVar[type[Any]] = NoOptions
 
     def place(self, cluster: ClusterView, job: int, gpu_type: int) -> IntArray | None:
         gang = int(cluster.instance.gang[job])

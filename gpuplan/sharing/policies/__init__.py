@@ -7,7 +7,13 @@ simulator's scores exactly; gpuplan's own register here too, one import and one 
 
 from __future__ import annotations
 
-from gpuplan.sharing import SharePolicy
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from gpuplan.core.errors import InputError
+from gpuplan.core.options import declared_options, part_options
+from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.policies.best_fit import BestFitPolicy
 from gpuplan.sharing.policies.cutting_stock import CuttingStockPolicy
 from gpuplan.sharing.policies.dot_product import DotProductPolicy
@@ -29,3 +35,39 @@ POLICIES: dict[str, type[SharePolicy]] = {
         CuttingStockPolicy,
     )
 }
+
+
+def policy_class(policy: str | type[SharePolicy]) -> type[SharePolicy]:
+    """The registered policy called ``policy`` (or the class given).
+
+    Raises
+    ------
+    InputError
+        Naming ``--policy`` and the registered policies, if there is no such policy.
+    """
+    if not isinstance(policy, str):
+        return policy
+    try:
+        return POLICIES[policy]
+    except KeyError:
+        raise InputError("--policy", "", f"unknown sharing policy {policy!r}; choose from "
+                         f"{', '.join(POLICIES)}") from None
+
+
+def build_policy(policy: str | type[SharePolicy], context: ShareContext,
+                 options: Mapping[str, Any]) -> SharePolicy:
+    """A policy for one replay, with its typed options built from ``options``.
+
+    Raises
+    ------
+    InputError
+        An unknown policy, or an option it does not take (or a bad value).
+    """
+    cls = policy_class(policy)
+    typed = part_options(cls, "sharing policy", options, source="--policy")
+    return cls(dataclasses.replace(context, options=typed))
+
+
+def policy_option_takers() -> dict[str, tuple[dataclasses.Field[Any], list[str]]]:
+    """Every option of a registered policy, once by flag, with the policies that take it."""
+    return declared_options(POLICIES.values())

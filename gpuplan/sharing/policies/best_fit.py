@@ -9,12 +9,13 @@ best-fitting one.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.instance import IntArray
-from gpuplan.sharing import PolicyContext
+from gpuplan.core.options import NoOptions
+from gpuplan.sharing import ShareContext
 from gpuplan.sharing.cluster import MAX_SPEC_CPU, MAX_SPEC_GPU, ClusterState
 
 
@@ -31,9 +32,10 @@ class BestFitPolicy:
     """FGD's BestFit policy (see the module docstring)."""
 
     name: ClassVar[str] = "best-fit"
+    options_type: ClassVar[type[Any]] = NoOptions
     description: ClassVar[str] = "least free CPU and GPU left on the node (FGD's BestFit)"
 
-    def __init__(self, context: PolicyContext) -> None:
+    def __init__(self, context: ShareContext) -> None:
         del context  # a pure function of the node state
 
     def score(self, state: ClusterState, pod: int, feasible: IntArray) -> IntArray:

@@ -33,7 +33,7 @@ and 95.39); without the gap prices 95.88, without the fill order 95.63.
 from __future__ import annotations
 
 import logging
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,8 +41,9 @@ from gpuplan.backends import backend_for
 from gpuplan.backends.base import Capabilities
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.instance import FloatArray, IntArray
+from gpuplan.core.options import NoOptions
 from gpuplan.models.linear import LazyNames, RowBuilder
-from gpuplan.sharing import PolicyContext
+from gpuplan.sharing import ShareContext
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 from gpuplan.sharing.frag import TypicalPods
 
@@ -234,10 +235,11 @@ class CuttingStockPolicy:
     """gpuplan's cutting-stock fit (see the module docstring)."""
 
     name: ClassVar[str] = "cutting-stock"
+    options_type: ClassVar[type[Any]] = NoOptions
     description: ClassVar[str] = ("gpuplan's own: GPU gaps priced by a cutting-stock LP, "
                                   "CPU-aware stranded capacity, first fit in node order")
 
-    def __init__(self, context: PolicyContext) -> None:
+    def __init__(self, context: ShareContext) -> None:
         self.typical = context.frag.typical
         self.prices = GapPrices(*share_sizes(self.typical))
         self._shapes: dict[tuple[int, int, int], _ShapeCosts] = {}

@@ -8,12 +8,13 @@ pod is the best-fitting one (``-gpusel best``).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.instance import IntArray
-from gpuplan.sharing import PolicyContext
+from gpuplan.core.options import NoOptions
+from gpuplan.sharing import ShareContext
 from gpuplan.sharing.cluster import MAX_SPEC_CPU, MAX_SPEC_GPU, ClusterState
 
 
@@ -21,9 +22,10 @@ class DotProductPolicy:
     """FGD's DotProd policy (see the module docstring)."""
 
     name: ClassVar[str] = "dot-product"
+    options_type: ClassVar[type[Any]] = NoOptions
     description: ClassVar[str] = "least aligned free (CPU, GPU) vector (Tetris, FGD's DotProd)"
 
-    def __init__(self, context: PolicyContext) -> None:
+    def __init__(self, context: ShareContext) -> None:
         del context  # a pure function of the node state
 
     def score(self, state: ClusterState, pod: int, feasible: IntArray) -> IntArray:

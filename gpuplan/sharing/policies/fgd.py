@@ -13,12 +13,13 @@ milli, GPU count), so scores are cached per shape and recomputed only for nodes 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.instance import IntArray
-from gpuplan.sharing import PolicyContext
+from gpuplan.core.options import NoOptions
+from gpuplan.sharing import ShareContext
 from gpuplan.sharing.cluster import ClusterState
 from gpuplan.sharing.frag import NodeFrag, frag_amount, frag_parts
 
@@ -44,10 +45,11 @@ class FGDPolicy:
     """FGD's policy (see the module docstring)."""
 
     name: ClassVar[str] = "fgd"
+    options_type: ClassVar[type[Any]] = NoOptions
     description: ClassVar[str] = ("least expected fragmentation over the typical pods "
                                   "(FGD, ATC'23)")
 
-    def __init__(self, context: PolicyContext) -> None:
+    def __init__(self, context: ShareContext) -> None:
         self.frag: NodeFrag = context.frag
         self._cache: dict[tuple[int, int, int], _ShapeCache] = {}
 

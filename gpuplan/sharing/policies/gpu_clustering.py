@@ -9,12 +9,13 @@ of a share pod is the best-fitting one.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.instance import IntArray
-from gpuplan.sharing import PolicyContext
+from gpuplan.core.options import NoOptions
+from gpuplan.sharing import ShareContext
 from gpuplan.sharing.cluster import MAX_SPEC_GPU, ClusterState
 
 
@@ -22,9 +23,10 @@ class GpuClusteringPolicy:
     """FGD's GpuClustering policy (see the module docstring)."""
 
     name: ClassVar[str] = "gpu-clustering"
+    options_type: ClassVar[type[Any]] = NoOptions
     description: ClassVar[str] = "group pods of one GPU shape on fuller nodes (FGD's GpuClustering)"
 
-    def __init__(self, context: PolicyContext) -> None:
+    def __init__(self, context: ShareContext) -> None:
         del context  # a pure function of the node state
 
     def score(self, state: ClusterState, pod: int, feasible: IntArray) -> IntArray:

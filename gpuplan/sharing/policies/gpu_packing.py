@@ -10,12 +10,13 @@ best-fitting one.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.instance import IntArray
-from gpuplan.sharing import PolicyContext
+from gpuplan.core.options import NoOptions
+from gpuplan.sharing import ShareContext
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 
 
@@ -23,9 +24,10 @@ class GpuPackingPolicy:
     """FGD's GpuPacking policy (see the module docstring)."""
 
     name: ClassVar[str] = "gpu-packing"
+    options_type: ClassVar[type[Any]] = NoOptions
     description: ClassVar[str] = "pack onto used GPUs, then used nodes (FGD's GpuPacking)"
 
-    def __init__(self, context: PolicyContext) -> None:
+    def __init__(self, context: ShareContext) -> None:
         del context  # a pure function of the node state
 
     def score(self, state: ClusterState, pod: int, feasible: IntArray) -> IntArray:

@@ -9,12 +9,13 @@ reproduce; here they are in node order, so the draws match FGD's in distribution
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.instance import IntArray
-from gpuplan.sharing import PolicyContext
+from gpuplan.core.options import NoOptions
+from gpuplan.sharing import ShareContext
 from gpuplan.sharing.cluster import ClusterState
 
 #: Kubernetes' ``MaxNodeScore``.
@@ -25,9 +26,10 @@ class RandomPolicy:
     """FGD's Random policy (see the module docstring)."""
 
     name: ClassVar[str] = "random"
+    options_type: ClassVar[type[Any]] = NoOptions
     description: ClassVar[str] = "a uniformly random feasible node and GPU (FGD's Random)"
 
-    def __init__(self, context: PolicyContext) -> None:
+    def __init__(self, context: ShareContext) -> None:
         self.rng = context.rng
 
     def score(self, state: ClusterState, pod: int, feasible: IntArray) -> IntArray:

@@ -1,18 +1,20 @@
 """The simulator's policy parts by name: the registries behind ``gpuplan simulate``.
 
-A part is a class with ``name``, ``description`` and ``takes`` (its option names) class
-attributes, built once per run from a :class:`~gpuplan.simulate.policy.PolicyContext`
-holding its options. Adding one is a module here and
-one line in its registry; the CLI's choices and ``--help`` follow.
+A part is a class with ``name``, ``description`` and ``options_type`` (a frozen dataclass of
+:func:`~gpuplan.core.options.option` fields) class attributes, built once per run from a
+:class:`~gpuplan.simulate.policy.PolicyContext` holding its typed options. Adding one,
+options and all, is a module here and one line in its registry; the CLI's choices, flags
+and ``--help`` follow (:func:`option_takers`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from gpuplan.core.errors import InputError
+from gpuplan.core.options import declared_options, part_options, takes_key
 from gpuplan.simulate.policies.admit_all import AdmitAll
 from gpuplan.simulate.policies.best_fit import BestFit
 from gpuplan.simulate.policies.fifo import Fifo
@@ -39,6 +41,11 @@ PLACEMENTS: dict[str, type[Placement]] = {part.name: part for part in (BestFit, 
 #: Admissions by name.
 ADMISSIONS: dict[str, type[Admission]] = {part.name: part for part in (AdmitAll,)}
 
+#: The registry of each kind of part a run chooses, with the flag that chooses it.
+KINDS: dict[str, tuple[Mapping[str, type[Any]], str]] = {
+    "scheduler": (SCHEDULERS, "--policy"), "placement": (PLACEMENTS, "--placement"),
+    "admission": (ADMISSIONS, "--admission")}
+
 
 def part_class(registry: Mapping[str, type[_Part]], name: str, flag: str) -> type[_Part]:
     """The part called ``name`` in ``registry``.
@@ -55,6 +62,11 @@ def part_class(registry: Mapping[str, type[_Part]], name: str, flag: str) -> typ
                          f"{', '.join(registry)}") from None
 
 
+def option_takers() -> dict[str, tuple[dataclasses.Field[Any], list[str]]]:
+    """Every option of a registered part, once by flag, with the parts that take it."""
+    return declared_options(cls for registry, _ in KINDS.values() for cls in registry.values())
+
+
 def build_parts(names: Mapping[str, str], options: Mapping[str, Any],
                 context: PolicyContext) -> tuple[Scheduler, Placement, Admission]:
     """Build a run's scheduler, placement and admission, each with the options it takes.
@@ -64,32 +76,30 @@ def build_parts(names: Mapping[str, str], options: Mapping[str, Any],
     names
         ``scheduler``, ``placement`` and ``admission`` names.
     options
-        Every part option given (flag name without dashes, underscores for dashes).
+        The parts' settings by option name or flag, as text (parsed as the flag parses
+        it) or as values; each goes to every chosen part that takes it.
     context
-        The run's context; each part gets it with its own options.
+        The run's context; each part gets it with its own typed options.
 
     Raises
     ------
     InputError
-        An unknown name, or an option no chosen part takes (naming the flag and the parts).
+        An unknown name, an option no chosen part takes (naming the flag and the parts),
+        or a bad value.
     """
-    scheduler = part_class(SCHEDULERS, names["scheduler"], "--policy")
-    placement = part_class(PLACEMENTS, names["placement"], "--placement")
-    admission = part_class(ADMISSIONS, names["admission"], "--admission")
-    parts: tuple[tuple[str, type[Any]], ...] = (
-        ("scheduler", scheduler), ("placement", placement), ("admission", admission))
-    stray = sorted(set(options) - set().union(*(cls.takes for _, cls in parts)))
+    chosen = {kind: part_class(registry, names[kind], flag)
+              for kind, (registry, flag) in KINDS.items()}
+    stray = [key for key in options
+             if not any(takes_key(cls.options_type, key) for cls in chosen.values())]
     if stray:
-        flags = ", ".join("--" + key.replace("_", "-") for key in stray)
-        chosen = ", ".join(f"{kind} {names[kind]!r}" for kind, _ in parts)
-        raise InputError(flags, "", f"no part of the policy takes {flags} ({chosen})")
-
-    def own(cls: type[Any]) -> PolicyContext:
-        return dataclasses.replace(context, options={
-            key: value for key, value in options.items() if key in cls.takes})
-
-    # Protocol classes cannot be called in mypy's eyes; every registered class takes
-    # exactly the context.
-    return (cast(Callable[[PolicyContext], Scheduler], scheduler)(own(scheduler)),
-            cast(Callable[[PolicyContext], Placement], placement)(own(placement)),
-            cast(Callable[[PolicyContext], Admission], admission)(own(admission)))
+        flags = ", ".join("--" + key.lstrip("-").replace("_", "-") for key in stray)
+        parts = ", ".join(f"{kind} {cls.name!r}" for kind, cls in chosen.items())
+        raise InputError(flags, "", f"no part of the policy takes {flags} ({parts})")
+    built = []
+    for kind, cls in chosen.items():
+        mine = {key: value for key, value in options.items()
+                if takes_key(cls.options_type, key)}
+        typed = part_options(cls, kind, mine, source=f"--{kind}")
+        built.append(cls(dataclasses.replace(context, options=typed)))
+    scheduler, placement, admission = built
+    return scheduler, placement, admission

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from gpuplan.core.options import NoOptions
 from gpuplan.simulate.policy import PolicyContext, View
 
 
@@ -12,7 +13,7 @@ class AdmitAll:
 
     name: ClassVar[str] = "all"
     description: ClassVar[str] = "admit every job when it arrives"
-    takes: ClassVar[frozenset[str]] = frozenset()
+    options_type: ClassVar[type[Any]] = NoOptions
 
     def __init__(self, context: PolicyContext) -> None:
         del context

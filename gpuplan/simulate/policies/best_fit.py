@@ -9,11 +9,12 @@ blocks whole for large gangs.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.instance import IntArray
+from gpuplan.core.options import NoOptions
 from gpuplan.simulate.policy import ClusterView, PolicyContext
 
 
@@ -43,7 +44,7 @@ class BestFit:
     name: ClassVar[str] = "best-fit"
     description: ClassVar[str] = ("resume on the previous GPUs when free, else the node "
                                   "with the fewest free GPUs that holds the gang")
-    takes: ClassVar[frozenset[str]] = frozenset()
+    options_type: ClassVar[type[Any]] = NoOptions
 
     def __init__(self, context: PolicyContext) -> None:
         del context

@@ -10,11 +10,12 @@ they differ only in the key jobs are sorted by (:meth:`Fifo.key`).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.instance import FloatArray, IntArray
+from gpuplan.core.options import NoOptions
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 
 
@@ -24,7 +25,7 @@ class Fifo:
     name: ClassVar[str] = "fifo"
     description: ClassVar[str] = ("first come, first served; a later job starts only when "
                                   "the earlier ones do not fit (non-preemptive)")
-    takes: ClassVar[frozenset[str]] = frozenset()
+    options_type: ClassVar[type[Any]] = NoOptions
     modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
     preemptive: ClassVar[bool] = False
     calls_solver: ClassVar[bool] = False

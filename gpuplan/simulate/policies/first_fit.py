@@ -7,11 +7,12 @@ the lowest-index node with enough free GPUs of the type, on its lowest-index fre
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.instance import IntArray
+from gpuplan.core.options import NoOptions
 from gpuplan.simulate.policies.best_fit import gpus_on, previous_gpus
 from gpuplan.simulate.policy import ClusterView, PolicyContext
 
@@ -22,7 +23,7 @@ class FirstFit:
     name: ClassVar[str] = "first-fit"
     description: ClassVar[str] = ("resume on the previous GPUs when free, else the first "
                                   "node that holds the gang")
-    takes: ClassVar[frozenset[str]] = frozenset()
+    options_type: ClassVar[type[Any]] = NoOptions
 
     def __init__(self, context: PolicyContext) -> None:
         del context

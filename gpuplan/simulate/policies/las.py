@@ -35,14 +35,14 @@ overhead, and the next one lands on the crossing.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from numbers import Real
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.errors import InputError
 from gpuplan.core.instance import FloatArray
+from gpuplan.core.options import check_range, option, parse_number
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 
 #: Tiresias' dlas-gpu queue thresholds in GPU-hours (3250 and 7200 GPU-seconds).
@@ -54,59 +54,36 @@ DEFAULT_STARVATION = 0.0
 _EPS_S = 1e-6
 
 
-def thresholds_option(value: object) -> FloatArray:
-    """``--thresholds`` (GPU-hours, increasing, positive) as GPU-seconds.
-
-    Parameters
-    ----------
-    value
-        A sequence of numbers, or the flag's text: numbers separated by commas.
-
-    Raises
-    ------
-    InputError
-        Naming ``--thresholds`` when a value is not a positive finite number or the values
-        do not increase.
-    """
-    items: Sequence[object]
-    if isinstance(value, str):
-        items = [part.strip() for part in value.split(",")]
-    elif isinstance(value, Sequence):
-        items = value
-    else:
-        items = [value]
-    hours = [_number(item, "--thresholds") for item in items]
-    if not hours or min(hours) <= 0 or (np.diff(hours) <= 0).any():
-        raise InputError("--thresholds", "", f"{value!r} is not a list of positive "
-                         "GPU-hours in increasing order, e.g. 0.9,2")
-    return np.array(hours) * 3600.0
-
-
-def starvation_option(value: object) -> float:
-    """``--starvation`` (the promotion multiple, >= 0; 0 disables promotion).
-
-    Raises
-    ------
-    InputError
-        Naming ``--starvation`` when it is not a finite number >= 0.
-    """
-    multiple = _number(value, "--starvation")
-    if multiple < 0:
-        raise InputError("--starvation", "", f"{value!r} is negative; give a multiple "
-                         ">= 0 of a job's run time (0 disables promotion)")
-    return multiple
-
-
-def _number(value: object, flag: str) -> float:
+def _thresholds(text: str) -> tuple[float, ...]:
+    """``--thresholds`` text: GPU-hours separated by commas."""
     try:
-        if isinstance(value, bool) or not isinstance(value, Real | str):
-            raise ValueError
-        number = float(value)
+        return tuple(float(part) for part in text.split(","))
     except ValueError:
-        raise InputError(flag, "", f"{value!r} is not a number") from None
-    if not math.isfinite(number):
-        raise InputError(flag, "", f"{value!r} is not a finite number")
-    return number
+        raise ValueError(f"expected GPU-hours separated by commas, e.g. 0.9,2; got "
+                         f"{text!r}") from None
+
+
+@dataclass(frozen=True)
+class LasOptions:
+    """Options of the ``las`` scheduler."""
+
+    thresholds: tuple[float, ...] = option(
+        DEFAULT_THRESHOLDS, "--thresholds", "attained-service thresholds of the priority "
+        "queues, GPU-hours, increasing (default: Tiresias' dlas-gpu, 3250 and 7200 "
+        "GPU-seconds)", parse=_thresholds, metavar="H,H,...")
+    starvation: float = option(
+        DEFAULT_STARVATION, "--starvation", "promote a job that waited X times its run time "
+        "since it last entered the top queue (default: 0, never)",
+        parse=parse_number(float, 0.0, 1e12), metavar="X")
+
+    def __post_init__(self) -> None:
+        """Refuse thresholds that are not positive, finite and increasing, however given."""
+        hours = np.asarray(self.thresholds, dtype=float)
+        if (hours.ndim != 1 or hours.size == 0 or not np.isfinite(hours).all()
+                or hours.min() <= 0 or (np.diff(hours) <= 0).any()):
+            raise InputError("--thresholds", "", f"{self.thresholds!r} is not a list of "
+                             "positive GPU-hours in increasing order, e.g. 0.9,2")
+        check_range("--starvation", self.starvation, 0.0, 1e12)
 
 
 class Las:
@@ -116,16 +93,16 @@ class Las:
     description: ClassVar[str] = ("Tiresias' discretized 2D-LAS: priority queues by "
                                   "attained GPU-time, preemptive (--thresholds, "
                                   "--starvation)")
-    takes: ClassVar[frozenset[str]] = frozenset({"thresholds", "starvation"})
+    options_type: ClassVar[type[Any]] = LasOptions
     modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
     preemptive: ClassVar[bool] = True
     calls_solver: ClassVar[bool] = False
 
     def __init__(self, context: PolicyContext) -> None:
-        options = context.options
+        options: LasOptions = context.options
         #: Queue thresholds in GPU-seconds; queue k holds service in [limits[k-1], limits[k]).
-        self.limits = thresholds_option(options.get("thresholds", DEFAULT_THRESHOLDS))
-        self.starvation = starvation_option(options.get("starvation", DEFAULT_STARVATION))
+        self.limits = np.asarray(options.thresholds, dtype=float) * 3600.0
+        self.starvation = options.starvation
         n = context.instance.n_jobs
         # Service a job had when it last entered the top queue (promotion resets it).
         self.base: FloatArray = np.zeros(n)

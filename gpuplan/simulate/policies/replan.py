@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.errors import InputError
-from gpuplan.core.instance import IntArray
+from gpuplan.core.instance import MAX_TIME_S, IntArray
 from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.options import check_range, option, parse_number
 from gpuplan.methods import METHODS
 from gpuplan.planning import plan
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
@@ -35,6 +37,30 @@ DEFAULT_CALL_S = 1.0
 OBJECTIVE = ObjectiveKind.WEIGHTED_COMPLETION
 
 
+@dataclass(frozen=True)
+class ReplanOptions:
+    """Options of the ``replan`` scheduler."""
+
+    replan_method: str = option(
+        "greedy", "--replan-method", "the registered planning method the replan hook calls on "
+        "the residual jobs (default: greedy)",
+        choices=tuple(name for name, method in METHODS.items() if OBJECTIVE in method.objectives),
+        metavar="NAME")
+    replan_every: float = option(
+        0.0, "--replan-every", "at most one replan every S seconds (default: 0)",
+        parse=parse_number(float, 0.0, MAX_TIME_S), metavar="S")
+
+    def __post_init__(self) -> None:
+        """Refuse a method that cannot plan the residual batches, and a bad interval."""
+        if self.replan_method not in METHODS:
+            raise InputError("--replan-method", "", f"unknown method {self.replan_method!r}; "
+                             f"choose one of: {', '.join(METHODS)}")
+        if OBJECTIVE not in METHODS[self.replan_method].objectives:
+            raise InputError("--replan-method", "", f"method {self.replan_method!r} cannot "
+                             f"plan {OBJECTIVE.value!r}, which the residual batches minimise")
+        check_range("--replan-every", self.replan_every, 0.0, MAX_TIME_S)
+
+
 class Replan:
     """Follows plans of the residual batch made by a registered method."""
 
@@ -42,24 +68,15 @@ class Replan:
     description: ClassVar[str] = ("plan the active jobs with --replan-method (default greedy) "
                                   "whenever they change, at most every --replan-every s, "
                                   "and run them in planned order")
-    takes: ClassVar[frozenset[str]] = frozenset({"replan_method", "replan_every"})
+    options_type: ClassVar[type[Any]] = ReplanOptions
     modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
     preemptive: ClassVar[bool] = True
     calls_solver: ClassVar[bool] = True
 
     def __init__(self, context: PolicyContext) -> None:
-        options = context.options
-        self.method = str(options.get("replan_method", "greedy"))
-        if self.method not in METHODS:
-            raise InputError("--replan-method", "", f"unknown method {self.method!r}; "
-                             f"choose one of: {', '.join(METHODS)}")
-        if OBJECTIVE not in METHODS[self.method].objectives:
-            raise InputError("--replan-method", "", f"method {self.method!r} cannot plan "
-                             f"{OBJECTIVE.value!r}, which the residual batches minimise")
-        self.every = float(options.get("replan_every", 0.0))
-        if not 0 <= self.every < np.inf:
-            raise InputError("--replan-every", "", f"{self.every:g} is not a number of "
-                             "seconds >= 0")
+        options: ReplanOptions = context.options
+        self.method = options.replan_method
+        self.every = options.replan_every
         settings = context.settings
         self.settings = (settings if settings.time_limit_s is not None else
                          dataclasses.replace(settings, time_limit_s=DEFAULT_CALL_S))
