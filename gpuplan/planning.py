@@ -14,7 +14,7 @@ from typing import Any
 from gpuplan.backends import BACKENDS
 from gpuplan.backends.base import check_capabilities
 from gpuplan.core.budget import Budget, never
-from gpuplan.core.errors import InputError, VerificationError
+from gpuplan.core.errors import InputError, VerificationError, setting
 from gpuplan.core.instance import Instance
 from gpuplan.core.options import part_options
 from gpuplan.core.result import Result, infeasible
@@ -55,7 +55,7 @@ def _options(method: Method, options: Any) -> Any:
     if isinstance(options, Mapping):
         return part_options(method, "method", options)
     if not isinstance(options, method.options_type):
-        raise InputError("--method", "", f"method {method.name!r} takes "
+        raise InputError(setting("method"), "", f"method {method.name!r} takes "
                          f"{method.options_type.__name__}, not {type(options).__name__}")
     return options
 
@@ -74,9 +74,9 @@ def _warm_heuristic(instance: Instance, method: Method, name: str,
             and instance.objective in m.objectives]
     if not method.warm_starts or name not in able:
         takers = [m.name for m in METHODS.values() if m.warm_starts]
-        raise InputError("--warm-start", "", f"a heuristic warm start ({', '.join(able)}) "
-                         f"works with --method {' or '.join(takers)}; got {name!r} for "
-                         f"--method {method.name}")
+        raise InputError(setting("warm"), "", f"a heuristic warm start ({', '.join(able)}) "
+                         f"works with `method` {' or '.join(takers)}; got {name!r} for "
+                         f"`method` {method.name}")
     heuristic = METHODS[name]
     return _warm_run(instance, heuristic, heuristic.options_type(), settings)
 
@@ -118,7 +118,7 @@ def check_settings(method: Method, settings: RunSettings) -> None:
     """
     if settings.iterations is not None and not method.iterative:
         counting = [m.name for m in METHODS.values() if m.iterative]
-        raise InputError("--iterations", "", f"method {method.name!r} does not count "
+        raise InputError(setting("iterations"), "", f"method {method.name!r} does not count "
                          f"iterations; methods that do: {', '.join(counting)}")
 
 
@@ -133,7 +133,7 @@ def check_method(instance: Instance, method: Method, options: Any,
     """
     if instance.objective not in method.objectives:
         able = [m.name for m in METHODS.values() if instance.objective in m.objectives]
-        raise InputError("--method", "", f"method {method.name!r} cannot plan objective "
+        raise InputError(setting("method"), "", f"method {method.name!r} cannot plan objective "
                          f"{instance.objective.value!r}; methods that can: {', '.join(able)}")
     if instance.has_node_resources:
         # The solve methods model GPUs only; node CPU and memory and CPU-only jobs are
@@ -147,17 +147,17 @@ def check_method(instance: Instance, method: Method, options: Any,
         # None: the method picks its backend for the objective (textbook's makespan).
         name = options.backend or method.backends[0]
         if name not in method.backends:
-            raise InputError("--solver", "", f"unknown value {name!r}; method "
-                             f"{method.name!r} takes --solver {' or '.join(method.backends)}")
+            raise InputError(setting("backend"), "", f"unknown value {name!r}; method "
+                             f"{method.name!r} takes `backend` {' or '.join(method.backends)}")
         check_capabilities(BACKENDS[name].capabilities, name, method.needs(instance, options),
-                           f"--method {method.name} for {instance.objective.value}")
+                           f"method {method.name!r} for {instance.objective.value}")
     method.check(instance, options)
 
 
 def plan(
     instance: Instance, method: str = DEFAULT_METHOD, options: Any = None,
     settings: RunSettings | None = None, warm: str | Schedule | None = None,
-    stop: Callable[[], bool] | None = None, source: str = "--warm-start",
+    stop: Callable[[], bool] | None = None, source: str = setting("warm"),
 ) -> Schedule:
     """Plan an instance with a registered method and return the verified schedule.
 
@@ -200,7 +200,7 @@ def plan(
     if isinstance(warm, Schedule):
         if WarmStart.PLAN not in chosen.warm_starts:
             takers = [m.name for m in METHODS.values() if WarmStart.PLAN in m.warm_starts]
-            raise InputError("--warm-start", "", f"method {method!r} takes no plan to start "
+            raise InputError(setting("warm"), "", f"method {method!r} takes no plan to start "
                              f"from; methods that do: {', '.join(takers)}")
         start = start_from(instance, warm, source)
     elif warm is not None:

@@ -122,11 +122,11 @@ def test_what_a_backend_lacks_is_refused_naming_the_solver(name: str, kind: str)
     ignoring the continuous columns or the quadratic term.
     """
     program = PROGRAMS[kind][0]()
-    with pytest.raises(InputError, match=f"--solver.*{name} backend") as refused:
+    with pytest.raises(InputError, match=f"`backend`.*{name} backend") as refused:
         check_capabilities(BACKENDS[name].capabilities, name, program_needs(program),
                            f"--method milp for {kind}")
-    assert refused.value.source == "--solver"
-    with pytest.raises(InputError, match=f"--solver.*{name} backend"):
+    assert refused.value.source == "`backend`"
+    with pytest.raises(InputError, match=f"`backend`.*{name} backend"):
         get_backend(name).solve_program(program, limits())
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpuplan import Instance, ObjectiveKind, RunSettings, plan
+from gpuplan import InputError, Instance, ObjectiveKind, RunSettings, plan
 from gpuplan.core.result import Result
 from gpuplan.core.settings import Context
 from gpuplan.methods import METHODS
@@ -57,3 +57,18 @@ def test_methods_without_a_declared_start_run_none(small: Instance) -> None:
         declared = {name for name, method in METHODS.items()
                     if method.default_warm(instance, 10.0) is not None}
         assert declared == ({"cp"} if kind is ObjectiveKind.TARDINESS else set())
+
+
+@pytest.mark.parametrize(("method", "options", "setting"), [
+    ("balance", {"floor": 2.0}, "floor"),
+    ("balance", {"round_s": 1e-6}, "round_s"),
+    ("greedy", {"policy": "makespan"}, "policy"),
+    ("cp", {"backend": "highs"}, "backend"),
+])
+def test_library_errors_name_settings_not_flags(small: Instance, method: str,
+                                                 options: dict[str, Any], setting: str) -> None:
+    """The API names the setting a caller gave (``round_s``), never a command-line flag."""
+    with pytest.raises(InputError) as refused:
+        plan(small, method, options)
+    assert refused.value.source == f"`{setting}`"
+    assert "--" not in str(refused.value)

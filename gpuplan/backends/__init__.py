@@ -12,7 +12,7 @@ from gpuplan.backends.cpsat import CpSatBackend
 from gpuplan.backends.highs import HighsBackend
 from gpuplan.backends.highs_runtime import abandoned
 from gpuplan.backends.pyomo import PyomoBackend
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 
 #: Backend name -> class; each call of it makes a fresh backend.
 BACKENDS: dict[str, type[Backend]] = {
@@ -48,7 +48,8 @@ def get_backend(name: str) -> Backend:
         If there is no such backend.
     """
     if name not in BACKENDS:
-        raise InputError("--solver", "", f"unknown solver {name!r}; choose from {sorted(BACKENDS)}")
+        raise InputError(setting("backend"), "", f"unknown solver {name!r}; choose from "
+                         f"{sorted(BACKENDS)}")
     return BACKENDS[name]()
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from typing import ClassVar, NoReturn, Protocol
 
 from gpuplan.core.budget import Budget, Limits
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import FloatArray, IntArray
 from gpuplan.core.status import Status
 from gpuplan.models.linear import LinearProgram
@@ -213,7 +213,7 @@ def check_capabilities(backend: Capabilities, name: str, needed: Capabilities,
     """
     missing = backend.missing(needed)
     if missing:
-        raise InputError("--solver", "", f"{what} needs {', '.join(missing)}, which the "
+        raise InputError(setting("backend"), "", f"{what} needs {', '.join(missing)}, which the "
                          f"{name} backend does not have")
 
 

@@ -35,7 +35,7 @@ from gpuplan.cli import (
     sweep,
     validate,
 )
-from gpuplan.cli.common import ExitCode, console
+from gpuplan.cli.common import ExitCode, console, mark_flags, shown
 from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError
 
 __all__ = ["ExitCode", "build_parser", "main", "run"]
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(commands)
+    mark_flags(parser)
     return parser
 
 
@@ -87,7 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InputError, BackendUnavailableError) as exc:
         if args.debug:
             raise
-        console.print(f"error: {exc}", markup=False)
+        shown_error = shown(exc, getattr(args, "flags", {})) if isinstance(
+            exc, InputError) else str(exc)
+        console.print(f"error: {shown_error}", markup=False)
         return ExitCode.BAD_INPUT
     except VerificationError as exc:
         if args.debug:

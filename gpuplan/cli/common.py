@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from enum import IntEnum
@@ -30,12 +31,14 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.files import parse_yaml, read_text
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.core.options import parse_number, part_options
+from gpuplan.core.options import option_fields, parse_number, part_options
 from gpuplan.core.schedule import Schedule, Verification, ViolationKind
 from gpuplan.core.settings import CORES, MAX_SEED, RunSettings
 from gpuplan.harness.batch import Row
 from gpuplan.methods import METHODS, Method
 from gpuplan.readers import FORMATS, read_instance
+from gpuplan.sharing.policies import policy_option_takers
+from gpuplan.simulate.policies import option_takers
 
 #: Human output goes to stderr so that ``-o -`` leaves stdout pure JSON.
 console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
@@ -190,17 +193,6 @@ def _flag_text(source: str, key: str, value: Any) -> Any:
                      f"method's settings and is named after it ({', '.join(METHODS)})")
 
 
-def _checked(method: Method, settings: Mapping[str, Any], source: str) -> None:
-    """Refuse settings ``method`` does not take, or values it refuses, naming ``source``."""
-    try:
-        part_options(method, "method", settings, source)
-    except InputError as exc:
-        if exc.source == source:
-            raise
-        # A value error names the setting's flag; the file is where the user must look.
-        raise InputError(source, exc.source, exc.message) from None
-
-
 def options_file(path: str, method: Method) -> dict[str, Any]:
     """The settings of ``method`` in an options file (``--options``), as flag text.
 
@@ -239,9 +231,9 @@ def options_file(path: str, method: Method) -> dict[str, Any]:
     flat = {key: _flag_text(path, key, value) for key, value in data.items()
             if key not in tables}
     for name, table in tables.items():
-        _checked(METHODS[name], table, path)
+        part_options(METHODS[name], "method", table, path)
     chosen = {**flat, **tables.get(method.name, {})}
-    _checked(method, chosen, path)
+    part_options(method, "method", chosen, path)
     return chosen
 
 
@@ -370,3 +362,42 @@ def run_with_table(label: str, files: Sequence[str],
                 rows.sort(key=lambda r: order.get(str(r["file"]), 0))
                 written = write(rows)
     return rows, written
+
+
+#: A setting as library messages name it (:func:`gpuplan.core.errors.setting`).
+_SETTING = re.compile(r"`([a-z][a-z0-9_]*)`")
+
+
+def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each setting a command takes, by its name in the library, and the flag that sets it.
+
+    The options of every registered part (methods, simulator parts, sharing policies)
+    by their field names, and the command's own flags by their destinations.
+    """
+    fields = [f for method in METHODS.values() for f in option_fields(method.options_type)]
+    fields += [f for f, _ in (*option_takers().values(), *policy_option_takers().values())]
+    # Named by field (round_s) or by flag (round, solver): both are keys of a setting.
+    flags = {name: f.metadata["flag"] for f in fields
+             for name in (f.metadata["flag"].lstrip("-").replace("-", "_"), f.name)}
+    for action in parser._actions:
+        long = [s for s in action.option_strings if s.startswith("--")]
+        if long:
+            flags[action.dest] = long[0]
+    return flags
+
+
+def mark_flags(parser: argparse.ArgumentParser) -> None:
+    """Give the parser, and every sub-command of it, the table :func:`shown` reads."""
+    parser.set_defaults(flags=flag_names(parser))
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                mark_flags(sub)
+
+
+def shown(error: InputError, flags: Mapping[str, str]) -> str:
+    """An input error as the command line says it: each setting named by its flag.
+
+    A setting the command has no flag for keeps its name.
+    """
+    return _SETTING.sub(lambda m: flags.get(m[1], m[1]), str(error))

@@ -199,7 +199,7 @@ def register(commands: Commands) -> None:
                         "Gavel trace (.trace)")
     add_settings(parser, "seed", "threads")
     default = RunSpec().scheduler
-    parser.add_argument("--policy", default=default, metavar="NAME",
+    parser.add_argument("--policy", dest="scheduler", default=default, metavar="NAME",
                         help=f"the scheduler (default: {default}); " + _names(SCHEDULERS))
     parser.add_argument("-o", "--output", metavar="RUN.json",
                         help="write the verified run log here")
@@ -314,11 +314,11 @@ def _write(path: str, what: str, write: Callable[[], None]) -> None:
 
 def run_simulate(args: argparse.Namespace) -> int:
     """Check the outputs, read, simulate (or replay a trace), write and summarise."""
-    if args.policy not in SCHEDULERS:
-        raise InputError("--policy", "", f"unknown scheduler {args.policy!r}; choose from "
+    if args.scheduler not in SCHEDULERS:
+        raise InputError("--policy", "", f"unknown scheduler {args.scheduler!r}; choose from "
                          f"{', '.join(SCHEDULERS)} (sharing policies: gpuplan replay)")
-    check_solver_flags(args, [args.policy])
-    spec = run_spec(args, args.policy)
+    check_solver_flags(args, [args.scheduler])
+    spec = run_spec(args, args.scheduler)
     inputs = [args.input, *([args.throughputs] if hasattr(args, "throughputs") else [])]
     log = None if args.output is None else check_output(args.output, inputs)
     if args.write_instance is not None:
@@ -338,14 +338,14 @@ def run_simulate(args: argparse.Namespace) -> int:
                                   args.write_instance).online()
     began = time.perf_counter()
     with progress_bar(args.progress or console.is_terminal,
-                      f"simulating {args.policy}") as report:
+                      f"simulating {args.scheduler}") as report:
         try:
             schedule = simulate(instance, spec, report)
         except SimulationError as exc:
             if args.debug:
                 raise
             console.print(f"[red bold]simulation bug[/red bold] (gpuplan's engine or policy "
-                          f"{args.policy!r}, not the input; nothing written; please report "
+                          f"{args.scheduler!r}, not the input; nothing written; please report "
                           "it with the command line):", highlight=False)
             console.print(f"  {exc}", markup=False)
             return ExitCode.FAILED
@@ -360,6 +360,6 @@ def run_simulate(args: argparse.Namespace) -> int:
         f"{instance.name}: {instance.n_jobs} jobs on {instance.n_gpus} GPUs",
         _summary(instance, schedule, seconds, written or "- (use -o FILE to save)")))
     if folder is not None:
-        files = write_plots(folder, instance, schedule, args.policy)
+        files = write_plots(folder, instance, schedule, args.scheduler)
         console.print(f"pictures: {', '.join(map(str, files))}", markup=False)
     return ExitCode.OK

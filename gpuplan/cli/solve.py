@@ -106,7 +106,7 @@ def register(commands: Commands) -> None:
     )
     starters = [name for name, m in METHODS.items() if m.warm_starts]
     parser.add_argument(
-        "--warm-start", metavar="METHOD|SCHEDULE.json",
+        "--warm-start", dest="warm", metavar="METHOD|SCHEDULE.json",
         help=f"start --method {', '.join(starters)} from another method's plan (its name, "
         "e.g. greedy) or from this schedule file's plan",
     )
@@ -142,7 +142,7 @@ def solve(args: argparse.Namespace) -> int:
     method = get_method(args.method)
     run = settings(args)
     options = given_options(args, method)
-    start = None if args.warm_start in (None, *METHODS) else args.warm_start
+    start = None if args.warm in (None, *METHODS) else args.warm
     if start is not None and not Path(start).exists():
         raise InputError("--warm-start", "", f"{start!r} is neither a method "
                          f"({', '.join(METHODS)}) nor a schedule file")
@@ -151,7 +151,7 @@ def solve(args: argparse.Namespace) -> int:
                                    *(path for path in (start, args.options) if path)])
     instance = read(args, args.instance, args.objective)
     if start is None:
-        schedule = plan(instance, method.name, options, run, warm=args.warm_start)
+        schedule = plan(instance, method.name, options, run, warm=args.warm)
     else:
         schedule = plan(instance, method.name, options, run, warm=Schedule.read(start),
                         source=start)

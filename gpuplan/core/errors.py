@@ -34,13 +34,23 @@ def validation_message(error: Mapping[str, Any]) -> str:
     return message.removeprefix("Value error, ")
 
 
+def setting(name: str) -> str:
+    """A setting as messages name it: ``name`` between backticks.
+
+    Library errors name the settings a caller gives by their names in the library
+    (``round_s``, ``partitions``, ``backend``), never by a command-line flag; the command
+    line shows each as its flag (:func:`gpuplan.cli.common.shown`).
+    """
+    return f"`{name}`"
+
+
 class InputError(Exception):
     """Invalid user input, located by file and JSON path.
 
     Parameters
     ----------
     source
-        The file (or other origin, such as ``--objective``) the input came from.
+        The file the input came from, or the setting (:func:`setting`) at fault.
     path
         Where in the document the problem is, as a JSON path such as ``jobs[3].gpus``;
         empty for the document as a whole.

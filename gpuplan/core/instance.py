@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.objectives import ObjectiveKind
 
 # Documented ranges of the format (README, "Limits"). Times stay where float seconds
@@ -289,7 +289,8 @@ class Instance:
         """``(J, T)`` the per-assignment objective term: profit for ``assign-profit``, else cost."""
         return self.profit if self.objective is ObjectiveKind.ASSIGN_PROFIT else self.cost
 
-    def with_objective(self, objective: ObjectiveKind, source: str = "--objective") -> Instance:
+    def with_objective(self, objective: ObjectiveKind,
+                       source: str = setting("objective")) -> Instance:
         """Return the same instance with another objective.
 
         Parameters

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import MAX_TIME_S
 
 
@@ -78,7 +78,7 @@ def check_range(name: str, value: float | None, low: float, high: float,
     if (value >= low if closed else value > low) and value <= high:
         return
     shown = f"{high:g}" if isinstance(high, float) else str(high)
-    raise InputError(name, "", f"{value!r} is out of range: expected "
+    raise InputError(setting(name), "", f"{value!r} is out of range: expected "
                      f"{'from' if closed else 'above'} {low} to {shown}")
 
 
@@ -87,14 +87,14 @@ def option_fields(options_type: type[Any]) -> list[dataclasses.Field[Any]]:
     return [f for f in dataclasses.fields(options_type) if "flag" in f.metadata]
 
 
-def takes(options_type: type[Any]) -> str:
-    """The flags and keys an options type holds, for messages (``--policy (policy), ...``)."""
-    listed = [f"{f.metadata['flag']} ({f.name})" for f in option_fields(options_type)]
+def takes(options_type: type[Any], keys: bool = False) -> str:
+    """The settings an options type holds, for messages: marked (:func:`setting`) or as keys."""
+    listed = [f.name if keys else setting(f.name) for f in option_fields(options_type)]
     return ", ".join(listed) if listed else "no options of its own"
 
 
 def build_options(options_type: type[Any], given: Mapping[str, Any], owner: str,
-                  source: str = "--method") -> Any:
+                  source: str | None = None) -> Any:
     """A part's typed options from settings by key or flag, text or value.
 
     Parameters
@@ -107,7 +107,8 @@ def build_options(options_type: type[Any], given: Mapping[str, Any], owner: str,
     owner
         The part, for messages (``method 'balance'``).
     source
-        Where the settings come from (a bench spec, an options file), for messages.
+        The file or spec the settings were written in, whose keys messages then name;
+        None for settings given by name (the API, the command line).
 
     Raises
     ------
@@ -118,22 +119,30 @@ def build_options(options_type: type[Any], given: Mapping[str, Any], owner: str,
     found = {key: _field_of(options_type, key) for key in given}
     unknown = [key for key, field_ in found.items() if field_ is None]
     if unknown:
-        shown = [key if key.startswith("--") or source != "--method" else f"--{key}"
-                 for key in unknown]
-        # From the command line the flags are the message; a file or spec names the key.
-        raise InputError(source, "" if source == "--method" else unknown[0],
-                         f"{owner} does not take {', '.join(shown)}; it takes "
-                         f"{takes(options_type)}")
+        if source is not None:
+            raise InputError(source, unknown[0], f"{owner} does not take {unknown[0]}; it "
+                             f"takes {takes(options_type, keys=True)}")
+        bare = [key.lstrip("-").replace("-", "_") for key in unknown]
+        raise InputError(setting(bare[0]), "", f"{owner} does not take "
+                         f"{', '.join(map(setting, bare))}; it takes {takes(options_type)}")
     values: dict[str, Any] = {}
     for key, value in given.items():
         field_ = found[key]
         assert field_ is not None
-        values[field_.name] = _parsed(owner, field_, value) if isinstance(value, str) else value
-    return options_type(**values)
+        if isinstance(value, str):
+            value = _parsed(owner, field_, value, source, key)
+        values[field_.name] = value
+    try:
+        return options_type(**values)
+    except InputError as exc:
+        if source is None:
+            raise
+        # Checks across settings name a setting; a file or spec names its key.
+        raise InputError(source, exc.source.strip("`"), exc.message) from None
 
 
 def part_options(part: Part | type[Part], kind: str, given: Mapping[str, Any],
-                 source: str = "--method") -> Any:
+                 source: str | None = None) -> Any:
     """A registered part's typed options from settings by key or flag (:func:`build_options`).
 
     ``kind`` says what the part is in messages (``method``, ``scheduler``...).
@@ -141,7 +150,7 @@ def part_options(part: Part | type[Part], kind: str, given: Mapping[str, Any],
     return build_options(part.options_type, given, f"{kind} {part.name!r}", source)
 
 
-def declared_options(parts: Iterable[type[Part]]
+def declared_options(parts: Iterable[Part | type[Part]]
                      ) -> dict[str, tuple[dataclasses.Field[Any], list[str]]]:
     """Every option the parts declare, once by flag, with the names of the parts taking it.
 
@@ -181,14 +190,15 @@ def _field_of(options_type: type[Any], key: str) -> dataclasses.Field[Any] | Non
     return None
 
 
-def _parsed(owner: str, f: dataclasses.Field[Any], text: str) -> Any:
-    """A setting's text parsed as its flag parses it, or an error naming flag and part."""
-    flag = f.metadata["flag"]
+def _parsed(owner: str, f: dataclasses.Field[Any], text: str, source: str | None,
+            key: str) -> Any:
+    """A setting's text parsed as its flag parses it, or an error naming it and the part."""
+    where = (setting(f.name), "") if source is None else (source, key)
     choices = f.metadata["choices"]
     if choices is not None and f.metadata["parse"] is None:
         if text not in choices:
-            raise InputError(flag, "", f"unknown value {text!r}; {owner} "
-                             f"takes {flag} {' or '.join(choices)}")
+            raise InputError(*where, f"unknown value {text!r}; {owner} takes "
+                             f"{' or '.join(choices)}")
         return text
     parse = f.metadata["parse"]
     if parse is None:
@@ -196,7 +206,7 @@ def _parsed(owner: str, f: dataclasses.Field[Any], text: str) -> Any:
     try:
         return parse(text)
     except (ValueError, TypeError) as exc:
-        raise InputError(flag, "", f"{exc} ({owner})") from None
+        raise InputError(*where, f"{exc} ({owner})") from None
 
 
 def parse_bool(text: str) -> bool:

@@ -64,10 +64,10 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         """Refuse settings out of range, whoever gives them (CLI, bench specs, the API)."""
-        check_range("--time-limit", self.time_limit_s, 0, MAX_TIME_S, closed=False)
-        check_range("--iterations", self.iterations, 1, MAX_ITERATIONS)
-        check_range("--seed", self.seed, 0, MAX_SEED)
-        check_range("--threads", self.threads, 1, CORES)
+        check_range("time_limit_s", self.time_limit_s, 0, MAX_TIME_S, closed=False)
+        check_range("iterations", self.iterations, 1, MAX_ITERATIONS)
+        check_range("seed", self.seed, 0, MAX_SEED)
+        check_range("threads", self.threads, 1, CORES)
         check_range("gap", self.gap, 0, 1.0)
 
 

@@ -73,7 +73,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError
+from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError, setting
 from gpuplan.core.files import remove_stale_temporaries, write_text_atomic
 from gpuplan.core.instance import Instance
 from gpuplan.core.options import part_options
@@ -196,7 +196,7 @@ def batch_plan(workers: int | None, scheduler: str | None) -> tuple[int, int]:
         Naming ``--workers`` if fewer than one is asked for.
     """
     if workers is not None and workers < 1:
-        raise InputError("--workers", "", f"expected at least 1 worker, got {workers}")
+        raise InputError(setting("workers"), "", f"expected at least 1 worker, got {workers}")
     chosen = workers or default_workers()
     return chosen, 1 if scheduler is not None else max(1, CORES // chosen)
 
@@ -708,7 +708,7 @@ def check_scheduler(address: str) -> None:
             if not 0 < port < 65536:
                 raise ValueError(f"port {port} is out of range")
     except Exception as exc:  # distributed says ValueError, TypeError, ...
-        raise InputError("--scheduler", "", f"{address!r} is not a Dask scheduler address "
+        raise InputError(setting("scheduler"), "", f"{address!r} is not a Dask scheduler address "
                          f"such as tcp://HOST:8786 ({exc})") from None
 
 
@@ -721,10 +721,10 @@ def _dask(tasks: Sequence[Task], kind: TaskKind[Task], address: str, emit: Emit)
     try:
         client = Client(address, timeout="10s")
     except (OSError, TimeoutError) as exc:
-        raise InputError("--scheduler", "", f"cannot reach the Dask scheduler {address!r}: "
+        raise InputError(setting("scheduler"), "", f"cannot reach the Dask scheduler {address!r}: "
                          f"{exc}") from None
     except Exception as exc:  # distributed says ValueError, TypeError, ... for bad addresses
-        raise InputError("--scheduler", "", f"{address!r} is not a Dask scheduler address "
+        raise InputError(setting("scheduler"), "", f"{address!r} is not a Dask scheduler address "
                          f"such as tcp://HOST:8786 ({type(exc).__name__}: {exc})") from None
     with client:
         futures = client.map(kind.work, tasks, pure=False)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.files import write_text_atomic
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind
@@ -107,7 +107,7 @@ def load_suite(suite: str, benchmarks: Path, only: Sequence[str] = ()) -> list[P
     """
     if suite in NAMED:
         if not (benchmarks / "gap" / "known_values.csv").exists():
-            raise InputError("--benchmarks", "", f"suite {suite!r} needs the shared "
+            raise InputError(setting("benchmarks"), "", f"suite {suite!r} needs the shared "
                              f"benchmarks, not found under {benchmarks}")
         problems = NAMED[suite](benchmarks)
     else:
@@ -310,8 +310,8 @@ def parse_method(spec: str) -> MethodSpec:
     head, *pairs = spec.split(":")
     name, _, warm = head.partition("@")
     if name not in METHODS:
-        raise InputError("--methods", "", f"unknown method {name!r} in {spec!r}; choose from "
-                         f"{', '.join(METHODS)}")
+        raise InputError(setting("methods"), "", f"unknown method {name!r} in {spec!r}; "
+                         f"choose from {', '.join(METHODS)}")
     method = METHODS[name]
     if warm:
         # As planning takes them: a method that declares warm starts, from a heuristic
@@ -319,27 +319,28 @@ def parse_method(spec: str) -> MethodSpec:
         takers = [m.name for m in METHODS.values() if m.warm_starts]
         heuristics = [m.name for m in METHODS.values() if not m.warm_starts]
         if not method.warm_starts or warm not in heuristics:
-            raise InputError("--methods", "", f"{spec!r}: a warm start NAME@WARM takes NAME "
+            raise InputError(setting("methods"), "", f"{spec!r}: a warm start NAME@WARM takes NAME "
                              f"from {', '.join(takers)} and WARM from {', '.join(heuristics)}")
     settings: dict[str, str] = {}
     objective = None
     for pair in pairs:
         key, equals, text = pair.partition("=")
         if not key or not equals:
-            raise InputError("--methods", "", f"{spec!r}: {pair!r} is not KEY=VALUE with KEY "
-                             f"objective or an option of {name}: {takes(method.options_type)}")
+            raise InputError(setting("methods"), "", f"{spec!r}: {pair!r} is not KEY=VALUE "
+                             f"with KEY objective or an option of {name}: "
+                             f"{takes(method.options_type, keys=True)}")
         if key == "objective":
             try:
                 objective = ObjectiveKind(text)
             except ValueError:
-                raise InputError("--methods", "", f"{spec!r}: unknown objective {text!r}; "
+                raise InputError(setting("methods"), "", f"{spec!r}: unknown objective {text!r}; "
                                  f"choose from {', '.join(k.value for k in ObjectiveKind)}"
                                  ) from None
         else:
             settings[key] = text
     if objective is not None and objective not in method.objectives:
         able = [m.name for m in METHODS.values() if objective in m.objectives]
-        raise InputError("--methods", "", f"{spec!r}: method {name!r} cannot plan objective "
+        raise InputError(setting("methods"), "", f"{spec!r}: method {name!r} cannot plan objective "
                          f"{objective.value!r}; methods that can: {', '.join(able)}")
     try:
         part_options(method, "method", settings, source=spec)
@@ -385,7 +386,7 @@ def run_bench(problems: Sequence[Problem], specs: Sequence[MethodSpec], settings
             began = time.perf_counter()
             try:
                 planned = (instance if spec.objective is None
-                           else instance.with_objective(spec.objective, "--methods"))
+                           else instance.with_objective(spec.objective, setting("methods")))
                 schedule = plan(planned, spec.name, spec.settings, settings=settings,
                                 warm=spec.warm)
             except InputError as exc:

@@ -8,7 +8,7 @@ here; the CLI's choices and flags, ``gpuplan bench`` specs and the contract test
 
 from __future__ import annotations
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.methods.balance import BalanceMethod
 from gpuplan.methods.base import Method
 from gpuplan.methods.cp import CpMethod
@@ -42,5 +42,5 @@ def get_method(name: str) -> Method:
     try:
         return METHODS[name]
     except KeyError:
-        raise InputError("--method", "", f"unknown method {name!r}; choose one of: "
+        raise InputError(setting("method"), "", f"unknown method {name!r}; choose one of: "
                          f"{', '.join(METHODS)}") from None

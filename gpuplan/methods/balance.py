@@ -43,7 +43,7 @@ import numpy as np
 from gpuplan.backends import get_backend
 from gpuplan.backends.base import Capabilities
 from gpuplan.core.budget import Budget
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import MAX_TIME_S, FloatArray, Instance, IntArray
 from gpuplan.core.objectives import TIME_OBJECTIVES, ObjectiveKind, time_objective
 from gpuplan.core.options import check_range, option, parse_seconds
@@ -106,7 +106,7 @@ class BalanceOptions(AllocationOptions):
     def __post_init__(self) -> None:
         """Refuse values out of range, whoever gives them."""
         super().__post_init__()
-        check_range("--round", self.round_s, 0, MAX_TIME_S, closed=False)
+        check_range("round_s", self.round_s, 0, MAX_TIME_S, closed=False)
 
 
 class BalanceMethod(MethodDefaults):
@@ -139,18 +139,18 @@ class BalanceMethod(MethodDefaults):
         defaults = BalanceOptions()
         policy = Policy(options.policy)
         if options.floor != defaults.floor and policy is not Policy.MIN_COST:
-            raise InputError("--floor", "", f"--policy {policy.value} has no throughput "
-                             "floor; --floor works with --policy min-cost")
+            raise InputError(setting("floor"), "", f"`policy` {policy.value} has no throughput "
+                             "floor; `floor` works with `policy` min-cost")
         if options.fair_share != defaults.fair_share and policy not in FAIRNESS:
-            raise InputError("--fair-share", "", f"--policy {policy.value} owes jobs no fair "
-                             "share; --fair-share works with --policy "
+            raise InputError(setting("fair_share"), "", f"`policy` {policy.value} owes jobs "
+                             "no fair share; `fair_share` works with `policy` "
                              + " or ".join(p.value for p in FAIRNESS))
         if options.round_s != defaults.round_s and policy is Policy.QUADRATIC:
-            raise InputError("--round", "", "--policy quadratic places whole jobs without "
-                             "rounds; --round works with the time-share policies")
+            raise InputError(setting("round_s"), "", "`policy` quadratic places whole jobs without "
+                             "rounds; `round_s` works with the time-share policies")
         if options.space_sharing and not instance.class_ids:
-            raise InputError(instance.source, "colocation", "--space-sharing needs colocation "
-                             "speeds and jobs' colocation_class (convert gavel --space-sharing "
+            raise InputError(instance.source, "colocation", "`space_sharing` needs colocation "
+                             "speeds and jobs' colocation_class (convert gavel `space_sharing` "
                              "writes them)")
         check_space_sharing(options)
         if options.partitions > 1:
@@ -229,7 +229,7 @@ class BalanceMethod(MethodDefaults):
                                      segment_cost_s=SEGMENT_COST_S, reallocate=reallocate,
                                      wide_first=order == "GPUs")
             except TooManyRoundsError as error:
-                raise InputError("--round", "", too_many(error, options.round_s)) from None
+                raise InputError(setting("round_s"), "", too_many(error, options.round_s)) from None
             if rounds is None:
                 break
             late = _late(instance, rounds.job, rounds.end)

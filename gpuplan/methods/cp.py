@@ -54,7 +54,7 @@ import numpy as np
 
 from gpuplan.backends.cpsat import import_cp_model, search_solver, status_table
 from gpuplan.core.budget import Budget
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import Instance, IntArray
 from gpuplan.core.objectives import TIME_OBJECTIVES, ObjectiveKind, time_objective
 from gpuplan.core.options import option, parse_seconds
@@ -262,9 +262,9 @@ class CpMethod(MethodDefaults):
         if then is None or (not then.is_static and then is not instance.objective):
             return
         others = sorted(k.value for k in TIME_OBJECTIVES if k is not instance.objective)
-        raise InputError("--then", "", f"a secondary objective must be time-based and differ "
-                         f"from the objective ({instance.objective.value}); got {then.value}, "
-                         f"choose from {', '.join(others)}")
+        raise InputError(setting("then"), "", f"a secondary objective must be time-based "
+                         f"and differ from the objective ({instance.objective.value}); got "
+                         f"{then.value}, choose from {', '.join(others)}")
 
     def solve(self, instance: Instance, options: CpOptions, context: Context) -> Result:
         """Plan with CP-SAT from the best start at hand, all within the context's budget.

@@ -33,7 +33,7 @@ import numpy as np
 from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Backend, Capabilities
 from gpuplan.backends.cpsat import import_cp_model, new_solver, status_table
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind, time_objective
 from gpuplan.core.options import option
@@ -97,15 +97,15 @@ class TextbookMethod(MethodDefaults):
         gangs = np.flatnonzero(instance.gang > 1)
         if gangs.size:
             j = int(gangs[0])
-            raise InputError("--method", "", f"method 'textbook' plans single-GPU jobs only "
+            raise InputError(setting("method"), "", f"method 'textbook' plans single-GPU jobs only "
                              f"(its models give each job one GPU), and job "
                              f"{instance.job_ids[j]!r} needs {int(instance.gang[j])} GPUs; "
-                             f"use --method {'cp' if makespan else 'milp'}")
+                             f"use `method` {'cp' if makespan else 'milp'}")
         if _intervals(instance) and options.backend not in INTERVAL_BACKENDS:
-            raise InputError("--solver", "", f"method 'textbook' plans makespan with "
+            raise InputError(setting("backend"), "", f"method 'textbook' plans makespan with "
                              f"sequencing (releases, dependencies, deadlines or GPU sharing) "
                              f"with CP-SAT's interval model, which the {options.backend} "
-                             "backend cannot take; use --solver cpsat")
+                             "backend cannot take; use `backend` cpsat")
 
     def needs(self, instance: Instance, options: TextbookOptions) -> Capabilities:
         """Integer columns: the assignment MILPs' are binary.

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from gpuplan.core.budget import Budget
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.models.bounds import resource_share
@@ -205,11 +205,11 @@ class TickScale:
             if horizon / tick_s > limit:
                 coarsest = 10.0 ** math.ceil(math.log10(horizon / limit))
                 raise InputError(
-                    "--tick", "", f"a tick of {tick_s:g} s makes the horizon of "
+                    setting("tick_s"), "", f"a tick of {tick_s:g} s makes the horizon of "
                     f"{horizon:g} s {horizon / tick_s:.3g} ticks, beyond the {limit:.3g} "
                     "that CP-SAT's integers allow here (2**53"
                     f"{'' if limit >= CP_LIMIT // 2 else ' over the sum of the weights'}); "
-                    f"use --tick {coarsest:g} or coarser")
+                    f"use `tick_s` {coarsest:g} or coarser")
             return cls.at(instance, tick_s)
         for exponent in TICK_EXPONENTS:
             step = 10.0**exponent

@@ -22,7 +22,7 @@ import numpy as np
 
 from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Backend, Capabilities, ProgramSolution
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.objectives import time_objective
 from gpuplan.core.options import check_range, option, parse_bool, parse_number
@@ -119,8 +119,8 @@ class AllocationOptions:
 
     def __post_init__(self) -> None:
         """Refuse values out of range, whoever gives them."""
-        check_range("--floor", self.floor, 0, 1e6)
-        check_range("--partitions", self.partitions, 1, MAX_PARTITIONS)
+        check_range("floor", self.floor, 0, 1e6)
+        check_range("partitions", self.partitions, 1, MAX_PARTITIONS)
 
 
 @dataclass(frozen=True)
@@ -183,9 +183,9 @@ def check_partitions(partitions: int, n_jobs: int, gpus: int) -> None:
     """
     most = min(n_jobs, gpus)
     if partitions > most:
-        raise InputError("--partitions", "", f"{partitions} parts for {n_jobs} jobs on "
+        raise InputError(setting("partitions"), "", f"{partitions} parts for {n_jobs} jobs on "
                          f"{gpus} GPUs: every part needs at least one job and one GPU; use "
-                         f"--partitions of at most {most}")
+                         f"`partitions` of at most {most}")
 
 
 def check_space_sharing(options: AllocationOptions) -> None:
@@ -198,9 +198,9 @@ def check_space_sharing(options: AllocationOptions) -> None:
     """
     if options.space_sharing and (Policy(options.policy) not in SPACE_SHARING
                                   or options.partitions > 1):
-        raise InputError("--space-sharing", "", "works with --method balance, --policy "
+        raise InputError(setting("space_sharing"), "", "works with `method` balance, `policy` "
                          + " or ".join(p.value for p in SPACE_SHARING)
-                         + ", without --partitions")
+                         + ", without `partitions`")
 
 
 def solve_policy(data: ThroughputData, options: AllocationOptions, context: Context) -> Allocation:

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuplan.core.budget import Budget
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.models.allocation import PairColumns, chain_windows
 
@@ -129,19 +129,19 @@ def check_round(instance: Instance, round_s: float) -> None:
     per_round = instance.n_gpus * (2 if instance.class_ids else 1)
     least_rounds = float(instance.gang.sum()) / per_round
     if least_rounds > MAX_ROUNDS:
-        raise InputError("--method", "", f"balance plans in at most {MAX_ROUNDS:,} rounds, "
+        raise InputError(setting("method"), "", f"balance plans in at most {MAX_ROUNDS:,} rounds, "
                          f"each running at most {per_round:,} GPUs' worth of gangs; the "
                          f"{instance.n_jobs:,} jobs need {_count(least_rounds)} rounds at "
-                         f"least whatever --round is; use --method greedy or cp")
+                         f"least whatever `round_s` is; use `method` greedy or cp")
     busy = busy_time(instance)
     if busy / round_s > MAX_ROUNDS:
         least = _round_up(busy / MAX_ROUNDS)
         while busy / least > MAX_ROUNDS:
             least = _round_up(math.nextafter(least, math.inf))
-        raise InputError("--round", "", f"{_count(busy / round_s)} rounds of {round_s:g} s "
-                         f"would be needed to cover the plan's horizon of at least "
+        raise InputError(setting("round_s"), "", f"{_count(busy / round_s)} rounds of "
+                         f"{round_s:g} s would be needed to cover the plan's horizon of at least "
                          f"{busy:g} s (a round-based plan has at most {MAX_ROUNDS:,} rounds); "
-                         f"use --round of at least {least:g}")
+                         f"use `round_s` of at least {least:g}")
 
 
 def too_many(error: TooManyRoundsError, round_s: float) -> str:

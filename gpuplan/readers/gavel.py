@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.files import parse_json, read_text
 from gpuplan.core.instance import FloatArray, IntArray
 
@@ -404,16 +404,16 @@ def gavel_documents(trace: Path, throughputs: Path | None, fleet: Mapping[str, i
         line that cannot be read.
     """
     if throughputs is None:
-        raise InputError("--throughputs", "", "convert gavel needs Gavel's throughput file "
+        raise InputError(setting("throughputs"), "", "convert gavel needs Gavel's throughput file "
                          "(simulation_throughputs.json)")
     measured = read_throughputs(throughputs)
     unknown = sorted(set(fleet) - set(measured))
     if unknown:
-        raise InputError("--fleet", "", f"unknown worker type(s) {', '.join(unknown)}; the "
+        raise InputError(setting("fleet"), "", f"unknown worker type(s) {', '.join(unknown)}; the "
                          f"throughput file has {', '.join(sorted(measured))}")
     missing = sorted(set(fleet) - set(PRICES))
     if missing:
-        raise InputError("--fleet", "", f"no price known for {', '.join(missing)}")
+        raise InputError(setting("fleet"), "", f"no price known for {', '.join(missing)}")
     pairs = read_pair_speeds(throughputs) if space_sharing else None
     return [trace_document(read_trace(trace), measured, dict(fleet), gpus_per_node, PRICES,
                            name=trace.stem.replace(".", "_"), pair_speeds=pairs)]

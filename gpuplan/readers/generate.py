@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.readers.gavel import (
     GPU_MEMORY_GIB,
@@ -170,7 +170,7 @@ GAVEL_OBJECTIVE = ObjectiveKind.WEIGHTED_COMPLETION
 
 def gavel_jobs(throughputs: Throughputs, fleet: Mapping[str, int], jobs: int,
                rate_per_hour: float, seed: int, multi_gpu: bool = False,
-               priorities: bool = False, source: str = "--throughputs") -> list[TraceJob]:
+               priorities: bool = False, source: str = setting("throughputs")) -> list[TraceJob]:
     """Jobs drawn as Gavel's continuous-arrival experiments draw them, all at once.
 
     Gavel's ``generate_job`` and ``Scheduler.simulate``: a scale factor (1, 2, 4, 8 with
@@ -302,7 +302,7 @@ def measured_fleet(cluster: Mapping[str, int], throughputs: Throughputs,
 def gavel_document(throughputs: Throughputs, cluster: Mapping[str, int], jobs: int,
                    rate_per_hour: float, *, gpus_per_node: int = GPUS_PER_NODE, seed: int = 0,
                    multi_gpu: bool = False, priorities: bool = False,
-                   source: str = "--throughputs") -> dict[str, Any]:
+                   source: str = setting("throughputs")) -> dict[str, Any]:
     """The instance document of a generated Gavel workload (:func:`gavel_jobs`) on a cluster.
 
     Parameters
@@ -323,7 +323,7 @@ def gavel_document(throughputs: Throughputs, cluster: Mapping[str, int], jobs: i
     roomiest = min(max(fleet.values()), gpus_per_node)
     widest = int(SCALE_FACTORS.max()) if multi_gpu else 1
     if roomiest < widest:
-        raise InputError("--gpus-per-node", "", f"multi-GPU jobs take up to {widest} GPUs "
+        raise InputError(setting("gpus_per_node"), "", f"multi-GPU jobs take up to {widest} GPUs "
                          f"on one node; the largest node of this cluster has {roomiest}")
     trace = gavel_jobs(throughputs, fleet, jobs, rate_per_hour, seed, multi_gpu, priorities,
                        source)

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.core.objectives import time_objective
 from gpuplan.core.result import Event, EventKind, Result
@@ -351,7 +351,7 @@ def time_replay(instance: Instance, policy: str | type[SharePolicy], seed: int =
     began = time.perf_counter()
     check_times(instance)
     if not (np.isfinite(speedup) and speedup > 0):
-        raise InputError("--speedup", "", f"expected a positive number, got {speedup!r}")
+        raise InputError(setting("speedup"), "", f"expected a positive number, got {speedup!r}")
     policy_class = policy_class_of(policy)
     typical = typical_pods(instance, specs)
     everyone = ClusterState(instance)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import time_objective
 from gpuplan.core.schedule import RunRecord, Schedule
@@ -71,7 +71,7 @@ def check_window(instance: Instance, window: tuple[int, int] | None) -> tuple[in
         return 0, instance.n_jobs
     first, last = window
     if not 0 <= first < last <= instance.n_jobs:
-        raise InputError("--window", "", f"{first}:{last} is not a non-empty range of job "
+        raise InputError(setting("window"), "", f"{first}:{last} is not a non-empty range of job "
                          f"positions within 0:{instance.n_jobs}")
     return first, last
 
@@ -103,10 +103,10 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
     config = spec.config
     context = PolicyContext(instance, config.mode, config.round_s, spec.seed, spec.settings,
                             restart_overhead_s=config.restart_overhead_s)
-    modes = part_class(SCHEDULERS, spec.scheduler, "--policy").modes
+    modes = part_class(SCHEDULERS, spec.scheduler, "scheduler").modes
     if config.mode not in modes:
-        raise InputError("--mode", "", f"scheduler {spec.scheduler!r} does not work in "
-                         f"{config.mode.value} mode; it takes --mode "
+        raise InputError(setting("mode"), "", f"scheduler {spec.scheduler!r} does not work in "
+                         f"{config.mode.value} mode; it takes `mode` "
                          f"{' or '.join(sorted(m.value for m in modes))}")
     scheduler, placement, admission = build_parts(
         {"scheduler": spec.scheduler, "placement": spec.placement,

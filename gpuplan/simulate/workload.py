@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.files import read_text
 from gpuplan.core.instance import MAX_GPUS, Instance
 from gpuplan.readers.gavel import TraceJob, read_throughputs, read_trace
@@ -39,7 +39,7 @@ CLUSTER_TYPES = ("v100", "p100", "k80")
 _COUNT = re.compile(r"[0-9]{1,9}")
 
 
-def parse_cluster(text: str, source: str = "--cluster") -> dict[str, int]:
+def parse_cluster(text: str, source: str = setting("cluster")) -> dict[str, int]:
     """GPUs per worker type from Gavel's ``v100:p100:k80`` count string.
 
     Parameters

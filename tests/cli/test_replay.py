@@ -74,7 +74,7 @@ def test_replay_flags_belong_to_replay(gpuplan: Gpuplan) -> None:
 
 
 def test_simulate_replay_is_an_alias_that_says_so(gpuplan: Gpuplan, tmp_path: Path) -> None:
-    """simulate --replay KIND still runs replay KIND for one release, with a notice."""
+    """The old simulate --replay KIND still runs replay KIND for one release, with a notice."""
     ran = gpuplan("simulate", "--replay", "fgd", PODS, "--nodes", NODES, "--policy",
                   "best-fit", "--seed", "1", "-o", tmp_path, "--workers", "1")
     assert ran.code == 0, ran.err

@@ -116,7 +116,7 @@ def test_every_number_is_checked(gpuplan: Gpuplan, tmp_path: Path, args: list[st
 
 def test_the_api_refuses_what_the_command_line_refuses() -> None:
     """The API refuses what the command line refuses: a seed below 0 names --seed."""
-    with pytest.raises(InputError, match="--seed: -1 is out of range"):
+    with pytest.raises(InputError, match="`seed`: -1 is out of range"):
         RunSettings(seed=-1)
 
 

@@ -554,7 +554,7 @@ def test_a_scheduler_that_is_no_address_is_an_input_error(tmp_path: Path, addres
     """An address Dask cannot parse names --scheduler as the problem (exit 2 in the CLI)."""
     tasks = make_tasks(generated(tmp_path / "in", 1), tmp_path / "out", "greedy", {},
                        RunSettings())
-    with pytest.raises(InputError, match=r"--scheduler.*not a Dask scheduler address"):
+    with pytest.raises(InputError, match=r"`scheduler`.*not a Dask scheduler address"):
         run_batch(tasks, 1, scheduler=address)
     assert not (tmp_path / "out").exists()
 
@@ -577,9 +577,9 @@ def test_batch_threads_times_workers_never_exceed_the_cores(workers: int | None)
 
 def test_batch_refuses_no_workers_and_options_the_method_does_not_take(tmp_path: Path) -> None:
     """--workers 0 names --workers; an option of another method stops the batch up front."""
-    with pytest.raises(InputError, match="--workers"):
+    with pytest.raises(InputError, match="`workers`"):
         batch_plan(0, None)
-    with pytest.raises(InputError, match=r"'greedy' does not take --policy"):
+    with pytest.raises(InputError, match=r"'greedy' does not take `policy`"):
         make_tasks(generated(tmp_path / "in", 1), tmp_path / "out", "greedy",
                    {"policy": "makespan"}, RunSettings())
 
@@ -651,12 +651,13 @@ def test_bench_method_spec_reads_name_warm_start_options_and_objective() -> None
     ("milp@cp", "warm start"),
     ("milp:backend", "not KEY=VALUE"),
     ("milp:objective=fastest", "unknown objective"),
-    ("milp:colour=red", r"'milp' does not take colour; it takes --solver \(backend\)"),
+    ("milp:colour=red", r"milp:colour=red: colour: method 'milp' does not take colour; it "
+                        r"takes backend"),
     ("greedy:policy=makespan", r"greedy:policy=makespan: policy: method 'greedy' does not "
                                r"take policy"),
-    ("ga:moves=teleport", r"ga:moves=teleport: --moves: .*teleport"),
-    ("balance:partitions=many", r"balance:partitions=many: --partitions: expected a number"),
-    ("balance:space_sharing=maybe", r"--space-sharing: expected true or false"),
+    ("ga:moves=teleport", r"ga:moves=teleport: moves: .*teleport"),
+    ("balance:partitions=many", r"balance:partitions=many: partitions: expected a number"),
+    ("balance:space_sharing=maybe", r"space_sharing: expected true or false"),
 ])
 def test_bench_bad_method_spec_is_an_input_error(spec: str, says: str) -> None:
     """A malformed spec is refused when it is read, saying what is wrong.

@@ -476,9 +476,9 @@ def test_round_too_small_is_an_input_error_before_any_work(
     monkeypatch.setattr(balance, "list_schedule", no_work)
     with pytest.raises(InputError) as error:
         plan(instance, "balance", {"round_s": 1e-3}, settings=RunSettings(time_limit_s=5.0))
-    assert error.value.source == "--round"
+    assert error.value.source == "`round_s`"
     assert "1,000,000,000 rounds" in error.value.message
-    assert "use --round of at least 10" in error.value.message
+    assert "use `round_s` of at least 10" in error.value.message
     monkeypatch.undo()
     began = time.perf_counter()
     schedule = plan(instance, "balance", {"round_s": 10.0})
@@ -511,7 +511,7 @@ def test_a_plan_that_outgrows_the_rounds_is_an_input_error(
                        gpus=30)
     with pytest.raises(InputError) as error:
         plan(instance, "balance", {"round_s": 60.0})
-    assert error.value.source == "--round" and "more than 10 rounds" in error.value.message
+    assert error.value.source == "`round_s`" and "more than 10 rounds" in error.value.message
 
 
 def test_legal_extremes_end_in_seconds() -> None:
@@ -651,7 +651,7 @@ def test_more_partitions_than_jobs_or_gpus_is_an_input_error(parts: int) -> None
     rates = data([[0.1]] * 4, [8])
     with pytest.raises(InputError) as error:
         solve(rates, Policy.MAX_MIN_FAIRNESS, partitions=parts)
-    assert error.value.source == "--partitions"
+    assert error.value.source == "`partitions`"
     assert "at most 4" in error.value.message
 
 
@@ -705,13 +705,13 @@ def test_more_jobs_than_the_rounds_can_hold_is_an_input_error(
                         for i in range(30)])
     with pytest.raises(InputError) as error:
         plan(instance, "balance")
-    assert error.value.source == "--method" and "greedy or cp" in error.value.message
+    assert error.value.source == "`method`" and "greedy or cp" in error.value.message
 
 
 @pytest.mark.parametrize(("options", "flag"), [
-    ({"policy": "makespan", "floor": 1.5}, "--floor"),
-    ({"policy": "quadratic", "round_s": 5.0}, "--round"),
-    ({"policy": "makespan", "fair_share": "time"}, "--fair-share"),
+    ({"policy": "makespan", "floor": 1.5}, "`floor`"),
+    ({"policy": "quadratic", "round_s": 5.0}, "`round_s`"),
+    ({"policy": "makespan", "fair_share": "time"}, "`fair_share`"),
 ])
 def test_a_setting_the_policy_does_not_read_is_refused(options: dict[str, Any],
                                                       flag: str) -> None:

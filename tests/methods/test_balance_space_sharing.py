@@ -183,7 +183,7 @@ def test_space_sharing_without_colocation_data_is_refused() -> None:
         "jobs": [{"id": "a", "duration_s": 1.0}], "objective": "makespan"}, "<test>"), "<test>")
     with pytest.raises(InputError) as error:
         plan(instance, "balance", {"policy": "makespan", "space_sharing": True})
-    assert error.value.path == "colocation" and "--space-sharing" in error.value.message
+    assert error.value.path == "colocation" and "`space_sharing`" in error.value.message
 
 
 @pytest.mark.parametrize("fields", [{"policy": "max-throughput"},
@@ -192,7 +192,7 @@ def test_space_sharing_needs_an_unpartitioned_max_min_policy(fields: dict[str, A
     """Another policy, or partitions: refused before solving, naming --space-sharing."""
     with pytest.raises(InputError) as error:
         plan(pair_instance(gpus=2), "balance", {**fields, "space_sharing": True})
-    assert error.value.source == "--space-sharing"
+    assert error.value.source == "`space_sharing`"
     assert "max-min-fairness or makespan" in error.value.message
 
 
@@ -201,7 +201,7 @@ def test_space_sharing_on_pyomo_is_refused_naming_the_solver() -> None:
     with pytest.raises(InputError) as error:
         plan(pair_instance(), "balance", {"policy": "makespan", "space_sharing": True,
                                           "solver": "pyomo"})
-    assert error.value.source == "--solver" and "incremental" in error.value.message
+    assert error.value.source == "`backend`" and "incremental" in error.value.message
 
 
 def test_space_shared_segments_name_their_partner_and_work() -> None:

@@ -363,7 +363,7 @@ def test_a_tick_too_fine_for_cp_sat_is_an_input_error(small: Instance) -> None:
     The message names the limit and a tick that works (1e-12 s on valid_small), which
     does work; a tick of 1e-20 s was an internal error.
     """
-    with pytest.raises(InputError, match=r"2\*\*53.*--tick 1e-12"):
+    with pytest.raises(InputError, match=r"2\*\*53.*`tick_s` 1e-12"):
         plan(small, "cp", {"tick_s": 1e-13})
     done = run_cli("solve", DATA / "valid_small.json", "--method", "cp", "--tick", "1e-20")
     assert done.returncode == 2, done.stderr
@@ -540,5 +540,5 @@ def test_then_must_be_another_time_based_objective(then: str) -> None:
     instance = read_instance(INSTANCES / "quickstart.json", objective=ObjectiveKind.MAKESPAN)
     with pytest.raises(InputError) as refused:
         plan(instance, "cp", {"then": then})
-    assert refused.value.source == "--then"
+    assert refused.value.source == "`then`"
     assert "weighted-completion" in refused.value.message

@@ -168,7 +168,7 @@ def test_iterations_are_refused(small: Instance) -> None:
     """
     with pytest.raises(InputError) as refused:
         plan(small, "greedy", settings=RunSettings(iterations=5))
-    assert refused.value.source == "--iterations" and "greedy" in str(refused.value)
+    assert refused.value.source == "`iterations`" and "greedy" in str(refused.value)
     result = run_cli("solve", INSTANCES / "quickstart.json", "--method", "greedy",
                      "--iterations", "5")
     assert result.returncode == 2

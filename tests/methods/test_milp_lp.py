@@ -111,7 +111,7 @@ def test_backends_match_brute_force(backend: str, objective: ObjectiveKind) -> N
     """
     instance = instance_from(TINY).with_objective(objective)
     if backend == "cpsat" and objective is ObjectiveKind.MIN_MAX_LOAD:
-        with pytest.raises(InputError, match=r"--solver.*continuous"):
+        with pytest.raises(InputError, match=r"`backend`.*continuous"):
             plan(instance, "milp", {"backend": backend})
         return
     schedule = plan(instance, "milp", {"backend": backend})
@@ -333,7 +333,7 @@ def test_milp_on_cpsat_refuses_the_load_level_up_front(tmp_path: Path) -> None:
     instance = instance_from(TINY).with_objective(ObjectiveKind.MIN_MAX_LOAD)
     with pytest.raises(InputError) as refused:
         plan(instance, "milp", {"backend": "cpsat"})
-    assert refused.value.source == "--solver"
+    assert refused.value.source == "`backend`"
     assert "cpsat" in refused.value.message and "continuous" in refused.value.message
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(TINY))
@@ -353,7 +353,7 @@ def test_lp_refuses_cpsat() -> None:
     for options in ({"backend": "cpsat"}, LpOptions(backend="cpsat")):
         with pytest.raises(InputError) as refused:
             plan(instance, "lp", options)
-        assert refused.value.source == "--solver" and "cpsat" in refused.value.message
+        assert refused.value.source == "`backend`" and "cpsat" in refused.value.message
 
 
 def test_milp_starts_from_a_schedule() -> None:

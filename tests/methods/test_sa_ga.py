@@ -185,7 +185,7 @@ def test_another_methods_flag_is_refused() -> None:
     with pytest.raises(InputError) as refused:
         plan(instance, "sa", {"policy": "makespan"})
     message = str(refused.value)
-    assert "--policy" in message and "'sa'" in message and "--moves" in message
+    assert "`policy`" in message and "'sa'" in message and "`moves`" in message
     assert "--crossover" not in message
 
 

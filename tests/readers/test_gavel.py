@@ -200,14 +200,14 @@ def test_gavel_documents_name_the_trace_and_take_the_fleet() -> None:
 def test_gavel_documents_refuse_what_cannot_be_converted(tmp_path: Path) -> None:
     """No throughput file names --throughputs; a fleet type unmeasured or unpriced --fleet."""
     throughputs = GAVEL / "simulation_throughputs.json"
-    with pytest.raises(InputError, match=r"^--throughputs: .*simulation_throughputs\.json"):
+    with pytest.raises(InputError, match=r"^`throughputs`: .*simulation_throughputs\.json"):
         gavel_documents(MAKESPAN_TRACE, None, PHYSICAL_CLUSTER, 4, False)
-    with pytest.raises(InputError, match=r"^--fleet: unknown worker type\(s\) a100; the "
+    with pytest.raises(InputError, match=r"^`fleet`: unknown worker type\(s\) a100; the "
                                          r"throughput file has k80, "):
         gavel_documents(MAKESPAN_TRACE, throughputs, {"a100": 8, "v100": 8}, 4, False)
     unpriced = tmp_path / "t4.json"
     unpriced.write_text(json.dumps({"t4": {"('A3C', 1)": {"null": 1.0}}}))
-    with pytest.raises(InputError, match=r"^--fleet: no price known for t4"):
+    with pytest.raises(InputError, match=r"^`fleet`: no price known for t4"):
         gavel_documents(MAKESPAN_TRACE, unpriced, {"t4": 4}, 4, False)
 
 

@@ -70,11 +70,12 @@ def _option_not_taken(scheduler: str) -> str:
 @pytest.mark.parametrize("scheduler", sorted(SCHEDULERS))
 def test_an_option_the_part_does_not_take_is_refused(scheduler: str, gpuplan: Gpuplan,
                                                        tmp_path: Path) -> None:
-    """Through the API an input error naming the flag; from the command line exit 2."""
+    """An input error naming the setting (API), exit 2 naming the flag (command line)."""
     flag = _option_not_taken(scheduler)
-    given = {option_takers()[flag][0].name: "1"}
+    name = option_takers()[flag][0].name
+    given = {name: "1"}
     mode = min(SCHEDULERS[scheduler].modes)
-    with pytest.raises(InputError, match=flag):
+    with pytest.raises(InputError, match=f"`{name}`"):
         simulate(workload(0), RunSpec(scheduler=scheduler, options=given,
                                       config=SimulationConfig(mode=mode)))
     path = tmp_path / "w.json"

@@ -212,9 +212,9 @@ def test_fifo_baseline_oversubscribes_the_v100s() -> None:
 
 
 @pytest.mark.parametrize(("policy", "options", "flag"), [
-    ("gavel-las", {"space_sharing": True}, "--space-sharing"),
-    ("gavel-fifo", {"partitions": 2}, "--partitions"),
-    ("gavel-ftf", {"partitions": 0}, "--partitions"),
+    ("gavel-las", {"space_sharing": True}, "`space_sharing`"),
+    ("gavel-fifo", {"partitions": 2}, "`partitions`"),
+    ("gavel-ftf", {"partitions": 0}, "`partitions`"),
 ])
 def test_an_option_the_policy_does_not_take_is_refused(policy: str, options: dict[str, Any],
                                                        flag: str) -> None:

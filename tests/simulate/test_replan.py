@@ -109,9 +109,9 @@ def test_replan_every_limits_the_calls(monkeypatch: pytest.MonkeyPatch, every: f
 
 
 @pytest.mark.parametrize(("options", "flag"), [
-    ({"replan_method": "nosuch"}, "--replan-method"),
-    ({"replan_method": "milp"}, "--replan-method"),
-    ({"replan_every": -1.0}, "--replan-every"),
+    ({"replan_method": "nosuch"}, "`replan_method`"),
+    ({"replan_method": "milp"}, "`replan_method`"),
+    ({"replan_every": -1.0}, "`replan_every`"),
 ])
 def test_bad_replan_options_name_the_flag(options: dict[str, Any], flag: str) -> None:
     """A bad method or interval is refused before the run, naming the flag.

@@ -254,15 +254,15 @@ def test_every_scheduler_is_registered_for_both_modes() -> None:
 
 
 @pytest.mark.parametrize(("scheduler", "options", "flag"), [
-    ("fifo", {"thresholds": [1.0]}, "--thresholds"),
-    ("srtf", {"starvation": 2}, "--starvation"),
-    ("las", {"thresholds": "2,1"}, "--thresholds"),
-    ("las", {"thresholds": "0.5,x"}, "--thresholds"),
-    ("las", {"thresholds": []}, "--thresholds"),
-    ("las", {"thresholds": [-1.0]}, "--thresholds"),
-    ("las", {"starvation": -1}, "--starvation"),
-    ("las", {"starvation": "often"}, "--starvation"),
-    ("las", {"starvation": float("inf")}, "--starvation"),
+    ("fifo", {"thresholds": [1.0]}, "`thresholds`"),
+    ("srtf", {"starvation": 2}, "`starvation`"),
+    ("las", {"thresholds": "2,1"}, "`thresholds`"),
+    ("las", {"thresholds": "0.5,x"}, "`thresholds`"),
+    ("las", {"thresholds": []}, "`thresholds`"),
+    ("las", {"thresholds": [-1.0]}, "`thresholds`"),
+    ("las", {"starvation": -1}, "`starvation`"),
+    ("las", {"starvation": "often"}, "`starvation`"),
+    ("las", {"starvation": float("inf")}, "`starvation`"),
 ])
 def test_a_bad_or_unknown_option_is_an_input_error_naming_the_flag(
         scheduler: str, options: dict[str, Any], flag: str) -> None:

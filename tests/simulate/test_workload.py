@@ -64,7 +64,7 @@ def test_bad_cluster_string(text: str, problem: str) -> None:
     """A cluster string that does not parse names --cluster, the string and what is wrong."""
     with pytest.raises(InputError, match="v100:p100:k80") as error:
         parse_cluster(text)
-    assert error.value.source == "--cluster" and problem in error.value.message
+    assert error.value.source == "`cluster`" and problem in error.value.message
     assert repr(text) in error.value.message
 
 
@@ -188,7 +188,7 @@ def test_multi_gpu_needs_servers_for_its_gangs() -> None:
     with pytest.raises(InputError, match="up to 8 GPUs on one node") as error:
         gavel_workload_instance(THROUGHPUTS, CLUSTER, 10, 1.0, gpus_per_node=4,
                                 multi_gpu=True)
-    assert error.value.source == "--gpus-per-node"
+    assert error.value.source == "`gpus_per_node`"
 
 
 def test_generated_workload_runs_in_the_simulator(tmp_path: Path) -> None:

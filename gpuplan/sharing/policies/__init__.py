@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.options import declared_options, part_options
 from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.policies.best_fit import BestFitPolicy
@@ -50,7 +50,7 @@ def policy_class(policy: str | type[SharePolicy]) -> type[SharePolicy]:
     try:
         return POLICIES[policy]
     except KeyError:
-        raise InputError("--policy", "", f"unknown sharing policy {policy!r}; choose from "
+        raise InputError(setting("policy"), "", f"unknown sharing policy {policy!r}; choose from "
                          f"{', '.join(POLICIES)}") from None
 
 
@@ -64,7 +64,7 @@ def build_policy(policy: str | type[SharePolicy], context: ShareContext,
         An unknown policy, or an option it does not take (or a bad value).
     """
     cls = policy_class(policy)
-    typed = part_options(cls, "sharing policy", options, source="--policy")
+    typed = part_options(cls, "sharing policy", options)
     return cls(dataclasses.replace(context, options=typed))
 
 

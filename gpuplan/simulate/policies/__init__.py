@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.options import declared_options, part_options, takes_key
 from gpuplan.simulate.policies.admit_all import AdmitAll
 from gpuplan.simulate.policies.best_fit import BestFit
@@ -41,30 +41,29 @@ PLACEMENTS: dict[str, type[Placement]] = {part.name: part for part in (BestFit, 
 #: Admissions by name.
 ADMISSIONS: dict[str, type[Admission]] = {part.name: part for part in (AdmitAll,)}
 
-#: The registry of each kind of part a run chooses, with the flag that chooses it.
-KINDS: dict[str, tuple[Mapping[str, type[Any]], str]] = {
-    "scheduler": (SCHEDULERS, "--policy"), "placement": (PLACEMENTS, "--placement"),
-    "admission": (ADMISSIONS, "--admission")}
+#: The registry of each kind of part a run chooses (the kind names the setting too).
+KINDS: dict[str, Mapping[str, type[Any]]] = {
+    "scheduler": SCHEDULERS, "placement": PLACEMENTS, "admission": ADMISSIONS}
 
 
-def part_class(registry: Mapping[str, type[_Part]], name: str, flag: str) -> type[_Part]:
+def part_class(registry: Mapping[str, type[_Part]], name: str, kind: str) -> type[_Part]:
     """The part called ``name`` in ``registry``.
 
     Raises
     ------
     InputError
-        Naming ``flag`` and the known names, if there is no such part.
+        Naming the setting ``kind`` chooses and the known names, if there is no such part.
     """
     try:
         return registry[name]
     except KeyError:
-        raise InputError(flag, "", f"unknown name {name!r}; choose one of: "
+        raise InputError(setting(kind), "", f"unknown {kind} {name!r}; choose one of: "
                          f"{', '.join(registry)}") from None
 
 
 def option_takers() -> dict[str, tuple[dataclasses.Field[Any], list[str]]]:
     """Every option of a registered part, once by flag, with the parts that take it."""
-    return declared_options(cls for registry, _ in KINDS.values() for cls in registry.values())
+    return declared_options(cls for registry in KINDS.values() for cls in registry.values())
 
 
 def build_parts(names: Mapping[str, str], options: Mapping[str, Any],
@@ -87,19 +86,19 @@ def build_parts(names: Mapping[str, str], options: Mapping[str, Any],
         An unknown name, an option no chosen part takes (naming the flag and the parts),
         or a bad value.
     """
-    chosen = {kind: part_class(registry, names[kind], flag)
-              for kind, (registry, flag) in KINDS.items()}
+    chosen = {kind: part_class(registry, names[kind], kind) for kind, registry in KINDS.items()}
     stray = [key for key in options
              if not any(takes_key(cls.options_type, key) for cls in chosen.values())]
     if stray:
-        flags = ", ".join("--" + key.lstrip("-").replace("_", "-") for key in stray)
+        named = [setting(key.lstrip("-").replace("-", "_")) for key in stray]
         parts = ", ".join(f"{kind} {cls.name!r}" for kind, cls in chosen.items())
-        raise InputError(flags, "", f"no part of the policy takes {flags} ({parts})")
+        raise InputError(named[0], "", f"no part of the policy takes {', '.join(named)} "
+                         f"({parts})")
     built = []
     for kind, cls in chosen.items():
         mine = {key: value for key, value in options.items()
                 if takes_key(cls.options_type, key)}
-        typed = part_options(cls, kind, mine, source=f"--{kind}")
+        typed = part_options(cls, kind, mine)
         built.append(cls(dataclasses.replace(context, options=typed)))
     scheduler, placement, admission = built
     return scheduler, placement, admission

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import FloatArray
 from gpuplan.core.options import check_range, option, parse_number
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
@@ -81,9 +81,9 @@ class LasOptions:
         hours = np.asarray(self.thresholds, dtype=float)
         if (hours.ndim != 1 or hours.size == 0 or not np.isfinite(hours).all()
                 or hours.min() <= 0 or (np.diff(hours) <= 0).any()):
-            raise InputError("--thresholds", "", f"{self.thresholds!r} is not a list of "
+            raise InputError(setting("thresholds"), "", f"{self.thresholds!r} is not a list of "
                              "positive GPU-hours in increasing order, e.g. 0.9,2")
-        check_range("--starvation", self.starvation, 0.0, 1e12)
+        check_range("starvation", self.starvation, 0.0, 1e12)
 
 
 class Las:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.core.errors import InputError
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import MAX_TIME_S, IntArray
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import check_range, option, parse_number
@@ -53,12 +53,12 @@ class ReplanOptions:
     def __post_init__(self) -> None:
         """Refuse a method that cannot plan the residual batches, and a bad interval."""
         if self.replan_method not in METHODS:
-            raise InputError("--replan-method", "", f"unknown method {self.replan_method!r}; "
-                             f"choose one of: {', '.join(METHODS)}")
+            raise InputError(setting("replan_method"), "", f"unknown method "
+                             f"{self.replan_method!r}; choose one of: {', '.join(METHODS)}")
         if OBJECTIVE not in METHODS[self.replan_method].objectives:
-            raise InputError("--replan-method", "", f"method {self.replan_method!r} cannot "
+            raise InputError(setting("replan_method"), "", f"method {self.replan_method!r} cannot "
                              f"plan {OBJECTIVE.value!r}, which the residual batches minimise")
-        check_range("--replan-every", self.replan_every, 0.0, MAX_TIME_S)
+        check_range("replan_every", self.replan_every, 0.0, MAX_TIME_S)
 
 
 class Replan:
