@@ -44,6 +44,16 @@ def instance_from(document: dict[str, Any]) -> Instance:
     return build_instance(parse_document(document, "<test>"), "<test>")
 
 
+def one_gpu(jobs: list[dict[str, Any]], gpus: int = 1) -> Instance:
+    """Jobs on ``gpus`` GPUs of one type, makespan objective."""
+    return instance_from({
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}, "cost_per_hour": 1.0}],
+        "nodes": [{"id": "n", "gpus": {"G": gpus}}],
+        "jobs": jobs,
+        "objective": "makespan",
+    })
+
+
 def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run the installed ``gpuplan`` entry point, as a user would."""
     # Prefer the script beside this interpreter, so an unactivated venv works too.

@@ -30,10 +30,8 @@ from gpuplan.methods.milp import (
     symmetric,
 )
 from gpuplan.models.assignment import AssignmentModel, PooledModel
-from gpuplan.models.linear import LazyNames
 from gpuplan.models.textbook import ADDITIVE
 from gpuplan.parts.construct import best_fit_decreasing
-from gpuplan.parts.lns import subprogram
 from gpuplan.parts.lp_rounding import ROUNDINGS
 from gpuplan.parts.static_plans import placements
 from gpuplan.readers.instance_file import build_instance, parse_document
@@ -258,20 +256,6 @@ def test_methods_refuse_objectives_they_cannot_plan() -> None:
         plan(instance.with_objective(ObjectiveKind.MIN_GPUS), "lp")
 
 
-def test_subprogram_fixes_the_rest() -> None:
-    """Freeing every column gives back the program; freeing none leaves nothing to solve."""
-    model = AssignmentModel.build(instance_from(TINY))
-    program = model.program
-    limits = Limits(Budget())
-    solution = get_backend("highs").solve_program(program, limits)
-    assert solution.values is not None
-    whole, columns = subprogram(program, np.ones(program.n_cols, dtype=bool), solution.values)
-    assert whole.n_cols == program.n_cols and whole.n_rows == program.n_rows
-    assert get_backend("highs").solve_program(whole, limits).objective == pytest.approx(
-        solution.objective
-    )
-    empty, columns = subprogram(program, np.zeros(program.n_cols, dtype=bool), solution.values)
-    assert empty.n_cols == 0 and empty.n_rows == 0 and columns.size == 0
 
 
 def test_thread_count_can_change_between_solves() -> None:
@@ -585,25 +569,8 @@ def test_empty_rows_and_tiny_coefficients_reach_every_backend() -> None:
         assert schedule.status is (Status.FEASIBLE if backend == "cpsat" else Status.OPTIMAL)
 
 
-def test_names_are_spelled_on_demand() -> None:
-    """Column and row names read like the model (x[job,gpu]) without being stored."""
-    model = AssignmentModel.build(instance_from(TINY))
-    names = model.program.col_names
-    assert names[0] == "x[j1,a/0]" and names[-1] == list(names)[-1]
-    assert isinstance(names, LazyNames) and len(list(names)) == model.program.n_cols
-    with pytest.raises(IndexError):
-        names[model.program.n_cols]
 
 
-def test_decoding_a_plan_that_places_nothing() -> None:
-    """Max-weight with every weight 0: any backend may place nothing, and that decodes."""
-    document = {**TINY, "objective": "max-weight",
-                "jobs": [{**job, "weight": 0} for job in TINY["jobs"]]}
-    instance = instance_from(document)
-    model = AssignmentModel.build(instance)
-    assert model.decode(np.zeros(model.program.n_cols)) == {}
-    for backend in BACKENDS:
-        assert plan(instance, "milp", {"backend": backend}).objective == 0
 
 
 def test_one_thread_runs_the_warm_start_first(caplog: pytest.LogCaptureFixture) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 import pytest
+from methods.test_balance import contended
 
 from gpuplan.backends import BACKENDS
 from gpuplan.core.budget import Budget
@@ -18,6 +20,7 @@ from gpuplan.models.allocation import (
     chain_windows,
     job_groups,
     max_min_fairness_program,
+    price_pairs,
     rate_program,
     whole_job_rates,
     window_program,
@@ -206,3 +209,14 @@ def test_whole_job_rates_drop_the_types_a_whole_job_outlasts() -> None:
         whole=np.array([True, False]))
     kept = whole_job_rates(rates, 50.0)
     assert kept.rate.tolist() == [[0.1, 0.0], [0.1, 0.01]]
+
+
+def test_pricing_stops_when_its_budget_is_spent() -> None:
+    """Pricing with a budget already spent returns None, not a partial list."""
+    document = contended(n_jobs=6, sharing=True)
+    rates = ThroughputData.from_instance(document)
+    scale = np.ones(rates.n_jobs)
+    duals = np.full(2 * rates.n_jobs + 2, -1.0)
+    assert price_pairs(rates, scale, duals) is not None
+    spent = Budget(1.0, started=time.perf_counter() - 2.0)
+    assert price_pairs(rates, scale, duals, budget=spent) is None

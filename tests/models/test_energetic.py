@@ -1,51 +1,15 @@
-"""Window and energetic makespan bounds: valid on every plan, tight where a hand proof is."""
+"""Window and packing relaxations of makespan: hand-checked windows and dual-feasible functions."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
-from conftest import instance_from
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
-from strategies import instance_documents
+from parts.test_bounds import memory_gpu
 
-from gpuplan import Instance, Status, plan
-from gpuplan.backends import get_backend
-from gpuplan.core.budget import Budget, Limits
-from gpuplan.core.errors import InputError
-from gpuplan.core.settings import RunSettings
 from gpuplan.models.bounds import ROUNDINGS, THRESHOLDS, dff_rounding, dff_threshold
 from gpuplan.models.energetic import windows
-from gpuplan.parts.bounds import energetic_bound
-
-
-def _bound(instance: Instance) -> float:
-    """The energetic bound with no time limit."""
-    return energetic_bound(instance, get_backend("highs"), Limits(Budget())).value
-
-
-def _one_gpu(jobs: list[dict[str, Any]], memory: float = 80.0) -> Instance:
-    """Jobs on a single GPU of ``memory`` GiB, for makespan."""
-    return instance_from({
-        "gpu_types": [{"id": "G", "capacity": {"memory_gib": memory, "compute": 1.0}}],
-        "nodes": [{"id": "n", "gpus": {"G": 1}}],
-        "jobs": jobs,
-        "objective": "makespan",
-    })
-
-
-def _fast_and_slow() -> Instance:
-    """Two non-preemptible jobs, 100 s on one fast GPU or 1000 s on 100 slow ones."""
-    return instance_from({
-        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}},
-                      {"id": "slow", "capacity": {"compute": 1.0}}],
-        "nodes": [{"id": "a", "gpus": {"fast": 1}}, {"id": "b", "gpus": {"slow": 100}}],
-        "jobs": [{"id": f"L{k}", "demand": {"compute": 1.0},
-                  "duration_s": {"fast": 100, "slow": 1000}} for k in (1, 2)],
-        "objective": "makespan",
-    })
 
 
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8))
@@ -59,41 +23,15 @@ def test_dual_feasible_functions_keep_a_full_gpu_full(shares: list[float]) -> No
         assert dff_rounding(share, k).sum() <= 1.0 + 1e-12
 
 
-def test_jobs_too_big_to_share_count_as_whole_gpus() -> None:
-    """Three jobs of 50 of 80 GiB and 0.3 compute: no two share, so 300 s, not 187.5 s."""
-    instance = _one_gpu([{"id": f"j{k}", "demand": {"memory_gib": 50, "compute": 0.3},
-                          "duration_s": 100} for k in range(3)])
-    assert _bound(instance) == pytest.approx(300.0, rel=2e-6)
-    assert plan(instance).objective == 300.0
 
 
-def test_a_slow_type_too_slow_for_the_window_is_not_used() -> None:
-    """Two non-preemptible jobs, 100 s on one fast GPU or 1000 s on 100 slow ones.
-
-    Splitting each job over the types proves only 2000/11 s; a job run whole on a slow
-    GPU ends at 1000 s, so any plan below that runs both on the fast GPU: 200 s.
-    """
-    instance = _fast_and_slow()
-    assert 199.5 <= _bound(instance) <= 200.0
 
 
-def test_energetic_reasoning_sees_a_job_that_cannot_fit_before_a_fixed_one() -> None:
-    """A job pinned to [50, 150] s leaves 50 s before it, too little for a 60 s job.
-
-    Area gives 160 s and chains 150 s; the 60 s job must follow the pinned one: 210 s.
-    """
-    instance = _one_gpu([
-        {"id": "pinned", "demand": {"compute": 1.0}, "duration_s": 100, "release_s": 50,
-         "deadline_s": 150},
-        {"id": "free", "demand": {"compute": 1.0}, "duration_s": 60},
-    ])
-    assert 209.0 <= _bound(instance) <= 210.0
-    assert plan(instance, "cp").objective == 210.0
 
 
 def test_windows_follow_chains_and_deadlines() -> None:
     """Heads add predecessors' durations, tails the successors', deadlines pass back."""
-    instance = _one_gpu([
+    instance = memory_gpu([
         {"id": "a", "demand": {"compute": 1.0}, "duration_s": 10, "release_s": 5},
         {"id": "b", "demand": {"compute": 1.0}, "duration_s": 20, "depends_on": ["a"],
          "deadline_s": 100},
@@ -104,40 +42,3 @@ def test_windows_follow_chains_and_deadlines() -> None:
     assert frame.lct == pytest.approx([80.0, 100.0])
     assert frame.feasible
     assert not windows(instance, 30.0).feasible
-
-
-def test_a_spent_budget_still_returns_the_bound_given() -> None:
-    """With no time left no LP runs, and the bound passed in comes back unchanged."""
-    instance = _one_gpu([{"id": "j", "demand": {"compute": 1.0}, "duration_s": 10}])
-    bound = energetic_bound(instance, get_backend("highs"), Limits(Budget(0.0)), 7.0)
-    assert bound.value == 7.0
-
-
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(document=instance_documents(max_jobs=5))
-def test_no_plan_beats_the_bound(document: dict[str, Any]) -> None:
-    """On random small batches the bound never exceeds a verified plan's makespan.
-
-    The plans are CP-SAT's, proven optimal where it could (the bound is then at most the
-    optimum), else the best found; any verified plan bounds the optimum from above.
-    """
-    document["objective"] = "makespan"
-    try:
-        instance = instance_from(document)
-    except InputError:
-        assume(False)
-        return
-    schedule = plan(instance, "cp", settings=RunSettings(time_limit_s=2.0, threads=1))
-    assume(schedule.status.has_plan and schedule.objective is not None)
-    assert schedule.status in (Status.OPTIMAL, Status.FEASIBLE)
-    assert _bound(instance) <= schedule.objective * (1 + 1e-9)
-
-
-def test_the_shares_put_each_job_where_the_bound_runs_it() -> None:
-    """The type shares a planner may follow: both jobs whole on the fast GPU (200 s)."""
-    instance = _fast_and_slow()
-    bound = energetic_bound(instance, get_backend("highs"), Limits(Budget()))
-    assert bound.source == "energetic"
-    assert bound.shares is not None
-    assert bound.shares == pytest.approx(np.array([[1.0, 0.0], [1.0, 0.0]]))
