@@ -38,8 +38,8 @@ MAX_DIGITS = 6
 #: Columns made between two readings of the clock while building (rows: a 16th of it).
 CLOCK_EVERY = 4096
 #: Setting the objective, which cannot be split, takes about this many times as long as
-#: making the columns (1.5 s against 1.0 s on 521,002 columns); it is not begun when less
-#: time than that is left.
+#: making the columns (measured on a model of half a million columns); it is not begun
+#: when less time than that is left.
 OBJECTIVE_COST = 1.5
 
 
@@ -97,12 +97,12 @@ def search_solver(limits: Limits, presolve: bool) -> Any:
     """
     solver = new_solver(limits, limits.budget.time_limit_s)
     parameters = solver.parameters
-    # Probing took 9 of the first 12 s on the 500-job Gavel cluster and found 33 clauses;
-    # the search does better with that time.
+    # Probing took most of the first seconds of a search on the 500-job Gavel cluster and
+    # found few clauses; the search does better with that time.
     parameters.cp_model_probing_level = 0
     parameters.cp_model_presolve = presolve
     if not presolve:
-        # Without presolve, finding symmetries still took 1.3 s of a 2.3 s limit on a
+        # Without presolve, finding symmetries still took much of a short time limit on a
         # 2000-job model.
         parameters.symmetry_level = 0
     return solver
@@ -171,7 +171,7 @@ class CpSatBackend(SolveOnly):
         began = time.perf_counter()
         cp_model = import_cp_model()
         model = cp_model.CpModel()
-        # Unnamed: a name per column costs a third more time and is never read back.
+        # Unnamed: a name per column costs noticeably more time and is never read back.
         columns = []
         for k, (lo, hi) in enumerate(zip(program.col_lower.tolist(),
                                          program.col_upper.tolist(), strict=True)):

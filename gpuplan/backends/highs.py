@@ -65,7 +65,7 @@ def pass_program(highs: highspy.Highs, program: LinearProgram) -> None:
     """Load a program into HiGHS: the LP, and the diagonal Hessian of a QP.
 
     The arrays go to HiGHS as they are (no per-column Python objects), which on a model of
-    half a million columns takes a third of the time of filling a ``HighsLp``.
+    half a million columns takes a fraction of the time of filling a ``HighsLp``.
     """
     sense = highspy.ObjSense.kMaximize if program.sense == "max" else highspy.ObjSense.kMinimize
     highs.passModel(
@@ -197,9 +197,9 @@ class _Run:
         The run's time limit is set to zero: branch-and-cut reads the option at every
         node and each LP at its next clock reading (HiGHS's own options object, which
         ``setOptionValue`` only writes; no other state changes). ``cancelSolve`` would
-        need ``HandleUserInterrupt``, a Python callback at every interrupt check, about
-        a thousand a second: measured, that stalls branch-and-cut on the GIL while another
-        lane computes in Python (624 nodes in 10 s instead of 1,112 in 3 s).
+        need ``HandleUserInterrupt``, a Python callback at every interrupt check, many
+        times a second, which stalls branch-and-cut on the GIL while another lane computes
+        in Python (docs/benchmarks.md, "Unrelated parallel machines (R||Cmax)").
         """
         self._cancelled = True
         highs = self._highs  # the running thread may clear it meanwhile
@@ -317,8 +317,8 @@ class HighsBackend:
 
         def set_up(highs: highspy.Highs) -> None:
             if not integer and program.hessian is None:
-                # Interior point (with crossover, for a vertex to round) is several times
-                # faster than simplex on the large, degenerate assignment LPs measured here.
+                # Interior point (with crossover, for a vertex to round) is faster than
+                # simplex on the large, degenerate assignment LPs.
                 highs.setOptionValue("solver", "ipm" if limits.algorithm == "auto"
                                      else limits.algorithm)
             pass_program(highs, program.equilibrated())

@@ -29,16 +29,16 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Seconds per nonzero (and column) that HiGHS may run past its time limit: it reads its
-#: clock between presolve passes and search steps, and on the assignment model of 2,000
-#: jobs on 256 GPUs (1.9 million nonzeros) those are up to 2 s apart on a loaded 2-core
-#: machine (0.4 s on the 0.26 million of Yagiura's e801600). HiGHS is given its time
+#: clock between presolve passes and search steps, and on large assignment models those
+#: readings lie far apart on a loaded machine, the further the more nonzeros the model has
+#: (measured on a 2,000-job model and on Yagiura's e801600). HiGHS is given its time
 #: limit less this reserve (:func:`reserve_s`), and not started with less time left.
 SECONDS_PER_NONZERO = 8e-7
 
 #: How long past its time limit a HiGHS solve is waited for (a share of the time it was
 #: given plus seconds) before it is left to finish on its own: on the 521,002 columns of a
 #: 2,000-job max-weight model, the set-up of branch-and-cut after presolve (a clique
-#: partition of the objective) ran for minutes without reading the clock.
+#: partition of the objective) ran far past any time limit without reading the clock.
 GRACE_SHARE, GRACE_S = 0.05, 0.25
 
 #: Solves left running past their time limit, on daemon threads (they end at HiGHS's next

@@ -108,8 +108,8 @@ def _has_defect(data: Any) -> bool:
     """Whether the document holds a duplicated key or nests too deeply.
 
     The check runs level by level over the containers only, with every per-value step in
-    C (``map``, ``compress``, ``chain``): a big file costs a few milliseconds per million
-    values, and no path is formatted.
+    C (``map``, ``compress``, ``chain``): even a big file costs little per value, and no
+    path is formatted.
     """
     level = [data] if type(data) in _CONTAINERS else []
     for depth in range(MAX_DEPTH + 1):

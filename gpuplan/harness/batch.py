@@ -689,7 +689,7 @@ def check_scheduler(address: str) -> None:
     """Check that ``address`` is a Dask scheduler address, before any work or output.
 
     Checked before a Client exists: a Client that fails to start can stall its process
-    for 20 s when it is collected (it closes on its stopped event loop).
+    for a long time when it is collected (it closes on its stopped event loop).
 
     Raises
     ------

@@ -97,7 +97,8 @@ ROUND_SHARE = 0.8
 #: rounds: with fewer, GPUs idle to the end of the rounds in which jobs end.
 MIN_ROUNDS = 10
 #: Seconds per GPU and round that the round-based plan takes to plan, and to translate,
-#: verify and write its segments (docs/benchmarks.md, "cp on Gavel's cluster").
+#: verify and write its segments (docs/benchmarks.md, "Gavel-derived cluster (500 jobs,
+#: 128 GPUs in 16 nodes of 8, three types)").
 ROUND_GPU_S = 20e-6
 #: Share of the round-based plan's budget for its rounds; the rest is for the policy's
 #: re-solves as jobs end (balance caps these at half of its planning time).
@@ -110,16 +111,16 @@ SHARING_SHARE = 0.2
 #: time left; a larger model is replaced by a smaller one, or by the start's plan.
 MODEL_SHARE = 0.5
 #: Seconds per unit of the interval model (an alternative or a per-GPU literal,
-#: :func:`~gpuplan.models.scheduling.model_size`) to build, hint, load into CP-SAT and free,
-#: measured at 20-30 µs on a 2-core machine under load.
+#: :func:`~gpuplan.models.scheduling.model_size`) to build, hint, load into CP-SAT and free:
+#: the top of the range measured on a loaded 2-core machine.
 UNIT_S = 30e-6
 #: Seconds per unit that CP-SAT spends outside its own time limit (loading before it checks
 #: the clock, building its response) and that Python spends freeing the model afterwards.
 AFTER_UNIT_S = 8e-6
-#: Seconds per unit of CP-SAT's presolve: 80 to 120 µs measured on the interval model.
-#: Presolve runs only when it is expected to take at most
+#: Seconds per unit of CP-SAT's presolve: the top of the range measured on the interval
+#: model. Presolve runs only when it is expected to take at most
 #: :data:`PRESOLVE_SHARE` of CP-SAT's time, since an unfinished presolve leaves no time to
-#: search (on a 2000-job model it took the whole of a 5 s limit).
+#: search (on a 2000-job model it took the whole of a short time limit).
 PRESOLVE_UNIT_S = 120e-6
 PRESOLVE_SHARE = 0.35
 #: Share of CP-SAT's time for its search of the whole model when a hinted plan lets LNS
@@ -189,7 +190,7 @@ def _start(instance: Instance, context: Context,
         listed = better(instance, listed, best_sharing_schedule(
             instance, context.budget.part(share=SHARING_SHARE), context.seed))
     # The LP-guided plan gives each job whole GPUs too; where jobs may share them, the
-    # sharing plan was 10-15% better on the operator's batches, and the time goes to LNS.
+    # sharing plan was better on the operator's batches, and the time goes to LNS.
     elif guided and instance.objective is ObjectiveKind.MAKESPAN:
         guided_plan = lp_list_schedule(instance, context.limits(context.budget.part(
             share=BOUND_SHARE)))

@@ -61,7 +61,7 @@ class Generation:
 
 #: Static children are each improved by annealing, so fewer of them go further (memetic);
 #: time-based children are decoded as they are, and BRKGA's larger generations do better
-#: (on gavel_cluster_500_long at 30 s, 2,557,740 with 20 against 2,580,628 with 10).
+#: (docs/benchmarks.md, "Time-based: the Gavel clusters, 30 s").
 STATIC_GENERATION = Generation(10, 2, 1)
 TIMED_GENERATION = Generation(20, 4, 3)
 

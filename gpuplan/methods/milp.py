@@ -51,9 +51,9 @@ CORE_SHARE = 0.5
 #: Share of the time left after the LP-fixed MIP that the GAP tabu search takes, on
 #: instances it applies to (:func:`gpuplan.parts.gap_tabu.applies`) when that MIP left
 #: no plan. From the LP-fixed plan, the core MIP and LNS did better with its time: with a
-#: whole core at 10 s, without the tabu search the lane ended better on 8 of 12
-#: Chu-Beasley and Yagiura D and E problems and worse on 3 (d20100 0.78% against 1.41%
-#: above best known, e60900 0.085% against 0.435%; e20100 0.64% against 0.42%).
+#: whole core, the lane without the tabu search ended better on most of the Chu-Beasley
+#: and Yagiura D and E problems (docs/benchmarks.md, "Generalized assignment (GAP): MILP,
+#: LP and the peers").
 TABU_SHARE = 0.2
 #: Assignment columns per job in the core problem, by smallest reduced cost.
 CORE_COLUMNS_PER_JOB = 3
@@ -117,13 +117,14 @@ def closed(program: LinearProgram, solved: ProgramSolution, name: str,
     """Branch-and-cut again with no gap, from its plan, where the gap left a unit unproven.
 
     Backends stop at a relative gap of :data:`~gpuplan.core.status.OPTIMAL_GAP` (gpuplan's
-    "optimal"). On integer costs that can leave a better plan unproven: on Yagiura's
-    e05100 HiGHS stopped after 4.5 s at 12,682 with the bound at 12,681, where plain
-    CP-SAT returned 12,681. When such a stop leaves time in the limit, the whole model is
-    solved again with no gap, from the plan, for the time left; the better plan and the
-    tighter bound are kept (the plan stays ``optimal`` within the gap either way). The
-    peer's run itself is untouched: run with no gap from the start, HiGHS searched
-    differently and ended worse than the peer on a large problem.
+    "optimal"). On integer costs that can leave a better plan unproven: HiGHS may stop a
+    unit above a bound that plain CP-SAT reaches (Yagiura's e05100; docs/benchmarks.md,
+    "Generalized assignment (GAP): MILP, LP and the peers"). When such a stop leaves time
+    in the limit, the whole model is solved again with no gap, from the plan, for the time
+    left; the better plan and the tighter bound are kept (the plan stays ``optimal``
+    within the gap either way). The peer's run itself is untouched: run with no gap from
+    the start, HiGHS searched differently and ended worse than the peer on a large
+    problem.
     """
     costs = program.cost
     if (solved.status is not Status.OPTIMAL or solved.values is None
@@ -281,10 +282,11 @@ class MilpMethod(MethodDefaults):
         textbook``'s solve) on the whole model, on all the threads, for the whole time,
         with no start and no plans offered: it alone proves optimality, and when it does,
         the other lane stops. Kept intact, its plan is always among ``milp``'s (with a
-        start and offered plans, on one thread, HiGHS ended worse than the peer on 2 of
-        13 GAP problems at 10 s, and better on 8). The other lane runs on a
-        thread of its own at the lowest priority (:mod:`gpuplan.parts.portfolio`), on CPU
-        that branch-and-cut leaves idle: the heuristic warm start if there is one, the LP
+        start and offered plans, on one thread, HiGHS ended worse than the peer on some
+        GAP problems, though better on more; docs/benchmarks.md, "Generalized assignment
+        (GAP): MILP, LP and the peers"). The other lane runs on a thread of its own at the
+        lowest priority (:mod:`gpuplan.parts.portfolio`), on CPU that branch-and-cut
+        leaves idle: the heuristic warm start if there is one, the LP
         relaxation (a bound, and reduced costs), the MIP over the jobs the LP splits with
         the others kept where the LP puts them (where that finds no plan, on instances of
         single-GPU jobs with an additive objective, the GAP tabu search for

@@ -474,7 +474,8 @@ def makespan_program(data: ThroughputData) -> AllocationProgram:
 
     ``u`` is :func:`time_unit`: rates per second are around 1e-6 for day-long jobs, below
     HiGHS' feasibility tolerance (1e-7) in relative terms, which once left the makespan
-    0.08% off; in units of ``u`` the rows are of order one.
+    above its true optimum (docs/benchmarks.md, "Allocation policies (`--method balance`,
+    issue 5)"); in units of ``u`` the rows are of order one.
     """
     return rate_program(data, makespan_scale(data), grouped=True)
 

@@ -36,8 +36,8 @@ def check_budget(budget: Budget, stage: str) -> None:
 class LazyNames(Sequence[str]):
     """Row or column names spelled out only when one is asked for.
 
-    A model of half a million columns would spend a third of its build time formatting
-    names that only an export or an explanation of infeasibility ever reads.
+    A model of half a million columns would spend a large share of its build time
+    formatting names that only an export or an explanation of infeasibility ever reads.
 
     Parameters
     ----------
@@ -282,8 +282,8 @@ class RowBuilder:
         value = np.concatenate(self._values) if self._values else np.zeros(0)
         n_cols = max(int(np.asarray(cost).size), 1)
         if self.count * n_cols < 2**62:
-            # By row, then column, ties in the order given: what a lexsort gives, at a
-            # fifth of its time on millions of entries.
+            # By row, then column, ties in the order given: what a lexsort gives, in a
+            # fraction of its time on millions of entries.
             order = np.argsort(row * n_cols + col, kind="stable")
         else:  # pragma: no cover - keys would overflow
             order = np.lexsort((col, row))

@@ -354,11 +354,11 @@ def _partitioned(data: ThroughputData, policy: Policy, options: AllocationOption
     slowest (ties broken at random, the context's seed), and dealt round-robin. Every part
     then holds the same mix of gangs, weights and type preferences, which a max-min
     objective needs: its value is the worst part's, and a part that drew more big gangs
-    (or heavy weights) than its GPUs' share drags it down (on 2,048 Gavel jobs in 8 parts,
-    random deals lost 9% of the max-min value; a deal blind to Gavel's priorities, 20% of
-    the jobs at weight 5, lost 7.4%). The GPUs
-    are dealt out in whole GPUs, round-robin over the parts (:func:`_deal_gpus`). Each
-    part is solved exactly on its own, and the merged shares, feasible for the whole
+    (or heavy weights) than its GPUs' share drags it down (on Gavel jobs in 8 parts, random
+    deals lost a clear share of the max-min value, and so did a deal blind to Gavel's
+    priorities; docs/benchmarks.md, "Allocation policies (`--method balance`, issue 5)").
+    The GPUs are dealt out in whole GPUs, round-robin over the parts (:func:`_deal_gpus`).
+    Each part is solved exactly on its own, and the merged shares, feasible for the whole
     fleet, are scored on it. The caller checks that there are no more parts than jobs or
     GPUs (:func:`check_partitions`).
     """
@@ -518,10 +518,9 @@ def _finish_time_fairness(data: ThroughputData, basis: FairShare, backend: Backe
     optimal: the fixed point is the optimum. Normalising each row by the job's last
     ``B_j thr_j`` (rather than by ``R_j``, the plain generalised Dinkelbach step) makes
     the steps converge superlinearly: a bottleneck job with ``c_j`` near ``rho*`` (it has
-    waited long) slowed the plain steps to a crawl (measured on a 6,000-job Gavel run: a
-    recompute in 15 still short of the tolerance after 30 steps), where these reached it
-    in one step (the second gaining nothing) in 88% of its 10,653 recomputes, and never
-    took more than 5.
+    waited long) slowed the plain steps to a crawl (on a long Gavel run some recomputes
+    were still short of the tolerance after many steps), where these mostly reached it in
+    one step (the second gaining nothing), and never took more than a few.
 
     The steps stop when one gains less than :data:`BISECTION_TOLERANCE`; one LP
     feasibility check at ``rho (1 - BISECTION_TOLERANCE)`` (:func:`finish_time_program`)

@@ -117,9 +117,10 @@ def best_fit_decreasing(
     (node, type) group that is best for the objective: cheapest type for assignment cost,
     fewest newly opened GPUs (or their price) for GPU counts. Ties, and all other
     objectives, go to the GPUs whose free capacity is best aligned with the job's demand
-    vector (the dot-product rule for vector packing, which measured 0.5% against 6.4%
-    above the LP bound for the tightest-fit rule when rounding a two-resource fleet),
-    except ``min-max-load``, which takes the GPUs left least loaded.
+    vector (the dot-product rule for vector packing, which ended far closer to the LP
+    bound than the tightest-fit rule when rounding a two-resource fleet; docs/benchmarks.md,
+    "LP relaxation and rounding at scale"), except ``min-max-load``, which takes the GPUs
+    left least loaded.
 
     Parameters
     ----------

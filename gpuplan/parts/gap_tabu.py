@@ -9,23 +9,22 @@ Glover's ejection-chain tabu search (INFORMS J. Comput. 2004):
 - capacity is relaxed into the objective with one adaptive weight per GPU, raised while
   its GPU is over-full and lowered while it is not (strategic oscillation around the
   boundary of feasibility, where the good GAP plans are; lowering the weights only while
-  the whole plan fits was worse: 1.64% against 1.47% mean gap on four C, D and E
-  problems at 5 s);
+  the whole plan fits gave a larger mean gap on C, D and E problems);
 - each iteration prices every *shift* (a job to another GPU) at once in numpy, every
   *swap* of :data:`SWAP_ROWS` jobs (drawn at random) with every other job, and the
   *ejection chains* of length two grown from the best shifts (by penalised cost, and by
   value alone): a job moves to a GPU and one job there moves on to any GPU; the best of
-  them is made. Without the swap table the chains reach too few exchanges: on four
-  Chu-Beasley C and D problems from greedy's start at 5 s, the mean gap to best known was
-  3.8% without it and 1.1% with it (measured on the shared machine, load 5-6);
+  them is made. Without the swap table the chains reach too few exchanges: on
+  Chu-Beasley C and D problems from greedy's start, the mean gap to best known was far
+  larger without it;
 - a job may not go back to the GPU it left for a random tenure (the tabu list), unless
   that gives a plan better than the best one that fits (aspiration);
-- the search lives mostly beyond capacity (on Chu-Beasley d20100, 99.8% of its iterations
-  were on over-full plans), so each iteration also records the cheapest priced move whose
-  plan fits, though it moves elsewhere. On ten Chu-Beasley and Yagiura C, D and E
-  problems at 5 s (one full core) the mean gap to best known went from 1.10% to 0.83%,
-  and on d20100 from 300 moves a plan that fits is found at every seed (before: at one
-  of three);
+- the search lives mostly beyond capacity (on Chu-Beasley d20100 nearly all of its
+  iterations were on over-full plans), so each iteration also records the cheapest priced
+  move whose plan fits, though it moves elsewhere: that lowered the mean gap to best
+  known on Chu-Beasley and Yagiura problems, and a short search on d20100 now finds a
+  plan that fits at every seed tried (docs/benchmarks.md, "Generalized assignment (GAP):
+  MILP, LP and the peers");
 - the best plans that fit form an elite pool; when the search stalls it walks from one
   elite plan to another (path relinking) and restarts from the best point on the way.
 

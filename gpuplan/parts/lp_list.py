@@ -2,8 +2,9 @@
 
 Greedy list scheduling (:func:`~gpuplan.parts.construct.list_schedule`) picks each job's
 type when it reaches it, at its earliest finish: a myopic choice that crowds the fast
-types early and leaves the slow ones idle late (on Gavel's 700-job batches, 6-9% above the
-bound). The work-over-capacity LP (:func:`~gpuplan.models.scheduling.workload_program`,
+types early and leaves the slow ones idle late (on Gavel's 700-job batches, well above the
+bound: docs/benchmarks.md, "Gavel's static makespan batches, and gpuplan's own plans of
+them"). The work-over-capacity LP (:func:`~gpuplan.models.scheduling.workload_program`,
 the makespan bound the time-based methods report) spreads the work over the types at best.
 Here each job takes the type of its largest LP share among those where it alone fits
 before the LP's makespan, a repair moves jobs off the most loaded type while that lowers

@@ -83,8 +83,8 @@ MOVES = ("shift", "swap")
 
 
 #: Jobs whose swaps (with every job) a step prices, drawn at random when more are placed:
-#: on GAP C and D at 10 s, 32 rows gave twice the steps of 64 and the lower gaps
-#: (mean 0.74% against 0.90% on c10200, c20200, d10200, d20200).
+#: on GAP C and D, fewer rows gave more steps and lower gaps than more rows
+#: (docs/benchmarks.md, "GAP types C, D and E, 10 s").
 SWAP_ROWS = 32
 #: Relative capacity excess below this counts as none.
 NO_EXCESS = 1e-9

@@ -69,15 +69,15 @@ GAVEL_ROUND_S = 360.0
 #: type where it still ends in time: its share, spread to its deadline, left nothing to
 #: spare, and rounds lost to contention would make it late.
 URGENT_ROUNDS = 2.0
-#: Most rounds a round-based plan may have. A round in which jobs contend for GPUs takes
-#: about 35 us to plan for 4 jobs on one GPU and 0.3 ms for 500 jobs on 128 GPUs
-#: (measured), so this many take from 3 s to about a minute; rounds that repeat the last
-#: one are planned in one step and cost next to nothing.
+#: Most rounds a round-based plan may have. A round in which jobs contend for GPUs costs
+#: more to plan the more jobs and GPUs it has (measured), and this many keep the planning
+#: of even a large batch within a long time limit; rounds that repeat the last one are
+#: planned in one step and cost next to nothing.
 MAX_ROUNDS = 100_000
 
 
 #: Seconds each segment of a plan costs after the solve: its translation to a schedule,
-#: verification and writing (measured: 29 us per segment on plans of 50,000 and 320,000
+#: verification and writing (measured on plans of tens and hundreds of thousands of
 #: segments). Counted against the time limit while rounds are planned.
 SEGMENT_COST_S = 3e-5
 

@@ -291,8 +291,8 @@ def improve_schedule(model: SchedulingModel, values: IntArray, limits: Limits,
         part = budget.part(min(seconds[kind], max(0.0, budget.left())))
         solver = search_solver(Limits(part, limits.threads, int(rng.integers(2**31)),
                                       limits.gap), presolve=True)
-        # Presolve to its fixed point and the symmetry search took 0.6 s of a 150-job
-        # subproblem; one round of presolve removes the fixed part in 0.1 s.
+        # Presolve to its fixed point and the symmetry search took much of a 150-job
+        # subproblem's time; one round of presolve removes the fixed part in a fraction.
         solver.parameters.max_presolve_iterations = 1
         solver.parameters.symmetry_level = 0
         code = solver.solve(sub)

@@ -43,13 +43,13 @@ GANG_EXPONENTS = (0.0, 0.25, 0.5)
 #: Spread of the log-normal noise on the keys of the orders tried after those.
 NOISE = 0.3
 #: The most patience (:func:`sharing_list_schedule`) of the perturbed orders: 0.2-0.35
-#: gave 1-6% shorter plans than 0 on some of the operator's batches, 0.5 much longer ones.
+#: gave shorter plans than 0 on some of the operator's batches, 0.5 much longer ones.
 MAX_PATIENCE = 0.3
 #: Orders tried at most (list scheduling's own included), however long the budget.
 ORDERS = 32
 #: The range of the target makespans (:func:`sharing_list_schedule`) that every other
 #: pass plans for, relative to the best plan so far: on the operator's base batches the
-#: best targets lay 3-12% below it.
+#: best targets lay well inside this range.
 TARGETS = (0.75, 0.98)
 
 
@@ -134,8 +134,9 @@ def sharing_list_schedule(instance: Instance, keys: FloatArray | None = None,
         after it (:func:`_chain_time`), goes to the slowest type where it can, at its
         earliest finish there, saving the fast types for jobs that cannot; the others go
         by ``patience``. Slow GPUs (L4 beside A100s and H100s) left idle while fast ones
-        queue are what an earliest-finish rule wastes most (on the operator's base s2, L4s
-        45% busy beside A100s and H100s at 95%). Infinite: no target.
+        queue are what an earliest-finish rule wastes most (on an operator base batch the
+        L4s idled much of the time while the A100s and H100s were nearly always busy;
+        docs/benchmarks.md, "cp against greedy and sa"). Infinite: no target.
     """
     n_types = instance.n_types
     counts = instance.node_gpus.ravel()

@@ -11,11 +11,12 @@ assignment, and two lanes search for it at once:
   model, in whole ticks) on all the threads, exactly as the peer (``--method textbook``)
   runs it: no start, no plans offered. HiGHS's path is chaotic: a start or an offered
   plan sends its parallel tree search elsewhere, sometimes to a better plan and sometimes
-  to a worse one (on the R||Cmax grid at 10 s, with them cp ended a unit above the peer
-  on 3 of 81 instances; without them on 2, 3 and 7 in three runs, where a peer's tree
-  found its better plan in its last moments); kept intact, HiGHS's own plan is among
-  cp's, though HiGHS's result itself varies from run to run. Its LP
-  relaxation and cuts give the bound, and it alone proves optimality;
+  to a worse one (on the R||Cmax grid, with them cp ended a unit above the peer on a few
+  instances; without them it still does on a few, where a peer's tree found its better
+  plan in its last moments: docs/benchmarks.md, "Unrelated parallel machines
+  (R||Cmax)"); kept intact, HiGHS's own plan is among cp's, though HiGHS's result itself
+  varies from run to run. Its LP relaxation and cuts give the bound, and it alone proves
+  optimality;
 - a search (:class:`PairSearch`) from the LP relaxation's plan (:func:`lp_rounded`):
   the jobs of the most loaded GPU and of a partner are re-assigned exactly (a vectorised
   dynamic programme over one GPU's load), accepted when both loads end below the makespan;

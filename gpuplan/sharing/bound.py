@@ -444,9 +444,9 @@ PRICING_GAP = 1e-6
 def _run(program: LinearProgram, budget: Budget, presolve: bool) -> ProgramSolution | None:
     """Solve a program on one thread within the budget; None when no time is left.
 
-    LPs by dual simplex (0.2 s for the fill LP, where interior point takes 1 s); the
-    pricing MILPs without presolve, which on their many binary fill columns takes about
-    0.5 s where the whole solve without it takes 30 ms.
+    LPs by dual simplex (faster than interior point on the fill LP); the pricing MILPs
+    without presolve, which on their many binary fill columns takes many times as long as
+    the whole solve without it.
     """
     if budget.left() <= 0 or budget.stop():
         return None

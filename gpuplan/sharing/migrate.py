@@ -18,10 +18,10 @@ the cluster as it found it. A rescue's moves run together (the moved pods stop, 
 their targets, so two pods may trade places); ``one_at_a_time`` keeps only rescues whose moves
 can run pod by pod.
 
-On openb's default trace under FGD, rescues with up to two moves allocate a third of a point
-more at 100% arrived (``docs/results/sharing_migration.md``): once the cluster is nearly
-full its free GPU milli lies in slivers next to pods too large to share them, which a few
-moves cannot merge.
+On openb's default trace under FGD, rescues with up to two moves allocate only a little
+more at 100% arrived (docs/benchmarks.md, "Defragmentation by migration"): once the
+cluster is nearly full its free GPU milli lies in slivers next to pods too large to share
+them, which a few moves cannot merge.
 """
 
 from __future__ import annotations

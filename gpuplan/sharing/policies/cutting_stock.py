@@ -26,8 +26,9 @@ in milli-GPUs; the cheapest wins. The cost has three parts:
 Costs depend on the node's state and the pod's shape (CPU, per-GPU milli, GPU count) only, so they
 are cached per shape and recomputed for nodes whose
 :attr:`~gpuplan.sharing.cluster.ClusterState.version` moved since. On openb_pod_list_default
-(seeds 42..51) it allocates 96.27% of the GPUs at 100% arrived and 96.35% at 130% (FGD: 95.23
-and 95.39); without the gap prices 95.88, without the fill order 95.63.
+(seeds 42..51) it allocates more of the GPUs than FGD at 100% and at 130% arrived, and less
+without either the gap prices or the fill order (docs/benchmarks.md, "gpuplan's own online
+placement beats FGD: `cutting-stock`").
 """
 
 from __future__ import annotations
