@@ -22,15 +22,10 @@ from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.settings import CORES, Context, RunSettings
 from gpuplan.core.status import relative_gap
 from gpuplan.methods.lp import LpMethod, LpOptions
-from gpuplan.methods.milp import (
-    MilpMethod,
-    MilpOptions,
-    closed,
-    lane_tabu_search,
-    symmetric,
-)
+from gpuplan.methods.milp import MilpMethod, MilpOptions
 from gpuplan.models.assignment import AssignmentModel, PooledModel
 from gpuplan.models.textbook import ADDITIVE
+from gpuplan.parts.assignment_search import closed, lane_tabu_search, symmetric
 from gpuplan.parts.construct import best_fit_decreasing
 from gpuplan.parts.lp_rounding import ROUNDINGS
 from gpuplan.parts.static_plans import placements
