@@ -41,8 +41,8 @@ from gpuplan.parts.plan_encodings import (
 
 #: Generations when there is no time limit.
 DEFAULT_GENERATIONS = 100
-#: Temperature of the improvement of each static child, relative to the mean |value
-#: change| of the moves from the start plan.
+#: Temperature of the improvement of each static child, relative to the mean absolute
+#: change of value of the moves from the start plan.
 CHILD_TEMPERATURE = 0.02
 #: Annealing steps per job that improve each static child.
 IMPROVEMENT_STEPS_PER_JOB = 2

@@ -46,8 +46,8 @@ from gpuplan.parts.static_plans import static_result as placed_result
 #: Steps per job (static) or decodes (time-based) when there is no time limit.
 DEFAULT_STEPS_PER_JOB = 20
 DEFAULT_DECODES = 2000
-#: Start and end temperatures of static annealing, relative to the mean |value change|
-#: of the moves from the start plan.
+#: Start and end temperatures of static annealing, relative to the mean absolute change
+#: of value of the moves from the start plan.
 HOT, COLD = 1.0, 0.01
 #: Start and end temperatures of time-based annealing, in units of the start plan's value.
 TIMED_HOT, TIMED_COLD = 0.02, 2e-5
