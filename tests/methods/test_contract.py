@@ -47,9 +47,14 @@ def _instance(document: dict[str, Any], objective: ObjectiveKind) -> Instance | 
         return None
 
 
+#: Steps of the iterative methods in these runs: enough moves (sa) or generations (ga) to
+#: search, few enough that a generation over a 96-GPU fleet does not take the suite's time.
+STEPS = {"sa": 200, "ga": 20}
+
+
 def _runs(name: str) -> RunSettings:
     """Settings under which a run is reproducible: one thread, steps rather than seconds."""
-    return RunSettings(threads=1, iterations=200 if METHODS[name].iterative else None)
+    return RunSettings(threads=1, iterations=STEPS.get(name, 200) if METHODS[name].iterative else None)
 
 
 @pytest.mark.parametrize(("name", "objective"), DECLARED)
