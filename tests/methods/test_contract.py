@@ -54,7 +54,8 @@ STEPS = {"sa": 200, "ga": 20}
 
 def _runs(name: str) -> RunSettings:
     """Settings under which a run is reproducible: one thread, steps rather than seconds."""
-    return RunSettings(threads=1, iterations=STEPS.get(name, 200) if METHODS[name].iterative else None)
+    steps = STEPS.get(name, 200) if METHODS[name].iterative else None
+    return RunSettings(threads=1, iterations=steps)
 
 
 @pytest.mark.parametrize(("name", "objective"), DECLARED)
