@@ -498,12 +498,20 @@ def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
     A run log splits a job into segments only where the run paused it (the simulator
     never splits a job that keeps running), so every later segment of a job resumed it
     and pays ``run.restart_overhead_s`` of restore, plus ``run.migration_overhead_s`` when
-    it migrated; however short the pause was.
+    it runs on other GPUs than its previous segment did; however short the pause was.
+    Whether it moved is read from the GPUs, and ``migrated_from`` must say the same.
     """
     restore_s, migrate_s = run.restart_overhead_s, run.migration_overhead_s
     for j, mine in placed.by_job().items():
-        for k in mine[1:]:
-            moved = placed.migrated_from[k] is not None
+        for before, k in itertools.pairwise(mine):
+            # A move is read from the GPUs, never from what the segment says of itself.
+            moved = set(placed.gpus[k]) != set(placed.gpus[before])
+            if moved != (placed.migrated_from[k] is not None):
+                out.add(ViolationKind.MIGRATION, f"job {instance.job_ids[j]!r}: the segment "
+                        f"at {placed.start[k]:g} s runs on "
+                        f"{'other GPUs than' if moved else 'the GPUs of'} the job's previous "
+                        f"segment, but its migrated_from says it "
+                        f"{'did not move' if moved else 'moved'}")
             owed = (restore_s, migrate_s if moved else 0.0)
             paid = (placed.restore[k], placed.migrate[k])
             if not all(_close(a, b) for a, b in zip(paid, owed, strict=True)):
@@ -924,7 +932,9 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
     segments and the instance's class pairs (segments naming none are paired as version 1
     files are, see :func:`_pair_up`), its overheads against its length, ``migrated_from``
     against the job's previous segment, and the events against the segments. A simulated
-    run's log must charge the overheads its run record states on every resume and move.
+    run's log must list its events and charge the overheads its run record states on every
+    resume and move (:func:`gpuplan.simulate.check.check_run` holds it to the rest of its
+    record).
 
     Parameters
     ----------
@@ -957,6 +967,9 @@ def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
     _check_migrations(instance, placed, out)
     if schedule.run is not None:
         _check_charged(instance, schedule.run, placed, out)
+        if schedule.segments and not schedule.events:
+            out.add(ViolationKind.EVENT, "a run log lists every event of its run (start, "
+                    "preempt, resume, migrate, complete); this one lists none")
     if not static:
         _check_segments(instance, placed, out)
         _check_dependencies(instance, placed, out)

@@ -16,7 +16,7 @@ from gpuplan.cli.common import (
     reading_parser,
 )
 from gpuplan.core.schedule import Schedule
-from gpuplan.simulate.run import check_record
+from gpuplan.simulate.check import check_run
 from gpuplan.verify import verify_schedule
 
 
@@ -27,8 +27,12 @@ def register(commands: Commands) -> None:
         description="Recompute every constraint, the objective and the certificate (status, "
         "bound, gap) of SCHEDULE from INSTANCE alone, for the instance's objective (or "
         "--objective); exit 1 on any violation, and for a file that holds no plan "
-        "(no_solution, infeasible). A run log of gpuplan simulate must also charge the "
-        "overheads its run record states, and its metrics must be what its segments give.",
+        "(no_solution, infeasible). A run log of gpuplan simulate must also list its "
+        "events, charge the overheads its run record states, name registered parts with "
+        "options they take, keep "
+        "the rules those parts promise (a non-preemptive scheduler never preempts, fifo's "
+        "order, preemptions only to start a job, round boundaries), and state the metrics "
+        "its segments give.",
     )
     parser.add_argument("instance")
     parser.add_argument("schedule", type=Path)
@@ -55,8 +59,9 @@ def check(args: argparse.Namespace) -> int:
     if not schedule.status.has_plan:
         console.print(f"[yellow]not verified[/yellow]: status {schedule.status.value} holds "
                       "no plan to verify")
-    # A run log's record is checked too: its metrics must be what its segments give.
-    record = check_record(instance, schedule) if verification.ok else []
+    # A run log is held to its record too: known parts, the rules they promise, and
+    # metrics that are what its segments give.
+    record = check_run(instance, schedule) if verification.ok else []
     for problem in record:
         console.print(f"[red]run record:[/red] {problem}", markup=True, highlight=False)
     ok = verification.ok and schedule.status.has_plan and not record

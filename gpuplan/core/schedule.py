@@ -98,8 +98,9 @@ class Segment(_Model):
     start_s: float
     end_s: float
     work: float | None = Field(
-        default=None, gt=0, le=1,
-        description="Share of the job's work this segment does, in (0, 1]: its run time "
+        default=None, ge=0, le=1,
+        description="Share of the job's work this segment does, in [0, 1] (0 only for a "
+        "run log's segment spent wholly on its restore and migration): its run time "
         "(length minus restore_s and migrate_s) over the job's duration on gpu_type, times "
         "the pair's colocation speed when it has a partner; the job's segments add up to 1. "
         "Null (version 1 files): inferred from the interval.")
@@ -173,6 +174,9 @@ class RunRecord(_Model):
     scheduler: str = Field(description="The registered scheduler that decided the run.")
     placement: str = Field(description="The registered placement that picked the GPUs.")
     admission: str = Field(description="The registered admission that let jobs in.")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="The chosen parts' options by name, defaults "
+        "included (e.g. las's thresholds); a log without them ran on every default.")
     mode: str = Field(description="'event' (decide at every arrival and completion) or "
                       "'round' (decide at every round boundary).")
     round_s: float | None = Field(description="Round length in seconds; null in event mode.")
@@ -186,6 +190,11 @@ class RunRecord(_Model):
     utilisation_by_type: dict[str, float] = Field(
         description="Share of each GPU type's GPU-time held by jobs, first arrival to last "
         "completion.")
+
+
+def _stated(work: float, overheads: float) -> bool:
+    """Whether a file states a segment's work share: in (0, 1], or 0 for overheads only."""
+    return 0 < work < 1 + _SAME_INSTANT or (work == 0 and overheads > 0)
 
 
 _EPOCH = TypeAdapter(AwareDatetime)
@@ -256,7 +265,8 @@ class Schedule(_Model):
         shared, the pair's colocation speed (1 for a job in one segment); the partners, when
         the result names none, from segments of two pairable jobs on the same GPUs over the
         same interval. A work outside (0, 1] (a broken plan) is written as null, for the
-        verifier to report what is wrong with the segment.
+        verifier to report what is wrong with the segment; 0 is stated only for a segment
+        spent wholly on its overheads (a run's job preempted as its restore ends).
 
         Parameters
         ----------
@@ -300,7 +310,7 @@ class Schedule(_Model):
                 gpu_ids=[instance.gpu_ids[g] for g in gpus],
                 start_s=start,
                 end_s=float(result.end[i]),
-                work=min(share, 1.0) if 0 < share < 1 + _SAME_INSTANT else None,
+                work=min(share, 1.0) if _stated(share, restore[i] + migrate[i]) else None,
                 partner=instance.job_ids[result.job[partner[i]]] if partner[i] >= 0 else None,
                 restore_s=float(restore[i]),
                 migrate_s=float(migrate[i]),

@@ -4,7 +4,8 @@ A plain priority queue of timed events over an index-based cluster state, as Gav
 Blox's simulators are a round or event loop. Two modes:
 
 - **event** (:attr:`Mode.EVENT`): the scheduler decides at every instant something
-  happens (an arrival, a completion, or a wake-up it asked for);
+  happens (an arrival, a completion, a wake-up it asked for, and, for a preemptive
+  scheduler, the end of a job's overhead, from which on the job may be preempted);
 - **round** (:attr:`Mode.ROUND`): it decides at every round boundary, Gavel's time
   slicing; arrivals wait for the next round, and GPUs a job frees mid-round stay idle
   until the round ends. As in Gavel's simulator, a round whose jobs all complete early
@@ -12,7 +13,9 @@ Blox's simulators are a round or event loop. Two modes:
   next arrival.
 
 Work is accounted exactly: a job running on type ``t`` does ``1 / duration[j, t]`` of
-itself per second once its overheads are paid. Every resume pays the restore overhead,
+itself per second once its overheads are paid, and times are computed by multiplying
+with ``duration`` (never with a rounded rate), so jobs of whole seconds end on whole
+seconds and simultaneous completions stay simultaneous. Every resume pays the restore overhead,
 and a resume on other GPUs than the job's previous segment (another node or another type)
 is a migration and pays the migration overhead as well. A job still paying an overhead,
 or not preemptible, is never stopped. The run is recorded as segments and events in a
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,6 +93,8 @@ class _Kind(IntEnum):
     COMPLETE = 0
     ARRIVE = 1
     WAKE = 2
+    #: A job's restore or migration overhead ends: it may be preempted from now on.
+    UNLOCK = 3
 
 
 class _Recorder:
@@ -158,9 +164,11 @@ class Engine:
         self.admission = admission
         self.progress = progress
         n, kinds = instance.n_jobs, instance.n_types
-        self.rate: FloatArray = np.where(instance.eligible, 1.0 / np.where(
-            instance.eligible, instance.duration, 1.0), 0.0)
-        duration = np.where(instance.eligible, instance.duration, np.inf)
+        # Seconds of each job on each type (inf where it may not run): times are
+        # computed by multiplying with them, never through a rate, so a job of whole
+        # seconds that runs at once ends on a whole second.
+        duration: FloatArray = np.where(instance.eligible, instance.duration, np.inf)
+        self.duration = duration
         # Every eligible type, fastest first (the default preference of a decision).
         self.fastest_list: list[list[int]] = [
             np.argsort(duration[j], kind="stable")[:int(instance.eligible[j].sum())].tolist()
@@ -224,7 +232,8 @@ class Engine:
             elif kind == _Kind.ARRIVE:
                 self._arrive(job)
                 happened = True
-            elif kind == _Kind.WAKE and version == self.wake_version:
+            elif ((kind == _Kind.WAKE and version == self.wake_version)
+                  or (kind == _Kind.UNLOCK and version == self.version[job])):
                 happened = True
         return happened
 
@@ -244,7 +253,7 @@ class Engine:
         ran = np.maximum(0.0, now - np.maximum(self.mark[jobs], self.work_start[jobs]))
         self.remaining[jobs] = np.maximum(
             0.0, self.seg_remaining[jobs] - np.maximum(0.0, now - self.work_start[jobs])
-            * self.rate[jobs, kinds])
+            / self.duration[jobs, kinds])
         self.attained[jobs] += self.instance.gang[jobs] * ran
         self.received[jobs, kinds] += now - self.mark[jobs]
         self.mark[jobs] = now
@@ -284,8 +293,13 @@ class Engine:
         self.seg_remaining[job] = self.remaining[job]
         self.mark[job] = now
         self.version[job] += 1
-        done_at = self.work_start[job] + self.remaining[job] / self.rate[job, gpu_type]
+        done_at = self.work_start[job] + self.remaining[job] * self.duration[job, gpu_type]
         self._push(float(done_at), _Kind.COMPLETE, job, int(self.version[job]))
+        if (restore + migrate > 0 and self.scheduler.preemptive
+                and self.config.mode is Mode.EVENT):
+            # Once paid, the job may be preempted: a decision then may run a job that
+            # arrived while it was locked.
+            self._push(float(self.work_start[job]), _Kind.UNLOCK, job, int(self.version[job]))
 
     def _close(self, job: int, now: float, work: float, kind: EventKind) -> None:
         gpus = self.gpus[job]
@@ -325,7 +339,7 @@ class Engine:
     def _view(self, now: float) -> View:
         order = self.by_arrival
         running = self.running_type >= 0
-        locked = running & (~self.instance.preemptible | (self.work_start >= now))
+        locked = running & (~self.instance.preemptible | (self.work_start > now))
         return View(
             now=now, instance=self.instance,
             jobs=order[self.active[order]], waiting=order[self.waiting[order]],
@@ -358,113 +372,100 @@ class Engine:
         eligible = self.instance.eligible[job]
         return [t for t in decision.prefer[k].tolist() if t >= 0 and eligible[t]]
 
-    def _apply(self, decision: Decision, view: View) -> None:
-        """Grant types in the decision's order, stop who lost out, place who starts.
+    def _stop(self, job: int, now: float) -> None:
+        """Stop a running job (settled at ``now``): preempt it, or complete it if done."""
+        if self.remaining[job] <= _DONE:
+            # Float noise: the job is done now, and a resume would pay a restore for
+            # nothing.
+            self._complete(job, now)
+        else:
+            self._preempt(job, now)
 
-        The walk over the order is on Python numbers: it touches each job once, and numpy
-        calls on arrays of a few types would cost more than the work.
+    def _apply(self, decision: Decision, view: View) -> None:
+        """Carry out a decision on the nodes themselves, in its order.
+
+        Running jobs the decision leaves out stop first (when they may be stopped). Then
+        the order is walked once: a running job keeps its GPUs while its type is one it
+        may use; any other job asks the placement for free GPUs of the first type of its
+        preference where a node holds its gang, and, under a preemptive scheduler when no
+        node has them free, for the GPUs of running jobs further down the order, lowest
+        priority first (:meth:`_displace`). Types are granted and GPUs placed in one step,
+        so a job never passes an earlier one that fits on some node, and a job is stopped
+        to make room only when the GPUs it frees start another job at once.
         """
         instance, now = self.instance, view.now
-        gang = instance.gang
-        running = self.running_type >= 0
-        fixed = running & (view.locked | (not self.scheduler.preemptive))
-        held = np.bincount(self.running_type[fixed], weights=gang[fixed],
-                           minlength=instance.n_types)
-        avail: list[int] = (self.total - held.astype(np.int64)).tolist()
         order = np.asarray(decision.order, dtype=np.int64)
         inactive = order[~self.active[order]]
         if inactive.size:
             raise SimulationError(f"scheduler {self.scheduler.name!r} chose job "
                                   f"{instance.job_ids[inactive[0]]!r}, which is not active")
-        smallest = int(gang[order].min()) if order.size else 0
-        best = max(avail)
-        granted: dict[int, int] = {}
-        allowed: dict[int, list[int]] = {}
-        for k, (job, need, current, kept) in enumerate(zip(
-                order.tolist(), gang[order].tolist(), self.running_type[order].tolist(),
-                fixed[order].tolist(), strict=True)):
-            if best < smallest:
+        running = self.running_type >= 0
+        # Jobs the decision may stop: none under a non-preemptive scheduler.
+        movable = (running & ~view.locked if self.scheduler.preemptive
+                   else np.zeros_like(running))
+        listed = np.zeros(instance.n_jobs, dtype=bool)
+        listed[order] = True
+        for job in np.flatnonzero(movable & ~listed).tolist():
+            self._stop(job, now)
+        walk = _Walk(self, order, movable & listed)
+        for k, job in enumerate(order.tolist()):
+            if walk.done():
                 break
-            if kept or job in granted:
-                continue
             types = self._types(job, decision, k)
-            if current >= 0 and avail[current] >= need and current in types:
-                chosen = current
-            else:
-                chosen = next((t for t in types if avail[t] >= need), -1)
-            if chosen >= 0:
-                avail[chosen] -= need
-                granted[job] = chosen
-                allowed[job] = types
-                best = max(avail)
-        grant = np.full(instance.n_jobs, -1, dtype=np.int64)
-        if granted:
-            grant[list(granted)] = list(granted.values())
-        stopped = np.flatnonzero(running & ~fixed & (grant != self.running_type))
-        for job in stopped.tolist():
-            if self.remaining[job] <= _DONE:
-                # Float noise: the job is done now, and a resume would pay a restore for
-                # nothing.
-                self._complete(job, now)
-            else:
-                self._preempt(job, now)
-        starting = np.flatnonzero((grant >= 0) & (self.running_type < 0))
-        if starting.size == 0:
-            return
-        # In the decision's order, largest gangs first, so small jobs do not split nodes.
-        rank = np.empty(instance.n_jobs, dtype=np.int64)
-        rank[order] = np.arange(order.size)
-        placed = [self._place(job, int(grant[job]), allowed[job], avail, now)
-                  for job in starting[np.lexsort((rank[starting], -gang[starting]))].tolist()]
-        if not all(placed):
-            self._fill(decision, stopped, now)
+            current = int(self.running_type[job])
+            if current >= 0:
+                if not walk.soft[job]:
+                    continue
+                if current in types:
+                    walk.keep(job)
+                    continue
+                # The decision moves it to another type: it starts again there if it can.
+                walk.release(job)
+                self._stop(job, now)
+                walk.freed(current)
+            elif job in walk.displaced:
+                # Stopped by a job ahead of it: its type first, if it may stay there.
+                before = walk.displaced[job]
+                types = [before, *(t for t in types if t != before)] if before in types else types
+            walk.start(job, types, now)
 
-    def _place(self, job: int, gpu_type: int, types: list[int], avail: list[int],
-               now: float) -> bool:
-        """Start ``job`` on its granted type, or on another it may use if no node holds it.
+    def _displace(self, job: int, gpu_type: int, walk: _Walk, now: float) -> IntArray | None:
+        """GPUs of ``gpu_type`` for ``job`` from running jobs further down the order.
 
-        Types are granted by free GPUs summed over nodes, so a gang may find its type's
-        GPUs split over nodes; it then takes the next type of its preference with room.
-        Whether it started.
+        Those jobs' GPUs are offered to the placement one job at a time, lowest priority
+        first, until some node holds the gang; the jobs whose GPUs the placement then takes
+        are stopped, the others keep theirs. None (and nobody stopped) when even all of
+        them would not make room.
         """
         need = int(self.instance.gang[job])
-        avail[gpu_type] += need
-        for kind in [gpu_type, *(t for t in types if t != gpu_type)]:
-            if avail[kind] < need:
+        offered: list[tuple[int, IntArray]] = []
+        node = -1
+        for other in walk.candidates(gpu_type):
+            gpus = self.gpus[other]
+            assert gpus is not None
+            node = int(self.instance.gpu_node[gpus[0]])
+            self.owner[gpus] = -1
+            self.free[node, gpu_type] += gpus.size
+            offered.append((other, gpus))
+            if self.free[node, gpu_type] >= need:
+                break
+        reached = bool(offered) and self.free[node, gpu_type] >= need
+        chosen = self.placement.place(self.cluster, job, gpu_type) if reached else None
+        for other, gpus in offered:
+            self.owner[gpus] = other
+            self.free[int(self.instance.gpu_node[gpus[0]]), gpu_type] -= gpus.size
+        if chosen is None:
+            return None
+        chosen = np.asarray(chosen, dtype=np.int64)
+        taken = set(chosen.tolist())
+        for other, gpus in offered:
+            if taken.isdisjoint(gpus.tolist()):
                 continue
-            gpus = self.placement.place(self.cluster, job, kind)
-            if gpus is not None:
-                avail[kind] -= need
-                self._start(job, kind, np.asarray(gpus, dtype=np.int64), now)
-                return True
-        logger.debug("t=%g: no node has %d free GPUs of a type job %s may use", now, need,
-                     self.instance.job_ids[job])
-        return False
-
-    def _fill(self, decision: Decision, stopped: IntArray, now: float) -> None:
-        """Offer the GPUs a gang could not use to the decision's other waiting jobs.
-
-        A gang granted GPUs split over nodes held them in the count while later jobs were
-        turned away; walking the order again over the free GPUs, starting no one by
-        stopping anyone, lets those jobs have them. Jobs the decision just stopped stay
-        stopped.
-        """
-        avail: list[int] = self.free.sum(axis=0).tolist()
-        # Only a node's own free GPUs can hold a gang: the largest per type rules out, in
-        # one comparison, the waiting gangs that fit the summed count but no node.
-        block: list[int] = self.free.max(axis=0).tolist()
-        gang = self.instance.gang
-        skip = set(stopped.tolist())
-        for k, job in enumerate(np.asarray(decision.order, dtype=np.int64).tolist()):
-            need = int(gang[job])
-            if self.running_type[job] >= 0 or job in skip or max(block) < need:
-                continue
-            types = [t for t in self._types(job, decision, k) if block[t] >= need]
-            chosen = next((t for t in types if avail[t] >= need), -1)
-            if chosen >= 0:
-                avail[chosen] -= need
-                if self._place(job, chosen, types, avail, now):
-                    block = self.free.max(axis=0).tolist()
+            walk.release(other)
+            walk.displaced[other] = gpu_type
+            self._stop(other, now)
+        walk.freed(gpu_type)
+        return chosen
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -542,7 +543,7 @@ class Engine:
                 idle = 0
                 kinds = self.running_type[running]
                 done_at = (self.work_start[running] + self.seg_remaining[running]
-                           / self.rate[running, kinds])
+                           * self.duration[running, kinds])
                 end = min(now + round_s, float(done_at.max()))
                 self._handle_until(end, inclusive=False)
             elif not self.arrived.all():
@@ -555,6 +556,88 @@ class Engine:
                     raise self._stalled(now)
                 end = now + round_s
             now = end
+
+
+class _Walk:
+    """One walk over a decision's order (:meth:`Engine._apply`): who may still be moved.
+
+    Parameters
+    ----------
+    engine
+        The engine carrying the decision out.
+    order
+        The decision's order.
+    soft
+        ``(J,)`` the running jobs in the order that a job ahead of them may displace
+        (preemptive scheduler, not locked); cleared as the walk reaches them.
+    """
+
+    def __init__(self, engine: Engine, order: IntArray, soft: np.ndarray) -> None:
+        self.engine = engine
+        self.soft = soft
+        self.n_soft = int(soft.sum())
+        # Soft jobs, lowest priority first: the order the walk offers their GPUs in.
+        self.last_first: list[int] = order[soft[order]][::-1].tolist()
+        self.by_type: dict[int, list[int]] = {}
+        #: Jobs a job ahead of them stopped, with the type they ran on.
+        self.displaced: dict[int, int] = {}
+        kinds = engine.instance.n_types
+        # The smallest gang no node held free of each type, since GPUs of it were last
+        # freed: placements find a gang wherever one fits, so a larger one fails as well.
+        self.no_free = [math.inf] * kinds
+        # The smallest gang that even displacing every soft job could not place; free
+        # plus soft GPUs on a node only shrink during a walk, so it never resets.
+        self.no_room = [math.inf] * kinds
+        gang = engine.instance.gang[order]
+        self.smallest = int(gang.min()) if order.size else 0
+
+    def done(self) -> bool:
+        """Whether no job further down the order can start or be moved any more."""
+        return self.n_soft == 0 and max(self.no_free) <= self.smallest
+
+    def keep(self, job: int) -> None:
+        """A soft job reached by the walk keeps its GPUs."""
+        self.release(job)
+
+    def release(self, job: int) -> None:
+        """A job is no longer one the walk may displace."""
+        self.soft[job] = False
+        self.n_soft -= 1
+
+    def freed(self, gpu_type: int) -> None:
+        """GPUs of ``gpu_type`` were freed: any gang may fit there again."""
+        self.no_free[gpu_type] = math.inf
+
+    def candidates(self, gpu_type: int) -> list[int]:
+        """The soft jobs running on ``gpu_type``, lowest priority first."""
+        running = self.engine.running_type
+        if gpu_type not in self.by_type:
+            self.by_type[gpu_type] = [j for j in self.last_first if running[j] == gpu_type]
+        return [j for j in self.by_type[gpu_type] if self.soft[j] and running[j] == gpu_type]
+
+    def start(self, job: int, types: list[int], now: float) -> bool:
+        """Start ``job`` on the first of ``types`` with free GPUs, else by displacing."""
+        engine = self.engine
+        need = int(engine.instance.gang[job])
+        for gpu_type in types:
+            if need >= self.no_free[gpu_type]:
+                continue
+            gpus = engine.placement.place(engine.cluster, job, gpu_type)
+            if gpus is not None:
+                engine._start(job, gpu_type, np.asarray(gpus, dtype=np.int64), now)
+                return True
+            self.no_free[gpu_type] = need
+        if self.n_soft == 0:
+            return False
+        for gpu_type in types:
+            if need >= self.no_room[gpu_type]:
+                continue
+            chosen = engine._displace(job, gpu_type, self, now)
+            if chosen is not None:
+                engine._start(job, gpu_type, chosen, now)
+                return True
+            self.no_room[gpu_type] = need
+        return False
 
 
 #: Decisions in a row that may run nothing, with nothing left to arrive, before a run is

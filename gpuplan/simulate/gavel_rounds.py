@@ -140,6 +140,13 @@ class GavelRounds(ABC):
     modes: ClassVar[frozenset[Mode]] = frozenset({Mode.ROUND})
     preemptive: ClassVar[bool] = True
     calls_solver: ClassVar[bool] = False
+    preempts_to_start: ClassVar[bool] = False
+
+    @classmethod
+    def fixed_order(cls, instance: Instance) -> IntArray | None:
+        """None: the order follows the run."""
+        del instance
+        return None
     #: Types fastest first (True) or shuffled every round (False).
     aware: ClassVar[bool]
     #: Gavel's FIFO policies never run a job of priority 0.

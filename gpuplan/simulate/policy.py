@@ -10,12 +10,16 @@ As in Blox, a cluster policy is three parts, each a small protocol:
 - :class:`Placement` picks the GPUs of one job on one type.
 
 The engine (:mod:`gpuplan.simulate.engine`) turns a decision into starts, preemptions and
-migrations: it walks the decision in order, granting each job the first type of its
-preference with enough GPUs left (a running job keeps its type if it may and still fits
-there), stops running jobs left without a grant (when the scheduler is preemptive and the
-job may be preempted), keeps the GPUs of jobs that stay on their type, and asks the
-placement for GPUs of the rest, largest gangs first. A scheduler therefore never has to
-know about nodes, and a placement never has to know about priorities.
+migrations on the nodes themselves: it stops the running jobs the decision leaves out
+(when the scheduler is preemptive and the job may be preempted), then walks the decision
+in order. A running job keeps its GPUs while its type is one it may use; any other job
+asks the placement for free GPUs on the first type of its preference where a node holds
+its whole gang, and, under a preemptive scheduler when no node has them free, for the GPUs
+of running jobs further down the order, lowest priority first; the jobs whose GPUs it then
+takes are stopped. So a job never passes an earlier one that fits on some node, and a
+preemption always frees GPUs that another job starts on at that instant. A scheduler
+therefore never has to know about nodes, and a placement never has to know about
+priorities.
 
 Each part has a name, a line of help and its own typed options (a frozen dataclass of
 :func:`~gpuplan.core.options.option` fields, as planning methods declare theirs), and is
@@ -180,6 +184,10 @@ class Admission(Protocol):
     #: :func:`~gpuplan.core.options.option` fields.
     options_type: ClassVar[type[Any]]
 
+    #: Whether it may hold an arrived job back (the run log's checker then cannot hold
+    #: the scheduler to an order among all arrived jobs).
+    holds_back: ClassVar[bool]
+
     def admit(self, view: View, job: int) -> bool:
         """Whether ``job`` (in ``view.waiting``) is admitted now.
 
@@ -202,6 +210,19 @@ class Scheduler(Protocol):
     preemptive: ClassVar[bool]
     #: Whether it calls a solver, and so reads the run's --time-limit and --threads.
     calls_solver: ClassVar[bool]
+    #: Whether it stops a running job only to start another on GPUs it frees, at that
+    #: instant (it lists every active job in its order and never moves one to another
+    #: type); the run log's checker holds its runs to it.
+    preempts_to_start: ClassVar[bool]
+
+    @classmethod
+    def fixed_order(cls, instance: Instance) -> IntArray | None:
+        """Every job in the order the scheduler offers GPUs in, when fixed in advance.
+
+        A scheduler with one promises that a job never starts while a job ahead of it
+        that has arrived, and fits on some node of a type it may use, waits; the run
+        log's checker holds its runs to that. None when the order changes as jobs run.
+        """
 
     def decide(self, view: View) -> Decision:
         """The jobs to run now, in priority order, and their types."""

@@ -15,16 +15,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import time_objective
 from gpuplan.core.schedule import RunRecord, Schedule
 from gpuplan.core.settings import RunSettings
+from gpuplan.simulate.check import check_run
 from gpuplan.simulate.engine import Engine, Progress, SimulationConfig, SimulationError
 from gpuplan.simulate.metrics import run_metrics, utilisation_by_type
-from gpuplan.simulate.policies import SCHEDULERS, build_parts, part_class
+from gpuplan.simulate.policies import (
+    SCHEDULERS,
+    build_parts,
+    chosen_options,
+    options_record,
+    part_class,
+)
 from gpuplan.simulate.policy import Mode, PolicyContext
 from gpuplan.verify import verify_schedule
 
@@ -108,9 +113,9 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
         raise InputError(setting("mode"), "", f"scheduler {spec.scheduler!r} does not work in "
                          f"{config.mode.value} mode; it takes `mode` "
                          f"{' or '.join(sorted(m.value for m in modes))}")
-    scheduler, placement, admission = build_parts(
-        {"scheduler": spec.scheduler, "placement": spec.placement,
-         "admission": spec.admission}, spec.options, context)
+    names = {"scheduler": spec.scheduler, "placement": spec.placement,
+             "admission": spec.admission}
+    scheduler, placement, admission = build_parts(names, spec.options, context)
     result = Engine(instance, config, scheduler, placement, admission, progress).run()
     result = dataclasses.replace(result, objective=time_objective(
         instance, result.job, result.gpu_type, result.end, work=result.work))
@@ -118,7 +123,7 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
                                     wall_time_s=time.perf_counter() - began, seed=spec.seed)
     record = RunRecord(
         scheduler=spec.scheduler, placement=spec.placement, admission=spec.admission,
-        mode=config.mode.value,
+        options=options_record(chosen_options(names, spec.options)), mode=config.mode.value,
         round_s=config.round_s if config.mode is Mode.ROUND else None,
         restart_overhead_s=config.restart_overhead_s,
         migration_overhead_s=config.migration_overhead_s,
@@ -132,47 +137,8 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
         shown = "; ".join(str(v) for v in verification.violations[:5])
         raise SimulationError(f"the run log of {spec.scheduler!r} breaks "
                               f"{len(verification.violations)} rule(s) of the verifier: {shown}")
+    broken = check_run(instance, schedule, result)
+    if broken:
+        raise SimulationError(f"the run of {spec.scheduler!r} does not keep what its record "
+                              f"claims ({len(broken)} problem(s)): {'; '.join(broken[:5])}")
     return schedule.model_copy(update={"verification": verification})
-
-
-def check_record(instance: Instance, schedule: Schedule) -> list[str]:
-    """What a run log's record states that its segments do not give.
-
-    The metrics and per-type utilisation are recomputed from the log's segments and
-    events over its window, as :func:`simulate` computed them; a value that differs
-    (beyond float noise) is reported. Call it on a log the verifier accepted.
-
-    Parameters
-    ----------
-    instance
-        The instance the run simulated.
-    schedule
-        A run log (``schedule.run`` set).
-    """
-    record = schedule.run
-    if record is None:
-        return []
-    window = (record.window[0], record.window[1])
-    if not 0 <= window[0] < window[1] <= instance.n_jobs:
-        return [f"run.window {window[0]}:{window[1]} is not a range of the instance's "
-                f"{instance.n_jobs} jobs"]
-    result = schedule.to_result(instance)
-    recomputed = {**{f"metrics.{k}": v for k, v in run_metrics(instance, result,
-                                                               window).items()},
-                  **{f"utilisation_by_type.{k}": v for k, v in utilisation_by_type(
-                      instance, result, window).items()}}
-    stated = {**{f"metrics.{k}": v for k, v in record.metrics.items()},
-              **{f"utilisation_by_type.{k}": v for k, v in record.utilisation_by_type.items()}}
-    problems = [f"run.{key} is missing" for key in recomputed if key not in stated]
-    problems += [f"run.{key} is not a metric gpuplan computes" for key in stated
-                 if key not in recomputed]
-    problems += [
-        f"run.{key} states {stated[key]:.6g}, the log's segments give {value:.6g}"
-        for key, value in recomputed.items()
-        if key in stated and not _same(stated[key], value)]
-    return problems
-
-
-def _same(a: float, b: float) -> bool:
-    """Equal up to float noise, NaN equal to NaN."""
-    return bool(np.isclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True))

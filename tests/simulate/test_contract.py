@@ -27,10 +27,13 @@ RUNS = [(scheduler, placement, mode) for scheduler, cls in SCHEDULERS.items()
 
 
 def workload(seed: int) -> Instance:
-    """A small seeded batch: gangs, three GPU types on three nodes, arrivals over an hour."""
-    return instance_from(generate_document(jobs=12, nodes=3, seed=seed, gpus_per_node=4,
-                                           arrival_window_s=3600.0,
-                                           objective="weighted-completion"))
+    """A small seeded batch of preemptible gangs, three types on three nodes, over an hour."""
+    document = generate_document(jobs=12, nodes=3, seed=seed, gpus_per_node=4,
+                                 arrival_window_s=3600.0, objective="weighted-completion")
+    # Preemptible, so that the preemptive parts preempt, resume and move.
+    for job in document["jobs"]:
+        job["preemptible"] = True
+    return instance_from(document)
 
 
 def spec(scheduler: str, placement: str, mode: Mode, seed: int) -> RunSpec:
@@ -43,7 +46,7 @@ def spec(scheduler: str, placement: str, mode: Mode, seed: int) -> RunSpec:
 
 def comparable(text: str) -> dict[str, object]:
     """A run log without what varies between two runs of the same seed: the wall time."""
-    document = json.loads(text)
+    document: dict[str, object] = json.loads(text)
     document.pop("wall_time_s", None)
     return document
 

@@ -61,6 +61,13 @@ def register_scheduler(monkeypatch: pytest.MonkeyPatch, decide: Decide, *,
         options_type: ClassVar[type[Any]] = NoOptions
         modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
         preemptive: ClassVar[bool] = stops
+        # Held to no order or preemption promise: the tests script both.
+        preempts_to_start: ClassVar[bool] = False
+
+        @classmethod
+        def fixed_order(cls, instance: Instance) -> IntArray | None:
+            del instance
+            return None
 
         def __init__(self, context: PolicyContext) -> None:
             del context
@@ -275,9 +282,11 @@ def test_zero_overheads_give_the_fluid_completion(monkeypatch: pytest.MonkeyPatc
 def test_job_paying_its_overhead_is_not_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     """``tiny`` (10 s) arrives at 90 while ``long`` still restores (80 to 110).
 
-    Shortest-remaining-first would run ``tiny``, but ``long`` is locked: it keeps the GPU
-    to its end at 180 and ``tiny`` runs after it. If this broke, a job could pay its
-    overhead again and again without ever running.
+    Shortest-remaining-first would run ``tiny``, but ``long`` is locked until its restore
+    is paid: it keeps the GPU to 110, when the end of the overhead is a decision of its
+    own and ``tiny`` runs (110 to 120) rather than after ``long``'s whole run. If the lock
+    broke, a job could pay its overhead again and again without ever running; without the
+    decision, ``tiny`` would wait 90 s for nothing.
     """
     seen: list[View] = []
     instance = cluster(ONE_GPU, [job("long", 100), job("short", 50, release=30),
@@ -285,9 +294,11 @@ def test_job_paying_its_overhead_is_not_stopped(monkeypatch: pytest.MonkeyPatch)
     schedule = run(monkeypatch, instance, restart=30, seen=seen)
     at_90 = next(v for v in seen if v.now == 90)
     assert at_90.locked[0] and at_90.running_type[0] == 0
-    assert len(segments(schedule, "long")) == 2
-    assert completion(schedule, "long") == 180
-    assert segments(schedule, "tiny")[0].start_s == 180
+    assert 110 in [v.now for v in seen]
+    paid = segments(schedule, "long")[1]
+    assert (paid.start_s, paid.end_s, paid.restore_s, paid.work) == (80, 110, 30, 0)
+    assert segments(schedule, "tiny")[0].start_s == 110
+    assert completion(schedule, "long") == 220
 
 
 def test_non_preemptible_job_is_never_stopped(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -220,6 +220,13 @@ class _InArrivalOrder:
     options_type: ClassVar[type[Any]] = NoOptions
     modes: ClassVar[frozenset[Mode]] = frozenset({Mode.EVENT})
     preemptive: ClassVar[bool] = False
+    calls_solver: ClassVar[bool] = False
+    preempts_to_start: ClassVar[bool] = False
+
+    @classmethod
+    def fixed_order(cls, instance: Instance) -> IntArray | None:
+        del instance
+        return None
 
     def decide(self, view: View) -> Decision:
         return Decision(view.jobs)

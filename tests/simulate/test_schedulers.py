@@ -310,3 +310,32 @@ def test_preemptive_multi_gpu_runs_verify(policy: str) -> None:
     schedule = simulate(instance, RunSpec(scheduler=policy))
     assert schedule.verification is not None and schedule.verification.ok
     assert schedule.run is not None and schedule.run.metrics["preemptions_per_job"] > 0
+
+
+def test_a_decision_is_taken_when_an_overhead_ends() -> None:
+    """A short job arriving while another pays its restore starts once the restore is paid.
+
+    On 1 GPU, ``mid`` (100 s, at 100) preempts ``long`` (1000 s), which resumes at 200
+    and pays its 30 s restore until 230. ``tiny`` (10 s) arrives at 210, while ``long``
+    may not be stopped; at 230 it may, and SRTF runs ``tiny`` then rather than after
+    ``long``'s whole run.
+    """
+    schedule = run(one_node(1, {"long": (1, 1000, 0, True), "mid": (1, 100, 100, True),
+                                "tiny": (1, 10, 210, True)}), "srtf", restart_s=30.0)
+    assert intervals(schedule)["tiny"] == [(230, 240)]
+    paid = [s for s in schedule.segments if s.job == "long" and s.start_s == 200]
+    assert paid[0].end_s == 230 and paid[0].restore_s == 30 and paid[0].work == 0
+
+
+def test_jobs_of_whole_seconds_end_on_whole_seconds() -> None:
+    """Times are computed from durations, never through a rounded rate.
+
+    200 jobs of 1 to 200 seconds start together on 200 GPUs: each ends exactly at its
+    duration, and the two of 97 s, started together, end at the same instant.
+    """
+    jobs = {f"j{d}": (1, float(d), 0.0, True) for d in range(1, 201)}
+    jobs["twin"] = (1, 97.0, 0.0, True)
+    schedule = run(one_node(201, jobs), "fifo")
+    ends = {s.job: s.end_s for s in schedule.segments}
+    assert all(ends[f"j{d}"] == d for d in range(1, 201))
+    assert ends["twin"] == ends["j97"] == 97.0

@@ -66,9 +66,9 @@ def option_takers() -> dict[str, tuple[dataclasses.Field[Any], list[str]]]:
     return declared_options(cls for registry in KINDS.values() for cls in registry.values())
 
 
-def build_parts(names: Mapping[str, str], options: Mapping[str, Any],
-                context: PolicyContext) -> tuple[Scheduler, Placement, Admission]:
-    """Build a run's scheduler, placement and admission, each with the options it takes.
+def chosen_options(names: Mapping[str, str], options: Mapping[str, Any],
+                   source: str | None = None) -> dict[str, Any]:
+    """Each chosen part's typed options, by kind, from the settings given.
 
     Parameters
     ----------
@@ -77,8 +77,9 @@ def build_parts(names: Mapping[str, str], options: Mapping[str, Any],
     options
         The parts' settings by option name or flag, as text (parsed as the flag parses
         it) or as values; each goes to every chosen part that takes it.
-    context
-        The run's context; each part gets it with its own typed options.
+    source
+        Where the settings were written (a run log's ``run.options``), for messages;
+        None for settings given by name.
 
     Raises
     ------
@@ -90,15 +91,37 @@ def build_parts(names: Mapping[str, str], options: Mapping[str, Any],
     stray = [key for key in options
              if not any(takes_key(cls.options_type, key) for cls in chosen.values())]
     if stray:
-        named = [setting(key.lstrip("-").replace("-", "_")) for key in stray]
         parts = ", ".join(f"{kind} {cls.name!r}" for kind, cls in chosen.items())
+        if source is not None:
+            raise InputError(source, stray[0], f"no part of the policy takes it ({parts})")
+        named = [setting(key.lstrip("-").replace("-", "_")) for key in stray]
         raise InputError(named[0], "", f"no part of the policy takes {', '.join(named)} "
                          f"({parts})")
-    built = []
-    for kind, cls in chosen.items():
-        mine = {key: value for key, value in options.items()
-                if takes_key(cls.options_type, key)}
-        typed = part_options(cls, kind, mine)
-        built.append(cls(dataclasses.replace(context, options=typed)))
-    scheduler, placement, admission = built
+    return {kind: part_options(cls, kind, {key: value for key, value in options.items()
+                                           if takes_key(cls.options_type, key)}, source)
+            for kind, cls in chosen.items()}
+
+
+def options_record(typed: Mapping[str, Any]) -> dict[str, Any]:
+    """The chosen parts' options as JSON values by option name (a run log's ``options``)."""
+    return {name: list(value) if isinstance(value, tuple) else value
+            for options in typed.values() for name, value in dataclasses.asdict(options).items()}
+
+
+def build_parts(names: Mapping[str, str], options: Mapping[str, Any],
+                context: PolicyContext) -> tuple[Scheduler, Placement, Admission]:
+    """Build a run's scheduler, placement and admission, each with the options it takes.
+
+    ``names`` and ``options`` are as :func:`chosen_options` takes them; each part gets
+    ``context`` with its own typed options.
+
+    Raises
+    ------
+    InputError
+        An unknown name, an option no chosen part takes, or a bad value.
+    """
+    typed = chosen_options(names, options)
+    scheduler, placement, admission = (
+        part_class(KINDS[kind], names[kind], kind)(dataclasses.replace(context, options=mine))
+        for kind, mine in typed.items())
     return scheduler, placement, admission

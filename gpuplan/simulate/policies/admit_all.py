@@ -14,6 +14,7 @@ class AdmitAll:
     name: ClassVar[str] = "all"
     description: ClassVar[str] = "admit every job when it arrives"
     options_type: ClassVar[type[Any]] = NoOptions
+    holds_back: ClassVar[bool] = False
 
     def __init__(self, context: PolicyContext) -> None:
         del context

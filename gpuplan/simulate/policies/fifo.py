@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.core.instance import FloatArray, IntArray
+from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.options import NoOptions
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 
@@ -29,6 +29,13 @@ class Fifo:
     modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
     preemptive: ClassVar[bool] = False
     calls_solver: ClassVar[bool] = False
+    preempts_to_start: ClassVar[bool] = True
+
+    @classmethod
+    def fixed_order(cls, instance: Instance) -> IntArray | None:
+        """Arrival order: release time, then index."""
+        order: IntArray = np.lexsort((np.arange(instance.n_jobs), instance.release))
+        return order
 
     def __init__(self, context: PolicyContext) -> None:
         del context

@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpuplan.core.errors import InputError, setting
-from gpuplan.core.instance import FloatArray
+from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.options import check_range, option, parse_number
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
 
@@ -97,6 +97,13 @@ class Las:
     modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
     preemptive: ClassVar[bool] = True
     calls_solver: ClassVar[bool] = False
+    preempts_to_start: ClassVar[bool] = True
+
+    @classmethod
+    def fixed_order(cls, instance: Instance) -> IntArray | None:
+        """None: the order follows the run."""
+        del instance
+        return None
 
     def __init__(self, context: PolicyContext) -> None:
         options: LasOptions = context.options

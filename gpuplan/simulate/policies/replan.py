@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpuplan.core.errors import InputError, setting
-from gpuplan.core.instance import MAX_TIME_S, IntArray
+from gpuplan.core.instance import MAX_TIME_S, Instance, IntArray
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import check_range, option, parse_number
 from gpuplan.methods import METHODS
@@ -72,6 +72,13 @@ class Replan:
     modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
     preemptive: ClassVar[bool] = True
     calls_solver: ClassVar[bool] = True
+    preempts_to_start: ClassVar[bool] = False
+
+    @classmethod
+    def fixed_order(cls, instance: Instance) -> IntArray | None:
+        """None: the order follows the run."""
+        del instance
+        return None
 
     def __init__(self, context: PolicyContext) -> None:
         options: ReplanOptions = context.options

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from gpuplan.core.instance import FloatArray, IntArray
+import numpy as np
+
+from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.simulate.policies.fifo import Fifo
 from gpuplan.simulate.policy import View
 
@@ -20,6 +22,13 @@ class ShortestJobFirst(Fifo):
     name: ClassVar[str] = "sjf"
     description: ClassVar[str] = ("shortest job first (run time on its fastest type), "
                                   "non-preemptive")
+
+    @classmethod
+    def fixed_order(cls, instance: Instance) -> IntArray | None:
+        """Run time on the fastest eligible type, then arrival."""
+        order: IntArray = np.lexsort((np.arange(instance.n_jobs), instance.release,
+                                      instance.min_duration))
+        return order
 
     def key(self, view: View, jobs: IntArray) -> FloatArray:
         """Each job's run time on its fastest eligible type."""

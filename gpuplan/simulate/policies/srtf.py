@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from gpuplan.core.instance import FloatArray, IntArray
+from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.simulate.policies.fifo import Fifo
 from gpuplan.simulate.policy import View
 
@@ -22,6 +22,12 @@ class ShortestRemainingFirst(Fifo):
     description: ClassVar[str] = ("shortest remaining time first (on its fastest type), "
                                   "preemptive")
     preemptive: ClassVar[bool] = True
+
+    @classmethod
+    def fixed_order(cls, instance: Instance) -> IntArray | None:
+        """None: the order follows the work left."""
+        del instance
+        return None
 
     def key(self, view: View, jobs: IntArray) -> FloatArray:
         """Each job's remaining seconds on its fastest eligible type."""
