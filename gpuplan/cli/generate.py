@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,16 @@ def _gavel(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("rate_per_hour", "throughputs"):
         if not hasattr(args, name):
             raise InputError(GAVEL_FLAGS[name], "", "a Gavel workload (--cluster) needs it")
+    if args.rate_per_hour > 0:
+        # Poisson arrivals end near jobs / rate hours; six standard deviations more keep
+        # a draw past the format's time limit from failing only after the work is done.
+        hours = args.jobs / args.rate_per_hour * (1 + 6 / math.sqrt(args.jobs))
+        if hours * 3600 > MAX_TIME_S:
+            least = args.jobs * (1 + 6 / math.sqrt(args.jobs)) * 3600 / MAX_TIME_S
+            raise InputError("--arrival-rate", "", f"{args.jobs} jobs at {args.rate_per_hour:g} "
+                             f"per hour would arrive over about {hours * 3600:.3g} s, past the "
+                             f"instance format's limit of {MAX_TIME_S:g} s; use a rate of at "
+                             f"least {least:.3g} per hour, or fewer --jobs")
     return gavel_document(
         read_throughputs(args.throughputs), cluster, args.jobs, args.rate_per_hour,
         **given(args, "gpus_per_node", "seed"), multi_gpu=hasattr(args, "multi_gpu"),

@@ -44,7 +44,7 @@ from gpuplan.harness.replay import (
 from gpuplan.readers.openb import read_openb
 from gpuplan.sharing.plots import allocation_figure, held_share_figure
 from gpuplan.sharing.policies import POLICIES, policy_option_takers
-from gpuplan.sharing.replay import PAPER_RATIO, PAPER_SEEDS
+from gpuplan.sharing.replay import PAPER_RATIO, PAPER_SEEDS, check_pods
 from gpuplan.sharing.timeline import check_times
 
 #: Replays ``--replay`` offers: name and what it is.
@@ -241,6 +241,7 @@ def run_replay(args: argparse.Namespace) -> int:
     # Read here first: a bad row (or a pod list without times for a time replay) is exit 2
     # before any folder or replay is made.
     trace = read_openb(args.nodes, args.input)
+    check_pods(trace, getattr(args, "ratio", None))
     if args.kind == "time":
         check_times(trace)
     out = check_output_folder(args.output, [args.input, args.nodes])

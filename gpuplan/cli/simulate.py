@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -48,6 +49,7 @@ from gpuplan.simulate.engine import Progress as ProgressCallback
 from gpuplan.simulate.metrics import job_stats, window_jobs
 from gpuplan.simulate.plots import jct_cdf_figure, timeline_figure
 from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS, option_takers
+from gpuplan.simulate.run import check_simulable
 from gpuplan.simulate.workload import gavel_trace_document, parse_cluster, run_document
 
 #: Settings a preset gives; a flag given beside it wins.
@@ -255,6 +257,10 @@ def _summary(instance: Instance, schedule: Schedule, seconds: float,
     ]
 
 
+#: The pictures ``--plot`` writes into its folder.
+PLOT_FILES = ("jct_cdf.png", "timeline.png")
+
+
 def write_plots(folder: Path, instance: Instance, schedule: Schedule, label: str) -> list[Path]:
     """Write the run's JCT distribution and timeline into ``folder``; the files."""
     run = schedule.run
@@ -262,7 +268,7 @@ def write_plots(folder: Path, instance: Instance, schedule: Schedule, label: str
     result = schedule.to_result(instance, schedule.verification.objective)
     window = (run.window[0], run.window[1])
     jct = job_stats(instance, result).jct_h[window_jobs(instance, window)]
-    files = [folder / "jct_cdf.png", folder / "timeline.png"]
+    files = [folder / name for name in PLOT_FILES]
     write_figure(jct_cdf_figure({label: jct}, title=f"{instance.name}: JCT"), files[0])
     write_figure(timeline_figure(instance, result, window, title=instance.name), files[1])
     return files
@@ -328,8 +334,17 @@ def run_simulate(args: argparse.Namespace) -> int:
                              f"file {args.output} (-o); choose another file")
     # Checked (and made) before anything is written, so a bad folder leaves no file.
     folder = None if args.plot is None else check_output_folder(args.plot, inputs, "--plot")
+    if folder is not None:
+        outputs = {target for target in (log, args.write_instance and Path(
+            os.path.realpath(args.write_instance))) if target}
+        for name in PLOT_FILES:
+            picture = check_output(folder / name, inputs, "--plot")
+            if picture in outputs:
+                raise InputError(str(folder / name), "", f"--plot writes {name} there, which "
+                                 "-o or --write-instance names too; choose another folder")
     instance, document = read_workload(args)
     instance = instance.online()
+    check_simulable(instance, spec.config)
     if args.write_instance is not None:
         document = run_document(document, instance)
         # What runs is the file's content, built as gpuplan check will build it: the

@@ -14,7 +14,9 @@ given twice in one object, nesting deeper than :data:`MAX_DEPTH` and integers lo
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
+import io
 import json
 import os
 import re
@@ -23,7 +25,7 @@ import socket
 import stat
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, compress
 from operator import not_
 from pathlib import Path
@@ -444,3 +446,40 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+#: First characters with which a spreadsheet reads a text cell as a formula.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell_text(value: Any) -> Any:
+    """A cell as CSV writes it, a text a spreadsheet would run as a formula quoted by ``'``.
+
+    Numbers, and text that reads as one (``-1.5``), are left as they are.
+    """
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    with contextlib.suppress(ValueError):
+        float(value)
+        return value
+    return "'" + value
+
+
+def csv_text(fields: Sequence[str], rows: Iterable[Mapping[str, Any] | Sequence[Any]]) -> str:
+    """Rows as CSV text under the header ``fields``, safe to open in a spreadsheet.
+
+    A row is a mapping (keys outside ``fields`` are left out) or a sequence in the order
+    of ``fields``. Text cells starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+    return (a pod list named ``=1+2.csv``) get a leading ``'``, so a spreadsheet shows
+    them instead of evaluating them (OWASP's CSV injection advice); commas and quotes are
+    quoted as CSV quotes them.
+    """
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(fields)
+    for row in rows:
+        cells = ([row.get(name, "") for name in fields] if isinstance(row, Mapping)
+                 else list(row))
+        writer.writerow([_cell_text(cell) for cell in cells])
+    return buffer.getvalue()
+

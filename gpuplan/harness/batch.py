@@ -51,12 +51,10 @@ Other kinds of task
 from __future__ import annotations
 
 import contextlib
-import csv
 import ctypes
 import dataclasses
 import glob
 import hashlib
-import io
 import json
 import logging
 import math
@@ -74,7 +72,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError, setting
-from gpuplan.core.files import remove_stale_temporaries, write_text_atomic
+from gpuplan.core.files import csv_text, remove_stale_temporaries, write_text_atomic
 from gpuplan.core.instance import Instance
 from gpuplan.core.options import part_options
 from gpuplan.core.schedule import Schedule
@@ -753,11 +751,7 @@ def write_summary(rows: Sequence[Row], out: Path) -> tuple[Path, Path]:
     """Write ``summary.json`` and ``summary.csv`` in ``out`` atomically; return both."""
     as_json, as_csv = out / "summary.json", out / "summary.csv"
     write_text_atomic(as_json, json.dumps(list(rows), indent=1) + "\n")
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=FIELDS, extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_text_atomic(as_csv, buffer.getvalue())
+    write_text_atomic(as_csv, csv_text(FIELDS, rows))
     return as_json, as_csv
 
 
@@ -778,11 +772,7 @@ def write_tables(rows: Sequence[Row], out: Path, fields: Sequence[str],
     ``error`` in the status column.
     """
     as_csv, as_md = out / f"{stem}.csv", out / f"{stem}.md"
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(fields), extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_text_atomic(as_csv, buffer.getvalue())
+    write_text_atomic(as_csv, csv_text(fields, rows))
     lines = ["| " + " | ".join(heading for _, heading in markdown) + " |",
              "|" + "|".join("---" if name in ("policy", "status") else "---:"
                             for name, _ in markdown) + "|"]

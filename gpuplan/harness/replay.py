@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError
-from gpuplan.core.files import write_text_atomic
+from gpuplan.core.files import csv_text, write_text_atomic
 from gpuplan.core.instance import Instance
 from gpuplan.core.result import Result
 from gpuplan.core.schedule import Schedule
@@ -317,13 +317,14 @@ def mean_rows(rows: Sequence[Row]) -> list[Row]:
 
 def curve_table(rows: Sequence[Row]) -> str:
     """The curves of every run as CSV: pods, policy, seed, curve, then 0..130 arrived."""
-    lines = ["pods,policy,seed,curve," + ",".join(str(a) for a in ARRIVED_PERCENT.tolist())]
+    header = ["pods", "policy", "seed", "curve", *(str(a) for a in ARRIVED_PERCENT.tolist())]
+    lines = []
     for row in rows:
         curves: Mapping[str, list[Any]] = row.get("curves", {})
         for name, values in curves.items():
-            cells = ",".join("" if v is None else f"{v:g}" for v in values)
-            lines.append(f"{row['pods']},{row['policy']},{row['seed']},{name},{cells}")
-    return "\n".join(lines) + "\n"
+            lines.append([row["pods"], row["policy"], row["seed"], name,
+                          *("" if v is None else f"{v:g}" for v in values)])
+    return csv_text(header, lines)
 
 
 #: Columns of a time replay's results table (CSV), in order.

@@ -20,6 +20,7 @@ Gavel's job mix (its generator's gang sizes and run times) lives here once,
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -124,16 +125,37 @@ def read_throughputs(path: Path) -> dict[str, dict[tuple[str, int], float]]:
     InputError
         If the file is not Gavel's throughput JSON.
     """
-    return _parse_throughput_file(path, lambda raw: {
-        worker: {_job_key(key): float(entry["null"]) for key, entry in table.items()}
-        for worker, table in raw.items()
-    })
+    def parse(raw: dict[str, Any]) -> dict[str, dict[tuple[str, int], float]]:
+        out: dict[str, dict[tuple[str, int], float]] = {}
+        for worker, table in raw.items():
+            out[worker] = {}
+            for key, entry in table.items():
+                where = f"{worker}[{key!r}].null"
+                value = entry.get("null") if isinstance(entry, dict) else None
+                if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                        math.isfinite(value) and value >= 0):
+                    raise _LocatedError(where, f"needs a throughput (steps/s, a number from 0), "
+                                   f"got {str(value)[:40]!r}")
+                out[worker][_job_key(key)] = float(value)
+        return out
+
+    return _parse_throughput_file(path, parse)
+
+
+class _LocatedError(ValueError):
+    """A defect of a throughput file at a JSON path."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(message)
+        self.where = where
 
 
 def _parse_throughput_file(path: Path, parse: Callable[[dict[str, Any]], _T]) -> _T:
     """Read Gavel's throughput JSON and ``parse`` it; any defect is an InputError."""
     try:
         return parse(parse_json(read_text(path), str(path)))
+    except _LocatedError as exc:
+        raise InputError(str(path), exc.where, str(exc)) from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InputError(str(path), "", f"not a Gavel throughput file: {exc}") from None
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
@@ -68,6 +69,39 @@ class Arrivals:
     clone: IntArray
     rank: IntArray
     rng: GoRand
+
+
+def check_pods(instance: Instance, ratio: float | None = None) -> None:
+    """Refuse, before any replay, a pod list the replay could not measure.
+
+    Parameters
+    ----------
+    instance
+        The pods and nodes, as read (``instance.source`` is the pod list).
+    ratio
+        FGD's inflation ratio (``replay fgd``); None for a time replay.
+
+    Raises
+    ------
+    InputError
+        Naming the pod list when no pod asks for a GPU (the replay measures GPU
+        allocation, and FGD's inflation would never reach its target), and ``--ratio``
+        when the ratio times the cluster's GPU capacity is below the largest pod's
+        request (FGD's tuning would then drop every pod).
+    """
+    state = ClusterState(instance)
+    asked = state.pod_gang * state.pod_milli
+    if not (asked > 0).any():
+        raise InputError(instance.source, "", f"none of its {instance.n_jobs} pods asks for "
+                         "a GPU (num_gpu 0 on every row): a replay measures GPU allocation")
+    if ratio is None:
+        return
+    capacity = float(GPU_MILLI * int(state.n_gpus.sum()))
+    if ratio * capacity < float(asked.max()):
+        raise InputError(setting("ratio"), "", f"{ratio:g} x the cluster's {capacity:g} "
+                         f"milli-GPUs is less than one pod's request ({int(asked.max())}); "
+                         "FGD's tuning would drop every pod: use a ratio of at least "
+                         f"{asked.max() / capacity:.3g}")
 
 
 def fgd_arrivals(instance: Instance, seed: int, ratio: float = PAPER_RATIO,

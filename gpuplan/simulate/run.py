@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import time_objective
@@ -81,6 +83,47 @@ def check_window(instance: Instance, window: tuple[int, int] | None) -> tuple[in
     return first, last
 
 
+#: Rounds a round-mode run may take at least before it is refused as too costly (about
+#: ten minutes of decisions; Gavel's slowest published point takes 150,000).
+MAX_ROUNDS = 2_000_000
+
+
+def check_simulable(instance: Instance, config: SimulationConfig) -> None:
+    """Refuse, before any work, what the simulator does not model or could not finish.
+
+    Raises
+    ------
+    InputError
+        Naming the first CPU-only job (``gpus`` 0) or node resource (the simulator
+        runs jobs on GPUs and does not model a node's own capacities), or ``round_s``
+        when a round-mode run would take more than :data:`MAX_ROUNDS` rounds however
+        it schedules: the span's lower bound (last arrival, or the work over all GPUs)
+        over the round length.
+    """
+    cpu_only = np.flatnonzero(instance.gang == 0)
+    if cpu_only.size:
+        j = int(cpu_only[0])
+        raise InputError(instance.source, f"jobs[{j}].gpus", f"job {instance.job_ids[j]!r} "
+                         f"is CPU-only (gpus 0; {cpu_only.size} such job(s) in all): the "
+                         "simulator runs jobs on GPUs and does not model CPU-only jobs; plan "
+                         "the batch with gpuplan solve, or leave them out")
+    if instance.node_resources:
+        raise InputError(instance.source, "nodes[0].resources", "the simulator does not "
+                         f"model nodes' own resources ({', '.join(instance.node_resources)}); "
+                         "plan the batch with gpuplan solve, or leave them out")
+    if config.mode is not Mode.ROUND:
+        return
+    work = float((instance.gang * instance.min_duration).sum()) / max(instance.n_gpus, 1)
+    span = max(float(instance.release.max(initial=0.0)), work)
+    rounds = span / config.round_s
+    if rounds > MAX_ROUNDS:
+        least = span / MAX_ROUNDS
+        raise InputError(setting("round_s"), "", f"rounds of {config.round_s:g} s would be "
+                         f"at least {rounds:,.0f} for this workload, which spans at least "
+                         f"{span:g} s (more than {MAX_ROUNDS:,}); use rounds of at least "
+                         f"{least:.3g} s")
+
+
 def simulate(instance: Instance, spec: RunSpec = RunSpec(),
              progress: Progress | None = None) -> Schedule:
     """Simulate the workload under the policy; the verified run log.
@@ -98,7 +141,8 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
     ------
     InputError
         A part name that is not registered, a window out of range, a job that can run
-        nowhere, or a scheduler that does not work in the chosen mode.
+        nowhere, what the simulator does not model (:func:`check_simulable`), too many
+        rounds, or a scheduler that does not work in the chosen mode.
     SimulationError
         If the verifier finds the run log broken (a bug of the engine or a policy).
     """
@@ -106,6 +150,7 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
     instance = instance.online()
     window = check_window(instance, spec.window)
     config = spec.config
+    check_simulable(instance, config)
     context = PolicyContext(instance, config.mode, config.round_s, spec.seed, spec.settings,
                             restart_overhead_s=config.restart_overhead_s)
     modes = part_class(SCHEDULERS, spec.scheduler, "scheduler").modes

@@ -80,7 +80,8 @@ def parse_cluster(text: str, source: str = setting("cluster")) -> dict[str, int]
 
 
 def check_trace(trace: list[TraceJob], path: Path, throughputs: Throughputs,
-                fleet: Mapping[str, int], gpus_per_node: int) -> None:
+                fleet: Mapping[str, int], gpus_per_node: int,
+                throughputs_path: Path | None = None) -> None:
     """Refuse a trace job the cluster cannot time or hold, naming its line and field.
 
     Parameters
@@ -95,6 +96,9 @@ def check_trace(trace: list[TraceJob], path: Path, throughputs: Throughputs,
         GPUs per worker type of the cluster, types without GPUs left out.
     gpus_per_node
         GPUs per server.
+    throughputs_path
+        The throughput file, blamed (with the trace line that needs it) for a job type or
+        scale factor it has no throughput of; None: the trace is blamed.
 
     Raises
     ------
@@ -112,8 +116,9 @@ def check_trace(trace: list[TraceJob], path: Path, throughputs: Throughputs,
         timed = [t for t in fleet if throughputs[t].get(key, 0.0) > 0]
         problem = None
         if job.job_type not in known:
-            problem = (f"job_type: {job.job_type!r} is not a job type of the throughput file "
-                       f"(e.g. {min(known)!r})")
+            problem = (f"job_type: {job.job_type!r} is not a job type of the throughput file"
+                       f"{'' if throughputs_path is None else f' {throughputs_path}'} (e.g. "
+                       f"{min(known)!r})")
         elif job.total_steps < 1:
             problem = f"total_steps: {job.total_steps} is not a positive number of steps"
         elif job.scale_factor < 1:
@@ -132,8 +137,18 @@ def check_trace(trace: list[TraceJob], path: Path, throughputs: Throughputs,
         elif not (math.isfinite(job.arrival_time) and job.arrival_time >= 0):
             problem = (f"arrival_time: {job.arrival_time} is not a finite number of seconds "
                        "from 0")
-        if problem is not None:
-            raise InputError(str(path), f"line {number}", problem)
+        if problem is None:
+            continue
+        # A job type the file times at other scale factors, or on other types: the file
+        # lacks the entry the line needs.
+        lacking = job.job_type in known and not timed
+        if lacking and throughputs_path is not None and job.total_steps >= 1 and (
+                job.scale_factor >= 1):
+            raise InputError(str(throughputs_path), "", f"has no throughput of "
+                             f"{job.job_type!r} at scale factor {job.scale_factor} on any GPU "
+                             f"type of the cluster ({', '.join(fleet)}), which {path}: line "
+                             f"{number} runs")
+        raise InputError(str(path), f"line {number}", problem)
 
 
 def gavel_trace_document(trace: Path, throughputs: Path, cluster: Mapping[str, int], *,
@@ -162,7 +177,7 @@ def gavel_trace_document(trace: Path, throughputs: Path, cluster: Mapping[str, i
     measured = read_throughputs(throughputs)
     fleet = measured_fleet(cluster, measured, str(throughputs))
     jobs = read_trace(trace)
-    check_trace(jobs, trace, measured, fleet, gpus_per_node)
+    check_trace(jobs, trace, measured, fleet, gpus_per_node, throughputs)
     return cluster_document(jobs, measured, fleet, gpus_per_node,
                             trace.stem.replace(".", "_"), str(throughputs))
 

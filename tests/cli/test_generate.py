@@ -108,3 +108,18 @@ def test_help_lists_the_variants(gpuplan: Gpuplan) -> None:
     outcome = gpuplan("generate", "--help")
     assert outcome.code == 0 and "--library" in outcome.out
     assert all(f"{name}:" in outcome.out for name in VARIANTS)
+
+
+def test_a_workload_past_the_time_limit_is_refused_before_it_is_drawn(
+        gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A million jobs at one an hour would arrive past the format's time limit: exit 2 at once.
+
+    If this broke, the request would fail only after drawing the whole workload (tens of
+    seconds and gigabytes).
+    """
+    out = tmp_path / "x.json"
+    refused = gpuplan("generate", "--cluster", "4:4:4", "--arrival-rate", "1", "--jobs",
+                      "1000000", "--throughputs", THROUGHPUTS, "-o", out)
+    assert refused.code == 2
+    assert "--arrival-rate: 1000000 jobs at 1 per hour" in refused.err
+    assert "use a rate of at least 3.62 per hour" in refused.err and not out.exists()

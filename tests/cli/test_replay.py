@@ -164,3 +164,43 @@ def test_time_replay_refuses_migrate(gpuplan: Gpuplan, tmp_path: Path) -> None:
     ran = gpuplan("replay", "time", PODS, "--nodes", NODES, "--migrate", "2",
                   "-o", tmp_path)
     assert ran.code == 2 and "unrecognized arguments: --migrate 2" in ran.err
+
+
+def test_a_ratio_that_drops_every_pod_is_exit_2(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--ratio below one pod's share of the cluster is refused, naming the least that works."""
+    out = tmp_path / "out"
+    ran = gpuplan("replay", "fgd", PODS, "--nodes", NODES, "--ratio", "1e-6", "-o", out)
+    assert ran.code == 2, ran.err
+    assert "--ratio: 1e-06 x the cluster's 7000 milli-GPUs is less than one pod's" in ran.err
+    assert "at least 0.286" in ran.err and not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["fgd", "time"])
+def test_a_pod_list_without_gpu_pods_is_exit_2(gpuplan: Gpuplan, tmp_path: Path,
+                                               kind: str) -> None:
+    """A pod list where no pod asks for a GPU is refused naming the file: nothing to measure."""
+    rows = list(csv.DictReader(PODS.open()))
+    pods = tmp_path / "cpu.csv"
+    with pods.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({**row, "num_gpu": "0", "gpu_milli": "0"} for row in rows)
+    ran = gpuplan("replay", kind, pods, "--nodes", NODES, "-o", tmp_path / "out")
+    assert ran.code == 2, ran.err
+    assert f"{pods}: none of its 4 pods asks for a GPU" in ran.err
+
+
+def test_a_formula_in_a_pod_list_name_is_not_a_formula_in_the_tables(
+        gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A pod list named ``=1+2.csv`` appears as text in results.csv and curves.csv.
+
+    If this broke, opening the tables in a spreadsheet would evaluate the name.
+    """
+    pods = tmp_path / "=1+2.csv"
+    pods.write_bytes(PODS.read_bytes())
+    out = tmp_path / "out"
+    assert gpuplan("replay", "fgd", pods, "--nodes", NODES, "--policy", "fgd", "--seed",
+                   "42", "-o", out, "--workers", "1").code == 0
+    for table in ("results.csv", "curves.csv"):
+        cells = [row[0] for row in csv.reader((out / table).open())][1:]
+        assert cells and all(cell == "'=1+2" for cell in cells), table

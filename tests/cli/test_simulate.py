@@ -240,3 +240,77 @@ def test_the_written_instance_never_replaces_an_input_or_the_log(gpuplan: Gpupla
     out = tmp_path / "run.json"
     over_log = gpuplan("simulate", given, "-o", out, "--write-instance", out)
     assert over_log.code == 2 and "-o" in over_log.err and not out.exists()
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"gpus": 0}, "jobs[0].gpus: job 'a' is CPU-only"),
+    ({"node_resources": True}, "nodes[0].resources: the simulator does not model nodes' own "
+     "resources (cpu)"),
+])
+def test_what_the_simulator_does_not_model_is_exit_2(gpuplan: Gpuplan, tmp_path: Path,
+                                                     change: dict[str, Any], named: str) -> None:
+    """CPU-only jobs and node resources (every ``convert openb`` file) are refused clearly.
+
+    If this broke, simulate would end in an internal IndexError.
+    """
+    job: dict[str, Any] = {"id": "a", "gpus": change.get("gpus", 1), "demand": {"m": 1},
+                           "duration_s": {"A": 100}}
+    node: dict[str, Any] = {"id": "n1", "gpus": {"A": 2}}
+    if "node_resources" in change or job["gpus"] == 0:
+        node["resources"] = {"cpu": 8}
+        job["node_demand"] = {"cpu": 1}
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"gpu_types": [{"id": "A", "capacity": {"m": 16}}],
+                                "nodes": [node], "jobs": [job], "objective": "makespan"}))
+    ran = gpuplan("simulate", path, "-o", tmp_path / "run.json")
+    assert ran.code == 2 and f"{path}: {named}" in ran.err
+    assert "Traceback" not in ran.err and not (tmp_path / "run.json").exists()
+
+
+def test_rounds_too_short_to_finish_are_exit_2(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--round 1e-6 is refused at once with the least round length that could finish.
+
+    If this broke, the run would go on for billions of rounds.
+    """
+    ran = gpuplan("simulate", SMALL, "--mode", "round", "--round", "1e-6",
+                  "-o", tmp_path / "run.json")
+    assert ran.code == 2 and "--round: rounds of 1e-06 s would be at least" in ran.err
+    assert "use rounds of at least" in ran.err
+
+
+def test_a_plot_folder_clashing_with_the_run_log_is_refused_before_the_run(
+        gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """-o naming a picture --plot would write is exit 2 before anything runs or is written."""
+    out = tmp_path / "timeline.png"
+    ran = gpuplan("simulate", SMALL, "-o", out, "--plot", tmp_path)
+    assert ran.code == 2 and "--plot writes timeline.png there" in ran.err
+    assert not out.exists()
+
+
+def test_a_throughput_file_missing_an_entry_is_blamed(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A throughput file's own defects are blamed on it, not on the trace.
+
+    A missing entry is named with the trace line that needs it; a throughput that is not
+    a number, by its key.
+    """
+    table = json.loads(THROUGHPUTS.read_text())
+    key = "('ResNet-18 (batch size 16)', 1)"
+    lacking = {worker: {k: v for k, v in rows.items() if k != key}
+               for worker, rows in table.items()}
+    path = tmp_path / "tp.json"
+    path.write_text(json.dumps(lacking))
+    trace = tmp_path / "one.trace"
+    trace.write_text("ResNet-18 (batch size 16)\tpython3 train.py\tresnet\t-n\t1\t100\t1\t1\t"
+                     "-1.000000\t0\n")
+    ran = gpuplan("simulate", trace, "--cluster", "1:1:1", "--throughputs", path,
+                  "-o", tmp_path / "run.json")
+    assert ran.code == 2, ran.err
+    assert (f"{path}: has no throughput of 'ResNet-18 (batch size 16)' at scale factor 1"
+            in " ".join(ran.err.split()))
+    table["k80"][key]["null"] = "fast"
+    path.write_text(json.dumps(table))
+    ran = gpuplan("simulate", trace, "--cluster", "1:1:1", "--throughputs", path,
+                  "-o", tmp_path / "run.json")
+    assert ran.code == 2
+    assert f'{path}: k80["{key}"].null: needs a throughput' in " ".join(ran.err.split())
+
