@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -216,11 +217,31 @@ def register(commands: Commands) -> None:
     parser.set_defaults(run=run_simulate)
 
 
+#: Wall seconds between two progress lines when stderr is not a terminal.
+PROGRESS_LINE_S = 10.0
+
+
 @contextmanager
 def progress_bar(show: bool, label: str) -> Iterator[ProgressCallback | None]:
-    """A progress bar on stderr fed by the engine's callback; None when not shown."""
+    """A progress bar on stderr fed by the engine's callback; None when not shown.
+
+    When stderr is not a terminal (``--progress`` into a log file) the progress is written
+    as lines instead, at most every :data:`PROGRESS_LINE_S` seconds and when done: a bar
+    redrawn in place would leave nothing readable there.
+    """
     if not show:
         yield None
+        return
+    if not console.is_terminal:
+        last = [-math.inf]
+
+        def line(now: float, done: int, total: int) -> None:
+            clock = time.perf_counter()
+            if clock - last[0] >= PROGRESS_LINE_S or done == total:
+                last[0] = clock
+                console.print(f"{label}: {done} of {total} jobs done, {now / 3600:.1f} h "
+                              "simulated", markup=False, highlight=False)
+        yield line
         return
     with progress_display("jobs, simulated {task.fields[simulated]}", transient=True) as bar:
         task = bar.add_task(label, total=None, simulated="0 h")

@@ -23,6 +23,8 @@ from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.schedule import Schedule
 
 if TYPE_CHECKING:  # matplotlib is imported only when drawing
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 #: Output formats by file suffix.
@@ -35,6 +37,32 @@ def _colour(job: str) -> tuple[float, float, float]:
 
     rgba = colormaps["tab20"](zlib.crc32(job.encode()) % 20)
     return (float(rgba[0]), float(rgba[1]), float(rgba[2]))
+
+
+def _mark_run(gantt: Axes, schedule: Schedule, row: dict[str, int]) -> None:
+    """Mark a run log's preemptions (red crosses) and explain its marks in a legend.
+
+    Overheads (hatched) and moves (dashed lines) are drawn with the segments.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles: list[Artist] = []
+    preempted = [(e.time_s, row[g]) for e in schedule.events if e.kind.value == "preempt"
+                 for g in e.gpu_ids if g in row]
+    if preempted:
+        gantt.plot([t for t, _ in preempted], [r for _, r in preempted], linestyle="none",
+                   marker="x", color="red", markersize=5)
+        handles.append(Line2D([], [], linestyle="none", marker="x", color="red",
+                              label="preempted"))
+    if any(p.restore_s + p.migrate_s > 0 for p in schedule.segments):
+        handles.append(Patch(facecolor="0.85", hatch="////", edgecolor="0.4",
+                             label="restore / migration overhead"))
+    if any(p.migrated_from for p in schedule.segments):
+        handles.append(Line2D([], [], color="black", linestyle="--", marker=">",
+                              markersize=4, label="migrated (from, to)"))
+    if handles:
+        gantt.legend(handles=handles, fontsize=7, loc="upper right")
 
 
 def schedule_figure(schedule: Schedule, instance: Instance | None = None) -> Figure:
@@ -58,9 +86,21 @@ def schedule_figure(schedule: Schedule, instance: Instance | None = None) -> Fig
         "height_ratios": [max(3, 0.22 * len(gpus)), 2]})
     for p in schedule.segments:
         colour = _colour(p.job)
+        # A resume's restore and a move's migration are paid first: drawn hatched, in grey.
+        paid = min(p.restore_s + p.migrate_s, p.end_s - p.start_s)
         for g in p.gpu_ids:
-            gantt.barh(row[g], p.end_s - p.start_s, left=p.start_s, height=0.8,
+            if paid > 0:
+                gantt.barh(row[g], paid, left=p.start_s, height=0.8, color="0.85",
+                           hatch="////", edgecolor="0.4", linewidth=0.3)
+            gantt.barh(row[g], p.end_s - p.start_s - paid, left=p.start_s + paid, height=0.8,
                        color=colour, edgecolor="black", linewidth=0.3)
+        if p.migrated_from:
+            # A move: a dashed line from the GPU the job left to the one it resumes on.
+            before = [row[g] for g in p.migrated_from if g in row]
+            if before:
+                gantt.plot([p.start_s, p.start_s], [min(before), min(row[g] for g in p.gpu_ids)],
+                           color=colour, linestyle="--", linewidth=1.0, marker=">",
+                           markersize=4)
         # Gangs: one label across their first GPU, and a bracket joining their GPUs.
         rows = sorted(row[g] for g in p.gpu_ids)
         if len(rows) > 1:
@@ -73,6 +113,7 @@ def schedule_figure(schedule: Schedule, instance: Instance | None = None) -> Fig
             if np.isfinite(deadline):
                 gantt.plot([deadline] * 2, [rows[0] - 0.45, rows[-1] + 0.45], color="red",
                            linewidth=1.5)
+    _mark_run(gantt, schedule, row)
     gantt.set_yticks(range(len(gpus)), gpus, fontsize=6 if len(gpus) > 40 else 8)
     gantt.invert_yaxis()
     gantt.set_ylabel("GPU")

@@ -80,8 +80,25 @@ def allocation_figure(rows: Sequence[Mapping[str, Any]], title: str = "",
     return figure
 
 
+def _time_unit(span_s: float) -> tuple[float, str]:
+    """Seconds per unit and its name for an axis spanning ``span_s`` seconds."""
+    for seconds, name in ((60.0, "minutes"), (3600.0, "hours")):
+        if span_s <= 48 * seconds:
+            return seconds, name
+    return 86400.0, "days"
+
+
+#: Share of its peak below which the held share counts as the run's tail.
+TAIL_SHARE = 0.1
+
+
 def held_share_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> Figure:
     """The share of GPU capacity held over time, one step line per run.
+
+    The axis follows the data: when the share stays below a tenth of its peak for most of
+    the run (the long-running pods left after a ``--speedup`` compressed the arrivals), it
+    ends a fifth past the last time any run held more, and says when the last pod left;
+    its unit (minutes, hours, days) follows the span shown.
 
     Parameters
     ----------
@@ -96,11 +113,22 @@ def held_share_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> Fig
     figure = Figure(figsize=(9, 4.5))
     ax = figure.subplots()
     seeds = {row["seed"] for row in rows}
-    for row in rows:
-        times, share = (np.asarray(values, dtype=float) for values in row["series"])
+    series = [tuple(np.asarray(values, dtype=float) for values in row["series"])
+              for row in rows]
+    peak = max((float(share.max(initial=0.0)) for _, share in series), default=0.0)
+    end = max((float(times[-1]) for times, _ in series if times.size), default=0.0)
+    busy = max((float(times[share >= TAIL_SHARE * peak].max(initial=0.0))
+                for times, share in series if times.size), default=0.0)
+    shown = end if busy * 1.2 >= end / 2 or peak == 0 else busy * 1.2
+    unit, name = _time_unit(shown)
+    for row, (times, share) in zip(rows, series, strict=True):
         label = str(row["policy"]) + ("" if len(seeds) == 1 else f" (seed {row['seed']})")
-        ax.step(times / 86400.0, 100 * share, where="post", label=label, linewidth=0.8)
-    ax.set_xlabel("time (days)")
+        ax.step(times / unit, 100 * share, where="post", label=label, linewidth=0.8)
+    ax.set_xlim(0, shown / unit)
+    ending = _time_unit(end)
+    ax.set_xlabel(f"time ({name})" + ("" if shown == end else
+                  f"; after this the share stays below {TAIL_SHARE:.0%} of its peak, and the "
+                  f"last pod leaves at {end / ending[0]:.3g} {ending[1]}"))
     ax.set_ylabel("GPU capacity held (%)")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper right")

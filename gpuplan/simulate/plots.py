@@ -2,7 +2,7 @@
 
 - :func:`jct_cdf_figure`: the distribution of job completion times, one line per run;
 - :func:`timeline_figure`: one run's utilisation of each GPU type and its queue length
-  over time;
+  over time (a long run binned: each bin's mean, and its range as a band);
 - :func:`load_curve_figure`: a sweep's mean JCT against the arrival rate, one line per
   policy, with the spread over seeds.
 
@@ -32,6 +32,64 @@ if TYPE_CHECKING:  # matplotlib is imported only when drawing
 
 
 _HOUR = 3600.0
+
+
+#: Bins a long step series is drawn in: more steps than the picture has pixels across only
+#: make a band of solid ink.
+BINS = 800
+
+
+def binned(times: FloatArray, values: FloatArray
+           ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """A step series summarised over :data:`BINS` equal bins of its span.
+
+    Parameters
+    ----------
+    times
+        ``(K,)`` increasing instants.
+    values
+        ``(K, C)`` the series' values from each instant to the next.
+
+    Returns
+    -------
+    edges, low, high, mean
+        ``(B + 1,)`` bin edges, and for each bin and column the least and the greatest value
+        in effect during the bin and its time-weighted mean, ``(B, C)`` each.
+    """
+    edges = np.linspace(float(times[0]), float(times[-1]), BINS + 1)
+    points = np.union1d(times, edges)
+    held = values[np.searchsorted(times, points, side="right") - 1]
+    length = np.diff(points, append=points[-1])
+    which = np.minimum(np.searchsorted(edges, points, side="right") - 1, BINS - 1)
+    # Every edge is a point, so each bin's pieces start at its own edge.
+    first = np.searchsorted(which, np.arange(BINS))
+    low = np.minimum.reduceat(held, first, axis=0)
+    high = np.maximum.reduceat(held, first, axis=0)
+    span = np.add.reduceat(length, first)
+    mean = np.add.reduceat(held * length[:, None], first, axis=0) / np.maximum(
+        span, np.finfo(float).tiny)[:, None]
+    return edges, low, high, mean
+
+
+def _draw_steps(ax: Axes, times: FloatArray, values: FloatArray, labels: Sequence[str],
+                colors: Sequence[str | None]) -> None:
+    """Each column of a step series (time in seconds, drawn in hours) as a line.
+
+    A series with more steps than :data:`BINS` twice over is drawn binned: each bin's mean
+    as the line, its least to greatest value as a light band.
+    """
+    if times.size <= 2 * BINS:
+        for c, (label, color) in enumerate(zip(labels, colors, strict=True)):
+            ax.step(times / _HOUR, values[:, c], where="post", label=label, color=color)
+        return
+    edges, low, high, mean = binned(times, values)
+    x = edges / _HOUR
+    for c, (label, color) in enumerate(zip(labels, colors, strict=True)):
+        # The last bin's value is repeated at the last edge, so the step reaches it.
+        (line,) = ax.step(x, np.append(mean[:, c], mean[-1, c]), where="post", lw=1,
+                          label=f"{label}, mean per {x[1] - x[0]:.3g} h", color=color)
+        ax.fill_between(x, np.append(low[:, c], low[-1, c]), np.append(high[:, c], high[-1, c]),
+                        step="post", alpha=0.25, lw=0, color=line.get_color())
 
 
 def _figure(panels: int, height: float) -> tuple[Figure, list[Axes]]:
@@ -103,16 +161,17 @@ def timeline_figure(instance: Instance, result: Result,
     figure, (usage, queue) = _figure(2, 6)
     times, shares = utilisation_series(instance, result)
     total = instance.node_gpus.sum(axis=0)
-    for t, kind in enumerate(instance.type_ids):
-        usage.step(times / _HOUR, shares[:, t], where="post",
-                   label=f"{kind} ({int(total[t])} GPUs)")
+    _draw_steps(usage, times, shares,
+                [f"{kind} ({int(total[t])} GPUs)" for t, kind in enumerate(instance.type_ids)],
+                [None] * instance.n_types)
     usage.set_ylim(0, 1.05)
     usage.set_ylabel("GPUs held (share)")
     usage.legend(fontsize=8, loc="upper right")
     usage.set_title(title or "utilisation and queue")
     times, waiting = queue_series(instance, result)
-    queue.step(times / _HOUR, waiting, where="post", color="black", label="queued jobs")
-    queue.set_ylim(bottom=0)
+    _draw_steps(queue, times, waiting[:, None], ["queued jobs"], ["black"])
+    # At least 0 to 1: a queue that stays (nearly) empty still reads as whole jobs.
+    queue.set_ylim(0, max(1.0, queue.get_ylim()[1]))
     queue.yaxis.set_major_locator(MaxNLocator(integer=True))
     queue.set_ylabel("queued jobs")
     queue.set_xlabel("time (h)")

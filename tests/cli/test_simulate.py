@@ -314,3 +314,16 @@ def test_a_throughput_file_missing_an_entry_is_blamed(gpuplan: Gpuplan, tmp_path
     assert ran.code == 2
     assert f'{path}: k80["{key}"].null: needs a throughput' in " ".join(ran.err.split())
 
+
+
+def test_progress_into_a_file_is_written_as_lines(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--progress with stderr not a terminal writes readable lines, the last one at the end.
+
+    If this broke, a progress bar redrawn in place would leave a log file empty.
+    """
+    ran = gpuplan("simulate", SMALL, "--progress", "-o", tmp_path / "run.json")
+    assert ran.code == 0
+    lines = [line for line in ran.err.splitlines() if "jobs done" in line]
+    assert lines and lines[-1].startswith("simulating fifo: ")
+    total = lines[-1].split(" of ")[1].split()[0]
+    assert lines[-1].split(": ")[1].startswith(f"{total} of {total} jobs done")

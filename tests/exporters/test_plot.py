@@ -6,13 +6,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import INSTANCES, run_cli
+from conftest import INSTANCES, instance_from, run_cli
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
 from gpuplan import Schedule, plan, read_instance
 from gpuplan.core.instance import Instance
 from gpuplan.exporters.plot import schedule_figure
+from gpuplan.simulate import RunSpec, simulate
 
 
 def bars(gantt: Axes) -> list[Rectangle]:
@@ -127,3 +128,31 @@ def test_plot_rejects_an_unknown_format(tmp_path: Path) -> None:
     done = run_cli("plot", schedule, "-o", tmp_path / "gantt.bmp")
     assert done.returncode == 2 and "picture format" in done.stderr
     assert not (tmp_path / "gantt.bmp").exists()
+
+
+def test_a_run_log_shows_its_preemptions_overheads_and_moves() -> None:
+    """A run's Gantt chart marks each preemption, hatches each overhead, dashes each move.
+
+    On two 1-GPU nodes under SRTF, ``short`` preempts ``late`` and ``brief`` preempts
+    ``early``; each resumes paying the 30 s restore. A reader of the old chart saw plain
+    bars and could not tell a resume from a start.
+    """
+    instance = instance_from({
+        "gpu_types": [{"id": "A", "capacity": {"m": 16}}],
+        "nodes": [{"id": "n1", "gpus": {"A": 1}}, {"id": "n2", "gpus": {"A": 1}}],
+        "jobs": [{"id": job, "gpus": 1, "demand": {"m": 1}, "duration_s": {"A": seconds},
+                  "release_s": release, "preemptible": True}
+                 for job, seconds, release in (("early", 1000, 0), ("late", 1000, 0),
+                                               ("short", 100, 200), ("brief", 50, 220))],
+        "objective": "weighted-completion"}).online()
+    schedule = simulate(instance, RunSpec(scheduler="srtf"))
+    gantt, _ = schedule_figure(schedule, instance).axes
+    hatched = [b for b in bars(gantt) if b.get_hatch()]
+    paid = [s for s in schedule.segments if s.restore_s > 0]
+    assert len(hatched) == len(paid) == 2
+    assert sorted(round(b.get_width(), 6) for b in hatched) == [30.0, 30.0]
+    crosses = [line for line in gantt.get_lines() if line.get_marker() == "x"]
+    preempts = [e for e in schedule.events if e.kind.value == "preempt"]
+    assert len(crosses) == 1 and np.asarray(crosses[0].get_xdata()).size == len(preempts) == 2
+    legend = [text.get_text() for text in gantt.get_legend().get_texts()]  # type: ignore[union-attr]
+    assert legend == ["preempted", "restore / migration overhead"]

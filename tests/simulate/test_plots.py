@@ -6,14 +6,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import one_gpu
 from matplotlib.axes import Axes
 from matplotlib.container import ErrorbarContainer
 from matplotlib.lines import Line2D
 
 from gpuplan.core.errors import InputError
 from gpuplan.exporters.plot import write_figure
+from gpuplan.simulate import RunSpec, simulate
 from gpuplan.simulate.metrics import job_stats
-from gpuplan.simulate.plots import jct_cdf_figure, load_curve_figure, timeline_figure
+from gpuplan.simulate.plots import (
+    BINS,
+    binned,
+    jct_cdf_figure,
+    load_curve_figure,
+    timeline_figure,
+)
 
 from .test_metrics import hand_instance, hand_result
 
@@ -114,3 +122,39 @@ def test_an_unknown_picture_format_is_refused_and_nothing_written(tmp_path: Path
     with pytest.raises(InputError, match=r"cdf\.jpg"):
         write_figure(figure, out)
     assert not out.exists()
+
+
+def test_a_long_series_is_drawn_binned_with_exact_means() -> None:
+    """Each bin's line is the time-weighted mean, its band the least and greatest value.
+
+    A series at 3 for the first second of every 4 and at 0 otherwise, over 4 seconds per
+    bin, averages 0.75 in every bin, between 0 and 3. Drawn step by step, it would be a
+    solid band of ink.
+    """
+    span = 4.0 * BINS
+    times = np.arange(0.0, span + 1, 1.0)
+    values = np.where(np.arange(times.size) % 4 == 0, 3.0, 0.0)[:, None]
+    edges, low, high, mean = binned(times, values)
+    assert edges.size == BINS + 1 and edges[0] == 0 and edges[-1] == span
+    assert np.allclose(mean[:, 0], 0.75)
+    assert (low[:, 0] == 0).all() and (high[:, 0] == 3).all()
+    total = float(((edges[1:] - edges[:-1]) * mean[:, 0]).sum())
+    assert total == pytest.approx(3.0 * np.count_nonzero(values[:-1, 0]), rel=1e-9)
+
+
+def test_a_long_timeline_has_a_readable_queue_panel() -> None:
+    """A run of 3,000 one-second jobs on one GPU is drawn as at most BINS + 1 points a line.
+
+    Jobs arrive twice a second, so the queue changes at some 6,000 instants: drawn step by
+    step, the panel was a solid black band.
+    """
+    instance = one_gpu([{"id": f"j{k}", "demand": {"compute": 1.0}, "duration_s": {"G": 1},
+                         "release_s": k / 2} for k in range(3000)]).online()
+    schedule = simulate(instance, RunSpec())
+    assert schedule.verification is not None
+    result = schedule.to_result(instance, schedule.verification.objective)
+    figure = timeline_figure(instance, result, (0, 3000))
+    usage, queue = figure.axes
+    for ax in (usage, queue):
+        assert all(np.asarray(line.get_xdata()).size <= BINS + 1 for line in ax.get_lines())
+    assert "mean per" in _legend(queue)[0] and queue.get_ylim()[1] >= 1
