@@ -26,6 +26,7 @@ is checked against the intervals by the independent verifier.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import logging
 import math
@@ -170,11 +171,27 @@ class Engine:
         duration: FloatArray = np.where(instance.eligible, instance.duration, np.inf)
         self.duration = duration
         # Every eligible type, fastest first (the default preference of a decision).
+        fastest = np.argsort(duration, axis=1, kind="stable").tolist()
         self.fastest_list: list[list[int]] = [
-            np.argsort(duration[j], kind="stable")[:int(instance.eligible[j].sum())].tolist()
-            for j in range(n)]
-        # Jobs by arrival (release, then index), the order views list them in.
+            row[:count] for row, count in zip(fastest, instance.eligible.sum(axis=1).tolist(),
+                                              strict=True)]
+        # Jobs by arrival (release, then index), the order views list them in; a job's
+        # rank is its place there. Arrivals are handled in that order too (the queue
+        # breaks ties of time and kind by the order of pushing, job index).
         self.by_arrival: IntArray = np.lexsort((np.arange(n), instance.release))
+        self.rank: IntArray = np.empty(n, dtype=np.int64)
+        self.rank[self.by_arrival] = np.arange(n)
+        # The active, waiting and running jobs, kept as they change so that a decision
+        # costs time in proportion to them, never to the whole workload: ranks in
+        # increasing order for the first two, a set for the last.
+        self.active_ranks: list[int] = []
+        self.waiting_ranks: list[int] = []
+        self.running_jobs: set[int] = set()
+        self.n_arrived = 0
+        # Whether each running job may not be stopped now; False for every other job.
+        self.locked = np.zeros(n, dtype=bool)
+        # The running jobs a decision's walk may still displace; cleared after each walk.
+        self.soft = np.zeros(n, dtype=bool)
         self.remaining: FloatArray = np.ones(n)
         self.attained: FloatArray = np.zeros(n)
         self.received: FloatArray = np.zeros((n, kinds))
@@ -182,7 +199,6 @@ class Engine:
         self.first_start: FloatArray = np.full(n, np.nan)
         self.finish: FloatArray = np.full(n, np.nan)
         self.active = np.zeros(n, dtype=bool)
-        self.waiting = np.zeros(n, dtype=bool)
         self.arrived = np.zeros(n, dtype=bool)
         self.preds_left: IntArray = np.array([len(p) for p in instance.predecessors],
                                              dtype=np.int64)
@@ -241,14 +257,19 @@ class Engine:
 
     def _arrive(self, job: int) -> None:
         self.arrived[job] = True
+        self.n_arrived += 1
         if self.preds_left[job] == 0:
-            self.waiting[job] = True
+            bisect.insort(self.waiting_ranks, int(self.rank[job]))
+
+    def _running(self) -> IntArray:
+        """The running jobs, in no particular order."""
+        return np.fromiter(self.running_jobs, dtype=np.int64, count=len(self.running_jobs))
 
     def _settle(self, now: float) -> None:
         """Bring every running job's remaining work, service and time received up to now."""
-        jobs = np.flatnonzero(self.running_type >= 0)
-        if jobs.size == 0:
+        if not self.running_jobs:
             return
+        jobs = self._running()
         kinds = self.running_type[jobs]
         ran = np.maximum(0.0, now - np.maximum(self.mark[jobs], self.work_start[jobs]))
         self.remaining[jobs] = np.maximum(
@@ -286,6 +307,7 @@ class Engine:
         self.gpus[job] = gpus
         self._occupy(job, gpus, job)
         self.running_type[job] = gpu_type
+        self.running_jobs.add(job)
         self.seg_start[job] = now
         self.seg_restore[job] = restore
         self.seg_migrate[job] = migrate
@@ -312,6 +334,8 @@ class Engine:
         self.last_gpus[job] = gpus
         self.gpus[job] = None
         self.running_type[job] = -1
+        self.running_jobs.discard(job)
+        self.locked[job] = False
         self.version[job] += 1
 
     def _preempt(self, job: int, now: float) -> None:
@@ -328,24 +352,28 @@ class Engine:
         self.remaining[job] = 0.0
         self.finish[job] = now
         self.active[job] = False
+        ranks = self.active_ranks
+        del ranks[bisect.bisect_left(ranks, int(self.rank[job]))]
         self.finished += 1
         for successor in self.instance.successors[job]:
             self.preds_left[successor] -= 1
             if self.preds_left[successor] == 0 and self.arrived[successor]:
-                self.waiting[successor] = True
+                bisect.insort(self.waiting_ranks, int(self.rank[successor]))
 
     # -- decisions ---------------------------------------------------------------------
 
     def _view(self, now: float) -> View:
         order = self.by_arrival
-        running = self.running_type >= 0
-        locked = running & (~self.instance.preemptible | (self.work_start > now))
+        running = self._running()
+        self.locked[running] = ~self.instance.preemptible[running] | (
+            self.work_start[running] > now)
         return View(
             now=now, instance=self.instance,
-            jobs=order[self.active[order]], waiting=order[self.waiting[order]],
+            jobs=order[np.array(self.active_ranks, dtype=np.int64)],
+            waiting=order[np.array(self.waiting_ranks, dtype=np.int64)],
             remaining=_readonly(self.remaining), attained=_readonly(self.attained),
             received=_readonly(self.received), running_type=_readonly(self.running_type),
-            locked=_readonly(locked), first_start=_readonly(self.first_start),
+            locked=_readonly(self.locked), first_start=_readonly(self.first_start),
             work_start=_readonly(self.work_start),
             free=_readonly(self.free.sum(axis=0)), total=_readonly(self.total),
             round_s=self.config.round_s if self.config.mode is Mode.ROUND else None)
@@ -354,12 +382,14 @@ class Engine:
         """Settle the running jobs, admit, ask the scheduler and carry out its decision."""
         self._settle(now)
         self.decisions += 1
-        if self.waiting.any():
+        if self.waiting_ranks:
             view = self._view(now)
-            for job in view.waiting.tolist():
-                if self.admission.admit(view, job):
-                    self.waiting[job] = False
-                    self.active[job] = True
+            admitted = [job for job in view.waiting.tolist() if self.admission.admit(view, job)]
+            for job in admitted:
+                rank = int(self.rank[job])
+                del self.waiting_ranks[bisect.bisect_left(self.waiting_ranks, rank)]
+                bisect.insort(self.active_ranks, rank)
+                self.active[job] = True
         view = self._view(now)
         if view.jobs.size:
             self._apply(self.scheduler.decide(view), view)
@@ -399,15 +429,23 @@ class Engine:
         if inactive.size:
             raise SimulationError(f"scheduler {self.scheduler.name!r} chose job "
                                   f"{instance.job_ids[inactive[0]]!r}, which is not active")
-        running = self.running_type >= 0
         # Jobs the decision may stop: none under a non-preemptive scheduler.
-        movable = (running & ~view.locked if self.scheduler.preemptive
-                   else np.zeros_like(running))
-        listed = np.zeros(instance.n_jobs, dtype=bool)
-        listed[order] = True
-        for job in np.flatnonzero(movable & ~listed).tolist():
+        # In index order, so that a run's log does not depend on the order of a set.
+        running = np.sort(self._running())
+        movable = (running[~self.locked[running]] if self.scheduler.preemptive
+                   else running[:0])
+        listed = np.isin(movable, order)
+        for job in movable[~listed].tolist():
             self._stop(job, now)
-        walk = _Walk(self, order, movable & listed)
+        soft = movable[listed]
+        self.soft[soft] = True
+        try:
+            self._walk(decision, order, _Walk(self, order, self.soft, soft.size), now)
+        finally:
+            self.soft[soft] = False
+
+    def _walk(self, decision: Decision, order: IntArray, walk: _Walk, now: float) -> None:
+        """Walk the decision's order once (:meth:`_apply`)."""
         for k, job in enumerate(order.tolist()):
             if walk.done():
                 break
@@ -503,7 +541,7 @@ class Engine:
             if not self._handle_until(now, inclusive=True):
                 continue
             view = self._decide(now)
-            if (self.running_type >= 0).any() or not self.arrived.all():
+            if self.running_jobs or self.n_arrived < self.instance.n_jobs:
                 idle = 0
             else:
                 # Only wake-ups are left: a scheduler that keeps waking without ever
@@ -538,7 +576,7 @@ class Engine:
                 return
             self._decide(now)
             self._report(now)
-            running = np.flatnonzero(self.running_type >= 0)
+            running = self._running()
             if running.size:
                 idle = 0
                 kinds = self.running_type[running]
@@ -546,8 +584,9 @@ class Engine:
                            * self.duration[running, kinds])
                 end = min(now + round_s, float(done_at.max()))
                 self._handle_until(end, inclusive=False)
-            elif not self.arrived.all():
-                end = max(now, float(self.instance.release[~self.arrived].min()))
+            elif self.n_arrived < self.instance.n_jobs:
+                # Arrivals come in arrival order: the next is the first not arrived.
+                end = max(now, float(self.instance.release[self.by_arrival[self.n_arrived]]))
             else:
                 # Jobs wait, nothing runs and nothing will arrive: a scheduler may still
                 # start them later (Gavel's allocation waits for its reset interval).
@@ -570,12 +609,14 @@ class _Walk:
     soft
         ``(J,)`` the running jobs in the order that a job ahead of them may displace
         (preemptive scheduler, not locked); cleared as the walk reaches them.
+    n_soft
+        How many there are.
     """
 
-    def __init__(self, engine: Engine, order: IntArray, soft: np.ndarray) -> None:
+    def __init__(self, engine: Engine, order: IntArray, soft: np.ndarray, n_soft: int) -> None:
         self.engine = engine
         self.soft = soft
-        self.n_soft = int(soft.sum())
+        self.n_soft = n_soft
         # Soft jobs, lowest priority first: the order the walk offers their GPUs in.
         self.last_first: list[int] = order[soft[order]][::-1].tolist()
         self.by_type: dict[int, list[int]] = {}

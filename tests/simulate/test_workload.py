@@ -92,12 +92,14 @@ def test_seven_column_trace(tmp_path: Path) -> None:
     """The older 7-column layout (Gavel's msr traces) builds a workload too.
 
     Its line 42 asks for Recommendation on 4 GPUs, which Gavel never measured (its own
-    simulator could not run it either): refused, not left out.
+    simulator could not run it either): refused, not left out, naming the throughput file
+    that lacks the entry and the trace line that needs it.
     """
     trace = TRACES / "msr" / "seed=0" / "0e4a51_first50.trace"
     with pytest.raises(InputError, match=r"Recommendation.*scale factor 4") as error:
         gavel_trace_instance(trace, THROUGHPUTS, CLUSTER)
-    assert error.value.path == "line 42"
+    assert error.value.source == str(THROUGHPUTS)
+    assert error.value.message.endswith(f"which {trace}: line 42 runs")
     head = tmp_path / "head.trace"
     head.write_text("".join(trace.read_text().splitlines(keepends=True)[:41]))
     instance = gavel_trace_instance(head, THROUGHPUTS, CLUSTER)
@@ -109,8 +111,6 @@ def test_seven_column_trace(tmp_path: Path) -> None:
     ("wrong_column_count", "expected 10 or 7 tab-separated columns, found 5"),
     ("non_numeric_steps", "total_steps (column 6): 'many' is not an integer"),
     ("unknown_job_type", "job_type: 'ResNet-99 (batch size 16)' is not a job type"),
-    ("scale_factor_without_throughput", "scale_factor: 'A3C' has no throughput at scale "
-     "factor 2"),
     ("negative_arrival", "arrival_time: -60.0 is not"),
     ("non_finite_arrival", "arrival_time: nan is not"),
 ])
@@ -121,6 +121,17 @@ def test_bad_trace(name: str, field: str) -> None:
         gavel_trace_instance(path, THROUGHPUTS, CLUSTER)
     assert (error.value.source, error.value.path) == (str(path), "line 3")
     assert field in error.value.message
+
+
+def test_a_trace_line_without_a_throughput_blames_the_throughput_file() -> None:
+    """A3C on 2 GPUs (line 3), which the file never measured: the file lacks the entry."""
+    path = BAD_TRACES / "scale_factor_without_throughput.trace"
+    with pytest.raises(InputError) as error:
+        gavel_trace_instance(path, THROUGHPUTS, CLUSTER)
+    assert (error.value.source, error.value.path) == (str(THROUGHPUTS), "")
+    assert error.value.message == (
+        "has no throughput of 'A3C' at scale factor 2 on any GPU type of the cluster "
+        f"(v100, p100, k80), which {path}: line 3 runs")
 
 
 def test_trace_gang_larger_than_servers() -> None:
