@@ -23,6 +23,7 @@ simulator knows is checked here, from the instance and the log alone:
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections import defaultdict
 from collections.abc import Iterator
@@ -200,7 +201,15 @@ def _held_sweep(instance: Instance, result: Result,
 
 
 def _in_order(instance: Instance, result: Result, order: IntArray, name: str) -> list[str]:
-    """No job starts while a job ahead of it in the fixed order waits and fits."""
+    """No job starts while a job ahead of it in the fixed order waits and fits.
+
+    Waiting jobs are grouped by what they ask for (gang and eligible types). Within a
+    group only the earliest in the order can be the one passed over: the GPUs left to a
+    waiting job shrink the further down the order it is, as the jobs starting ahead of
+    it take theirs, so if the earliest does not fit, no later one of its group does. A
+    check then costs time in proportion to the groups and the jobs starting, not to the
+    queue.
+    """
     n = instance.n_jobs
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
@@ -213,44 +222,53 @@ def _in_order(instance: Instance, result: Result, order: IntArray, name: str) ->
     placed = np.flatnonzero(np.isfinite(first))
     instants = np.unique(first[placed])
     starters = placed[np.argsort(first[placed], kind="stable")]
-    by_ready = np.argsort(ready, kind="stable")
-    waiting: list[tuple[int, int]] = []
+    by_ready = np.argsort(ready, kind="stable").tolist()
+    # Each job's group, and per group a heap of its waiting jobs by rank; jobs that have
+    # started leave their heap when they reach its top.
+    asks = np.column_stack((instance.gang, instance.eligible)).astype(np.int64)
+    group: list[int] = np.unique(asks, axis=0, return_inverse=True)[1].ravel().tolist()
+    heaps: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    started = np.zeros(n, dtype=bool)
+    ranks, gang, eligible = rank.tolist(), instance.gang, instance.eligible
     entered = begun = 0
     problems: list[str] = []
     for now, free in zip(instants.tolist(), _held_sweep(instance, result, instants),
                          strict=True):
         while entered < n and ready[by_ready[entered]] <= now:
-            j = int(by_ready[entered])
-            bisect.insort(waiting, (int(rank[j]), j))
+            j = by_ready[entered]
+            heapq.heappush(heaps[group[j]], (ranks[j], j))
             entered += 1
         starting = []
         while begun < starters.size and first[starters[begun]] == now:
             starting.append(int(starters[begun]))
             begun += 1
-        now_free = free.copy()
-        block = now_free.max(axis=0)
-        last = max(int(rank[j]) for j in starting)
-        going = set(starting)
-        for place, j in waiting:
-            if place > last:
-                break
+        starting.sort(key=ranks.__getitem__)
+        started[starting] = True
+        # The free GPUs left to a job waiting behind the first i of the starting jobs.
+        left = [free.copy()]
+        for j in starting:
             k = segment[j]
-            if j in going:
-                gpus = result.gpus[k]
-                kind = int(result.gpu_type[k])
-                now_free[int(instance.gpu_node[gpus[0]]), kind] -= gpus.size
-                block[kind] = now_free[:, kind].max()
+            gpus = result.gpus[k]
+            left.append(left[-1].copy())
+            left[-1][int(instance.gpu_node[gpus[0]]), int(result.gpu_type[k])] -= gpus.size
+        going_ranks = [ranks[j] for j in starting]
+        last = going_ranks[-1]
+        for heap in heaps.values():
+            while heap and started[heap[0][1]]:
+                heapq.heappop(heap)
+            if not heap or heap[0][0] > last:
                 continue
-            fits = instance.eligible[j] & (block >= instance.gang[j])
+            place, j = heap[0]
+            ahead = bisect.bisect_left(going_ranks, place)
+            fits = eligible[j] & (left[ahead].max(axis=0) >= gang[j])
             if fits.any():
-                later = next(instance.job_ids[s] for s in starting if rank[s] > place)
+                later = instance.job_ids[starting[ahead]]
                 kind = int(np.flatnonzero(fits)[0])
                 problems.append(
                     f"scheduler {name!r} starts jobs in its order, but job {later!r} starts "
                     f"at {now:g} s while job {instance.job_ids[j]!r}, ahead of it, waits and "
                     f"fits on {instance.type_ids[kind]} GPUs of node "
-                    f"{instance.node_ids[int(now_free[:, kind].argmax())]!r}")
-        waiting = [entry for entry in waiting if entry[1] not in going]
+                    f"{instance.node_ids[int(left[ahead][:, kind].argmax())]!r}")
     return _listed(problems, f"scheduler {name!r}")
 
 

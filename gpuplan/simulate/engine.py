@@ -375,7 +375,8 @@ class Engine:
             received=_readonly(self.received), running_type=_readonly(self.running_type),
             locked=_readonly(self.locked), first_start=_readonly(self.first_start),
             work_start=_readonly(self.work_start),
-            free=_readonly(self.free.sum(axis=0)), total=_readonly(self.total),
+            free=_readonly(self.free.sum(axis=0)), largest=_readonly(self.free.max(axis=0)),
+            total=_readonly(self.total),
             round_s=self.config.round_s if self.config.mode is Mode.ROUND else None)
 
     def _decide(self, now: float) -> View:

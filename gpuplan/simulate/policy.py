@@ -92,6 +92,9 @@ class View:
         works (its attained service grows from then); meaningless for the others.
     free
         ``(T,)`` GPUs of each type that nobody holds.
+    largest
+        ``(T,)`` the most GPUs of each type that nobody holds on one node: the largest
+        gang of the type that could start now without stopping a job.
     total
         ``(T,)`` GPUs of each type in the cluster.
     round_s
@@ -110,6 +113,7 @@ class View:
     first_start: FloatArray
     work_start: FloatArray
     free: IntArray
+    largest: IntArray
     total: IntArray
     round_s: float | None
 

@@ -52,12 +52,12 @@ class Fifo:
         """The jobs that may start or keep running, by :meth:`key`, ties in arrival order."""
         jobs = view.jobs
         if not self.preemptive:
-            # Running jobs keep their GPUs whatever the order says, and a waiting job too
-            # large for the free GPUs of each type it may use cannot start: leaving both
-            # out keeps the engine's walk over the order short when the queue is long.
+            # Running jobs keep their GPUs whatever the order says, and a waiting job
+            # whose gang no node holds free of a type it may use cannot start: leaving
+            # both out keeps the engine's walk over the order short when the queue is long.
             instance = view.instance
             jobs = jobs[view.running_type[jobs] < 0]
-            fits = instance.eligible[jobs] & (instance.gang[jobs, None] <= view.free)
+            fits = instance.eligible[jobs] & (instance.gang[jobs, None] <= view.largest)
             jobs = jobs[fits.any(axis=1)]
         key = self.key(view, jobs)
         if key is None:
