@@ -3,7 +3,9 @@
 Nothing here trusts a solver. The verifier reads only the :class:`~gpuplan.core.instance.Instance`
 and the :class:`~gpuplan.core.schedule.Schedule` (by ids, as a user's file would hold them), and
 reports each broken constraint as one readable line. :func:`gpuplan.planning.plan` runs it on
-every result, and ``gpuplan check`` runs it on any schedule file.
+every result, and ``gpuplan check`` runs it on any schedule file. A long simulated run is read
+as a :class:`~gpuplan.core.schedule.ResultSchedule`, whose segments and events are made in ids
+one at a time as they are checked, the same checks on the same ids.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.result import EventKind
 from gpuplan.core.schedule import (
     Event,
+    Plan,
     RunRecord,
-    Schedule,
     Segment,
     Verification,
     Violation,
@@ -163,7 +165,7 @@ def _ineligibility(instance: Instance, j: int, t: int) -> str:
     return "the job does not allow it"
 
 
-def _check_each_segment(instance: Instance, schedule: Schedule, out: _Collector) -> _Placed:
+def _check_each_segment(instance: Instance, schedule: Plan, out: _Collector) -> _Placed:
     """Check each segment on its own and translate the valid ones to indices."""
     placed = _Placed()
     seen: set[int] = set()
@@ -252,7 +254,7 @@ def _check_each_segment(instance: Instance, schedule: Schedule, out: _Collector)
 
 
 def _check_coverage(
-    instance: Instance, schedule: Schedule, placed: _Placed, out: _Collector
+    instance: Instance, schedule: Plan, placed: _Placed, out: _Collector
 ) -> None:
     """Every job is placed exactly once, or listed as unplaced where that is allowed."""
     is_placed = np.zeros(instance.n_jobs, dtype=bool)
@@ -614,7 +616,7 @@ class _EventName:
         return f"job {event.job!r}: the {event.kind.value} event at {event.time_s:g} s"
 
 
-def _check_events(instance: Instance, schedule: Schedule, placed: _Placed,
+def _check_events(instance: Instance, schedule: Plan, placed: _Placed,
                   out: _Collector) -> None:
     """Given events are in time order and are exactly what the segments show.
 
@@ -866,7 +868,7 @@ def _objective_value(instance: Instance, placed: _Placed, peak: FloatArray) -> f
 
 
 def _check_certificate(
-    instance: Instance, schedule: Schedule, value: float, out: _Collector
+    instance: Instance, schedule: Plan, value: float, out: _Collector
 ) -> None:
     """The certificate holds: status, objective, bound and gap agree with the segments.
 
@@ -916,7 +918,7 @@ def _check_certificate(
         )
 
 
-def verify_schedule(instance: Instance, schedule: Schedule) -> Verification:
+def verify_schedule(instance: Instance, schedule: Plan) -> Verification:
     """Check a schedule against an instance, recomputing everything from the instance.
 
     Checks that every job is placed at most once (exactly once unless the objective lets

@@ -41,11 +41,11 @@ from gpuplan.cli.common import (
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output, check_output_folder, write_text_atomic
 from gpuplan.core.instance import MAX_GPUS, MAX_TIME_S, Instance
-from gpuplan.core.schedule import Schedule
+from gpuplan.core.schedule import ResultSchedule
 from gpuplan.exporters.plot import write_figure
 from gpuplan.readers import load_data
 from gpuplan.readers.instance_file import build_instance, parse_document
-from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate
+from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate_run
 from gpuplan.simulate.engine import Progress as ProgressCallback
 from gpuplan.simulate.metrics import job_stats, window_jobs
 from gpuplan.simulate.plots import jct_cdf_figure, timeline_figure
@@ -205,7 +205,12 @@ def register(commands: Commands) -> None:
     parser.add_argument("--policy", dest="scheduler", default=default, metavar="NAME",
                         help=f"the scheduler (default: {default}); " + _names(SCHEDULERS))
     parser.add_argument("-o", "--output", metavar="RUN.json",
-                        help="write the verified run log here")
+                        help="write the verified run log here (with --metrics-only, its "
+                        "summary)")
+    parser.add_argument("--metrics-only", action="store_true",
+                        help="keep no run log: -o writes the run's summary (its record, "
+                        "metrics and verification) instead of every segment and event; the "
+                        "run is verified all the same")
     parser.add_argument("--write-instance", metavar="FILE", help="write the instance "
                         "document simulated here (deadlines as due dates, a static "
                         "objective as weighted-completion): gpuplan check FILE RUN.json "
@@ -251,7 +256,7 @@ def progress_bar(show: bool, label: str) -> Iterator[ProgressCallback | None]:
         yield report
 
 
-def _summary(instance: Instance, schedule: Schedule, seconds: float,
+def _summary(instance: Instance, schedule: ResultSchedule, seconds: float,
              written: str) -> list[tuple[str, str]]:
     run = schedule.run
     assert run is not None  # simulate() always records the run
@@ -282,11 +287,12 @@ def _summary(instance: Instance, schedule: Schedule, seconds: float,
 PLOT_FILES = ("jct_cdf.png", "timeline.png")
 
 
-def write_plots(folder: Path, instance: Instance, schedule: Schedule, label: str) -> list[Path]:
+def write_plots(folder: Path, instance: Instance, schedule: ResultSchedule,
+                label: str) -> list[Path]:
     """Write the run's JCT distribution and timeline into ``folder``; the files."""
     run = schedule.run
-    assert run is not None and schedule.verification is not None
-    result = schedule.to_result(instance, schedule.verification.objective)
+    assert run is not None
+    result = schedule.result
     window = (run.window[0], run.window[1])
     jct = job_stats(instance, result).jct_h[window_jobs(instance, window)]
     files = [folder / name for name in PLOT_FILES]
@@ -376,7 +382,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     with progress_bar(args.progress or console.is_terminal,
                       f"simulating {args.scheduler}") as report:
         try:
-            schedule = simulate(instance, spec, report)
+            schedule = simulate_run(instance, spec, report)
         except SimulationError as exc:
             if args.debug:
                 raise
@@ -389,7 +395,10 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.write_instance is not None:
         text = json.dumps(document, indent=1) + "\n"
         _write(args.write_instance, "instance", lambda: write_text_atomic(target, text))
-    if args.output is not None:
+    if args.output is not None and args.metrics_only:
+        summary = schedule.summary()
+        _write(args.output, "run summary", lambda: summary.write(args.output))
+    elif args.output is not None:
         _write(args.output, "run log", lambda: schedule.write(args.output))
     written = " and ".join(path for path in (args.output, args.write_instance) if path)
     console.print(summary_table(

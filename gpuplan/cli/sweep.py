@@ -82,6 +82,9 @@ def register(commands: Commands) -> None:
     parser.add_argument("--priorities", action="store_true",
                         help="Gavel's priority weights (20%% of jobs at weight 5)")
     parser.add_argument("-o", "--output", required=True, metavar="OUTDIR")
+    parser.add_argument("--metrics-only", action="store_true",
+                        help="write each point's run summary (POINT.metrics.json: its "
+                        "record, metrics and verification) instead of its run log")
     add_workers(parser, "the points")
     parser.set_defaults(run=sweep)
 
@@ -99,7 +102,8 @@ def sweep(args: argparse.Namespace) -> int:
                         args.gpus_per_node, args.multi_gpu, args.priorities)
     check_solver_flags(args, args.policies)
     spec = run_spec(args, args.policies[0], threads=threads)
-    tasks = points(args.policies, args.rates, args.seeds, workload, spec, Path(args.output))
+    tasks = points(args.policies, args.rates, args.seeds, workload, spec, Path(args.output),
+                   args.metrics_only)
     try:
         check_points(tasks)
     except SimulationError as exc:

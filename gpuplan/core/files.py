@@ -25,11 +25,11 @@ import socket
 import stat
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain, compress
 from operator import not_
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -401,17 +401,24 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+    """Write ``data`` to ``path`` atomically; see :func:`atomic_writer`."""
+    with atomic_writer(path) as handle:
+        handle.write(data)
 
-    A symbolic link is written through to its target. An existing file keeps its
+
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+    """A file to write ``path``'s whole content to, in pieces; it replaces ``path`` at the end.
+
+    The content goes to a temporary file in the same folder, which a rename puts in place
+    when the block ends without an exception; otherwise it is removed and ``path`` is left
+    as it was. A symbolic link is written through to its target. An existing file keeps its
     permissions; a new one gets those the umask gives.
 
     Parameters
     ----------
     path
         The destination; its folder must exist.
-    data
-        The whole content.
 
     Raises
     ------
@@ -438,7 +445,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     try:
         with handle:
             os.fchmod(handle.fileno(), stat.S_IMODE(mode))
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)

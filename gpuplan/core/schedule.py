@@ -15,10 +15,15 @@ facts left to the verifier to infer; gpuplan writes only version 2.
 from __future__ import annotations
 
 import bisect
+import hashlib
+import io
+import json
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 from pydantic import (
@@ -32,7 +37,7 @@ from pydantic import (
 
 from gpuplan._version import __version__
 from gpuplan.core.errors import InputError, json_path, validation_message
-from gpuplan.core.files import parse_json, read_text, write_text_atomic
+from gpuplan.core.files import atomic_writer, parse_json, read_text
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.result import Event as SolutionEvent
 from gpuplan.core.result import EventKind, Result
@@ -283,63 +288,9 @@ class Schedule(_Model):
         epoch
             Absolute time of t = 0 (timezone-aware); None for relative times only.
         """
-        order = np.lexsort((result.job, result.start))
-        restore, migrate = result.overheads()
-        partner = result.partners() if result.partner is not None else _paired(instance, result)
-        work = result.work if result.work is not None else _work(instance, result, partner)
-        migrated: dict[int, list[float]] = {}
-        for e in result.events:
-            if e.kind is EventKind.MIGRATE:
-                migrated.setdefault(int(e.job), []).append(float(e.time_s))
-        for times in migrated.values():
-            times.sort()
-        previous: dict[int, IntArray] = {}
-        nodes = result.nodes(instance)
-        segments = []
-        for i in order:
-            j, gpus, start = int(result.job[i]), result.gpus[i], float(result.start[i])
-            before = previous.get(j)
-            previous[j] = gpus
-            moved = before is not None and set(before.tolist()) != set(gpus.tolist()) and (
-                migrate[i] > 0 or _migrates_at(migrated.get(j, []), start))
-            share = float(work[i])
-            segments.append(Segment(
-                job=instance.job_ids[j],
-                node=instance.node_ids[nodes[i]],
-                gpu_type=instance.type_ids[result.gpu_type[i]],
-                gpu_ids=[instance.gpu_ids[g] for g in gpus],
-                start_s=start,
-                end_s=float(result.end[i]),
-                work=min(share, 1.0) if _stated(share, restore[i] + migrate[i]) else None,
-                partner=instance.job_ids[result.job[partner[i]]] if partner[i] >= 0 else None,
-                restore_s=float(restore[i]),
-                migrate_s=float(migrate[i]),
-                migrated_from=([instance.gpu_ids[g] for g in before]
-                               if moved and before is not None else None),
-            ))
-        events = [Event(time_s=float(e.time_s), kind=e.kind, job=instance.job_ids[e.job],
-                        gpu_ids=[instance.gpu_ids[g] for g in e.gpus]) for e in result.events]
-        unplaced = [
-            Unplaced(job=instance.job_ids[j], reason=reason)
-            for j, reason in sorted(result.unplaced.items())
-        ]
-        return cls(
-            instance=instance.name,
-            objective_kind=instance.objective.value,
-            status=result.status,
-            objective=result.objective,
-            bound=result.bound,
-            gap=relative_gap(result.objective, result.bound),
-            method=method,
-            solver=result.solver,
-            wall_time_s=round(wall_time_s, 6),
-            seed=seed,
-            gpuplan_version=__version__,
-            epoch=epoch,
-            segments=segments,
-            events=events,
-            unplaced=unplaced,
-        )
+        made = ResultSchedule.make(instance, result, method, wall_time_s, seed, epoch)
+        return made.head.model_copy(update={"segments": list(made.segments),
+                                            "events": list(made.events)})
 
     def to_result(self, instance: Instance, objective: float | None = None) -> Result:
         """The schedule's plan by index, every fact of its segments and events kept.
@@ -385,12 +336,10 @@ class Schedule(_Model):
         )
 
     def to_json(self) -> str:
-        """Serialise as indented JSON (always the current format version).
-
-        A plan's file has no ``run`` key: only simulated runs carry one.
-        """
-        return self.model_dump_json(indent=2, exclude={"run"} if self.run is None
-                                    else None) + "\n"
+        """Serialise as JSON (always the current format version), as :meth:`write` does."""
+        out = io.BytesIO()
+        write_document(out, self, self.segments, self.events)
+        return out.getvalue().decode("utf-8")
 
     @classmethod
     def from_json(cls, text: str, source: str) -> Schedule:
@@ -434,7 +383,318 @@ class Schedule(_Model):
         """
         if self.verification is None:
             raise ValueError("refusing to write a schedule that has not been verified")
-        write_text_atomic(Path(path), self.to_json())
+        with atomic_writer(Path(path)) as handle:
+            write_document(handle, self, self.segments, self.events)
+
+
+class RunSummary(_Model):
+    """A simulated run without its segments and events: what ``--metrics-only`` writes.
+
+    The run was verified, as every run is, before its summary was made.
+    """
+
+    summary_of: Literal["run"] = Field(
+        default="run", description="What this document summarises: a simulated run.")
+    format_version: int = Field(default=FORMAT_VERSION, ge=FORMAT_VERSION, le=FORMAT_VERSION)
+    instance: str = Field(description="Name of the instance simulated.")
+    method: str
+    seed: int
+    gpuplan_version: str
+    wall_time_s: float
+    objective: float | None = Field(description="The run's weighted completion time.")
+    verification: Verification
+    run: RunRecord
+
+    @classmethod
+    def read(cls, path: str | Path) -> RunSummary:
+        """Read a run summary file.
+
+        Raises
+        ------
+        InputError
+            If the file is missing, unreadable or not a run summary.
+        """
+        text = read_text(Path(path))
+        parse_json(text, str(path))
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            raise InputError(str(path), json_path(error["loc"]),
+                             validation_message(error)) from None
+
+    def write(self, path: str | Path) -> None:
+        """Write the summary atomically."""
+        with atomic_writer(Path(path)) as handle:
+            handle.write((self.model_dump_json(indent=2) + "\n").encode("utf-8"))
+
+
+class Plan(Protocol):
+    """What the verifier reads of a schedule: a :class:`Schedule`, or a :class:`ResultSchedule`."""
+
+    @property
+    def objective_kind(self) -> str:
+        """The objective planned for."""
+    @property
+    def status(self) -> Status:
+        """Status of the plan."""
+    @property
+    def objective(self) -> float | None:
+        """Objective value claimed."""
+    @property
+    def bound(self) -> float | None:
+        """Bound claimed."""
+    @property
+    def gap(self) -> float | None:
+        """Gap claimed."""
+    @property
+    def run(self) -> RunRecord | None:
+        """A simulated run's record."""
+    @property
+    def segments(self) -> Collection[Segment]:
+        """Every segment, by start time."""
+    @property
+    def events(self) -> Collection[Event]:
+        """The events, in time order."""
+    @property
+    def unplaced(self) -> Collection[Unplaced]:
+        """The jobs left out."""
+
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class _Made(Collection[_T], Generic[_T]):
+    """Items made one at a time each time they are walked, never held all at once."""
+
+    count: int
+    make: Callable[[], Iterator[_T]]
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[_T]:
+        return self.make()
+
+    def __contains__(self, item: object) -> bool:
+        return any(item == mine for mine in self)
+
+
+@dataclass(frozen=True)
+class ResultSchedule:
+    """A schedule held as the result it comes from, its segments and events made on demand.
+
+    They are made from the result's columns one at a time, as the verifier reads them or
+    :meth:`write` writes them, so a run of millions of segments is never held as models.
+
+    Reads like a :class:`Schedule` (:class:`Plan`); :meth:`schedule` makes the whole
+    document.
+
+    Attributes
+    ----------
+    head
+        Everything but the segments and events (those lists are empty there).
+    instance, result
+        What the segments and events are made from.
+    """
+
+    head: Schedule
+    instance: Instance
+    result: Result
+
+    @classmethod
+    def make(cls, instance: Instance, result: Result, method: str, wall_time_s: float,
+             seed: int, epoch: datetime | None = None) -> ResultSchedule:
+        """The (unverified) schedule of a result; see :meth:`Schedule.from_result`."""
+        unplaced = [Unplaced(job=instance.job_ids[j], reason=reason)
+                    for j, reason in sorted(result.unplaced.items())]
+        head = Schedule(
+            instance=instance.name, objective_kind=instance.objective.value,
+            status=result.status, objective=result.objective, bound=result.bound,
+            gap=relative_gap(result.objective, result.bound), method=method,
+            solver=result.solver, wall_time_s=round(wall_time_s, 6), seed=seed,
+            gpuplan_version=__version__, epoch=epoch, segments=[], events=[],
+            unplaced=unplaced)
+        return cls(head, instance, result)
+
+    @property
+    def objective_kind(self) -> str:
+        """The objective planned for."""
+        return self.head.objective_kind
+
+    @property
+    def status(self) -> Status:
+        """The result's status."""
+        return self.head.status
+
+    @property
+    def objective(self) -> float | None:
+        """The objective the result claims."""
+        return self.head.objective
+
+    @property
+    def bound(self) -> float | None:
+        """The bound the result claims."""
+        return self.head.bound
+
+    @property
+    def gap(self) -> float | None:
+        """The gap of the claimed objective and bound."""
+        return self.head.gap
+
+    @property
+    def run(self) -> RunRecord | None:
+        """For a simulated run, its record."""
+        return self.head.run
+
+    @property
+    def verification(self) -> Verification | None:
+        """The verifier's verdict, once given."""
+        return self.head.verification
+
+    @property
+    def unplaced(self) -> Collection[Unplaced]:
+        """The jobs left out."""
+        return self.head.unplaced
+
+    @property
+    def segments(self) -> Collection[Segment]:
+        """The segments by start time, made as they are walked."""
+        return _Made(self.result.n_segments, lambda: _segments(self.instance, self.result))
+
+    @property
+    def events(self) -> Collection[Event]:
+        """The events in time order, made as they are walked."""
+        ids, gpu_ids = self.instance.job_ids, self.instance.gpu_ids
+        return _Made(len(self.result.events), lambda: (
+            Event(time_s=float(e.time_s), kind=e.kind, job=ids[e.job],
+                  gpu_ids=[gpu_ids[g] for g in e.gpus]) for e in self.result.events))
+
+    def with_head(self, **update: Any) -> ResultSchedule:
+        """The same segments and events under a head with ``update`` applied."""
+        return ResultSchedule(self.head.model_copy(update=update), self.instance, self.result)
+
+    def summary(self) -> RunSummary:
+        """The run without its segments and events (a verified run log only).
+
+        Raises
+        ------
+        ValueError
+            If this is no verified run log.
+        """
+        head = self.head
+        if head.run is None or head.verification is None:
+            raise ValueError("only a verified run log has a run summary")
+        return RunSummary(instance=head.instance, method=head.method, seed=head.seed,
+                          gpuplan_version=head.gpuplan_version, wall_time_s=head.wall_time_s,
+                          objective=head.objective, verification=head.verification,
+                          run=head.run)
+
+    def schedule(self) -> Schedule:
+        """The whole document in memory."""
+        return self.head.model_copy(update={"segments": list(self.segments),
+                                            "events": list(self.events)})
+
+    def write(self, path: str | Path, before_commit: Callable[[bytes], None] | None = None
+              ) -> None:
+        """Write the schedule atomically, a segment at a time.
+
+        Parameters
+        ----------
+        path
+            The file.
+        before_commit
+            Called with the SHA-256 of the content once it is written in full, before the
+            file replaces ``path`` (a batch writes its resume key then).
+
+        Raises
+        ------
+        ValueError
+            If the schedule has not been verified.
+        """
+        if self.head.verification is None:
+            raise ValueError("refusing to write a schedule that has not been verified")
+        with atomic_writer(Path(path)) as handle:
+            digest = write_document(handle, self.head, self.segments, self.events)
+            if before_commit is not None:
+                before_commit(digest)
+
+
+def write_document(out: IO[bytes], head: Schedule, segments: Iterable[Segment],
+                   events: Iterable[Event]) -> bytes:
+    """Write a schedule document to ``out``: its fields in order, a segment or event a line.
+
+    A plan's document has no ``run`` key: only simulated runs carry one.
+
+    Returns
+    -------
+    bytes
+        The SHA-256 digest of what was written.
+    """
+    digest = hashlib.sha256()
+
+    def put(text: str) -> None:
+        data = text.encode("utf-8")
+        digest.update(data)
+        out.write(data)
+
+    fields = head.model_dump(mode="json", exclude={"segments", "events"}
+                             | ({"run"} if head.run is None else set()))
+    put("{\n")
+    for k, (name, value) in enumerate(fields.items()):
+        if name == "unplaced":
+            for listed, items in (("segments", segments), ("events", events)):
+                put(f'  "{listed}": [')
+                count = 0
+                for item in items:
+                    put(("," if count else "") + "\n    " + item.model_dump_json())
+                    count += 1
+                put("\n  ],\n" if count else "],\n")
+        text = json.dumps(value, indent=2, allow_nan=False).replace("\n", "\n  ")
+        put(f'  "{name}": {text}' + (",\n" if k < len(fields) - 1 else "\n"))
+    put("}\n")
+    return digest.digest()
+
+
+def _segments(instance: Instance, result: Result) -> Iterator[Segment]:
+    """A result's segments in ids, by start time, stating every fact.
+
+    See :meth:`Schedule.from_result`.
+    """
+    order = np.lexsort((result.job, result.start))
+    restore, migrate = result.overheads()
+    partner = result.partners() if result.partner is not None else _paired(instance, result)
+    work = result.work if result.work is not None else _work(instance, result, partner)
+    migrated: dict[int, list[float]] = {}
+    for e in result.events:
+        if e.kind is EventKind.MIGRATE:
+            migrated.setdefault(int(e.job), []).append(float(e.time_s))
+    for times in migrated.values():
+        times.sort()
+    previous: dict[int, IntArray] = {}
+    nodes = result.nodes(instance)
+    for i in order.tolist():
+        j, gpus, start = int(result.job[i]), result.gpus[i], float(result.start[i])
+        before = previous.get(j)
+        previous[j] = gpus
+        moved = before is not None and set(before.tolist()) != set(gpus.tolist()) and (
+            migrate[i] > 0 or _migrates_at(migrated.get(j, []), start))
+        share = float(work[i])
+        yield Segment(
+            job=instance.job_ids[j],
+            node=instance.node_ids[nodes[i]],
+            gpu_type=instance.type_ids[result.gpu_type[i]],
+            gpu_ids=[instance.gpu_ids[g] for g in gpus],
+            start_s=start,
+            end_s=float(result.end[i]),
+            work=min(share, 1.0) if _stated(share, restore[i] + migrate[i]) else None,
+            partner=instance.job_ids[result.job[partner[i]]] if partner[i] >= 0 else None,
+            restore_s=float(restore[i]),
+            migrate_s=float(migrate[i]),
+            migrated_from=([instance.gpu_ids[g] for g in before]
+                           if moved and before is not None else None),
+        )
 
 
 #: Relative tolerance for "the same instant" and for float noise in a work share.

@@ -316,13 +316,32 @@ def write_keyed(target: Path, key: Mapping[str, Any] | None, text: str,
     OSError
         If the folder cannot be written.
     """
-    if key is not None:
+    data = text.encode("utf-8")
+    commit = key_writer(target, key, measured)
+    if commit is not None:
+        commit(hashlib.sha256(data).digest())
+    write_text_atomic(target, text)
+
+
+def key_writer(target: Path, key: Mapping[str, Any] | None,
+               measured: Mapping[str, Any] | None = None) -> Callable[[bytes], None] | None:
+    """What writes the key of ``target`` once its content's SHA-256 digest is known.
+
+    Call it after the content is written in full and before it replaces ``target``
+    (:func:`~gpuplan.core.files.atomic_writer`): the key is in place first, and a key
+    naming a file that never got written matches nothing. None when there is no key.
+    """
+    if key is None:
+        return None
+
+    def commit(digest: bytes) -> None:
         _key_path(target).parent.mkdir(parents=True, exist_ok=True)
-        stored = {**key, _OUTPUT_SHA: _sha256(text.encode("utf-8"))}
+        stored = {**key, _OUTPUT_SHA: digest.hex()}
         if measured:
             stored[_MEASURED] = dict(measured)
         write_text_atomic(_key_path(target), json.dumps(stored, indent=1) + "\n")
-    write_text_atomic(target, text)
+
+    return commit
 
 
 def _task_key(task: BatchTask) -> dict[str, Any] | None:

@@ -39,11 +39,19 @@ from typing import Any
 
 from gpuplan.core.errors import BackendUnavailableError, InputError
 from gpuplan.core.instance import Instance
-from gpuplan.core.schedule import Schedule
-from gpuplan.harness.batch import MAX_ERROR, Row, TaskKind, keyed_output, write_keyed, write_tables
+from gpuplan.core.schedule import RunRecord, RunSummary, Schedule
+from gpuplan.harness.batch import (
+    MAX_ERROR,
+    Row,
+    TaskKind,
+    key_writer,
+    keyed_output,
+    write_keyed,
+    write_tables,
+)
 from gpuplan.readers.generate import GPUS_PER_NODE
 from gpuplan.simulate.engine import SimulationError
-from gpuplan.simulate.run import RunSpec, check_window, simulate
+from gpuplan.simulate.run import RunSpec, check_window, simulate, simulate_run
 from gpuplan.simulate.workload import gavel_workload_instance
 
 logger = logging.getLogger(__name__)
@@ -118,13 +126,17 @@ class SweepPoint:
     spec
         The run: its scheduler is the point's policy and its seed the point's seed.
     target
-        Where its run log goes.
+        Where its run log goes (its summary, with ``metrics_only``).
+    metrics_only
+        Write the run's summary (:class:`~gpuplan.core.schedule.RunSummary`) instead of
+        its log.
     """
 
     rate: float
     workload: Workload
     spec: RunSpec
     target: str
+    metrics_only: bool = False
 
     @property
     def policy(self) -> str:
@@ -138,11 +150,14 @@ class SweepPoint:
 
 
 def points(policies: Sequence[str], rates: Sequence[float], seeds: Sequence[int],
-           workload: Workload, spec: RunSpec, out: Path) -> list[SweepPoint]:
+           workload: Workload, spec: RunSpec, out: Path,
+           metrics_only: bool = False) -> list[SweepPoint]:
     """Every (policy, rate, seed) once, in that nesting, each with its run log in ``out``.
 
-    ``spec`` gives everything but the scheduler and the seed, which each point sets.
+    ``spec`` gives everything but the scheduler and the seed, which each point sets. With
+    ``metrics_only`` each point writes its run's summary, ``*.metrics.json``, instead.
     """
+    suffix = ".metrics.json" if metrics_only else ".json"
     found = []
     for policy in dict.fromkeys(policies):
         for rate in dict.fromkeys(rates):
@@ -151,7 +166,7 @@ def points(policies: Sequence[str], rates: Sequence[float], seeds: Sequence[int]
                 found.append(SweepPoint(
                     rate, workload,
                     dataclasses.replace(spec, scheduler=policy, seed=seed, settings=settings),
-                    str(out / f"{policy}_rate{rate:g}_seed{seed}.json")))
+                    str(out / f"{policy}_rate{rate:g}_seed{seed}{suffix}"), metrics_only))
     return found
 
 
@@ -211,9 +226,8 @@ def point_key(point: SweepPoint) -> dict[str, Any] | None:
     return loaded
 
 
-def _row(point: SweepPoint, schedule: Schedule, seconds: float, peak_mib: float | None,
+def _row(point: SweepPoint, run: RunRecord | None, seconds: float, peak_mib: float | None,
          resumed: bool) -> Row:
-    run = schedule.run
     if run is None:
         raise ValueError(f"{point.target} holds no run record")
     row: Row = {"policy": point.policy, "rate": point.rate, "seed": point.seed}
@@ -277,8 +291,10 @@ def resumed_row(point: SweepPoint) -> Row | None:
         return None
     data, measured = found
     try:
-        schedule = Schedule.from_json(data.decode("utf-8"), point.target)
-        return _row(point, schedule, float(measured["seconds"]), measured.get("peak_mib"),
+        text = data.decode("utf-8")
+        run = (RunSummary.model_validate_json(text).run if point.metrics_only
+               else Schedule.from_json(text, point.target).run)
+        return _row(point, run, float(measured["seconds"]), measured.get("peak_mib"),
                     resumed=True)
     except Exception as exc:  # a damaged log or key: run the point again
         logger.info("%s: not resumed (%s: %s)", point.target, type(exc).__name__, exc)
@@ -297,19 +313,22 @@ def run_point(point: SweepPoint) -> Row:
             return done
         reset = _reset_peak()
         instance = point.workload.instance(point.rate, point.seed)
-        schedule = simulate(instance, point.spec)
-        text = schedule.to_json()
+        log = simulate_run(instance, point.spec)
         seconds = time.perf_counter() - began
         peak = _peak_mib(reset)
+        key, measured = point_key(point), {"seconds": seconds, "peak_mib": peak}
         try:
-            write_keyed(Path(point.target), point_key(point), text,
-                        {"seconds": seconds, "peak_mib": peak})
+            if point.metrics_only:
+                write_keyed(Path(point.target), key,
+                            log.summary().model_dump_json(indent=2) + "\n", measured)
+            else:
+                log.write(point.target, key_writer(Path(point.target), key, measured))
         except OSError as exc:
             raise InputError(point.target, "", "cannot write the run log: "
                              f"{exc.strerror or exc}") from None
     except Exception as exc:  # any error is this point's row, never the sweep's end
         return failed_row(point, time.perf_counter() - began, exc)
-    return _row(point, schedule, seconds, peak, resumed=False)
+    return _row(point, log.run, seconds, peak, resumed=False)
 
 
 def _written(point: SweepPoint) -> Row | None:

@@ -11,6 +11,6 @@ from __future__ import annotations
 
 from gpuplan.simulate.engine import SimulationConfig, SimulationError
 from gpuplan.simulate.policy import Mode
-from gpuplan.simulate.run import RunSpec, simulate
+from gpuplan.simulate.run import RunSpec, simulate, simulate_run
 
-__all__ = ["Mode", "RunSpec", "SimulationConfig", "SimulationError", "simulate"]
+__all__ = ["Mode", "RunSpec", "SimulationConfig", "SimulationError", "simulate", "simulate_run"]

@@ -33,7 +33,7 @@ import numpy as np
 from gpuplan.core.errors import InputError
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.result import EventKind, Result
-from gpuplan.core.schedule import RunRecord, Schedule
+from gpuplan.core.schedule import Plan, RunRecord, Schedule
 from gpuplan.simulate.metrics import run_metrics, utilisation_by_type
 from gpuplan.simulate.policies import ADMISSIONS, KINDS, SCHEDULERS, chosen_options
 from gpuplan.simulate.policy import Mode
@@ -44,7 +44,7 @@ MAX_LISTED = 5
 _STARTS = (EventKind.START, EventKind.RESUME, EventKind.MIGRATE)
 
 
-def check_run(instance: Instance, schedule: Schedule, result: Result | None = None) -> list[str]:
+def check_run(instance: Instance, schedule: Plan, result: Result | None = None) -> list[str]:
     """What a run log's record claims that the log does not keep.
 
     Call it on a log the verifier accepted. Nothing for a schedule without a run record.
@@ -73,7 +73,9 @@ def check_run(instance: Instance, schedule: Schedule, result: Result | None = No
         # The rules to hold the run to are those of the parts named: unknown, none.
         return problems
     made = result is not None
-    result = schedule.to_result(instance) if result is None else result
+    if result is None:
+        assert isinstance(schedule, Schedule), "a log read from a file is a Schedule"
+        result = schedule.to_result(instance)
     scheduler = SCHEDULERS[record.scheduler]
     if not scheduler.preemptive:
         problems += _never_preempted(instance, result, record.scheduler)

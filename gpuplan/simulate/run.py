@@ -20,7 +20,7 @@ import numpy as np
 from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import time_objective
-from gpuplan.core.schedule import RunRecord, Schedule
+from gpuplan.core.schedule import ResultSchedule, RunRecord, Schedule
 from gpuplan.core.settings import RunSettings
 from gpuplan.simulate.check import check_run
 from gpuplan.simulate.engine import Engine, Progress, SimulationConfig, SimulationError
@@ -126,7 +126,21 @@ def check_simulable(instance: Instance, config: SimulationConfig) -> None:
 
 def simulate(instance: Instance, spec: RunSpec = RunSpec(),
              progress: Progress | None = None) -> Schedule:
+    """Simulate the workload under the policy; the verified run log, whole in memory.
+
+    :func:`simulate_run` is the same run held as its result's columns, for runs too long
+    to hold as a document (``gpuplan simulate`` and ``sweep`` write those).
+    """
+    return simulate_run(instance, spec, progress).schedule()
+
+
+def simulate_run(instance: Instance, spec: RunSpec = RunSpec(),
+                 progress: Progress | None = None) -> ResultSchedule:
     """Simulate the workload under the policy; the verified run log.
+
+    The log's segments and events are made from the run's columns one at a time, as the
+    verifier checks them and as :meth:`~gpuplan.core.schedule.ResultSchedule.write`
+    writes them: a run is never held as a document.
 
     Parameters
     ----------
@@ -164,8 +178,6 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
     result = Engine(instance, config, scheduler, placement, admission, progress).run()
     result = dataclasses.replace(result, objective=time_objective(
         instance, result.job, result.gpu_type, result.end, work=result.work))
-    schedule = Schedule.from_result(instance, result, method=f"simulate:{spec.scheduler}",
-                                    wall_time_s=time.perf_counter() - began, seed=spec.seed)
     record = RunRecord(
         scheduler=spec.scheduler, placement=spec.placement, admission=spec.admission,
         options=options_record(chosen_options(names, spec.options)), mode=config.mode.value,
@@ -176,14 +188,16 @@ def simulate(instance: Instance, spec: RunSpec = RunSpec(),
         utilisation_by_type=utilisation_by_type(instance, result, window))
     # The record goes in before the check: the verifier holds the log to the overheads
     # it states.
-    schedule = schedule.model_copy(update={"run": record})
-    verification = verify_schedule(instance, schedule)
+    log = ResultSchedule.make(instance, result, method=f"simulate:{spec.scheduler}",
+                              wall_time_s=time.perf_counter() - began,
+                              seed=spec.seed).with_head(run=record)
+    verification = verify_schedule(instance, log)
     if not verification.ok:
         shown = "; ".join(str(v) for v in verification.violations[:5])
         raise SimulationError(f"the run log of {spec.scheduler!r} breaks "
                               f"{len(verification.violations)} rule(s) of the verifier: {shown}")
-    broken = check_run(instance, schedule, result)
+    broken = check_run(instance, log, result)
     if broken:
         raise SimulationError(f"the run of {spec.scheduler!r} does not keep what its record "
                               f"claims ({len(broken)} problem(s)): {'; '.join(broken[:5])}")
-    return schedule.model_copy(update={"verification": verification})
+    return log.with_head(verification=verification)

@@ -10,7 +10,7 @@ import pytest
 from conftest import DATA, GAVEL, Gpuplan, run_cli
 
 from gpuplan.core.options import option_fields
-from gpuplan.core.schedule import Schedule
+from gpuplan.core.schedule import RunSummary, Schedule
 from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS
 
 SMALL = DATA / "valid_small.json"
@@ -27,6 +27,22 @@ def test_the_run_log_is_verified_and_check_accepts_it(gpuplan: Gpuplan, tmp_path
     run = Schedule.read(out).run
     assert run is not None and run.scheduler == "srtf" and "mean_jct_h" in run.metrics
     assert gpuplan("check", SMALL, out).code == 0
+
+
+def test_metrics_only_writes_the_summary_of_the_same_verified_run(
+        gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--metrics-only writes the run's record and verification, the full log's very metrics.
+
+    Broken, a user measuring many runs without their logs would get other numbers than
+    the logs give, or an unverified run.
+    """
+    full, summary = tmp_path / "run.json", tmp_path / "summary.json"
+    for out, more in ((full, []), (summary, ["--metrics-only"])):
+        assert gpuplan("simulate", SMALL, "--policy", "las", "-o", out, *more).code == 0
+    run = Schedule.read(full).run
+    written = RunSummary.read(summary)
+    assert written.verification.ok and "segments" not in json.loads(summary.read_text())
+    assert run is not None and written.run.metrics == run.metrics
 
 
 @pytest.mark.parametrize(("field", "value", "named"), [

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import GAVEL, Gpuplan
 
-from gpuplan.core.files import write_text_atomic
-from gpuplan.core.schedule import Schedule
+from gpuplan.core.schedule import ResultSchedule, RunSummary, Schedule
 
 THROUGHPUTS = GAVEL / "simulation_throughputs.json"
 
@@ -75,17 +75,26 @@ def test_an_interrupted_sweep_leaves_whole_files_and_a_rerun_completes_it(
     """
     out = tmp_path / "sweep"
 
-    def interrupted(path: Path, text: str) -> None:
-        second = path.name == "fifo_rate6_seed0.json" and path.parent == out
-        if second and not after_the_log:
+    real_write = ResultSchedule.write
+
+    def interrupted(log: ResultSchedule, path: str | Path,
+                    before_commit: Callable[[bytes], None] | None = None) -> None:
+        second = Path(path).name == "fifo_rate6_seed0.json" and Path(path).parent == out
+
+        def key_then_stop(digest: bytes) -> None:
+            assert before_commit is not None
+            before_commit(digest)
             raise KeyboardInterrupt
-        write_text_atomic(path, text)
+
+        stop_early = second and not after_the_log
+        real_write(log, path, key_then_stop if stop_early else before_commit)
         if second:
             raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        # batch.write_keyed writes each point's key, then its log, through it.
-        patch.setattr("gpuplan.harness.batch.write_text_atomic", interrupted)
+        # A point's log is written with its key through ResultSchedule.write: the key once
+        # the log is whole, then the log is put in place.
+        patch.setattr(ResultSchedule, "write", interrupted)
         stopped = gpuplan(*sweep_args(out))
     assert stopped.code == 130, stopped.err
     logs = sorted(p.name for p in out.glob("*_rate*_seed*.json"))
@@ -105,3 +114,26 @@ def test_an_interrupted_sweep_leaves_whole_files_and_a_rerun_completes_it(
     assert f"4 points, 4 simulated and verified, {kept} up to date" in again.err
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert len(rows) == 4 and all(r["status"] == "ok" for r in rows)
+
+
+def test_a_metrics_only_sweep_writes_summaries_and_resumes_from_them(
+        gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--metrics-only writes one verified run summary per point, no log; a rerun takes them.
+
+    Broken, a large sweep would write gigabytes of logs the user asked not to keep, or
+    start over on every rerun.
+    """
+    out = tmp_path / "sweep"
+    first = gpuplan(*sweep_args(out, "--metrics-only"))
+    assert first.code == 0, first.err
+    summaries = sorted(out.glob("*.metrics.json"))
+    assert len(summaries) == 4 and not [p for p in out.glob("*_seed0.json")]
+    assert all(RunSummary.read(p).verification.ok for p in summaries)
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    by_file = {Path(r["file"]).name: r for r in rows}
+    for path in summaries:
+        run = RunSummary.read(path).run
+        assert float(by_file[path.name]["mean_jct_h"]) == pytest.approx(
+            run.metrics["mean_jct_h"])
+    again = gpuplan(*sweep_args(out, "--metrics-only"))
+    assert "4 points, 4 simulated and verified, 4 up to date" in again.err
