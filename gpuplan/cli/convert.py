@@ -1,4 +1,12 @@
-"""``gpuplan convert``: OR-Library GAP files, Gavel traces or openb pod lists to instance files."""
+"""``gpuplan convert``: foreign problem files and traces to instance files.
+
+OR-Library GAP files, Gavel traces, openb pod lists, and public cluster traces (Philly,
+Helios, PAI).
+
+The cluster traces' flags come from their readers' declarations
+(:data:`~gpuplan.readers.cluster_traces.TRACE_FORMATS`): each input but the first file is a
+flag named after its keyword, and a flag the chosen format does not take is refused.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +18,7 @@ from gpuplan.cli.common import Commands, ExitCode, bounded, console, file_of
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output_folder
 from gpuplan.core.instance import MAX_GPUS
+from gpuplan.readers.cluster_traces import TRACE_FORMATS, TraceFormat
 from gpuplan.readers.gavel import PHYSICAL_CLUSTER, gavel_documents
 from gpuplan.readers.instance_file import write_documents
 from gpuplan.readers.openb import openb_document
@@ -28,6 +37,24 @@ def _fleet(value: str) -> dict[str, int]:
     return fleet
 
 
+def _trace_flags() -> dict[str, tuple[str, str, list[str]]]:
+    """Each trace reader's inputs past its first file, as flags: dest, help, formats."""
+    flags: dict[str, tuple[str, str, list[str]]] = {}
+    for name, trace in TRACE_FORMATS.items():
+        for given in (*trace.files[1:], *trace.options):
+            flag = "--" + given.parameter.replace("_", "-")
+            flags.setdefault(flag, (given.parameter, given.description, []))[2].append(name)
+    return flags
+
+
+def _statuses(value: str) -> list[str]:
+    """``Pass,Killed`` as a list of statuses."""
+    names = [item.strip() for item in value.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected STATUS[,STATUS...], got {value!r}")
+    return names
+
+
 def register(commands: Commands) -> None:
     """Add ``convert``."""
     parser = commands.add_parser(
@@ -36,9 +63,14 @@ def register(commands: Commands) -> None:
         "job trace timed by Gavel's measured throughputs, as gpuplan instance JSON files in "
         "OUTDIR.",
     )
-    parser.add_argument("source_format", choices=["orlib-gap", "gavel", "openb"])
-    parser.add_argument("file", help="GAP file (FILE#k for one problem), Gavel trace, or "
-                        "openb pod list (CSV)")
+    parser.add_argument("source_format", choices=["orlib-gap", "gavel", "openb",
+                                                  *TRACE_FORMATS],
+                        help="; ".join(f"{name}: {trace.description}"
+                                       for name, trace in TRACE_FORMATS.items()))
+    parser.add_argument("file", help="GAP file (FILE#k for one problem), Gavel trace, "
+                        "openb pod list (CSV), or a cluster trace's first file ("
+                        + "; ".join(f"{name}: {trace.files[0].description}"
+                                    for name, trace in TRACE_FORMATS.items()) + ")")
     parser.add_argument("-o", "--output", required=True, metavar="OUTDIR")
     parser.add_argument("--sense", choices=["min", "max"], default="min",
                         help="orlib-gap: minimise cost (default) or maximise profit")
@@ -57,19 +89,65 @@ def register(commands: Commands) -> None:
                         "solve --method balance --space-sharing")
     parser.add_argument("--nodes", metavar="FILE",
                         help="openb: the node list (e.g. openb_node_list_gpu_node.csv)")
+    for flag, (dest, description, takers) in _trace_flags().items():
+        parser.add_argument(flag, dest=dest, metavar="VALUE", default=None,
+                            help=f"{description} (taken by: {', '.join(takers)})")
+    formats = ", ".join(TRACE_FORMATS)
+    parser.add_argument("--limit", type=bounded(int, 1, 10**9), metavar="N", default=None,
+                        help=f"{formats}: keep the first N jobs by submit time")
+    parser.add_argument("--statuses", type=_statuses, metavar="S,...", default=None,
+                        help=f"{formats}: keep jobs of these final statuses only (default: "
+                        "all; " + "; ".join(f"{name}: {', '.join(trace.statuses)}"
+                                            for name, trace in TRACE_FORMATS.items()) + ")")
     parser.set_defaults(run=convert)
+
+
+def _trace_document(args: argparse.Namespace, trace: TraceFormat) -> dict[str, Any]:
+    """Read a cluster trace with the inputs its flags give.
+
+    Raises
+    ------
+    InputError
+        For a flag of another trace format, or a required input missing.
+    """
+    taken = {given.parameter for given in (*trace.files, *trace.options)}
+    for flag, (dest, _, takers) in _trace_flags().items():
+        if getattr(args, dest) is not None and dest not in taken:
+            raise InputError(flag, "", f"is taken by {', '.join(takers)}, not by "
+                             f"{trace.name}")
+    inputs: dict[str, Any] = {trace.files[0].parameter: Path(args.file)}
+    for given in (*trace.files[1:], *trace.options):
+        value = getattr(args, given.parameter)
+        if value is None:
+            if given.required:
+                raise InputError("--" + given.parameter.replace("_", "-"), "",
+                                 f"{trace.name} needs {given.description}")
+            continue
+        inputs[given.parameter] = Path(value) if given in trace.files else value
+    return trace.read(**inputs, limit=args.limit, statuses=args.statuses)
 
 
 def convert(args: argparse.Namespace) -> int:
     """Convert, then write every document or none."""
+    trace = TRACE_FORMATS.get(args.source_format)
+    if trace is None:
+        given = [flag for flag in ("--limit", "--statuses", *_trace_flags())
+                 if getattr(args, flag.lstrip("-").replace("-", "_")) is not None]
+        if given:
+            raise InputError(given[0], "", f"applies to cluster traces "
+                             f"({', '.join(TRACE_FORMATS)}), not to {args.source_format}")
     if (args.nodes is None) == (args.source_format == "openb"):
         raise InputError("--nodes", "", "openb needs --nodes FILE (the node list); other "
                          "formats take no --nodes")
     inputs = [file_of(args.file), *([args.throughputs] if args.throughputs else []),
-              *([args.nodes] if args.nodes else [])]
+              *([args.nodes] if args.nodes else []),
+              *(value for dest, _, _ in _trace_flags().values()
+                if (value := getattr(args, dest)) is not None)]
     out = check_output_folder(args.output, inputs)
     documents: list[dict[str, Any]]
-    if args.source_format == "openb":
+    if trace is not None:
+        documents = [_trace_document(args, trace)]
+    elif args.source_format == "openb":
         document = openb_document(args.nodes, args.file)
         del document["lines"]
         documents = [document]

@@ -1,0 +1,62 @@
+"""``gpuplan convert`` of the public cluster traces: flags built from the readers' inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import DATA, Gpuplan
+
+from gpuplan.core.schedule import Schedule
+
+TRACES = DATA / "cluster_traces"
+
+#: Each trace format with its sample files as the command line gives them.
+SAMPLES = {
+    "philly": [TRACES / "philly" / "cluster_job_log", "--machine-list",
+               TRACES / "philly" / "cluster_machine_list"],
+    "helios": [TRACES / "helios" / "Venus" / "cluster_log.csv", "--cluster", "Venus"],
+    "pai": [TRACES / "pai" / "pai_job_table.csv", "--task-table",
+            TRACES / "pai" / "pai_task_table.csv", "--machine-spec",
+            TRACES / "pai" / "pai_machine_spec.csv"],
+}
+
+
+@pytest.mark.parametrize("trace", list(SAMPLES))
+def test_a_converted_trace_is_simulated_and_its_run_verified(
+        gpuplan: Gpuplan, tmp_path: Path, trace: str) -> None:
+    """Each trace converts to one instance file that ``simulate`` runs to a verified log.
+
+    Broken, a user holding one of these traces could not get it into the simulator.
+    """
+    out = tmp_path / "out"
+    converted = gpuplan("convert", trace, *SAMPLES[trace], "--limit", "3", "-o", out)
+    assert converted.code == 0, converted.err
+    (instance,) = out.glob("*.json")
+    run = gpuplan("simulate", instance, "--policy", "fifo", "-o", tmp_path / "run.json")
+    assert run.code == 0, run.err
+    log = Schedule.read(tmp_path / "run.json")
+    assert log.verification is not None and log.verification.ok
+    assert log.run is not None and log.run.metrics["jobs"] == 3
+
+
+@pytest.mark.parametrize(("arguments", "named"), [
+    (["helios", TRACES / "helios" / "Venus" / "cluster_log.csv", "--task-table", "x.csv"],
+     "--task-table"),
+    (["pai", TRACES / "pai" / "pai_job_table.csv"], "--task-table"),
+    (["orlib-gap", DATA / "benchmarks", "--limit", "2"], "--limit"),
+    (["helios", TRACES / "helios" / "Venus" / "cluster_log.csv", "--cluster", "Mars"],
+     "--cluster"),
+], ids=["flag-of-another-trace", "required-file-missing", "trace-flag-on-gap",
+        "unknown-cluster"])
+def test_a_flag_the_format_does_not_take_or_lacks_is_exit_2(
+        gpuplan: Gpuplan, tmp_path: Path, arguments: list[str | Path], named: str) -> None:
+    """A trace flag on the wrong format, or a missing input, names the flag; nothing written.
+
+    Broken, a flag would be ignored silently and the instance built from other inputs than
+    the user meant.
+    """
+    outcome = gpuplan("convert", *arguments, "-o", tmp_path / "out")
+    assert outcome.code == 2, outcome.err
+    assert named in outcome.err and "Traceback" not in outcome.err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
