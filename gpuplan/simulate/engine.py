@@ -190,8 +190,8 @@ class Engine:
         self.n_arrived = 0
         # Whether each running job may not be stopped now; False for every other job.
         self.locked = np.zeros(n, dtype=bool)
-        # The running jobs a decision's walk may still displace; cleared after each walk.
-        self.soft = np.zeros(n, dtype=bool)
+        # Scratch: the jobs of the decision being carried out; cleared after each.
+        self.listed = np.zeros(n, dtype=bool)
         self.remaining: FloatArray = np.ones(n)
         self.attained: FloatArray = np.zeros(n)
         self.received: FloatArray = np.zeros((n, kinds))
@@ -384,9 +384,11 @@ class Engine:
         self._settle(now)
         self.decisions += 1
         if self.waiting_ranks:
-            view = self._view(now)
-            admitted = [job for job in view.waiting.tolist() if self.admission.admit(view, job)]
-            for job in admitted:
+            waiting = self.by_arrival[np.array(self.waiting_ranks, dtype=np.int64)].tolist()
+            if self.admission.holds_back:
+                view = self._view(now)
+                waiting = [job for job in waiting if self.admission.admit(view, job)]
+            for job in waiting:
                 rank = int(self.rank[job])
                 del self.waiting_ranks[bisect.bisect_left(self.waiting_ranks, rank)]
                 bisect.insort(self.active_ranks, rank)
@@ -435,31 +437,56 @@ class Engine:
         running = np.sort(self._running())
         movable = (running[~self.locked[running]] if self.scheduler.preemptive
                    else running[:0])
-        listed = np.isin(movable, order)
+        # Membership by a mask, not np.isin: the order is long and sorting it is most of
+        # a decision's cost.
+        self.listed[order] = True
+        listed = self.listed[movable]
+        self.listed[order] = False
         for job in movable[~listed].tolist():
             self._stop(job, now)
-        soft = movable[listed]
-        self.soft[soft] = True
-        try:
-            self._walk(decision, order, _Walk(self, order, self.soft, soft.size), now)
-        finally:
-            self.soft[soft] = False
+        # The running jobs a job ahead of them may displace, by their place in the order.
+        self.listed[movable[listed]] = True
+        soft = np.flatnonzero(self.listed[order])
+        self.listed[order] = False
+        self._walk(decision, order, _Walk(self, order, soft), now)
 
     def _walk(self, decision: Decision, order: IntArray, walk: _Walk, now: float) -> None:
-        """Walk the decision's order once (:meth:`_apply`)."""
-        for k, job in enumerate(order.tolist()):
-            if walk.done():
+        """Walk the decision's order once (:meth:`_apply`).
+
+        Only the places where something can happen are visited: jobs that do not run,
+        running jobs the decision moves to another type, and jobs displaced on the way.
+        A running job that keeps its GPUs needs no visit: once the walk is past it, no
+        later job may displace it (:meth:`_Walk.candidates` looks only further down).
+        """
+        running = self.running_type[order]
+        visit = np.flatnonzero(running < 0)
+        if decision.prefer is not None and walk.soft.size:
+            # A soft job whose current type is not among its preferences moves.
+            stays = (decision.prefer[walk.soft] == running[walk.soft, None]).any(axis=1)
+            visit = np.union1d(visit, walk.soft[~stays])
+        places = visit.tolist()
+        # A job moving to another type may be displaced before the walk reaches it: its
+        # place is then listed twice, and visited once.
+        seen: set[int] = set()
+        i = 0
+        while i < len(places) or walk.later:
+            if walk.later and (i == len(places) or walk.later[0] < places[i]):
+                k = heapq.heappop(walk.later)
+            else:
+                k = places[i]
+                i += 1
+            if k in seen:
+                continue
+            seen.add(k)
+            if walk.done(k):
                 break
+            walk.at = k
+            job = int(order[k])
             types = self._types(job, decision, k)
             current = int(self.running_type[job])
             if current >= 0:
-                if not walk.soft[job]:
-                    continue
-                if current in types:
-                    walk.keep(job)
-                    continue
                 # The decision moves it to another type: it starts again there if it can.
-                walk.release(job)
+                walk.release(k)
                 self._stop(job, now)
                 walk.freed(current)
             elif job in walk.displaced:
@@ -500,8 +527,7 @@ class Engine:
         for other, gpus in offered:
             if taken.isdisjoint(gpus.tolist()):
                 continue
-            walk.release(other)
-            walk.displaced[other] = gpu_type
+            walk.displace(other, gpu_type)
             self._stop(other, now)
         walk.freed(gpu_type)
         return chosen
@@ -608,18 +634,21 @@ class _Walk:
     order
         The decision's order.
     soft
-        ``(J,)`` the running jobs in the order that a job ahead of them may displace
-        (preemptive scheduler, not locked); cleared as the walk reaches them.
-    n_soft
-        How many there are.
+        The places in the order, increasing, of the running jobs that a job ahead of them
+        may displace (preemptive scheduler, not locked).
     """
 
-    def __init__(self, engine: Engine, order: IntArray, soft: np.ndarray, n_soft: int) -> None:
+    def __init__(self, engine: Engine, order: IntArray, soft: IntArray) -> None:
         self.engine = engine
+        self.order = order
         self.soft = soft
-        self.n_soft = n_soft
-        # Soft jobs, lowest priority first: the order the walk offers their GPUs in.
-        self.last_first: list[int] = order[soft[order]][::-1].tolist()
+        #: The place the walk is at.
+        self.at = -1
+        #: Places of soft jobs not yet displaced or moved, increasing.
+        self.open: list[int] = soft.tolist()
+        #: Places of displaced jobs the walk has still to visit (a heap).
+        self.later: list[int] = []
+        self.place = dict(zip(order[soft].tolist(), self.open, strict=True))
         self.by_type: dict[int, list[int]] = {}
         #: Jobs a job ahead of them stopped, with the type they ran on.
         self.displaced: dict[int, int] = {}
@@ -633,29 +662,42 @@ class _Walk:
         gang = engine.instance.gang[order]
         self.smallest = int(gang.min()) if order.size else 0
 
-    def done(self) -> bool:
-        """Whether no job further down the order can start or be moved any more."""
-        return self.n_soft == 0 and max(self.no_free) <= self.smallest
+    def n_soft(self, k: int) -> int:
+        """How many soft jobs at place ``k`` or further down may still be displaced."""
+        return len(self.open) - bisect.bisect_left(self.open, k)
 
-    def keep(self, job: int) -> None:
-        """A soft job reached by the walk keeps its GPUs."""
-        self.release(job)
+    def done(self, k: int) -> bool:
+        """Whether no job from place ``k`` down can start or be moved any more."""
+        return self.n_soft(k) == 0 and max(self.no_free) <= self.smallest
 
-    def release(self, job: int) -> None:
-        """A job is no longer one the walk may displace."""
-        self.soft[job] = False
-        self.n_soft -= 1
+    def release(self, k: int) -> None:
+        """The soft job at place ``k`` may no longer be displaced."""
+        del self.open[bisect.bisect_left(self.open, k)]
+
+    def displace(self, job: int, gpu_type: int) -> None:
+        """A soft job further down is stopped for a job ahead: visit it when reached."""
+        k = self.place[job]
+        self.release(k)
+        self.displaced[job] = gpu_type
+        heapq.heappush(self.later, k)
 
     def freed(self, gpu_type: int) -> None:
         """GPUs of ``gpu_type`` were freed: any gang may fit there again."""
         self.no_free[gpu_type] = math.inf
 
     def candidates(self, gpu_type: int) -> list[int]:
-        """The soft jobs running on ``gpu_type``, lowest priority first."""
+        """The soft jobs below the walk running on ``gpu_type``, lowest priority first."""
         running = self.engine.running_type
         if gpu_type not in self.by_type:
-            self.by_type[gpu_type] = [j for j in self.last_first if running[j] == gpu_type]
-        return [j for j in self.by_type[gpu_type] if self.soft[j] and running[j] == gpu_type]
+            self.by_type[gpu_type] = [int(self.order[k]) for k in reversed(self.open)
+                                      if running[self.order[k]] == gpu_type]
+        found = []
+        for job in self.by_type[gpu_type]:
+            if self.place[job] <= self.at:
+                break
+            if running[job] == gpu_type and job not in self.displaced:
+                found.append(job)
+        return found
 
     def start(self, job: int, types: list[int], now: float) -> bool:
         """Start ``job`` on the first of ``types`` with free GPUs, else by displacing."""
@@ -669,7 +711,7 @@ class _Walk:
                 engine._start(job, gpu_type, np.asarray(gpus, dtype=np.int64), now)
                 return True
             self.no_free[gpu_type] = need
-        if self.n_soft == 0:
+        if self.n_soft(self.at + 1) == 0:
             return False
         for gpu_type in types:
             if need >= self.no_room[gpu_type]:
