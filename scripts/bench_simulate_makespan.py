@@ -130,9 +130,10 @@ def shown(args: list[str]) -> str:
     return shlex.join(str(w) for w in words)
 
 
-def generate(out: Path, jobs: int, seed: int, rate: float, extra: list[str]) -> list[str]:
-    """Write a Gavel workload on 36:36:36; the command that wrote it."""
-    args = [*GPUPLAN, "generate", "--cluster", "36:36:36", "--arrival-rate", f"{rate:g}",
+def generate(out: Path, jobs: int, seed: int, rate: float, extra: list[str],
+             cluster: str = "36:36:36") -> list[str]:
+    """Write a Gavel workload (on 36:36:36 unless told); the command that wrote it."""
+    args = [*GPUPLAN, "generate", "--cluster", cluster, "--arrival-rate", f"{rate:g}",
             "--jobs", str(jobs), "--throughputs", str(THROUGHPUTS), "--seed", str(seed),
             *extra, "-o", str(out)]
     run_timed(args)
