@@ -25,7 +25,7 @@ from gpuplan.core.settings import MAX_SEED
 from gpuplan.harness.library import GENERATORS, VARIANTS, operator_document
 from gpuplan.readers.gavel import read_throughputs
 from gpuplan.readers.generate import SPEEDUP, gavel_document, generate_document
-from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.readers.instance_file import instance_from_data
 from gpuplan.simulate.workload import parse_cluster
 
 #: The flags of each kind, by their argparse names; the other kind refuses them.
@@ -143,7 +143,7 @@ def generate(args: argparse.Namespace) -> int:
     else:
         document, fleet = _nodes(args), f"{args.nodes} nodes"
     # Validate before writing: a generated file must load as it is.
-    build_instance(parse_document(document, args.output), args.output)
+    instance_from_data(document, args.output)
     write_text_atomic(Path(args.output), json.dumps(document, indent=1) + "\n")
     console.print(f"wrote {args.output}: {args.jobs} jobs on {fleet}", markup=False)
     return ExitCode.OK

@@ -44,7 +44,7 @@ from gpuplan.core.instance import MAX_GPUS, MAX_TIME_S, Instance
 from gpuplan.core.schedule import ResultSchedule
 from gpuplan.exporters.plot import write_figure
 from gpuplan.readers import load_data
-from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.readers.instance_file import instance_from_data
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate_run
 from gpuplan.simulate.engine import Progress as ProgressCallback
 from gpuplan.simulate.metrics import job_stats, window_jobs
@@ -332,7 +332,7 @@ def read_workload(args: argparse.Namespace) -> tuple[Instance, dict[str, Any]]:
         document = gavel_trace_document(path, Path(args.throughputs),
                                         parse_cluster(args.cluster),
                                         gpus_per_node=args.gpus_per_node)
-    instance = build_instance(parse_document(document, args.input), args.input,
+    instance = instance_from_data(document, args.input,
                               default_name=path.stem)
     return instance, document
 
@@ -376,8 +376,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         document = run_document(document, instance)
         # What runs is the file's content, built as gpuplan check will build it: the
         # instance file and the run log cannot disagree.
-        instance = build_instance(parse_document(document, args.write_instance),
-                                  args.write_instance).online()
+        instance = instance_from_data(document, args.write_instance).online()
     began = time.perf_counter()
     with progress_bar(args.progress or console.is_terminal,
                       f"simulating {args.scheduler}") as report:

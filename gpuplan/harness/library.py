@@ -49,7 +49,7 @@ import numpy as np
 from gpuplan.core.instance import FloatArray, Instance
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.parts.construct import list_schedule
-from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.readers.instance_file import instance_from_data
 
 #: The library's generators, by the name ``gpuplan generate --library`` takes.
 GENERATORS = ("operator",)
@@ -307,7 +307,7 @@ def _add_deadlines(rng: np.random.Generator, document: dict[str, Any], shape: Va
 def _instance(document: dict[str, Any]) -> Instance:
     """The document as gpuplan reads it."""
     source = str(document["name"])
-    return build_instance(parse_document(document, source), source)
+    return instance_from_data(document, source)
 
 
 def _ends(document: dict[str, Any]) -> FloatArray:

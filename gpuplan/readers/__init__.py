@@ -9,7 +9,7 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.files import parse_json, parse_yaml, read_text
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.readers.instance_file import instance_from_data
 from gpuplan.readers.orlib_gap import Sense, gap_documents
 
 #: File formats ``gpuplan solve --format`` reads.
@@ -72,5 +72,5 @@ def read_instance(
         default_name = Path(path).stem
     else:
         raise InputError(source, "", f"unknown format {file_format!r}; choose from {FORMATS}")
-    instance = build_instance(parse_document(data, source), source, default_name=default_name)
+    instance = instance_from_data(data, source, default_name=default_name)
     return instance if objective is None else instance.with_objective(objective)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +21,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictStr,
+    TypeAdapter,
     ValidationError,
     WithJsonSchema,
     field_validator,
@@ -371,6 +372,50 @@ def _find_cycle(predecessors: list[list[int]]) -> list[int] | None:
     return None
 
 
+#: Jobs validated at a time when an instance is built from parsed data
+#: (:func:`instance_from_data`): a chunk's models are dropped once their values are in the
+#: instance's arrays, so a million-job file never holds a model of every job at once.
+JOB_CHUNK = 20_000
+
+
+def instance_from_data(data: Any, source: str, default_name: str = "instance") -> Instance:
+    """Validate parsed JSON or YAML data and build its instance.
+
+    The same checks as :func:`build_instance` on :func:`parse_document`'s result, with the
+    jobs validated :data:`JOB_CHUNK` at a time.
+
+    Raises
+    ------
+    InputError
+        As :func:`parse_document` and :func:`build_instance` raise it.
+    """
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    if not isinstance(jobs, list) or not JOB_CHUNK < len(jobs) <= MAX_JOBS:
+        return build_instance(parse_document(data, source), source, default_name)
+    # Everything but the jobs past the first, validated as a document; then the jobs.
+    head = parse_document({**data, "jobs": jobs[:1]}, source)
+
+    def chunks() -> Iterator[list[JobSpec]]:
+        for first in range(0, len(jobs), JOB_CHUNK):
+            try:
+                yield _JOBS.validate_python(jobs[first:first + JOB_CHUNK])
+            except ValidationError as exc:
+                error = exc.errors(include_url=False)[0]
+                loc = ("jobs", first + int(error["loc"][0]), *error["loc"][1:])
+                raise InputError(source, json_path(loc) + _named(data, loc),
+                                 validation_message(error)) from None
+
+    def job_at(j: int) -> JobSpec:
+        return JobSpec.model_validate(jobs[j])
+
+    return _build(head, len(jobs), chunks(), job_at, source, default_name)
+
+
+_JOBS = TypeAdapter(list[JobSpec])
+_NONE_LISTED: list[str] = []
+_NO_DRAW: dict[str, float] = {}
+
+
 def build_instance(
     document: InstanceDocument, source: str, default_name: str = "instance"
 ) -> Instance:
@@ -392,10 +437,46 @@ def build_instance(
         type or node (unless the objective lets jobs be left out), a gang larger than every
         node, or data the objective needs but lacks.
     """
-    gpu_types, nodes, jobs = document.gpu_types, document.nodes, document.jobs
+    return _build(document, len(document.jobs), iter([document.jobs]),
+                  document.jobs.__getitem__, source, default_name)
+
+
+class _JobColumns:
+    """What the instance keeps of each job, filled a job at a time.
+
+    Parameters
+    ----------
+    n_jobs, n_types, n_resources
+        The jobs, GPU types and resources there are.
+    """
+
+    def __init__(self, n_jobs: int, n_types: int, n_resources: int) -> None:
+        self.ids: list[str] = []
+        self.depends_on: list[list[str]] = []
+        self.node_demand: list[dict[str, float]] = []
+        self.colocation_class: list[str | None] = []
+        self.preemptible = np.zeros(n_jobs, dtype=bool)
+        self.gang = np.zeros(n_jobs, dtype=np.int64)
+        # weight, release, deadline and due, by column.
+        self.times = np.zeros((n_jobs, 4))
+        self.duration = np.full((n_jobs, n_types), np.nan)
+        self.demand = np.zeros((n_jobs, n_types, n_resources))
+        self.cost = np.full((n_jobs, n_types), np.nan)
+        self.profit = np.full((n_jobs, n_types), np.nan)
+        self.allowed = np.ones((n_jobs, n_types), dtype=bool)
+
+
+def _build(
+    document: InstanceDocument, n_jobs: int, job_chunks: Iterable[list[JobSpec]],
+    job_at: Callable[[int], JobSpec], source: str, default_name: str,
+) -> Instance:
+    """:func:`build_instance` of a document whose ``n_jobs`` jobs come in chunks.
+
+    ``job_at`` gives job ``j`` again, for the message of a job that fits nowhere.
+    """
+    gpu_types, nodes = document.gpu_types, document.nodes
     _duplicates([g.id for g in gpu_types], "gpu_types", source)
     _duplicates([n.id for n in nodes], "nodes", source)
-    _duplicates([j.id for j in jobs], "jobs", source)
 
     resources = tuple(gpu_types[0].capacity)
     for t, gpu_type in enumerate(gpu_types[1:], start=1):
@@ -408,8 +489,7 @@ def build_instance(
             )
     type_index = {g.id: t for t, g in enumerate(gpu_types)}
     resource_index = {r: k for k, r in enumerate(resources)}
-    job_index = {job.id: j for j, job in enumerate(jobs)}
-    n_types, n_res, n_jobs = len(gpu_types), len(resources), len(jobs)
+    n_types, n_res = len(gpu_types), len(resources)
 
     capacity = np.array([[g.capacity[r] for r in resources] for g in gpu_types], dtype=float)
     price = np.array(
@@ -429,59 +509,33 @@ def build_instance(
         raise InputError(source, "nodes", f"the nodes hold {node_gpus.sum()} GPUs; gpuplan "
                          f"plans at most {MAX_GPUS} in one instance")
 
-    gang = np.array([job.gpus for job in jobs], dtype=np.int64)
-    demand = np.zeros((n_jobs, n_types, n_res))
-    duration = np.full((n_jobs, n_types), np.nan)
-    cost = np.full((n_jobs, n_types), np.nan)
-    profit = np.full((n_jobs, n_types), np.nan)
-    allowed = np.ones((n_jobs, n_types), dtype=bool)
+    columns = _JobColumns(n_jobs, n_types, n_res)
+    j = 0
+    for chunk in job_chunks:
+        for job in chunk:
+            _add_job(columns, j, job, type_index, resource_index, price, source)
+            j += 1
+    job_ids = columns.ids
+    _duplicates(job_ids, "jobs", source)
+    job_index = {job_id: k for k, job_id in enumerate(job_ids)}
     predecessors: list[list[int]] = []
-    for j, job in enumerate(jobs):
-        where = f"jobs[{j}]"
-        duration[j] = _spread(job.duration_s, type_index, f"{where}.duration_s", source, np.nan)
-        for resource, values in job.demand.items():
-            if resource not in resource_index:
-                raise InputError(
-                    source,
-                    f"{where}.demand.{resource}",
-                    f"unknown resource {resource!r} (GPU types name: {', '.join(resources)})",
-                )
-            demand[j, :, resource_index[resource]] = _spread(
-                values, type_index, f"{where}.demand.{resource}", source, 0.0
-            )
-        if job.cost is not None:
-            cost[j] = _spread(job.cost, type_index, f"{where}.cost", source, np.nan)
-        else:
-            cost[j] = duration[j] / 3600.0 * job.gpus * price
-        if job.profit is not None:
-            profit[j] = _spread(job.profit, type_index, f"{where}.profit", source, np.nan)
-        if job.allowed_types is not None:
-            allowed[j] = False
-            for k, type_id in enumerate(job.allowed_types):
-                if type_id not in type_index:
-                    raise InputError(
-                        source, f"{where}.allowed_types[{k}]", f"unknown GPU type {type_id!r}"
-                    )
-                allowed[j, type_index[type_id]] = True
+    for k, depends_on in enumerate(columns.depends_on):
         preds = []
-        for k, dep in enumerate(job.depends_on):
+        for i, dep in enumerate(depends_on):
             if dep not in job_index:
-                raise InputError(source, f"{where}.depends_on[{k}]", f"unknown job {dep!r}")
+                raise InputError(source, f"jobs[{k}].depends_on[{i}]", f"unknown job {dep!r}")
             preds.append(job_index[dep])
         predecessors.append(preds)
-        if job.deadline_s is not None and job.deadline_s <= job.release_s:
-            raise InputError(
-                source,
-                f"{where}.deadline_s",
-                f"deadline {job.deadline_s:g} s is not after release {job.release_s:g} s",
-            )
 
     cycle = _find_cycle(predecessors)
     if cycle is not None:
-        names = " -> ".join(repr(jobs[j].id) for j in reversed(cycle))
+        names = " -> ".join(repr(job_ids[k]) for k in reversed(cycle))
         raise InputError(source, "jobs", f"dependency cycle: {names}")
 
-    node_resources, node_capacity, node_demand = _node_resources(document, source)
+    gang, duration, demand, allowed = (columns.gang, columns.duration, columns.demand,
+                                       columns.allowed)
+    node_resources, node_capacity, node_demand = _node_resources(
+        document, columns.node_demand, source)
     candidate: BoolArray = allowed & ~np.isnan(duration)
     fits: BoolArray = np.all(demand <= capacity[None, :, :], axis=2)
     # A CPU-only job still sits on a node holding a GPU of the type it is placed by.
@@ -493,13 +547,14 @@ def build_instance(
         # A plan may leave jobs out, so one that fits nowhere is simply never placed (a
         # trace keeps what production submitted, such as pods no node could hold).
         logger.warning("%s: %d jobs fit no node (first: %r); no plan can place them",
-                       source, unplaceable.size, jobs[int(unplaceable[0])].id)
+                       source, unplaceable.size, job_ids[int(unplaceable[0])])
         unplaceable = unplaceable[:0]
     for bad in unplaceable:
         if (candidate[bad] & fits[bad] & gang_fits[bad]).any():
-            _explain_node_misfit(int(bad), jobs[bad], node_resources, node_capacity, source)
+            _explain_node_misfit(int(bad), job_at(int(bad)), node_resources, node_capacity,
+                                 source)
         _explain_ineligible(
-            int(bad), jobs[bad], candidate[bad], fits[bad], demand[bad], capacity,
+            int(bad), job_at(int(bad)), candidate[bad], fits[bad], demand[bad], capacity,
             resources, gpu_types, largest_gang, source,
         )
 
@@ -512,27 +567,76 @@ def build_instance(
         price_per_hour=price,
         node_ids=tuple(n.id for n in nodes),
         node_gpus=node_gpus,
-        job_ids=tuple(job.id for job in jobs),
+        job_ids=tuple(job_ids),
         gang=gang,
         demand=demand,
         duration=duration,
         eligible=eligible,
-        cost=cost,
-        profit=profit,
-        weight=np.array([job.weight for job in jobs]),
-        release=np.array([job.release_s for job in jobs]),
-        deadline=np.array([np.inf if job.deadline_s is None else job.deadline_s for job in jobs]),
-        due=np.array([np.inf if job.due_s is None else job.due_s for job in jobs]),
+        cost=columns.cost,
+        profit=columns.profit,
+        weight=columns.times[:, 0].copy(),
+        release=columns.times[:, 1].copy(),
+        deadline=columns.times[:, 2].copy(),
+        due=columns.times[:, 3].copy(),
         predecessors=tuple(tuple(p) for p in predecessors),
-        preemptible=np.array([job.preemptible for job in jobs], dtype=bool),
+        preemptible=columns.preemptible,
         objective=ObjectiveKind(document.objective.kind),
-        **_colocation(document, type_index, source),
+        **_colocation(document, columns.colocation_class, type_index, source),
         node_resources=node_resources,
         node_capacity=node_capacity,
         node_demand=node_demand,
     )
     check_objective_data(instance, source)
     return instance
+
+
+def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, int],
+             resource_index: dict[str, int], price: FloatArray, source: str) -> None:
+    """Check job ``j`` on its own and keep what the instance needs of it."""
+    where = f"jobs[{j}]"
+    duration = _spread(job.duration_s, type_index, f"{where}.duration_s", source, np.nan)
+    columns.duration[j] = duration
+    for resource, values in job.demand.items():
+        if resource not in resource_index:
+            raise InputError(
+                source,
+                f"{where}.demand.{resource}",
+                f"unknown resource {resource!r} (GPU types name: "
+                f"{', '.join(resource_index)})",
+            )
+        columns.demand[j, :, resource_index[resource]] = _spread(
+            values, type_index, f"{where}.demand.{resource}", source, 0.0
+        )
+    if job.cost is not None:
+        columns.cost[j] = _spread(job.cost, type_index, f"{where}.cost", source, np.nan)
+    else:
+        columns.cost[j] = duration / 3600.0 * job.gpus * price
+    if job.profit is not None:
+        columns.profit[j] = _spread(job.profit, type_index, f"{where}.profit", source, np.nan)
+    if job.allowed_types is not None:
+        columns.allowed[j] = False
+        for k, type_id in enumerate(job.allowed_types):
+            if type_id not in type_index:
+                raise InputError(
+                    source, f"{where}.allowed_types[{k}]", f"unknown GPU type {type_id!r}"
+                )
+            columns.allowed[j, type_index[type_id]] = True
+    if job.deadline_s is not None and job.deadline_s <= job.release_s:
+        raise InputError(
+            source,
+            f"{where}.deadline_s",
+            f"deadline {job.deadline_s:g} s is not after release {job.release_s:g} s",
+        )
+    columns.ids.append(job.id)
+    # Shared empties: a million jobs without dependencies keep no list each.
+    columns.depends_on.append(job.depends_on or _NONE_LISTED)
+    columns.node_demand.append(job.node_demand or _NO_DRAW)
+    columns.colocation_class.append(job.colocation_class)
+    columns.gang[j] = job.gpus
+    columns.preemptible[j] = job.preemptible
+    columns.times[j] = (job.weight, job.release_s,
+                        np.inf if job.deadline_s is None else job.deadline_s,
+                        np.inf if job.due_s is None else job.due_s)
 
 
 def write_documents(documents: Sequence[Mapping[str, Any]], source: str, out_folder: Path,
@@ -568,17 +672,20 @@ def write_documents(documents: Sequence[Mapping[str, Any]], source: str, out_fol
     inputs = list(inputs)
     targets = []
     for document in documents:
-        build_instance(parse_document(document, source), source)
+        instance_from_data(document, source)
         targets.append(check_output(out_folder / f"{document['name']}.json", inputs))
     for document, target in zip(documents, targets, strict=True):
         write_text_atomic(target, json.dumps(document, indent=1) + "\n")
     return targets
 
 
-def _node_resources(document: InstanceDocument,
+def _node_resources(document: InstanceDocument, jobs: list[dict[str, float]],
                     source: str) -> tuple[tuple[str, ...], FloatArray, FloatArray]:
-    """The node resource names, the ``(N, Q)`` node capacities and ``(J, Q)`` job draws."""
-    nodes, jobs = document.nodes, document.jobs
+    """The node resource names, the ``(N, Q)`` node capacities and ``(J, Q)`` job draws.
+
+    ``jobs`` are the jobs' ``node_demand``.
+    """
+    nodes = document.nodes
     names = tuple(nodes[0].resources)
     for n, node in enumerate(nodes[1:], start=1):
         if set(node.resources) != set(names):
@@ -590,8 +697,8 @@ def _node_resources(document: InstanceDocument,
                         dtype=float).reshape(len(nodes), len(names))
     index = {r: k for k, r in enumerate(names)}
     draw = np.zeros((len(jobs), len(names)))
-    for j, job in enumerate(jobs):
-        for resource, amount in job.node_demand.items():
+    for j, node_demand in enumerate(jobs):
+        for resource, amount in node_demand.items():
             if resource not in index:
                 known = ", ".join(names) if names else "none"
                 raise InputError(source, f"jobs[{j}].node_demand.{resource}",
@@ -626,11 +733,14 @@ def _explain_node_misfit(j: int, job: JobSpec, names: tuple[str, ...],
                      f"job {job.id!r} fits no node: {why}")
 
 
-def _colocation(document: InstanceDocument, type_index: dict[str, int],
-                source: str) -> dict[str, Any]:
-    """The class ids, job classes and pair speeds of the space-sharing data."""
+def _colocation(document: InstanceDocument, classes: list[str | None],
+                type_index: dict[str, int], source: str) -> dict[str, Any]:
+    """The class ids, job classes and pair speeds of the space-sharing data.
+
+    ``classes`` are the jobs' ``colocation_class``.
+    """
     class_ids = tuple(dict.fromkeys(
-        [job.colocation_class for job in document.jobs if job.colocation_class is not None]
+        [c for c in classes if c is not None]
         + [c for entry in document.colocation for c in entry.classes]))
     index = {c: k for k, c in enumerate(class_ids)}
     speed = np.zeros((len(class_ids), len(class_ids), len(type_index)))
@@ -641,8 +751,7 @@ def _colocation(document: InstanceDocument, type_index: dict[str, int],
         t = type_index[entry.gpu_type]
         a, b = (index[c] for c in entry.classes)
         speed[a, b, t], speed[b, a, t] = entry.speeds
-    job_class = np.array([-1 if job.colocation_class is None else index[job.colocation_class]
-                          for job in document.jobs], dtype=np.int64)
+    job_class = np.array([-1 if c is None else index[c] for c in classes], dtype=np.int64)
     return {"class_ids": class_ids, "job_class": job_class, "colocation_speed": speed}
 
 

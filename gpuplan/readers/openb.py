@@ -24,7 +24,7 @@ from typing import Any
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import read_text
 from gpuplan.core.instance import Instance
-from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.readers.instance_file import instance_from_data
 
 #: Capacity of one GPU in milli-GPUs, the unit of ``gpu_milli``.
 GPU_MILLI = 1000
@@ -215,7 +215,7 @@ def read_openb(nodes_csv: str | Path, pods_csv: str | Path) -> Instance:
     lines = document.pop("lines")
     source = str(pods_csv)
     try:
-        return build_instance(parse_document(document, source), source, document["name"])
+        return instance_from_data(document, source, document["name"])
     except InputError as error:
         # The builder locates jobs by index; a CSV user needs the line.
         if error.path.startswith("jobs["):

@@ -32,7 +32,7 @@ from gpuplan.readers.generate import (
     gavel_document,
     measured_fleet,
 )
-from gpuplan.readers.instance_file import build_instance, parse_document
+from gpuplan.readers.instance_file import instance_from_data
 
 #: The worker types of a Gavel cluster string, in its order (``-c 36:36:36``).
 CLUSTER_TYPES = ("v100", "p100", "k80")
@@ -192,7 +192,7 @@ def gavel_trace_instance(trace: Path, throughputs: Path, cluster: Mapping[str, i
         As :func:`gavel_trace_document`.
     """
     document = gavel_trace_document(trace, throughputs, cluster, gpus_per_node=gpus_per_node)
-    return build_instance(parse_document(document, str(trace)), str(trace))
+    return instance_from_data(document, str(trace))
 
 
 def run_document(document: Mapping[str, Any], run: Instance) -> dict[str, Any]:
@@ -257,4 +257,4 @@ def gavel_workload_instance(throughputs: Path, cluster: Mapping[str, int], jobs:
                               gpus_per_node=gpus_per_node, seed=seed, multi_gpu=multi_gpu,
                               priorities=priorities, source=str(throughputs))
     source = f"generated Gavel workload (seed {seed})"
-    return build_instance(parse_document(document, source), source)
+    return instance_from_data(document, source)

@@ -12,6 +12,7 @@ import yaml
 from conftest import DATA
 
 from gpuplan import InputError, Instance, ObjectiveKind, read_instance
+from gpuplan.readers import instance_file
 from gpuplan.readers.instance_file import write_documents
 
 
@@ -86,3 +87,56 @@ def test_write_documents_writes_nothing_when_one_is_bad(tmp_path: Path) -> None:
         write_documents([_named(document, "good"), _named(document, "input")], "<converted>",
                         tmp_path, [source])
     assert [p.name for p in tmp_path.iterdir()] == ["input.json"]
+
+
+def _many_jobs(count: int) -> dict[str, Any]:
+    """Two GPU types, one node each, and ``count`` varied jobs, some depending on others."""
+    return {
+        "gpu_types": [{"id": "A", "capacity": {"memory_gib": 16}},
+                      {"id": "B", "capacity": {"memory_gib": 40}}],
+        "nodes": [{"id": "a", "gpus": {"A": 4}}, {"id": "b", "gpus": {"B": 2}}],
+        "jobs": [{"id": f"j{k}", "gpus": 1 + k % 2,
+                  "duration_s": {"A": 100 + k, "B": 60 + k} if k % 3 else 50 + k,
+                  "demand": {"memory_gib": {"A": 8, "B": 20} if k % 4 else 4},
+                  "release_s": 7 * k, "weight": 1 + k % 5, "preemptible": k % 2 == 0,
+                  **({"depends_on": [f"j{k - 3}"]} if k % 7 == 6 else {}),
+                  **({"allowed_types": ["B"]} if k % 11 == 10 else {})}
+                 for k in range(count)],
+        "objective": "weighted-completion",
+    }
+
+
+def test_chunked_jobs_build_the_same_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs validated a chunk at a time give the instance a whole document gives.
+
+    Broken, a large instance file (whose jobs are read in chunks to bound memory) would
+    plan or simulate other jobs than a small one with the same content.
+    """
+    data = _many_jobs(50)
+    whole = instance_file.build_instance(instance_file.parse_document(data, "w"), "w")
+    monkeypatch.setattr(instance_file, "JOB_CHUNK", 7)
+    chunked = instance_file.instance_from_data(data, "w")
+    for name in ("gang", "duration", "demand", "eligible", "cost", "weight", "release",
+                 "deadline", "due", "preemptible"):
+        assert np.array_equal(getattr(whole, name), getattr(chunked, name), equal_nan=True)
+    assert whole.job_ids == chunked.job_ids and whole.predecessors == chunked.predecessors
+
+
+@pytest.mark.parametrize(("change", "where"), [
+    (lambda jobs: jobs[33].update(gpus="two"), "jobs[33].gpus (job 'j33')"),
+    (lambda jobs: jobs[40].update(id="j2"), "jobs[40].id"),
+    (lambda jobs: jobs[45].update(depends_on=["nobody"]), "jobs[45].depends_on[0]"),
+    (lambda jobs: jobs[29].update(gpus=9), "jobs[29].gpus"),
+])
+def test_a_bad_job_in_a_later_chunk_is_named_by_its_place(
+        monkeypatch: pytest.MonkeyPatch, change: Any, where: str) -> None:
+    """A problem in a job past the first chunk names that job's JSON path and id.
+
+    Broken, the error of a large file would point at the wrong job.
+    """
+    data = _many_jobs(50)
+    change(data["jobs"])
+    monkeypatch.setattr(instance_file, "JOB_CHUNK", 7)
+    with pytest.raises(InputError) as raised:
+        instance_file.instance_from_data(data, "big.json")
+    assert where in str(raised.value) and "big.json" in str(raised.value)
