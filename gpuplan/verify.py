@@ -11,6 +11,7 @@ one at a time as they are checked, the same checks on the same ids.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import math
 from collections import defaultdict
@@ -524,7 +525,7 @@ def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
                         f"{restore_s:g}, run.migration_overhead_s {migrate_s:g})")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Slot:
     """An event the segments call for: its kind, instant and GPUs."""
 
@@ -571,6 +572,8 @@ class _Slots:
 
     def __init__(self, slots: list[_Slot]) -> None:
         self.slots = slots
+        #: Slots not used yet.
+        self.left = sum(not slot.used for slot in slots)
         self.by_kind: dict[EventKind, tuple[list[float], list[int]]] = {}
         ranked = sorted(range(len(slots)), key=lambda k: (slots[k].kind, slots[k].time, k))
         for kind, group in itertools.groupby(ranked, key=lambda k: slots[k].kind):
@@ -627,7 +630,11 @@ def _check_events(instance: Instance, schedule: Plan, placed: _Placed,
     """
     if not schedule.events:
         return
-    slots = {j: _Slots(_expected_events(placed, mine)) for j, mine in placed.by_job().items()}
+    segments = placed.by_job()
+    # A job's expected events are made at its first event and let go once all are used,
+    # so a long run holds those of the jobs under way, not of every job.
+    slots: dict[int, _Slots] = {}
+    finished: dict[int, list[int]] = {}
     latest = -np.inf
     for event in schedule.events:
         time, kind = event.time_s, event.kind
@@ -648,19 +655,31 @@ def _check_events(instance: Instance, schedule: Plan, placed: _Placed,
             out.add(ViolationKind.EVENT, f"{at} names unknown GPU(s) {', '.join(unknown)}")
             continue
         mine = slots.get(j)
-        if mine is None:
-            out.add(ViolationKind.EVENT, f"{at} is for a job with no segments")
-            continue
+        if mine is None and j in finished:
+            # Every event of the job came already: this one is stray; say how.
+            mine = _Slots([dataclasses.replace(slot, used=True)
+                           for slot in _expected_events(placed, finished[j])])
+        elif mine is None:
+            if j not in segments:
+                out.add(ViolationKind.EVENT, f"{at} is for a job with no segments")
+                continue
+            mine = slots[j] = _Slots(_expected_events(placed, segments[j]))
         slot = mine.take(kind, time)
         if slot is None:
             out.add(ViolationKind.EVENT, _stray_event(at, kind, time, mine))
             continue
         slot.used = True
+        mine.left -= 1
+        if not mine.left:
+            del slots[j]
+            finished[j] = segments.pop(j)
         gpus = [instance.gpu_index[g] for g in event.gpu_ids]
         if frozenset(gpus) != slot.gpus or len(set(gpus)) != len(gpus):
             out.add(ViolationKind.EVENT, f"{at} names GPU(s) {', '.join(event.gpu_ids)}, but "
                     f"the segment then runs on {_ids(instance, slot.gpus)}")
-    for j, mine in slots.items():
+    missing = [*slots.items(), *((j, _Slots(_expected_events(placed, mine)))
+                                 for j, mine in segments.items() if j not in slots)]
+    for j, mine in sorted(missing, key=lambda item: item[0]):
         for slot in mine.slots:
             if slot.required and not slot.used:
                 out.add(ViolationKind.EVENT, f"job {instance.job_ids[j]!r} has no "

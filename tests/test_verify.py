@@ -511,6 +511,9 @@ def _add_event(time_s: float, kind: str, job: str, gpus: list[str]) -> Callable[
     (lambda d: d["events"].reverse(), "(events are in time order)"),
     (_add_event(0.0, "start", "a", ["n/0"]), "job 'a': the start event at 0 s is given twice"),
     (_add_event(185.0, "complete", "b", ["n/0"]), "not at the end of the job's last segment"),
+    # After every event of job c came (the verifier has let its expected events go).
+    (_add_event(50.0, "complete", "c", ["n/1"]), "job 'c': the complete event at 50 s is given "
+     "twice"),
 ])
 def test_events_are_checked(shared: Instance, change: Callable[[Document], object],
                             words: str) -> None:

@@ -370,6 +370,9 @@ def run_simulate(args: argparse.Namespace) -> int:
                 raise InputError(str(folder / name), "", f"--plot writes {name} there, which "
                                  "-o or --write-instance names too; choose another folder")
     instance, document = read_workload(args)
+    if args.write_instance is None:
+        # Not needed again: a large file's parsed data is let go before the run.
+        document = {}
     instance = instance.online()
     check_simulable(instance, spec.config)
     if args.write_instance is not None:
