@@ -353,6 +353,10 @@ class Schedule(_Model):
         # Parsed once strictly for what pydantic's parser lets pass (keys given twice, deep
         # nesting, over-long integers), then validated from the text.
         document = parse_json(text, source)
+        if isinstance(document, dict) and document.get("summary_of") == "run":
+            raise InputError(source, "summary_of", "this is a run summary (written with "
+                             "--metrics-only): it holds no segments or events to read or "
+                             "check; simulate with -o and without --metrics-only for a run log")
         try:
             if _is_version_1(document):
                 return _ScheduleV1.model_validate_json(text).upgraded()

@@ -43,6 +43,8 @@ def test_metrics_only_writes_the_summary_of_the_same_verified_run(
     written = RunSummary.read(summary)
     assert written.verification.ok and "segments" not in json.loads(summary.read_text())
     assert run is not None and written.run.metrics == run.metrics
+    checked = gpuplan("check", SMALL, summary)
+    assert checked.code == 2 and "run summary" in checked.err
 
 
 @pytest.mark.parametrize(("field", "value", "named"), [
