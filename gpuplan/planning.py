@@ -16,6 +16,7 @@ from gpuplan.backends.base import check_capabilities
 from gpuplan.core.budget import Budget, never
 from gpuplan.core.errors import InputError, VerificationError, setting
 from gpuplan.core.instance import Instance
+from gpuplan.core.keep import Keep
 from gpuplan.core.options import part_options
 from gpuplan.core.result import Result, infeasible
 from gpuplan.core.schedule import Schedule, ViolationKind
@@ -78,6 +79,9 @@ def _warm_heuristic(instance: Instance, method: Method, name: str,
                          f"works with `method` {' or '.join(takers)}; got {name!r} for "
                          f"`method` {method.name}")
     heuristic = METHODS[name]
+    if instance.outages and not heuristic.plans_outages:
+        raise InputError(setting("warm"), "", f"{name!r} does not plan around GPUs that are "
+                         "down or held, as this instance's are")
     return _warm_run(instance, heuristic, heuristic.options_type(), settings)
 
 
@@ -104,6 +108,8 @@ def _default_warm(instance: Instance, method: Method,
     if declared is None:
         return None
     heuristic = METHODS[declared.method]
+    if instance.outages and not heuristic.plans_outages:
+        return None
     options = part_options(heuristic, "method", declared.options)
     return _warm_run(instance, heuristic, options, settings), declared.share
 
@@ -143,6 +149,15 @@ def check_method(instance: Instance, method: Method, options: Any,
                          f"(gpus: 0), which method {method.name!r} does not plan; place it "
                          "with `gpuplan replay fgd`")
     check_settings(method, settings)
+    if instance.outages and not method.plans_outages:
+        able = [m.name for m in METHODS.values() if m.plans_outages
+                and instance.objective in m.objectives]
+        raise InputError(setting("method"), "", f"method {method.name!r} does not plan around "
+                         "GPUs that are down or held (a re-plan's residual instance); methods "
+                         f"that do: {', '.join(able)}")
+    if instance.has_later_outages:
+        raise InputError(instance.source, "outages", "no planning method takes outages that "
+                         "start after time 0; re-plan at their start instead")
     if method.backends:
         # None: the method picks its backend for the objective (textbook's makespan).
         name = options.backend or method.backends[0]
@@ -158,6 +173,7 @@ def plan(
     instance: Instance, method: str = DEFAULT_METHOD, options: Any = None,
     settings: RunSettings | None = None, warm: str | Schedule | None = None,
     stop: Callable[[], bool] | None = None, source: str = setting("warm"),
+    keep: Keep | None = None,
 ) -> Schedule:
     """Plan an instance with a registered method and return the verified schedule.
 
@@ -183,6 +199,9 @@ def plan(
         Called between steps: True ends the solve with the best plan so far.
     source
         Where ``warm`` came from, for messages.
+    keep
+        A previous plan to stay close to (a re-plan, :mod:`gpuplan.hybrid`); only methods
+        that declare ``keeps`` take one.
 
     Raises
     ------
@@ -196,6 +215,10 @@ def plan(
     chosen = get_method(method)
     typed = _options(chosen, options)
     check_method(instance, chosen, typed, settings)
+    if keep is not None and not chosen.keeps:
+        takers = [m.name for m in METHODS.values() if m.keeps]
+        raise InputError(setting("method"), "", f"method {method!r} cannot re-plan with least "
+                         f"disruption; methods that can: {', '.join(takers)}")
     start = warm_fn = None
     if isinstance(warm, Schedule):
         if WarmStart.PLAN not in chosen.warm_starts:
@@ -211,7 +234,7 @@ def plan(
     budget = Budget(settings.time_limit_s, settings.iterations,
                     stop or never)
     context = Context(budget, settings.seed, settings.threads, settings.gap, start, warm_fn,
-                      share)
+                      share, keep)
     # The presolve checks count against the same budget.
     reasons = infeasibility_reasons(instance)
     result = (infeasible(instance, reasons, "gpuplan-presolve") if reasons

@@ -80,6 +80,7 @@ class _Placed:
     declared_work: list[float | None] = field(default_factory=list)
     declared_partner: list[str | None] = field(default_factory=list)
     migrated_from: list[list[str] | None] = field(default_factory=list)
+    lost: list[float] = field(default_factory=list)
     #: Per segment: its speed (below 1 while space-shared) and the segment it shares its
     #: GPUs with (-1: none); set by :func:`_check_partners` and :func:`_pair_up`.
     speed: FloatArray | None = None
@@ -98,6 +99,19 @@ class _Placed:
         self.declared_work.append(segment.work)
         self.declared_partner.append(segment.partner)
         self.migrated_from.append(segment.migrated_from)
+        self.lost.append(segment.lost)
+
+    def attempts(self, instance: Instance) -> np.ndarray:
+        """``(S,)`` whether each segment is a failed attempt of a job run whole.
+
+        A job that is not preemptible (or any job, under a static objective) runs whole
+        in one segment; one that a failure stopped loses all it did and starts again, so
+        its earlier segments declare work lost.
+        """
+        job = np.asarray(self.job, dtype=np.int64)
+        whole = ~instance.preemptible[job] | instance.objective.is_static
+        attempt: np.ndarray = whole & (np.asarray(self.lost, dtype=float) > 0)
+        return attempt
 
     def by_job(self) -> dict[int, list[int]]:
         """Each placed job's segments, in start order."""
@@ -135,7 +149,7 @@ class _Placed:
         if self.speed is not None:
             share = share * self.speed
         segmented = instance.preemptible[job] & (not instance.objective.is_static)
-        work: FloatArray = np.where(segmented, share, 1.0)
+        work: FloatArray = np.where(segmented | self.attempts(instance), share, 1.0)
         return work
 
 
@@ -177,11 +191,14 @@ def _check_each_segment(instance: Instance, schedule: Plan, out: _Collector) -> 
             out.add(ViolationKind.REFERENCE, f"segment of unknown job {p.job!r}")
             continue
         segmented = instance.preemptible[j] and not static
-        if j in seen and not segmented:
+        # A failed attempt of a job run whole: it ran, lost what it did, and runs again.
+        attempt = not segmented and p.lost > 0
+        if j in seen and not segmented and not attempt:
             out.add(ViolationKind.DUPLICATE, f"job {p.job!r} is placed more than once"
                     + ("" if static else " but is not preemptible"))
             continue
-        seen.add(j)
+        if not attempt:
+            seen.add(j)
         t = instance.type_index.get(p.gpu_type)
         n = instance.node_index.get(p.node)
         gpus = [instance.gpu_index.get(g) for g in p.gpu_ids]
@@ -222,10 +239,17 @@ def _check_each_segment(instance: Instance, schedule: Plan, out: _Collector) -> 
                 ViolationKind.TYPE,
                 f"job {p.job!r} may not run on {p.gpu_type}: {_ineligibility(instance, j, t)}",
             )
-        elif segmented and not p.end_s > p.start_s:
+        elif (segmented or attempt) and not p.end_s > p.start_s:
             out.add(ViolationKind.DURATION,
                     f"job {p.job!r} has a segment of length {p.end_s - p.start_s:g} s")
-        elif not segmented and abs((p.end_s - p.start_s) - instance.duration[j, t]) > (
+        elif attempt and p.end_s - p.start_s > instance.duration[j, t] + TOLERANCE + _rounding(
+                p.start_s, p.end_s):
+            out.add(ViolationKind.DURATION,
+                    f"job {p.job!r}: a failed attempt runs {p.end_s - p.start_s:g} s on "
+                    f"{p.gpu_type}, longer than the job takes there "
+                    f"({instance.duration[j, t]:g} s)")
+        elif not segmented and not attempt and abs(
+                (p.end_s - p.start_s) - instance.duration[j, t]) > (
                 TOLERANCE + _rounding(p.start_s, p.end_s)):
             out.add(
                 ViolationKind.DURATION,
@@ -441,7 +465,8 @@ def _check_work(instance: Instance, placed: _Placed, out: _Collector) -> None:
     eligible = instance.eligible[job, kind]
     duration = np.where(eligible, instance.duration[job, kind], 1.0)
     speed = np.ones(job.size) if placed.speed is None else placed.speed
-    whole = ~instance.preemptible[job] | instance.objective.is_static
+    whole = (~instance.preemptible[job] | instance.objective.is_static) & ~placed.attempts(
+        instance)
     rounding = 8.0 * np.spacing(np.maximum(np.abs(start), np.abs(end)))
     slack = np.where(whole, TOLERANCE * np.maximum(1.0, np.maximum(np.abs(declared),
                                                                    np.abs(computed))),
@@ -505,8 +530,14 @@ def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
     Whether it moved is read from the GPUs, and ``migrated_from`` must say the same.
     """
     restore_s, migrate_s = run.restart_overhead_s, run.migration_overhead_s
+    attempts = placed.attempts(instance)
     for j, mine in placed.by_job().items():
         for before, k in itertools.pairwise(mine):
+            if attempts[before]:
+                # A job run whole starts again from nothing: no restore, no move to pay.
+                restore, migrate = 0.0, 0.0
+            else:
+                restore, migrate = restore_s, migrate_s
             # A move is read from the GPUs, never from what the segment says of itself.
             moved = set(placed.gpus[k]) != set(placed.gpus[before])
             if moved != (placed.migrated_from[k] is not None):
@@ -515,7 +546,7 @@ def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
                         f"{'other GPUs than' if moved else 'the GPUs of'} the job's previous "
                         f"segment, but its migrated_from says it "
                         f"{'did not move' if moved else 'moved'}")
-            owed = (restore_s, migrate_s if moved else 0.0)
+            owed = (restore, migrate if moved else 0.0)
             paid = (placed.restore[k], placed.migrate[k])
             if not all(_close(a, b) for a, b in zip(paid, owed, strict=True)):
                 out.add(ViolationKind.OVERHEAD, f"job {instance.job_ids[j]!r}: the segment "
@@ -689,7 +720,7 @@ def _check_events(instance: Instance, schedule: Plan, placed: _Placed,
 def _check_segments(instance: Instance, placed: _Placed, out: _Collector) -> None:
     """A preemptible job runs in one place at a time, and its segments do all its work."""
     job = np.asarray(placed.job, dtype=np.int64)
-    work = placed.work(instance)
+    work = placed.work(instance) - np.asarray(placed.lost, dtype=float)
     done = np.bincount(job, weights=work, minlength=instance.n_jobs)
     start, end = np.asarray(placed.start), np.asarray(placed.end)
     # All segments at once, by job, then start, then their order: each job's run of them
@@ -712,6 +743,47 @@ def _check_segments(instance: Instance, placed: _Placed, out: _Collector) -> Non
         if not _close(float(done[j]), 1.0):
             out.add(ViolationKind.SEGMENT, f"the segments of job {instance.job_ids[j]!r} do "
                     f"{done[j]:.6g} of its work; they must add up to 1")
+
+
+def _check_outages(instance: Instance, placed: _Placed, out: _Collector) -> None:
+    """No segment runs on a GPU while it is down; work is lost only where a GPU fails.
+
+    A segment that declares lost work ends at the start of an outage of one of its GPUs
+    (the failure stopped it), loses no more than it did, and, for a job run whole, loses
+    all of it (the job starts again from nothing).
+    """
+    lost = np.asarray(placed.lost, dtype=float)
+    if not instance.outages and not lost.any():
+        return
+    owner, gpu, start, end = _gpu_entries(instance, placed)
+    failing: dict[int, list[float]] = defaultdict(list)
+    for outage in instance.outages:
+        down = np.zeros(instance.n_gpus, dtype=bool)
+        down[outage.gpus] = True
+        for g in outage.gpus.tolist():
+            failing[g].append(outage.start_s)
+        hit = down[gpu] & (start < outage.end_s - TOLERANCE) & (end > outage.start_s + TOLERANCE)
+        for i in np.flatnonzero(hit).tolist():
+            k = int(owner[i])
+            out.add(ViolationKind.OUTAGE, f"job {instance.job_ids[placed.job[k]]!r} runs on "
+                    f"GPU {instance.gpu_ids[gpu[i]]} over [{placed.start[k]:g}, "
+                    f"{placed.end[k]:g}] s, but it is down over [{outage.start_s:g}, "
+                    f"{outage.end_s:g}) s ({outage.reason})")
+    if not lost.any():
+        return
+    work = placed.work(instance)
+    attempts = placed.attempts(instance)
+    for k in np.flatnonzero(lost > 0).tolist():
+        me, at = instance.job_ids[placed.job[k]], placed.end[k]
+        if not any(_same_time(at, when) for g in placed.gpus[k] for when in failing[g]):
+            out.add(ViolationKind.OUTAGE, f"job {me!r}: the segment ending at {at:g} s loses "
+                    f"{lost[k]:.6g} of its work, but no GPU of it fails then")
+        elif lost[k] > work[k] + TOLERANCE:
+            out.add(ViolationKind.OUTAGE, f"job {me!r}: the segment ending at {at:g} s loses "
+                    f"{lost[k]:.6g} of its work but did only {work[k]:.6g}")
+        elif attempts[k] and not _close(float(lost[k]), float(work[k])):
+            out.add(ViolationKind.OUTAGE, f"job {me!r} is not preemptible: the failed attempt "
+                    f"ending at {at:g} s loses all it did ({work[k]:.6g}), not {lost[k]:.6g}")
 
 
 def _check_dependencies(instance: Instance, placed: _Placed, out: _Collector) -> None:
@@ -995,6 +1067,7 @@ def verify_schedule(instance: Instance, schedule: Plan) -> Verification:
         _check_segments(instance, placed, out)
         _check_dependencies(instance, placed, out)
     _check_events(instance, schedule, placed, out)
+    _check_outages(instance, placed, out)
     peak = _check_capacity(instance, placed, out)
     _check_node_capacity(instance, placed, out)
     value = _objective_value(instance, placed, peak)

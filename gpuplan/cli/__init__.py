@@ -27,6 +27,7 @@ from gpuplan.cli import (
     convert,
     export_model,
     generate,
+    hybrid,
     plot,
     replay,
     schema,
@@ -41,8 +42,8 @@ from gpuplan.core.errors import BackendUnavailableError, InputError, Verificatio
 __all__ = ["ExitCode", "build_parser", "main", "run"]
 
 #: The commands, in the order ``gpuplan --help`` lists them.
-COMMANDS = (solve, simulate, replay, sweep, validate, check, plot, convert, batch, bench,
-            generate, export_model, schema)
+COMMANDS = (solve, simulate, replay, hybrid, sweep, validate, check, plot, convert, batch,
+            bench, generate, export_model, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

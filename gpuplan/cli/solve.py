@@ -67,7 +67,7 @@ def method_flags() -> dict[str, dict[str, dataclasses.Field[Any]]]:
     return flags
 
 
-def _add_method_flag(parser: argparse.ArgumentParser, flag: str,
+def add_method_flag(parser: argparse.ArgumentParser, flag: str,
                      fields: dict[str, dataclasses.Field[Any]]) -> None:
     """Add one method option flag, its help saying which methods take it."""
     helps = {f.metadata["help"] for f in fields.values()}
@@ -116,7 +116,7 @@ def register(commands: Commands) -> None:
         "method ([milp] backend = \"cpsat\"); flags override the file",
     )
     for flag, fields in method_flags().items():
-        _add_method_flag(parser, flag, fields)
+        add_method_flag(parser, flag, fields)
     add_settings(parser, "time_limit_s", "iterations", "seed", "threads")
     parser.add_argument(
         "-o", "--output", metavar="OUT.json", help="write the schedule here ('-' for stdout)"

@@ -59,6 +59,29 @@ def _readonly(array: _Array) -> _Array:
 
 
 @dataclass(frozen=True, eq=False)
+class Outage:
+    """Some GPUs nobody may use over an interval: a failure, maintenance, or work held.
+
+    Attributes
+    ----------
+    gpus
+        GPU indices.
+    start_s, end_s
+        The interval ``[start_s, end_s)`` in seconds; ``end_s`` may be ``inf`` (for good).
+    reason
+        What holds the GPUs, for messages (``"node v100-0 fails"``, ``"job j7 runs on"``).
+    """
+
+    gpus: IntArray
+    start_s: float
+    end_s: float
+    reason: str
+
+    def __post_init__(self) -> None:
+        _readonly(self.gpus)
+
+
+@dataclass(frozen=True, eq=False)
 class Instance:
     """A GPU fleet, a batch of jobs and an objective, by index.
 
@@ -129,6 +152,10 @@ class Instance:
         ``(J, Q)`` what each job draws on its node, for its whole gang at once. A job with a
         gang of 0 (a CPU-only job) uses no GPU but still draws on one node of a type it is
         eligible for.
+    outages
+        Intervals over which some GPUs may not be used (failed, or held by work planned
+        before, as a re-plan's residual instance holds them). Planners take only those
+        that start at time 0 (:attr:`ready_at`); the verifier checks all of them.
     """
 
     name: str
@@ -160,6 +187,7 @@ class Instance:
     node_resources: tuple[str, ...] = ()
     node_capacity: FloatArray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
     node_demand: FloatArray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
+    outages: tuple[Outage, ...] = ()
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -185,6 +213,24 @@ class Instance:
         Only methods that declare they plan node-level resources take such instances.
         """
         return bool(self.node_resources) or bool((self.gang == 0).any())
+
+    @cached_property
+    def ready_at(self) -> FloatArray:
+        """``(G,)`` when each GPU is first free: the end of the outages that start at 0.
+
+        ``inf`` for a GPU down for good. Planners that declare they plan outages start no
+        job on a GPU before then.
+        """
+        ready = np.zeros(self.n_gpus)
+        for outage in self.outages:
+            if outage.start_s <= 0:
+                ready[outage.gpus] = np.maximum(ready[outage.gpus], outage.end_s)
+        return _readonly(ready)
+
+    @property
+    def has_later_outages(self) -> bool:
+        """Whether some outage starts after time 0 (no planner takes those)."""
+        return any(outage.start_s > 0 for outage in self.outages)
 
     @property
     def n_jobs(self) -> int:

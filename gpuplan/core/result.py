@@ -75,6 +75,9 @@ class Result:
     restore_s, migrate_s
         For each segment, the checkpoint/restore and migration overheads it paid at its
         start (part of its interval, doing no work); None: none paid.
+    lost
+        For each segment, the share of its job's work it lost at its end (a failure
+        before its next checkpoint); None: none lost.
     events
         What happened to the jobs, in time order (filled by the simulator).
     unplaced
@@ -95,6 +98,7 @@ class Result:
     partner: IntArray | None = None
     restore_s: FloatArray | None = None
     migrate_s: FloatArray | None = None
+    lost: FloatArray | None = None
     events: tuple[Event, ...] = ()
     unplaced: dict[int, str] = field(default_factory=dict)
 
@@ -120,6 +124,10 @@ class Result:
         n = self.n_segments
         return (_floats(n, 0.0) if self.restore_s is None else self.restore_s,
                 _floats(n, 0.0) if self.migrate_s is None else self.migrate_s)
+
+    def lost_work(self) -> FloatArray:
+        """``(S,)`` the share of its job's work each segment lost at its end."""
+        return _floats(self.n_segments, 0.0) if self.lost is None else self.lost
 
 
 def no_plan(instance: Instance, reason: str, solver: str,

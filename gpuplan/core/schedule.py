@@ -83,6 +83,9 @@ class ViolationKind(StrEnum):
     #: The status claims what the schedule does not show (optimal without a proof, a plan
     #: in an infeasible file).
     STATUS = "status"
+    #: A segment runs on a GPU while it is down (an outage of the instance), or declares
+    #: work lost where no outage stopped it.
+    OUTAGE = "outage"
 
 
 class _Model(BaseModel):
@@ -126,6 +129,11 @@ class Segment(_Model):
         default=None,
         description="GPU ids of the job's previous segment when this segment moved it there "
         "by migration; null otherwise.")
+    lost: float = Field(
+        default=0.0, ge=0, le=1,
+        description="Share of the job's work this segment did but lost at its end, when a "
+        "failure of one of its GPUs stopped it before its next checkpoint: done again later. "
+        "The job's segments' work less their lost work adds up to 1.")
 
 
 class Event(_Model):
@@ -329,6 +337,8 @@ class Schedule(_Model):
             partner=partner if (partner >= 0).any() else None,
             restore_s=np.array([s.restore_s for s in segments], dtype=float),
             migrate_s=np.array([s.migrate_s for s in segments], dtype=float),
+            lost=(np.array([s.lost for s in segments], dtype=float)
+                  if any(s.lost for s in segments) else None),
             events=tuple(SolutionEvent(
                 time_s=e.time_s, kind=e.kind, job=instance.job_index[e.job],
                 gpus=np.array([instance.gpu_index[g] for g in e.gpu_ids], dtype=np.int64))
@@ -668,6 +678,7 @@ def _segments(instance: Instance, result: Result) -> Iterator[Segment]:
     """
     order = np.lexsort((result.job, result.start))
     restore, migrate = result.overheads()
+    lost = result.lost_work()
     partner = result.partners() if result.partner is not None else _paired(instance, result)
     work = result.work if result.work is not None else _work(instance, result, partner)
     migrated: dict[int, list[float]] = {}
@@ -696,6 +707,7 @@ def _segments(instance: Instance, result: Result) -> Iterator[Segment]:
             partner=instance.job_ids[result.job[partner[i]]] if partner[i] >= 0 else None,
             restore_s=float(restore[i]),
             migrate_s=float(migrate[i]),
+            lost=float(lost[i]),
             migrated_from=([instance.gpu_ids[g] for g in before]
                            if moved and before is not None else None),
         )

@@ -10,6 +10,7 @@ from enum import StrEnum
 
 from gpuplan.core.budget import Budget, Limits
 from gpuplan.core.instance import MAX_TIME_S
+from gpuplan.core.keep import Keep
 from gpuplan.core.options import check_range
 from gpuplan.core.result import Result
 from gpuplan.core.status import OPTIMAL_GAP
@@ -89,6 +90,9 @@ class Context:
         own search when it declares :attr:`WarmStart.LANE` and can.
     warm_share
         The share of the time limit ``warm`` runs on.
+    keep
+        A previous plan to stay close to (a re-plan): the method minimises the objective
+        plus :meth:`~gpuplan.core.keep.Keep.cost` and moves at most its cap of jobs.
     """
 
     budget: Budget
@@ -98,6 +102,7 @@ class Context:
     start: Result | None = None
     warm: Callable[[Budget], Result] | None = None
     warm_share: float = WARM_SHARE
+    keep: Keep | None = None
 
     def limits(self, budget: Budget | None = None) -> Limits:
         """The backend limits of this context, for its budget or a part of it."""

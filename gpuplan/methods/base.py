@@ -60,6 +60,12 @@ class Method(Protocol):
     warm_starts: ClassVar[frozenset[WarmStart]]
     #: Whether it counts iterations (``--iterations``).
     iterative: ClassVar[bool]
+    #: Whether it starts no job on a GPU before the GPU is ready (the instance's outages
+    #: that start at time 0: a re-plan's failed GPUs and the work it keeps running).
+    plans_outages: ClassVar[bool]
+    #: Whether it takes a previous plan to stay close to (``Context.keep``): a re-plan's
+    #: least disruption.
+    keeps: ClassVar[bool]
 
     def check(self, instance: Instance, options: Any) -> None:
         """Refuse what this instance and these options cannot do together, before solving.
@@ -110,6 +116,9 @@ class MethodDefaults:
     Nothing to refuse beyond its declarations, nothing needed of a backend, and no
     heuristic to start from unless asked.
     """
+
+    plans_outages: ClassVar[bool] = False
+    keeps: ClassVar[bool] = False
 
     def check(self, instance: Instance, options: Any) -> None:
         """Nothing beyond the declared objectives to refuse."""

@@ -56,6 +56,7 @@ from gpuplan.backends.cpsat import import_cp_model, search_solver, status_table
 from gpuplan.core.budget import Budget
 from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.keep import Keep
 from gpuplan.core.objectives import TIME_OBJECTIVES, ObjectiveKind, time_objective
 from gpuplan.core.options import option, parse_seconds
 from gpuplan.core.result import Result, better, no_plan, plan_status, with_bound
@@ -175,7 +176,9 @@ def _start(instance: Instance, context: Context,
     """
     start = context.start
     warm = context.warm
-    sharing = not exclusive_types(instance).all()
+    # The sharing heuristics know no held GPUs: with outages, the list scheduler and the
+    # model plan GPU sharing.
+    sharing = not exclusive_types(instance).all() and not instance.outages
     listed = list_schedule(instance)
     if warm is not None:
         found = warm(context.budget.part(share=context.warm_share))
@@ -197,7 +200,7 @@ def _start(instance: Instance, context: Context,
         listed = better(instance, listed, guided_plan)
     fallback, origin = listed, LISTED
     if start is not None and start.status.has_plan:
-        fallback = better(instance, start, listed)
+        fallback = _better(instance, context.keep, start, listed)
         # On a tie the start is kept; list scheduling's plan only when strictly better.
         if fallback.objective == start.objective:
             origin = STARTED
@@ -228,6 +231,8 @@ class CpMethod(MethodDefaults):
     backends: ClassVar[tuple[str, ...]] = ()
     warm_starts: ClassVar[frozenset[WarmStart]] = frozenset({WarmStart.PLAN})
     iterative: ClassVar[bool] = False
+    plans_outages: ClassVar[bool] = True
+    keeps: ClassVar[bool] = True
 
     def default_warm(self, instance: Instance, time_limit_s: float | None) -> DefaultWarm | None:
         """Annealing (sa) for tardiness; balance's makespan rounds where all are preemptible.
@@ -296,7 +301,9 @@ class CpMethod(MethodDefaults):
                         "rounded up and deadlines down by up to %.3g s, so every plan is valid "
                         "at the real times, but CP-SAT's bound and infeasibility are not used",
                         f"{scale.tick_s:g} s", scale.shift_s)
-        unrelated = options.then is None and sequencing_free(instance)
+        keep = context.keep
+        unrelated = (options.then is None and sequencing_free(instance)
+                     and not instance.outages and keep is None)
         fallback, origin, hint = _start(instance, context, guided=not unrelated)
         if budget.limited and fallback.status.has_plan:
             # The plan is translated, verified and written after the solve: for a plan of
@@ -323,7 +330,7 @@ class CpMethod(MethodDefaults):
         try:
             model = SchedulingModel.build(
                 instance, scale, share_gpus=share_gpus,
-                budget=_part(budget, MODEL_SHARE * max(0.0, budget.left())))
+                budget=_part(budget, MODEL_SHARE * max(0.0, budget.left())), keep=keep)
             if hint is not None:
                 model.hint(hint.job, hint.gpus, hint.start)
         except OutOfTimeError:
@@ -336,7 +343,8 @@ class CpMethod(MethodDefaults):
             name += ", without GPU sharing to fit the time limit"
         # CP-SAT's bound holds for the instance when the whole model is exact; its
         # infeasibility, when the constraints are (weights only change the objective).
-        certain = model.exact and whole and not restricted
+        # With moves priced in, CP-SAT bounds the objective plus their cost, not the plan.
+        certain = model.exact and whole and not restricted and keep is None
         proof = model.exact_constraints and whole and not restricted
         search = budget.left() - AFTER_UNIT_S * units
         if search < MIN_SEARCH_S:
@@ -352,7 +360,7 @@ class CpMethod(MethodDefaults):
         if certain and solved.bound is not None:
             bound = max(bound, solved.bound * model.objective_scale - model.bound_slack())
         found = _decoded(instance, model, solved.values, bound, name)
-        best = better(instance, found, fallback)
+        best = _better(instance, keep, found, fallback)
         # CP-SAT's plan stands unless the start's is strictly better (a tie keeps CP-SAT's).
         if best.objective != found.objective:
             best = with_bound(instance, fallback, bound, name, f"{origin} kept")
@@ -534,6 +542,21 @@ class _Searched:
     values: IntArray | None
     bound: float | None
     how: str
+
+
+def _better(instance: Instance, keep: Keep | None, first: Result, second: Result) -> Result:
+    """The better plan for the objective, or, re-planning, for it plus the moves' cost.
+
+    ``first`` on a tie; the better (higher: time objectives minimise) bound is kept.
+    """
+    if keep is None:
+        return better(instance, first, second)
+    chosen = second if keep.score(second) < keep.score(first) else first
+    bounds = [b for b in (first.bound, second.bound) if b is not None]
+    if not bounds or not chosen.status.has_plan:
+        return chosen
+    return dataclasses.replace(chosen, bound=max(bounds),
+                               status=plan_status(chosen.objective, max(bounds)))
 
 
 def _decoded(instance: Instance, model: SchedulingModel, values: IntArray | None,

@@ -89,6 +89,8 @@ class GeneticMethod(MethodDefaults):
     backends: ClassVar[tuple[str, ...]] = ()
     warm_starts: ClassVar[frozenset[WarmStart]] = frozenset()
     iterative: ClassVar[bool] = True
+    plans_outages: ClassVar[bool] = True
+    keeps: ClassVar[bool] = True
 
     def solve(self, instance: Instance, options: GeneticOptions, context: Context) -> Result:
         """Evolve until the budget is spent; return the best valid plan.
@@ -194,7 +196,7 @@ class GeneticMethod(MethodDefaults):
     def _timed(self, instance: Instance, context: Context, rng: np.random.Generator,
                crossover: Crossover, progress: Progress) -> Result:
         """BRKGA over the key encoding: children decoded as they are."""
-        encoding = PriorityEncoding(instance)
+        encoding = PriorityEncoding(instance, context.keep)
         best: list[tuple[tuple[int, float], Result]] = []
 
         def scored(keys: FloatArray) -> Scored:

@@ -2,7 +2,9 @@
 
 The baseline every other method must beat: one deterministic pass of
 :func:`~gpuplan.parts.construct.best_fit_decreasing` or
-:func:`~gpuplan.parts.construct.list_schedule`.
+:func:`~gpuplan.parts.construct.list_schedule`. In a re-plan it is the repair: every job
+stays in its previous slot where that still fits, in the previous plan's order, and the
+others follow where they finish first (:func:`~gpuplan.parts.construct.repair_keys`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from gpuplan.core.options import NoOptions
 from gpuplan.core.result import Result
 from gpuplan.core.settings import Context, WarmStart
 from gpuplan.methods.base import MethodDefaults
-from gpuplan.parts.construct import best_fit_decreasing, list_schedule
+from gpuplan.parts.construct import best_fit_decreasing, list_schedule, repair_keys
 
 
 class GreedyMethod(MethodDefaults):
@@ -29,6 +31,8 @@ class GreedyMethod(MethodDefaults):
     backends: ClassVar[tuple[str, ...]] = ()
     warm_starts: ClassVar[frozenset[WarmStart]] = frozenset()
     iterative: ClassVar[bool] = False
+    plans_outages: ClassVar[bool] = True
+    keeps: ClassVar[bool] = True
 
     def solve(self, instance: Instance, options: NoOptions, context: Context) -> Result:
         """Plan the instance greedily; one pass, well within any sensible time limit.
@@ -45,4 +49,7 @@ class GreedyMethod(MethodDefaults):
         """
         if instance.objective.is_static:
             return best_fit_decreasing(instance, budget=context.budget)
-        return list_schedule(instance, budget=context.budget)
+        keep = context.keep
+        if keep is None:
+            return list_schedule(instance, budget=context.budget)
+        return list_schedule(instance, repair_keys(instance, keep), context.budget, keep)

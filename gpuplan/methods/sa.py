@@ -74,6 +74,8 @@ class AnnealingMethod(MethodDefaults):
     backends: ClassVar[tuple[str, ...]] = ()
     warm_starts: ClassVar[frozenset[WarmStart]] = frozenset()
     iterative: ClassVar[bool] = True
+    plans_outages: ClassVar[bool] = True
+    keeps: ClassVar[bool] = True
 
     def solve(self, instance: Instance, options: AnnealingOptions, context: Context) -> Result:
         """Anneal until the budget is spent; return the best valid plan.
@@ -142,7 +144,7 @@ class AnnealingMethod(MethodDefaults):
     def _timed(instance: Instance, options: AnnealingOptions, context: Context,
                rng: np.random.Generator, progress: Progress) -> Result:
         """Metropolis annealing of the key encoding, one key move per decode."""
-        encoding = PriorityEncoding(instance)
+        encoding = PriorityEncoding(instance, context.keep)
         keys = encoding.greedy()
         score, result = encoding.decode(keys)
         best, best_score = result, score

@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike
 from gpuplan.core.budget import Budget
 from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.keep import SAME_START_S, Keep
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.models.bounds import resource_share
 from gpuplan.models.linear import LinearProgram, RowBuilder, check_budget
@@ -368,11 +369,19 @@ class SchedulingModel:
     #: the plans are the instance's, but not all of them, so the solver's bound and
     #: infeasibility do not hold for the instance.
     restricted: bool = False
+    #: Per GPU, the tick from which it is free (the instance's outages at time 0).
+    ready: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: Jobs to keep in their previous slots where the solution does: job to (GPUs,
+    #: earliest and latest start tick that count as staying, literal true when it stays).
+    kept: dict[int, tuple[IntArray, int, int, Any]] = field(default_factory=dict)
+    #: For each job that may move (a re-plan): its penalty in the instance's objective
+    #: units, and the expression that is 1 when it moves.
+    moves: list[tuple[float, Any]] = field(default_factory=list)
 
     @classmethod
     def build(cls, instance: Instance, scale: TickScale,
               deadlines_as_assumptions: bool = False, *, share_gpus: bool = True,
-              budget: Budget | None = None) -> SchedulingModel:
+              budget: Budget | None = None, keep: Keep | None = None) -> SchedulingModel:
         """Formulate a time-based instance.
 
         Parameters
@@ -393,6 +402,8 @@ class SchedulingModel:
             The time building may take: it raises
             :class:`~gpuplan.models.linear.OutOfTimeError` once it is spent;
             None: no limit.
+        keep
+            A previous plan to stay close to (:meth:`keep`).
 
         Raises
         ------
@@ -411,9 +422,15 @@ class SchedulingModel:
         release = scale.up(instance.release)
         deadline = np.where(np.isfinite(instance.deadline),
                             scale.down(np.nan_to_num(instance.deadline, posinf=0.0)), -1)
-        # One job at a time after the last release, each on its fastest type (in ticks).
+        # One job at a time after the last release and the last GPU to be ready, each on
+        # its fastest type (in ticks).
         fastest = np.where(instance.eligible, ticks, np.iinfo(np.int64).max).min(axis=1)
-        horizon = int(release.max(initial=0)) + int(fastest.sum())
+        ready_at = instance.ready_at
+        finite = np.isfinite(ready_at)
+        ready_ticks = scale.up(np.where(finite, ready_at, 0.0))
+        horizon = (max(int(release.max(initial=0)), int(ready_ticks.max(initial=0)))
+                   + int(fastest.sum()))
+        ready_ticks = np.where(finite, ready_ticks, horizon)
         shareable = ~exclusive_types(instance)
         exclusive = ~shareable if share_gpus else np.ones(instance.n_types, dtype=bool)
         fits = instance.eligible[:, group_type] & (counts[groups][None, :]
@@ -461,22 +478,30 @@ class SchedulingModel:
             if not members:
                 continue
             if exclusive[t]:
-                model.add_cumulative([a.interval for a in members],
-                                     [int(instance.gang[a.job]) for a in members],
+                held, amounts = _held(model, ready_ticks[group_gpus[q]])
+                model.add_cumulative([a.interval for a in members] + held,
+                                     [int(instance.gang[a.job]) for a in members] + amounts,
                                      int(counts[groups[q]]))
             else:
-                exact &= _per_gpu(model, instance, members, group_gpus[q], t, budget)
+                exact &= _per_gpu(model, instance, members, group_gpus[q], t, budget,
+                                  ready_ticks)
         for kind in np.flatnonzero(exclusive):
-            members = [a for q in np.flatnonzero(group_type == kind) for a in by_group[q]]
-            if len(members) > 1 and (group_type == kind).sum() > 1:
-                model.add_cumulative([a.interval for a in members],
-                                     [int(instance.gang[a.job]) for a in members],
+            places = np.flatnonzero(group_type == kind)
+            members = [a for q in places for a in by_group[q]]
+            if len(members) > 1 and places.size > 1:
+                held, amounts = _held(model, ready_ticks[np.concatenate(
+                    [group_gpus[q] for q in places])])
+                model.add_cumulative([a.interval for a in members] + held,
+                                     [int(instance.gang[a.job]) for a in members] + amounts,
                                      int(counts[groups[group_type == kind]].sum()))
 
         restricted = bool(not share_gpus and shareable[np.unique(group_type)].any())
         built = cls(instance, scale, model, start, end, alternatives,
                     group_type, group_gpus, 1.0, exact, deadline_job, horizon,
-                    exact_constraints=exact, restricted=restricted)
+                    exact_constraints=exact, restricted=restricted,
+                    ready=ready_ticks.astype(np.int64))
+        if keep is not None:
+            built.keep(keep)
         built.set_objective()
         check_budget(budget, BUILDING)
         return built
@@ -589,8 +614,51 @@ class SchedulingModel:
                        <= capacity * (makespan - earliest))
 
     def set_objective(self, kind: ObjectiveKind | None = None) -> None:
-        """Minimise an objective (the instance's by default)."""
-        self.model.minimize(self.objective_expression(kind))
+        """Minimise an objective (the instance's by default), plus the moves' penalty."""
+        expression = self.objective_expression(kind)
+        scale = self.objective_scale
+        self.model.minimize(expression + sum(round(penalty / scale) * moved
+                                             for penalty, moved in self.moves))
+
+    def keep(self, keep: Keep) -> int:
+        """Stay close to a previous plan: pay its penalty for each job that moves.
+
+        A job stays when it runs on the group of its previous GPUs from its previous start
+        (within ``keep.tolerance_s``, in whole ticks); the objective (set after this) adds
+        the job's penalty otherwise, and at most ``keep.max_changes`` jobs move. Jobs with
+        no whole tick within the tolerance of their previous start, or whose GPUs the model
+        cannot give them, count as moved. Returns how many jobs may stay.
+        """
+        model = self.model
+        gpu_group = np.full(self.instance.n_gpus, -1)
+        for q, members in enumerate(self.group_gpus):
+            gpu_group[members] = q
+        moves: list[Any] = []
+        for j in np.flatnonzero(keep.has_slot).tolist():
+            gpus = keep.gpus[j]
+            assert gpus is not None
+            wide = max(keep.tolerance_s, SAME_START_S)
+            lo = math.ceil((float(keep.start[j]) - wide) / self.scale.tick_s)
+            hi = math.floor((float(keep.start[j]) + wide) / self.scale.tick_s)
+            place = next((a for a in self.alternatives[j]
+                          if a.group == gpu_group[gpus[0]]), None)
+            penalty = float(keep.penalty[j])
+            if place is None or lo > hi:
+                moves.append(1)
+                self.moves.append((penalty, 1))
+                continue
+            stays = model.new_bool_var(f"stays_{j}")
+            model.add_linear_constraint(self.start[j], lo, hi).only_enforce_if(stays)
+            model.add_implication(stays, place.present)
+            for g, literal in place.on_gpu.items():
+                model.add(literal == 1 if g in set(gpus.tolist()) else literal == 0
+                          ).only_enforce_if(stays)
+            self.kept[j] = (np.sort(gpus), lo, hi, stays)
+            moves.append(1 - stays)
+            self.moves.append((penalty, 1 - stays))
+        if keep.max_changes is not None:
+            model.add(sum(moves) <= keep.max_changes)
+        return len(self.kept)
 
     def hint(self, job: IntArray, gpus: tuple[IntArray, ...], start_s: FloatArray) -> None:
         """Offer a known plan (for instance list scheduling's) as the search's first guess."""
@@ -611,6 +679,8 @@ class SchedulingModel:
         free = np.zeros(self.instance.n_gpus, dtype=np.int64)
         end = np.zeros(self.instance.n_jobs, dtype=np.int64)
         latest = 0
+        free[:] = self.ready
+        given = np.full(self.instance.n_jobs, -1, dtype=np.int64)
         for i in np.lexsort((job, start_s)):
             j, used = int(job[i]), rename[gpus[i]]
             group = int(gpu_group[used[0]])
@@ -618,6 +688,7 @@ class SchedulingModel:
             s = max(int(release[j]), int(own_start[i]) if own else int(free[used].max()),
                     *(int(end[p]) for p in self.instance.predecessors[j]))
             end[j] = free[used] = s + chosen.duration
+            given[j] = s
             latest = max(latest, int(end[j]))
             self.model.add_hint(self.start[j], s)
             self.model.add_hint(self.end[j], int(end[j]))
@@ -630,6 +701,11 @@ class SchedulingModel:
             self.model.add_hint(variable, latest)
         for variable, j, due in self.lateness:
             self.model.add_hint(variable, max(0, int(end[j]) - due))
+        hinted = {int(j): int(i) for i, j in enumerate(job.tolist())}
+        for j, (previous, lo, hi, stays) in self.kept.items():
+            mine = hinted.get(j, -1)
+            same = mine >= 0 and np.array_equal(np.sort(rename[gpus[mine]]), previous)
+            self.model.add_hint(stays, bool(same and lo <= given[j] <= hi))
 
     def hinted_values(self) -> IntArray:
         """The hint as a full vector of variable values (by variable index).
@@ -683,6 +759,16 @@ class SchedulingModel:
             rename[rest] = [g for g in members.tolist() if g not in set(lowest.tolist())]
         return rename
 
+    def _staying(self, here: list[Alternative], start: IntArray,
+                 values: IntArray) -> dict[int, IntArray]:
+        """The jobs of one group the solution keeps in their previous slots, with their GPUs."""
+        staying = {}
+        for a in here:
+            kept = self.kept.get(a.job)
+            if kept is not None and values[kept[3].index] and kept[1] <= start[a.job] <= kept[2]:
+                staying[a.job] = kept[0]
+        return staying
+
     def decode(
         self, values: IntArray
     ) -> tuple[IntArray, IntArray, tuple[IntArray, ...], FloatArray, FloatArray]:
@@ -709,15 +795,27 @@ class SchedulingModel:
                     gpus[a.job] = np.array(sorted(g for g, lit in a.on_gpu.items()
                                                   if values[lit.index]))
                 continue
-            free_at = dict.fromkeys(members.tolist(), 0)
+            kept = self._staying(here, start, values)
+            free_at = {g: int(self.ready[g]) for g in members.tolist()}
             for a in sorted(here, key=lambda a: (start[a.job], a.job)):
-                ready = sorted((g for g, t in free_at.items() if t <= start[a.job]),
+                at_tick, k = int(start[a.job]), int(self.instance.gang[a.job])
+                ready = sorted((g for g, t in free_at.items() if t <= at_tick),
                                key=lambda g: (-free_at[g], g))
-                k = int(self.instance.gang[a.job])
-                picked = np.array(sorted(ready[:k]), dtype=np.int64)
+                previous = kept.get(a.job)
+                # A job that stays takes its own GPUs; the others leave those GPUs to
+                # the staying jobs that start on them before they would end.
+                if previous is not None and set(previous.tolist()) <= set(ready):
+                    picked = previous
+                else:
+                    end_at = at_tick + a.duration
+                    spoken = {int(g) for j, p in kept.items() if j != a.job
+                              and at_tick <= int(start[j]) < end_at for g in p.tolist()}
+                    fits = [g for g in ready if g not in spoken]
+                    picked = np.array(sorted((fits if len(fits) >= k else ready)[:k]),
+                                      dtype=np.int64)
                 assert picked.size == k, "cumulative left too few GPUs free"
                 for g in picked:
-                    free_at[int(g)] = int(start[a.job]) + a.duration
+                    free_at[int(g)] = at_tick + a.duration
                 gpus[a.job] = picked
         job = np.arange(n_jobs, dtype=np.int64)
         types = self.group_type[[a.group for a in chosen]].astype(np.int64)
@@ -727,6 +825,13 @@ class SchedulingModel:
         ticks_end = (start + np.array([a.duration for a in chosen])) * self.scale.tick_s
         end: FloatArray = np.minimum(begin + self.instance.duration[job, types], ticks_end)
         return job, types, tuple(gpus), begin.astype(float), end
+
+
+def _held(model: Any, ready: IntArray) -> tuple[list[Any], list[int]]:
+    """Fixed intervals ``[0, ready)`` holding the GPUs not free at time 0, and their counts."""
+    ticks, amounts = np.unique(ready[ready > 0], return_counts=True)
+    return ([model.new_fixed_size_interval_var(0, int(t), f"held_{k}_{t}")
+             for k, t in enumerate(ticks.tolist())], [int(n) for n in amounts.tolist()])
 
 
 def solution_values(solver: Any) -> IntArray:
@@ -751,9 +856,13 @@ def scaled_capacity(capacity: float, demand: FloatArray) -> tuple[int, IntArray,
 
 
 def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: IntArray,
-             t: int, budget: Budget) -> bool:
-    """Exact per-GPU capacity over time on a shared type's group; False if rounded."""
-    first_user = min(a.job for a in members)
+             t: int, budget: Budget, ready: IntArray) -> bool:
+    """Exact per-GPU capacity over time on a shared type's group; False if rounded.
+
+    A GPU not free at time 0 is held whole until it is; the first job that may use the
+    group is then no longer fixed to its lowest GPUs (they are no longer alike).
+    """
+    first_user = min(a.job for a in members) if not (ready[gpus] > 0).any() else -1
     intervals: dict[int, list[Any]] = {g: [] for g in gpus.tolist()}
     for n, a in enumerate(members):
         if n % 64 == 0:
@@ -776,7 +885,10 @@ def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: I
         if not demand.any():
             continue
         for g in gpus.tolist():
-            model.add_cumulative(intervals[g], demand.tolist(), capacity)
+            held = ([model.new_fixed_size_interval_var(0, int(ready[g]), f"held_{g}")]
+                    if ready[g] > 0 else [])
+            model.add_cumulative(intervals[g] + held,
+                                 demand.tolist() + [capacity] * len(held), capacity)
     return exact
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from gpuplan.core.budget import Budget
 from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.keep import Keep
 from gpuplan.core.objectives import ObjectiveKind, time_objective
 from gpuplan.core.result import Result, plan_status
 from gpuplan.models.bounds import objective_bound
@@ -259,8 +260,52 @@ def list_order(instance: Instance, keys: FloatArray | None = None) -> list[int]:
     return order
 
 
+def _kept_slot(instance: Instance, keep: Keep, j: int, ready: float, free: FloatArray,
+               members: IntArray, gpu_group: IntArray) -> tuple[int, IntArray] | None:
+    """Job ``j``'s previous slot, as (group, positions in its row), if it still fits.
+
+    It fits when its GPUs are in one group, free by its previous start, which the job may
+    start at (released, predecessors done) and end by its deadline at.
+    """
+    gpus = keep.gpus[j]
+    if gpus is None or np.isnan(keep.start[j]):
+        return None
+    start = float(keep.start[j])
+    q = int(gpu_group[gpus[0]])
+    if q < 0 or (gpu_group[gpus] != q).any() or start < ready - 1e-9:
+        return None
+    slots = np.flatnonzero(np.isin(members[q], gpus))
+    t = int(instance.gpu_type[gpus[0]])
+    if (slots.size != gpus.size or (free[q, slots] > start + 1e-9).any()
+            or not instance.eligible[j, t]
+            or start + instance.duration[j, t] > instance.deadline[j]):
+        return None
+    return q, slots
+
+
+def repair_keys(instance: Instance, keep: Keep) -> FloatArray:
+    """List keys that take the jobs with a previous slot by their previous start.
+
+    Jobs without one that have a deadline come first (earliest deadline first), so that
+    a deadline is met if moving others meets it; the rest follow in list scheduling's own
+    priority order after every kept job, so that placing them moves none of those (a plan
+    that keeps most and fixes the rest).
+    """
+    rank = np.empty(instance.n_jobs)
+    rank[np.array(list_order(instance), dtype=np.int64)] = np.arange(instance.n_jobs)
+    start = np.nan_to_num(keep.start, nan=0.0)
+    last = float(start.max(initial=0.0)) + 1.0
+    due = np.isfinite(instance.deadline) & ~keep.has_slot
+    deadline_rank = np.argsort(np.argsort(np.where(due, instance.deadline, np.inf),
+                                          kind="stable"), kind="stable")
+    keys: FloatArray = np.where(keep.has_slot, start, np.where(
+        due, deadline_rank - instance.n_jobs - 1.0, last + rank))
+    return keys
+
+
 def list_schedule(
-    instance: Instance, keys: FloatArray | None = None, budget: Budget | None = None
+    instance: Instance, keys: FloatArray | None = None, budget: Budget | None = None,
+    keep: Keep | None = None,
 ) -> Result:
     """Schedule jobs one by one, each at its earliest finish on whole GPUs.
 
@@ -269,7 +314,10 @@ def list_schedule(
     starts no earlier than its release and its predecessors' ends, on the (node, type)
     group where it finishes first (where it is cheapest, for the cost objective, among
     those meeting its deadline), on the GPUs of that group that became free last before
-    its start so that earlier gaps stay open. GPUs are not shared over time here.
+    its start so that earlier gaps stay open. GPUs are not shared over time here. No job
+    starts on a GPU before it is ready (:attr:`~gpuplan.core.instance.Instance.ready_at`).
+    With ``keep``, a job whose previous GPUs are free by its previous start (and which may
+    start then) stays in that slot; the others go where they finish first.
 
     Parameters
     ----------
@@ -279,6 +327,8 @@ def list_schedule(
         ``(J,)`` priorities (lower first) that replace the priority rule.
     budget
         When it is spent, the remaining jobs are left out; None: never.
+    keep
+        A previous plan to stay in where it still fits (a re-plan's repair).
     """
     objective = instance.objective
     n_types = instance.n_types
@@ -291,9 +341,14 @@ def list_schedule(
     free = np.full((groups.size, width), np.inf)
     members = np.full((groups.size, width), -1, dtype=np.int64)
     first_gpu = np.r_[0, np.cumsum(counts)][groups]
+    ready_at = instance.ready_at
+    gpu_group = np.full(instance.n_gpus, -1, dtype=np.int64)
     for q, (first, size) in enumerate(zip(first_gpu, group_size, strict=True)):
-        free[q, :size] = 0.0
-        members[q, :size] = np.arange(first, first + size)
+        mine = np.arange(first, first + size)
+        by_ready = np.argsort(ready_at[mine], kind="stable")
+        free[q, :size] = ready_at[mine][by_ready]
+        members[q, :size] = mine[by_ready]
+        gpu_group[mine] = q
 
     end = np.full(instance.n_jobs, np.nan)
     placed: list[tuple[int, int, IntArray, float, float]] = []
@@ -309,10 +364,27 @@ def list_schedule(
             continue
         k = int(instance.gang[j])
         ready = max([float(instance.release[j]), *(end[p] for p in instance.predecessors[j])])
+        kept = None if keep is None else _kept_slot(instance, keep, j, ready, free, members,
+                                                    gpu_group)
+        if kept is not None and keep is not None:
+            q, slots = kept
+            # Its previous start, or the float noise later its GPUs come free.
+            begin = max(float(keep.start[j]), float(free[q, slots].max()), ready)
+            finish_at = begin + float(instance.duration[j, group_type[q]])
+            chosen = np.sort(members[q, slots])
+            free[q, slots] = finish_at
+            resort = np.argsort(free[q], kind="stable")
+            free[q], members[q] = free[q, resort], members[q, resort]
+            end[j] = finish_at
+            placed.append((j, int(group_type[q]), chosen, begin, finish_at))
+            continue
         options = np.flatnonzero(instance.eligible[j, group_type] & (group_size >= k))
         start = np.maximum(ready, free[options, k - 1])
         finish = start + instance.duration[j, group_type[options]]
-        on_time = finish <= instance.deadline[j]
+        on_time = (finish <= instance.deadline[j]) & np.isfinite(finish)
+        if not np.isfinite(finish).any():
+            unplaced[j] = "no GPU it may run on is up"
+            continue
         if not on_time.any():
             unplaced[j] = (
                 f"its earliest finish {finish.min():g} s is after its deadline "

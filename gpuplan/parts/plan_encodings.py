@@ -24,11 +24,17 @@ from typing import Any
 import numpy as np
 
 from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.keep import Keep
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import option
 from gpuplan.core.result import Result
 from gpuplan.core.status import Status
-from gpuplan.parts.construct import best_fit_decreasing, list_order, list_schedule
+from gpuplan.parts.construct import (
+    best_fit_decreasing,
+    list_order,
+    list_schedule,
+    repair_keys,
+)
 from gpuplan.parts.static_plans import static_result
 
 
@@ -460,20 +466,32 @@ class PriorityEncoding:
     ----------
     instance
         A time-based-objective instance.
+    keep
+        A previous plan to stay close to (a re-plan): decoding keeps jobs in their
+        previous slots where they fit, and the score adds what the moves cost; a plan
+        moving more jobs than the cap counts as leaving one out.
     """
 
-    def __init__(self, instance: Instance) -> None:
+    def __init__(self, instance: Instance, keep: Keep | None = None) -> None:
         self.instance = instance
+        self.keep = keep
 
     def decode(self, keys: FloatArray) -> tuple[tuple[int, float], Result]:
         """The plan of ``keys``, and its score: (jobs left out, objective); lower is better."""
-        result = list_schedule(self.instance, keys)
+        keep = self.keep
+        result = list_schedule(self.instance, keys, keep=keep)
         value = result.objective if result.objective is not None else float(
             result.end.max(initial=0.0))
-        return (len(result.unplaced), float(value)), result
+        if keep is None:
+            return (len(result.unplaced), float(value)), result
+        over = 0 if keep.allows(result) else 1
+        return (len(result.unplaced) + over, float(value) + keep.cost(result)), result
 
     def greedy(self) -> FloatArray:
-        """Keys that reproduce list scheduling's own priority order."""
+        """Keys that reproduce list scheduling's own priority order (the repair's, re-planning)."""
+        if self.keep is not None:
+            keys = repair_keys(self.instance, self.keep)
+            return np.argsort(np.argsort(keys, kind="stable")) / max(self.instance.n_jobs, 1)
         keys = np.empty(self.instance.n_jobs)
         keys[np.array(list_order(self.instance), dtype=np.int64)] = np.arange(
             self.instance.n_jobs, dtype=float)
