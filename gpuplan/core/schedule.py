@@ -662,7 +662,9 @@ def write_document(out: IO[bytes], head: Schedule, segments: Iterable[Segment],
                 put(f'  "{listed}": [')
                 count = 0
                 for item in items:
-                    put(("," if count else "") + "\n    " + item.model_dump_json())
+                    # A segment that lost nothing is written as before lost work was a field.
+                    put(("," if count else "") + "\n    " + item.model_dump_json(
+                        exclude={"lost"} if getattr(item, "lost", None) == 0 else None))
                     count += 1
                 put("\n  ],\n" if count else "],\n")
         text = json.dumps(value, indent=2, allow_nan=False).replace("\n", "\n  ")

@@ -90,7 +90,7 @@ def test_a_failed_node_stops_its_job_which_keeps_its_work_and_pays_restore_and_m
 
 
 def test_cp_replans_with_a_cap_on_moves_and_the_plan_verifies() -> None:
-    """cp with at most one move gives a verified plan that moves at most one job."""
+    """Cp with at most one move gives a verified plan that moves at most one job."""
     parsed = Changes.parse({"down": [{"node": "n1"}]}, "changes.yaml")
     before, changed = changed_instances(DOCUMENT, "two-nodes.json", parsed, 500.0, "c")
     done = replan(before, changed, _previous(), 500.0, parsed, "cp",
@@ -149,7 +149,7 @@ def test_lost_work_needs_a_failure_at_the_segment_end() -> None:
 
 
 def test_the_four_commands_on_the_quickstart(gpuplan: Gpuplan, tmp_path: Path) -> None:
-    """replan writes a verified plan that diff compares; eta and whatif answer.
+    """Replan writes a verified plan that diff compares; eta and whatif answer.
 
     Broken, README's hybrid walk-through would fail for a user.
     """
