@@ -531,6 +531,7 @@ def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
     """
     restore_s, migrate_s = run.restart_overhead_s, run.migration_overhead_s
     attempts = placed.attempts(instance)
+    _check_lost(instance, run, placed, out)
     for j, mine in placed.by_job().items():
         for before, k in itertools.pairwise(mine):
             if attempts[before]:
@@ -554,6 +555,28 @@ def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
                         f"{paid[1]:g} s, but the run charges {owed[0]:g} s and {owed[1]:g} s "
                         f"for {'a move' if moved else 'a resume'} (run.restart_overhead_s "
                         f"{restore_s:g}, run.migration_overhead_s {migrate_s:g})")
+
+
+def _check_lost(instance: Instance, run: RunRecord, placed: _Placed, out: _Collector) -> None:
+    """A run loses, at a failure, the work since the job's last checkpoint.
+
+    Every ``run.checkpoint_s`` seconds of a segment's run time (after its overheads) is a
+    checkpoint; with none, a preemptible job loses all the segment did. A job that is not
+    preemptible always loses all it did (checked with the outages).
+    """
+    lost = np.asarray(placed.lost, dtype=float)
+    every = run.checkpoint_s
+    for k in np.flatnonzero(lost > 0).tolist():
+        j, t = placed.job[k], placed.gpu_type[k]
+        if not instance.preemptible[j]:
+            continue
+        ran = max(0.0, placed.end[k] - placed.start[k] - placed.restore[k] - placed.migrate[k])
+        since = ran if every is None else math.fmod(ran, every)
+        owed = since / float(instance.duration[j, t])
+        if not _close(owed, float(lost[k])) and abs(owed - lost[k]) > TOLERANCE:
+            out.add(ViolationKind.OUTAGE, f"job {instance.job_ids[j]!r}: the segment ending at "
+                    f"{placed.end[k]:g} s loses {lost[k]:.6g} of its work, but the work since "
+                    f"its last checkpoint is {owed:.6g} (run.checkpoint_s {every})")
 
 
 @dataclass(slots=True)
@@ -1043,6 +1066,9 @@ def verify_schedule(instance: Instance, schedule: Plan) -> Verification:
         :data:`MAX_LISTED` of each kind), with the recomputed objective.
     """
     out = _Collector()
+    if schedule.run is not None:
+        # A run is checked against what it met: its failures and its actual durations.
+        instance = schedule.run.actual(instance)
     if schedule.objective_kind != instance.objective.value:
         out.add(
             ViolationKind.OBJECTIVE,

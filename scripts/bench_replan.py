@@ -33,7 +33,9 @@ def main() -> None:
     parser.add_argument("--node", default="v100-0")
     parser.add_argument("--limit", type=float, default=60.0)
     parser.add_argument("--tick", type=float, default=1.0)
-    parser.add_argument("--move-s", type=float, default=60.0)
+    parser.add_argument("--move-s", type=float, nargs="+", default=[60.0],
+                        help="prices of a move to run least disruption with")
+    parser.add_argument("--max-changes", type=int, default=None)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     document = load_data(Path(INSTANCE))
@@ -52,15 +54,17 @@ def main() -> None:
                      f"{time.perf_counter() - began:.3f} |")
         changes = Changes.parse({"down": [{"node": args.node}]}, "bench")
         before, changed = changed_instances(document, INSTANCE, changes, at, "bench")
-        for least in (True, False):
+        runs = [(move, True) for move in args.move_s] + [(0.0, False)]
+        for move, least in runs:
             done = replan(before, changed, previous, at, changes, "cp",
-                          RunSettings(time_limit_s=args.limit),
-                          Costs(move_s=args.move_s), options={"tick_s": args.tick},
+                          RunSettings(time_limit_s=args.limit), Costs(move_s=move),
+                          args.max_changes if least else None, options={"tick_s": args.tick},
                           least_disruption=least)
             assert done.schedule is not None and done.schedule.verification is not None
             assert done.schedule.verification.ok
             hurt = done.disruption
-            how = f"least disruption (move {args.move_s:g} s)" if least else "from scratch"
+            cap = "" if args.max_changes is None else f", at most {args.max_changes} moves"
+            how = f"least disruption (move {move:g} s{cap})" if least else "from scratch"
             lines.append(f"| {Path(path).name} | {at:,.0f} | {how} | "
                          f"{done.schedule.objective:,.0f} | {len(hurt.stopped)} | "
                          f"{len(hurt.moved)} of {len(hurt.moved) + hurt.kept} | "

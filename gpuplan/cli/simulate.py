@@ -17,6 +17,7 @@ nothing written; 130 Ctrl-C, nothing written.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -25,6 +26,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from gpuplan.cli.common import (
     Commands,
@@ -44,8 +47,10 @@ from gpuplan.core.instance import MAX_GPUS, MAX_TIME_S, Instance
 from gpuplan.core.schedule import ResultSchedule
 from gpuplan.exporters.plot import write_figure
 from gpuplan.readers import load_data
+from gpuplan.readers.changes import read_actuals, read_failures
 from gpuplan.readers.instance_file import instance_from_data
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate_run
+from gpuplan.simulate.engine import Failures
 from gpuplan.simulate.engine import Progress as ProgressCallback
 from gpuplan.simulate.metrics import job_stats, window_jobs
 from gpuplan.simulate.plots import jct_cdf_figure, timeline_figure
@@ -160,6 +165,42 @@ def check_solver_flags(args: argparse.Namespace, policies: Sequence[str]) -> Non
                              f"{flag} would do nothing; schedulers that do: {solvers}")
 
 
+def reality(args: argparse.Namespace, instance: Instance, seed: int) -> dict[str, Any]:
+    """What the run meets that the policy does not plan for: failures, actual durations.
+
+    Failures and log-normal durations are drawn with ``seed`` (the run's ``--seed``).
+
+    Raises
+    ------
+    InputError
+        Naming the flag or the file: --fail-for or --checkpoint without failures, a bad
+        noise model, or a bad entry of a file.
+    """
+    drawn = args.fail_per_day is not None
+    if args.failures is None and not drawn:
+        for flag, value in (("--fail-for", args.fail_for), ("--checkpoint", args.checkpoint)):
+            if value is not None:
+                raise InputError(flag, "", "it sets what failures do: give --failures or "
+                                 "--fail-per-day")
+    listed = () if args.failures is None else read_failures(args.failures, instance)
+    failures = Failures(listed, args.fail_per_day or 0.0,
+                        args.fail_for or Failures().down_s, args.checkpoint, seed)
+    scale = None
+    if args.actual is not None:
+        model, _, sigma = args.actual.partition(":")
+        if model == "lognormal":
+            try:
+                spread = float(sigma)
+            except ValueError:
+                spread = -1.0
+            if not 0 < spread <= 5:
+                raise InputError("--actual", "", f"lognormal:{sigma} needs a sigma in (0, 5]")
+            scale = np.random.default_rng(seed).lognormal(0.0, spread, instance.n_jobs)
+        else:
+            scale = read_actuals(args.actual, instance)
+    return {"failures": failures, "duration_scale": scale}
+
+
 def run_spec(args: argparse.Namespace, policy: str, **fixed: Any) -> RunSpec:
     """The run the flags of :func:`run_parser` describe, for ``policy``.
 
@@ -211,6 +252,21 @@ def register(commands: Commands) -> None:
                         help="keep no run log: -o writes the run's summary (its record, "
                         "metrics and verification) instead of every segment and event; the "
                         "run is verified all the same")
+    parser.add_argument("--failures", metavar="FILE.yaml", help="GPUs that fail during the "
+                        "run: failures: [{node, gpus?, at_s, for_s?}] (for_s absent: for good)")
+    parser.add_argument("--fail-per-day", type=positive(1e6, "failures per day"), metavar="X",
+                        help="draw node failures, X per simulated day on average (seeded by "
+                        "--seed), each node down for --fail-for seconds")
+    parser.add_argument("--fail-for", type=positive(MAX_TIME_S, "seconds"), metavar="S",
+                        help=f"how long a drawn failure keeps its node down (default: "
+                        f"{Failures().down_s:g})")
+    parser.add_argument("--checkpoint", type=positive(MAX_TIME_S, "seconds"), metavar="S",
+                        help="jobs checkpoint every S seconds of work; a failure loses the "
+                        "work since the last one (default: only when preempted)")
+    parser.add_argument("--actual", metavar="lognormal:SIGMA|FILE",
+                        help="run actual durations, the policy seeing the instance's as "
+                        "estimates: log-normal factors of median 1 and this sigma (seeded by "
+                        "--seed), or a file of job id: actual seconds on its fastest type")
     parser.add_argument("--write-instance", metavar="FILE", help="write the instance "
                         "document simulated here (deadlines as due dates, a static "
                         "objective as weighted-completion): gpuplan check FILE RUN.json "
@@ -375,6 +431,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         document = {}
     instance = instance.online()
     check_simulable(instance, spec.config)
+    spec = dataclasses.replace(spec, **reality(args, instance, spec.seed))
     if args.write_instance is not None:
         document = run_document(document, instance)
         # What runs is the file's content, built as gpuplan check will build it: the

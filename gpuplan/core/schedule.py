@@ -15,6 +15,7 @@ facts left to the verifier to infer; gpuplan writes only version 2.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import hashlib
 import io
 import json
@@ -38,7 +39,7 @@ from pydantic import (
 from gpuplan._version import __version__
 from gpuplan.core.errors import InputError, json_path, validation_message
 from gpuplan.core.files import atomic_writer, parse_json, read_text
-from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.instance import FloatArray, Instance, IntArray, Outage
 from gpuplan.core.result import Event as SolutionEvent
 from gpuplan.core.result import EventKind, Result
 from gpuplan.core.status import Status, relative_gap
@@ -177,6 +178,14 @@ class Verification(_Model):
     )
 
 
+class Failure(_Model):
+    """GPUs that failed during a run: down from ``start_s`` until ``end_s``."""
+
+    gpu_ids: list[str] = Field(min_length=1)
+    start_s: float
+    end_s: float | None = Field(description="When they came back; null: never.")
+
+
 class RunRecord(_Model):
     """How a simulated run was made and what it measured (``gpuplan simulate``).
 
@@ -203,6 +212,48 @@ class RunRecord(_Model):
     utilisation_by_type: dict[str, float] = Field(
         description="Share of each GPU type's GPU-time held by jobs, first arrival to last "
         "completion.")
+    failures: list[Failure] = Field(
+        default_factory=list, description="The GPUs that failed during the run; a job on "
+        "them stopped and lost the work since its last checkpoint.")
+    checkpoint_s: float | None = Field(
+        default=None, gt=0, description="Jobs checkpointed every this many seconds of "
+        "work; null: only when preempted. A failure loses the work since the last one.")
+    duration_scale: list[float] | None = Field(
+        default=None, description="Per job of the instance, in its order: its actual "
+        "duration over the instance's (its estimate); the run ran the actual durations, "
+        "the policy saw the estimates. Null: they were equal.")
+    solver_s: float | None = Field(
+        default=None, description="Wall seconds the scheduler spent in solver calls "
+        "(not charged to the simulated clock).")
+
+    def actual(self, instance: Instance) -> Instance:
+        """The instance as the run met it: its failures as outages, its actual durations.
+
+        Raises
+        ------
+        InputError
+            Naming ``run.failures`` or ``run.duration_scale`` when they do not fit the
+            instance.
+        """
+        outages = []
+        for k, failure in enumerate(self.failures):
+            unknown = [g for g in failure.gpu_ids if g not in instance.gpu_index]
+            if unknown:
+                raise InputError("run", f"failures[{k}].gpu_ids", f"unknown GPU {unknown[0]!r}")
+            gpus = np.array([instance.gpu_index[g] for g in failure.gpu_ids], dtype=np.int64)
+            end = np.inf if failure.end_s is None else failure.end_s
+            outages.append(Outage(gpus, failure.start_s, end, f"failure at {failure.start_s:g} s"))
+        duration = instance.duration
+        if self.duration_scale is not None:
+            scale = np.asarray(self.duration_scale, dtype=float)
+            if scale.size != instance.n_jobs or not (scale > 0).all():
+                raise InputError("run", "duration_scale", f"{scale.size} positive factors "
+                                 f"are needed, one per job ({instance.n_jobs})")
+            duration = duration * scale[:, None]
+        if not outages and self.duration_scale is None:
+            return instance
+        return dataclasses.replace(instance, duration=duration,
+                                   outages=instance.outages + tuple(outages))
 
 
 def _stated(work: float, overheads: float) -> bool:

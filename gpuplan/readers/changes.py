@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.core.errors import ALL_TYPES, InputError, json_path, validation_message
-from gpuplan.core.instance import MAX_TIME_S, MAX_WEIGHT, Instance, Outage
+from gpuplan.core.instance import MAX_TIME_S, MAX_WEIGHT, FloatArray, Instance, Outage
 from gpuplan.readers import load_data
 from gpuplan.readers.instance_file import (
     DurationPerType,
@@ -213,3 +213,67 @@ def outages(instance: Instance, changes: Changes, at: float, source: str) -> tup
         found.append(Outage(gpus, at, end, f"{what} down from {at:g} s"
                             + ("" if down.for_s is None else f" for {down.for_s:g} s")))
     return tuple(found)
+
+
+class Failed(Down):
+    """GPUs that fail at a time of a run: a whole node, or some of its GPUs."""
+
+    at_s: Seconds = Field(description="When they fail, in the run's seconds.")
+
+
+class FailureList(_Strict):
+    """A failures file: GPUs that go down during a simulated run."""
+
+    failures: list[Failed] = Field(min_length=1)
+
+
+def read_failures(path: str | Path, instance: Instance) -> tuple[Outage, ...]:
+    """The outages of a failures file (``failures: [{node, gpus?, at_s, for_s?}]``).
+
+    Raises
+    ------
+    InputError
+        Naming the file and the entry: an unknown node, or a GPU not on it.
+    """
+    source = str(path)
+    try:
+        listed = FailureList.model_validate(load_data(Path(path)))
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        raise InputError(source, json_path(error["loc"]), validation_message(error)) from None
+    found: list[Outage] = []
+    for k, failed in enumerate(listed.failures):
+        if failed.node not in instance.node_index:
+            raise InputError(source, f"failures[{k}].node", f"unknown node {failed.node!r}")
+        down = Changes(down=[Down(node=failed.node, gpus=failed.gpus, for_s=failed.for_s)])
+        found.extend(outages(instance, down, failed.at_s, f"{source}: failures[{k}]"))
+    return tuple(found)
+
+
+def read_actuals(path: str | Path, instance: Instance) -> FloatArray:
+    """Each job's actual duration over its estimate, from a file of actual run times.
+
+    The file maps job ids to the seconds each actually takes on its fastest type; jobs it
+    does not list run as estimated.
+
+    Raises
+    ------
+    InputError
+        Naming the file and the entry: an unknown job or a time that is no positive
+        number.
+    """
+    source = str(path)
+    data = load_data(Path(path))
+    if not isinstance(data, dict):
+        raise InputError(source, "", "expected a mapping of job ids to actual seconds")
+    scale = np.ones(instance.n_jobs)
+    for job, seconds in data.items():
+        j = instance.job_index.get(job)
+        if j is None:
+            raise InputError(source, str(job), f"unknown job {job!r}")
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (
+                0 < seconds <= MAX_TIME_S):
+            raise InputError(source, str(job), f"{seconds!r} is no number of seconds in "
+                             f"(0, {MAX_TIME_S:g}]")
+        scale[j] = float(seconds) / float(instance.min_duration[j])
+    return scale

@@ -68,6 +68,8 @@ def check_run(instance: Instance, schedule: Plan, result: Result | None = None) 
     record = schedule.run
     if record is None:
         return []
+    # The run met its failures and its actual durations: hold it to those.
+    instance = record.actual(instance)
     problems = _check_parts(record)
     if problems:
         # The rules to hold the run to are those of the parts named: unknown, none.
@@ -127,9 +129,20 @@ def _listed(problems: list[str], what: str) -> list[str]:
     return [*problems[:MAX_LISTED], f"{what}: {len(problems) - MAX_LISTED} more like these"]
 
 
+def _failed(instance: Instance, time_s: float, gpus: IntArray) -> bool:
+    """Whether some of these GPUs fail at this instant (an outage of the run starts)."""
+    mine = set(gpus.tolist())
+    return any(abs(outage.start_s - time_s) <= 1e-9 * max(1.0, abs(time_s))
+               and not mine.isdisjoint(outage.gpus.tolist()) for outage in instance.outages)
+
+
 def _never_preempted(instance: Instance, result: Result, name: str) -> list[str]:
-    """A non-preemptive scheduler runs every job in one segment."""
-    counts = np.bincount(result.job, minlength=instance.n_jobs)
+    """A non-preemptive scheduler runs every job in one segment, but where a GPU fails."""
+    failed = np.zeros(result.n_segments, dtype=bool)
+    if instance.outages:
+        failed[:] = [_failed(instance, float(result.end[k]), result.gpus[k])
+                     for k in range(result.n_segments)]
+    counts = np.bincount(result.job[~failed], minlength=instance.n_jobs)
     problems = []
     for j in np.flatnonzero(counts > 1).tolist():
         mine = np.flatnonzero(result.job == j)
@@ -148,7 +161,7 @@ def _preempted_to_start(instance: Instance, result: Result, name: str) -> list[s
             started[event.time_s].append((event.job, set(event.gpus.tolist())))
     problems = []
     for event in result.events:
-        if event.kind is not EventKind.PREEMPT:
+        if event.kind is not EventKind.PREEMPT or _failed(instance, event.time_s, event.gpus):
             continue
         freed = set(event.gpus.tolist())
         if not any(job != event.job and not freed.isdisjoint(gpus)
@@ -199,7 +212,15 @@ def _held_sweep(instance: Instance, result: Result,
                 free[node[k], result.gpu_type[k]] += size[k]
             over[k] = True
             ended += 1
-        yield free
+        down = [o.gpus for o in instance.outages if o.start_s <= now < o.end_s]
+        if not down:
+            yield free
+            continue
+        # Failed GPUs are no free GPUs (those a stopped job held are counted once).
+        gpus = np.unique(np.concatenate(down))
+        fewer = free.copy()
+        np.subtract.at(fewer, (instance.gpu_node[gpus], instance.gpu_type[gpus]), 1)
+        yield np.maximum(fewer, 0)
 
 
 def _in_order(instance: Instance, result: Result, order: IntArray, name: str) -> list[str]:
@@ -290,7 +311,9 @@ def _on_round_boundaries(instance: Instance, result: Result, round_s: float) -> 
 
     candidates = np.unique(np.concatenate((result.end, instance.release.astype(float))))
     quiet = candidates[~spanned(candidates)]
-    decided = np.unique([e.time_s for e in result.events if e.kind is not EventKind.COMPLETE])
+    decided = np.unique([e.time_s for e in result.events if e.kind is not EventKind.COMPLETE
+                         and not (e.kind is EventKind.PREEMPT
+                                  and _failed(instance, e.time_s, e.gpus))])
     busy = decided[spanned(decided)]
     problems: list[str] = []
     for now in busy.tolist():

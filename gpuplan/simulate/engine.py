@@ -37,7 +37,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.instance import FloatArray, Instance, IntArray, Outage
 from gpuplan.core.result import Event, EventKind, Result
 from gpuplan.core.status import Status
 from gpuplan.simulate.policy import (
@@ -88,14 +88,56 @@ class SimulationConfig:
     migration_overhead_s: float = 60.0
 
 
+@dataclass(frozen=True)
+class Failures:
+    """GPUs that fail during a run, listed or drawn, and what a failure costs a job.
+
+    Attributes
+    ----------
+    listed
+        Failures at given times: their GPUs go down at ``start_s`` until ``end_s``.
+    per_day
+        Whole nodes that fail per simulated day on average (a Poisson process from time
+        0, each a node drawn uniformly, seeded by ``seed``); 0: none drawn.
+    down_s
+        How long a drawn failure keeps its node down.
+    checkpoint_s
+        A running job checkpoints every this many seconds of work; a failure loses the
+        work since its last checkpoint (a job that is not preemptible loses all it did
+        and starts again). None: no checkpoints but those a preemption takes.
+    seed
+        Seed of the drawn failures.
+    """
+
+    listed: tuple[Outage, ...] = ()
+    per_day: float = 0.0
+    down_s: float = 3600.0
+    checkpoint_s: float | None = None
+    seed: int = 0
+
+    @property
+    def any(self) -> bool:
+        """Whether any failure can happen."""
+        return bool(self.listed) or self.per_day > 0
+
+
+#: An owner that marks a GPU down.
+DOWN = -2
+#: Seconds in a day, for failure rates.
+DAY_S = 86_400.0
+
+
 class _Kind(IntEnum):
     """Timed events; at one instant completions are handled first, so their GPUs are free."""
 
     COMPLETE = 0
-    ARRIVE = 1
-    WAKE = 2
+    #: GPUs fail (a running job on them stops), or come back.
+    FAIL = 1
+    REPAIR = 2
+    ARRIVE = 3
+    WAKE = 4
     #: A job's restore or migration overhead ends: it may be preempted from now on.
-    UNLOCK = 3
+    UNLOCK = 5
 
 
 class _Recorder:
@@ -110,10 +152,11 @@ class _Recorder:
         self.work: list[float] = []
         self.restore: list[float] = []
         self.migrate: list[float] = []
+        self.lost: list[float] = []
         self.events: list[Event] = []
 
     def segment(self, job: int, gpu_type: int, start: float, end: float, gpus: IntArray,
-                work: float, restore: float, migrate: float) -> None:
+                work: float, restore: float, migrate: float, lost: float) -> None:
         self.job.append(job)
         self.gpu_type.append(gpu_type)
         self.start.append(start)
@@ -122,6 +165,7 @@ class _Recorder:
         self.work.append(work)
         self.restore.append(restore)
         self.migrate.append(migrate)
+        self.lost.append(lost)
 
     def event(self, now: float, kind: EventKind, job: int, gpus: IntArray) -> None:
         self.events.append(Event(now, kind, job, gpus))
@@ -133,7 +177,8 @@ class _Recorder:
             gpu_type=np.array(self.gpu_type, dtype=np.int64),
             start=np.array(self.start), end=np.array(self.end), gpus=tuple(self.gpus),
             work=np.array(self.work), restore_s=np.array(self.restore),
-            migrate_s=np.array(self.migrate), events=tuple(self.events))
+            migrate_s=np.array(self.migrate),
+            lost=np.array(self.lost) if any(self.lost) else None, events=tuple(self.events))
 
 
 class Engine:
@@ -150,11 +195,19 @@ class Engine:
         The policy's parts, built for this run.
     progress
         Called now and then with the simulated time and jobs finished.
+    failures
+        GPUs that fail during the run, and what a failure costs a job.
+    seen
+        What the policy sees of the jobs: their estimated durations, when the run's
+        actual durations (``instance``'s) differ; None: the instance itself. Views then
+        give the share of each job left by its estimate (at least
+        :data:`ESTIMATE_FLOOR` while it runs past it).
     """
 
     def __init__(self, instance: Instance, config: SimulationConfig, scheduler: Scheduler,
                  placement: Placement, admission: Admission,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, failures: Failures | None = None,
+                 seen: Instance | None = None) -> None:
         if config.mode not in scheduler.modes:
             raise SimulationError(f"scheduler {scheduler.name!r} does not work in "
                                   f"{config.mode.value} mode")
@@ -226,12 +279,28 @@ class Engine:
         self.finished = 0
         self.decisions = 0
         self._last_progress = 0.0
+        self.failures = failures or Failures()
+        self.rng = np.random.default_rng(self.failures.seed)
+        self.seen = seen or instance
+        # Actual over estimated duration per job (the same on every type); None: equal.
+        self.overrun: FloatArray | None = (
+            None if seen is None else instance.min_duration / seen.min_duration)
+        #: Per GPU, until when it is down (0: up).
+        self.down_until: FloatArray = np.zeros(instance.n_gpus)
+        #: The failures that happened, as outages of the instance.
+        self.outages: list[Outage] = []
+        #: Jobs run whole that a failure stopped: they start again from nothing.
+        self.restart = np.zeros(n, dtype=bool)
+        #: What a queued failure or repair acts on, by its sequence number: the GPUs
+        #: (None for a drawn failure, which picks its node when it happens) and the end.
+        self.pending: dict[int, tuple[IntArray | None, float]] = {}
 
     # -- the queue ---------------------------------------------------------------------
 
-    def _push(self, at: float, kind: _Kind, job: int, version: int) -> None:
+    def _push(self, at: float, kind: _Kind, job: int, version: int) -> int:
         self.sequence += 1
         heapq.heappush(self.queue, (at, int(kind), self.sequence, job, version))
+        return self.sequence
 
     def _handle_until(self, until: float, inclusive: bool) -> bool:
         """Handle every queued event before ``until`` (or at it); whether any counted.
@@ -241,9 +310,17 @@ class Engine:
         """
         queue, happened = self.queue, False
         while queue and (queue[0][0] < until or (inclusive and queue[0][0] == until)):
-            at, kind, _, job, version = heapq.heappop(queue)
+            at, kind, sequence, job, version = heapq.heappop(queue)
             if kind == _Kind.COMPLETE and version == self.version[job]:
                 self._complete(job, at)
+                happened = True
+            elif kind == _Kind.FAIL:
+                self._fail(*self.pending.pop(sequence), at)
+                happened = True
+            elif kind == _Kind.REPAIR:
+                gpus, _ = self.pending.pop(sequence)
+                assert gpus is not None
+                self._repair(gpus, at)
                 happened = True
             elif kind == _Kind.ARRIVE:
                 self._arrive(job)
@@ -289,7 +366,7 @@ class Engine:
 
     def _start(self, job: int, gpu_type: int, gpus: IntArray, now: float) -> None:
         instance = self.instance
-        if (gpus.size != instance.gang[job] or (self.owner[gpus] >= 0).any()
+        if (gpus.size != instance.gang[job] or (self.owner[gpus] != -1).any()
                 or (instance.gpu_type[gpus] != gpu_type).any()
                 or (instance.gpu_node[gpus] != instance.gpu_node[gpus[0]]).any()):
             raise SimulationError(f"placement {self.placement.name!r} gave job "
@@ -298,8 +375,11 @@ class Engine:
         before = self.last_gpus[job]
         first = before is None
         moved = before is not None and set(gpus.tolist()) != set(before.tolist())
-        restore = 0.0 if first else self.config.restart_overhead_s
-        migrate = self.config.migration_overhead_s if moved else 0.0
+        # A job run whole that a failure stopped starts again from nothing: no overheads.
+        again = bool(self.restart[job])
+        self.restart[job] = False
+        restore = 0.0 if first or again else self.config.restart_overhead_s
+        migrate = self.config.migration_overhead_s if moved and not again else 0.0
         if first:
             self.first_start[job] = now
         kind = EventKind.START if first else (EventKind.MIGRATE if moved else EventKind.RESUME)
@@ -323,12 +403,13 @@ class Engine:
             # arrived while it was locked.
             self._push(float(self.work_start[job]), _Kind.UNLOCK, job, int(self.version[job]))
 
-    def _close(self, job: int, now: float, work: float, kind: EventKind) -> None:
+    def _close(self, job: int, now: float, work: float, kind: EventKind,
+               lost: float = 0.0) -> None:
         gpus = self.gpus[job]
         assert gpus is not None
         self.recorder.segment(job, int(self.running_type[job]), float(self.seg_start[job]), now,
                               gpus, work, float(self.seg_restore[job]),
-                              float(self.seg_migrate[job]))
+                              float(self.seg_migrate[job]), lost)
         self.recorder.event(now, kind, job, gpus)
         self._occupy(job, gpus, -1)
         self.last_gpus[job] = gpus
@@ -342,6 +423,63 @@ class Engine:
         # Settled at ``now`` by the decision that stops the job.
         self._close(job, now, float(self.seg_remaining[job] - self.remaining[job]),
                     EventKind.PREEMPT)
+
+    def _lose(self, job: int, now: float) -> None:
+        """A failure stops a running job (settled at ``now``).
+
+        It loses what it did since its last checkpoint, or all it did when it is not
+        preemptible (it then starts again from nothing).
+        """
+        if self.remaining[job] <= _DONE:
+            self._complete(job, now)
+            return
+        did = float(self.seg_remaining[job] - self.remaining[job])
+        if self.instance.preemptible[job]:
+            every = self.failures.checkpoint_s
+            worked = max(0.0, now - float(self.work_start[job]))
+            since = worked if every is None else math.fmod(worked, every)
+            seconds = float(self.duration[job, self.running_type[job]])
+            lost = min(did, since / seconds)
+        else:
+            lost = did
+            self.restart[job] = True
+        self.remaining[job] += lost
+        self._close(job, now, did, EventKind.PREEMPT, lost)
+
+    def _fail(self, gpus: IntArray | None, until: float, now: float) -> None:
+        """GPUs fail: the jobs on them stop, and they stay down until ``until``.
+
+        A drawn failure (``gpus`` None) takes a node drawn now, and draws the next one
+        while jobs are left.
+        """
+        instance = self.instance
+        if gpus is None:
+            node = int(self.rng.integers(instance.n_nodes))
+            gpus = np.flatnonzero(instance.gpu_node == node)
+            until = now + self.failures.down_s
+            if self.finished < instance.n_jobs:
+                self._draw_failure(now)
+        self._settle(now)
+        for job in sorted({int(o) for o in self.owner[gpus].tolist() if o >= 0}):
+            self._lose(job, now)
+        fresh = gpus[self.owner[gpus] == -1]
+        self.owner[fresh] = DOWN
+        np.subtract.at(self.free, (instance.gpu_node[fresh], instance.gpu_type[fresh]), 1)
+        self.down_until[gpus] = np.maximum(self.down_until[gpus], until)
+        nodes = sorted({instance.node_ids[n] for n in instance.gpu_node[gpus].tolist()})
+        self.outages.append(Outage(gpus.copy(), now, until, f"{', '.join(nodes)} failed"))
+        self.pending[self._push(until, _Kind.REPAIR, -1, 0)] = (gpus, until)
+
+    def _repair(self, gpus: IntArray, now: float) -> None:
+        """GPUs whose last failure is over come back."""
+        back = gpus[(self.owner[gpus] == DOWN) & (self.down_until[gpus] <= now)]
+        self.owner[back] = -1
+        np.add.at(self.free, (self.instance.gpu_node[back], self.instance.gpu_type[back]), 1)
+
+    def _draw_failure(self, now: float) -> None:
+        """Queue the next drawn node failure, an exponential wait after ``now``."""
+        wait = float(self.rng.exponential(DAY_S / self.failures.per_day))
+        self.pending[self._push(now + wait, _Kind.FAIL, -1, 0)] = (None, math.inf)
 
     def _complete(self, job: int, now: float) -> None:
         kind = int(self.running_type[job])
@@ -367,14 +505,20 @@ class Engine:
         running = self._running()
         self.locked[running] = ~self.instance.preemptible[running] | (
             self.work_start[running] > now)
+        remaining = self.remaining
+        if self.overrun is not None:
+            # By the estimate: done seconds over estimated seconds, as the policy sees it.
+            remaining = np.clip(1.0 - (1.0 - remaining) * self.overrun, ESTIMATE_FLOOR, 1.0)
+            remaining[self.finish == self.finish] = 0.0
         return View(
-            now=now, instance=self.instance,
+            now=now, instance=self.seen,
             jobs=order[np.array(self.active_ranks, dtype=np.int64)],
             waiting=order[np.array(self.waiting_ranks, dtype=np.int64)],
-            remaining=_readonly(self.remaining), attained=_readonly(self.attained),
+            remaining=_readonly(remaining), attained=_readonly(self.attained),
             received=_readonly(self.received), running_type=_readonly(self.running_type),
             locked=_readonly(self.locked), first_start=_readonly(self.first_start),
-            work_start=_readonly(self.work_start),
+            work_start=_readonly(self.work_start), down_until=_readonly(self.down_until),
+            gpus=self.gpus,
             free=_readonly(self.free.sum(axis=0)), largest=_readonly(self.free.max(axis=0)),
             total=_readonly(self.total),
             round_s=self.config.round_s if self.config.mode is Mode.ROUND else None)
@@ -554,6 +698,11 @@ class Engine:
         """Simulate until every job has completed; the run as segments and events."""
         for job in range(self.instance.n_jobs):
             self._push(float(self.instance.release[job]), _Kind.ARRIVE, job, 0)
+        for outage in self.failures.listed:
+            self.pending[self._push(outage.start_s, _Kind.FAIL, -1, 0)] = (
+                outage.gpus, outage.end_s)
+        if self.failures.per_day > 0:
+            self._draw_failure(0.0)
         if self.config.mode is Mode.ROUND:
             self._rounds()
         else:
@@ -723,6 +872,10 @@ class _Walk:
             self.no_room[gpu_type] = need
         return False
 
+
+#: The least share of its work a running job is taken to have left by its estimate
+#: (when it runs past its estimate, the policy expects it to end soon).
+ESTIMATE_FLOOR = 0.01
 
 #: Decisions in a row that may run nothing, with nothing left to arrive, before a run is
 #: declared stuck.

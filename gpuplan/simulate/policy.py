@@ -90,6 +90,10 @@ class View:
     work_start
         ``(J,)`` for a running job, when its restore and migration overheads end and it
         works (its attained service grows from then); meaningless for the others.
+    down_until
+        ``(G,)`` until when each GPU is down (failed); 0 for a GPU that is up.
+    gpus
+        Per job, the GPUs it runs on now (None when it does not run); do not change.
     free
         ``(T,)`` GPUs of each type that nobody holds.
     largest
@@ -112,6 +116,8 @@ class View:
     locked: np.ndarray
     first_start: FloatArray
     work_start: FloatArray
+    down_until: FloatArray
+    gpus: Sequence[IntArray | None]
     free: IntArray
     largest: IntArray
     total: IntArray
@@ -267,7 +273,8 @@ class ClusterView:
     instance
         The cluster (``instance.gpu_node``, ``instance.gpu_type``) and the jobs' gangs.
     owner
-        ``(G,)`` the job holding each GPU, -1 for a free one (read-only).
+        ``(G,)`` the job holding each GPU, -1 for a free one, -2 for one that is down
+        (read-only).
     free
         ``(N, T)`` free GPUs of each type on each node (read-only).
     first
@@ -287,5 +294,5 @@ class ClusterView:
         """The free GPUs of ``gpu_type`` on ``node``, lowest index first."""
         start = int(self.first[node, gpu_type])
         stop = start + int(self.instance.node_gpus[node, gpu_type])
-        mine: IntArray = start + np.flatnonzero(self.owner[start:stop] < 0)
+        mine: IntArray = start + np.flatnonzero(self.owner[start:stop] == -1)
         return mine

@@ -18,12 +18,18 @@ from typing import Any
 import numpy as np
 
 from gpuplan.core.errors import InputError, setting
-from gpuplan.core.instance import Instance
+from gpuplan.core.instance import FloatArray, Instance
 from gpuplan.core.objectives import time_objective
-from gpuplan.core.schedule import ResultSchedule, RunRecord, Schedule
+from gpuplan.core.schedule import Failure, ResultSchedule, RunRecord, Schedule
 from gpuplan.core.settings import RunSettings
 from gpuplan.simulate.check import check_run
-from gpuplan.simulate.engine import Engine, Progress, SimulationConfig, SimulationError
+from gpuplan.simulate.engine import (
+    Engine,
+    Failures,
+    Progress,
+    SimulationConfig,
+    SimulationError,
+)
 from gpuplan.simulate.metrics import run_metrics, utilisation_by_type
 from gpuplan.simulate.policies import (
     SCHEDULERS,
@@ -54,6 +60,11 @@ class RunSpec:
         The measured jobs, positions ``[first, last)`` in arrival order; None: all.
     options
         The parts' own options by name; each must be taken by one of the chosen parts.
+    failures
+        GPUs that fail during the run, and how often jobs checkpoint.
+    duration_scale
+        ``(J,)`` each job's actual duration over the instance's (its estimate): the run
+        runs the actual durations, the policy sees the estimates; None: equal.
     """
 
     scheduler: str = "fifo"
@@ -64,6 +75,8 @@ class RunSpec:
     settings: RunSettings = field(default_factory=RunSettings)
     window: tuple[int, int] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    failures: Failures = field(default_factory=Failures)
+    duration_scale: FloatArray | None = None
 
 
 def check_window(instance: Instance, window: tuple[int, int] | None) -> tuple[int, int]:
@@ -175,17 +188,29 @@ def simulate_run(instance: Instance, spec: RunSpec = RunSpec(),
     names = {"scheduler": spec.scheduler, "placement": spec.placement,
              "admission": spec.admission}
     scheduler, placement, admission = build_parts(names, spec.options, context)
-    result = Engine(instance, config, scheduler, placement, admission, progress).run()
+    scale = spec.duration_scale
+    actual = instance if scale is None else dataclasses.replace(
+        instance, duration=instance.duration * np.asarray(scale, dtype=float)[:, None])
+    engine = Engine(actual, config, scheduler, placement, admission, progress,
+                    spec.failures, None if scale is None else instance)
+    result = engine.run()
+    actual = dataclasses.replace(actual, outages=tuple(engine.outages))
     result = dataclasses.replace(result, objective=time_objective(
-        instance, result.job, result.gpu_type, result.end, work=result.work))
+        actual, result.job, result.gpu_type, result.end, work=result.work))
     record = RunRecord(
         scheduler=spec.scheduler, placement=spec.placement, admission=spec.admission,
         options=options_record(chosen_options(names, spec.options)), mode=config.mode.value,
         round_s=config.round_s if config.mode is Mode.ROUND else None,
         restart_overhead_s=config.restart_overhead_s,
         migration_overhead_s=config.migration_overhead_s,
-        window=list(window), metrics=run_metrics(instance, result, window),
-        utilisation_by_type=utilisation_by_type(instance, result, window))
+        window=list(window), metrics=run_metrics(actual, result, window),
+        utilisation_by_type=utilisation_by_type(actual, result, window),
+        failures=[Failure(gpu_ids=[instance.gpu_ids[g] for g in o.gpus.tolist()],
+                          start_s=o.start_s, end_s=o.end_s if np.isfinite(o.end_s) else None)
+                  for o in engine.outages],
+        checkpoint_s=spec.failures.checkpoint_s,
+        duration_scale=None if scale is None else np.asarray(scale, dtype=float).tolist(),
+        solver_s=getattr(scheduler, "solver_s", None))
     # The record goes in before the check: the verifier holds the log to the overheads
     # it states.
     log = ResultSchedule.make(instance, result, method=f"simulate:{spec.scheduler}",

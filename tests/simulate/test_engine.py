@@ -90,6 +90,7 @@ def _copied(view: View) -> View:
                 attained=view.attained.copy(), received=view.received.copy(),
                 running_type=view.running_type.copy(), locked=view.locked.copy(),
                 first_start=view.first_start.copy(), work_start=view.work_start.copy(),
+                down_until=view.down_until.copy(), gpus=list(view.gpus),
                 free=view.free.copy(), largest=view.largest.copy(),
                 total=view.total.copy(), round_s=view.round_s)
 

@@ -23,7 +23,7 @@ def previous_gpus(cluster: ClusterView, job: int, gpu_type: int) -> IntArray | N
     before = cluster.previous[job]
     if (before is None or before.size == 0
             or int(cluster.instance.gpu_type[before[0]]) != gpu_type
-            or (cluster.owner[before] >= 0).any()):
+            or (cluster.owner[before] != -1).any()):
         return None
     return before
 

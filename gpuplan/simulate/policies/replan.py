@@ -1,27 +1,35 @@
 """``replan``: plan the active jobs with any registered method, and follow the plan.
 
 The hook between the online and the offline halves. When the set of active jobs has
-changed (and at least ``--replan-every`` seconds have passed since the last plan), the
-residual batch (:func:`gpuplan.simulate.residual.residual_instance`: each active job with
-the work it has left, a paused one with its restore overhead) goes to ``--replan-method``
-through :func:`gpuplan.planning.plan`, under the run's ``--time-limit`` per call (1 s when
-none is given), so every plan followed is a verified one. Jobs then run in the order of
-their planned starts, each on its planned GPU type first; a job that arrived since the
-last plan queues behind the planned ones, fastest type first. The engine stays
-work-conserving: a job planned for later starts now if GPUs are free for it.
+changed, or GPUs failed or came back (and at least ``--replan-every`` seconds have passed
+since the last plan), the residual batch (:func:`gpuplan.simulate.residual.residual_instance`:
+each active job with the work it has left by its estimate, a paused one with its restore
+overhead; failed GPUs held until they come back, for methods that plan around them) goes
+to ``--replan-method`` through :func:`gpuplan.planning.plan` for ``--replan-objective``,
+under the run's ``--time-limit`` per call (1 s when none is given), so every plan followed
+is a verified one. With ``--replan-disruption S``, each running job the plan would stop or
+move costs S seconds of objective (times its weight for weighted objectives): the method
+keeps it where it runs unless moving it pays (methods that take a plan to keep: greedy,
+sa, ga, cp). Jobs then run in the order of their planned starts, each on its planned GPU
+type first; a job that arrived since the last plan queues behind the planned ones,
+fastest type first. The engine stays work-conserving: a job planned for later starts now
+if GPUs are free for it. The wall seconds spent planning are kept (the run record's
+``solver_s``); the simulated clock does not pay them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from gpuplan.core.errors import InputError, setting
-from gpuplan.core.instance import MAX_TIME_S, Instance, IntArray
+from gpuplan.core.instance import MAX_TIME_S, Instance, IntArray, Outage
+from gpuplan.core.keep import Keep
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import check_range, option, parse_number
 from gpuplan.methods import METHODS
@@ -33,8 +41,22 @@ logger = logging.getLogger(__name__)
 
 #: Seconds a plan may take when the run gives no --time-limit.
 DEFAULT_CALL_S = 1.0
-#: What the residual batches are planned for.
+#: What the residual batches are planned for unless told.
 OBJECTIVE = ObjectiveKind.WEIGHTED_COMPLETION
+#: What they may be planned for: the time-based objectives of an online run.
+OBJECTIVES = (ObjectiveKind.WEIGHTED_COMPLETION, ObjectiveKind.MAKESPAN,
+              ObjectiveKind.TARDINESS)
+
+
+def _objective(text: str) -> ObjectiveKind:
+    try:
+        kind = ObjectiveKind(text)
+    except ValueError:
+        kind = None
+    if kind not in OBJECTIVES:
+        raise ValueError(f"expected one of {', '.join(k.value for k in OBJECTIVES)}")
+    assert kind is not None
+    return kind
 
 
 @dataclass(frozen=True)
@@ -44,10 +66,19 @@ class ReplanOptions:
     replan_method: str = option(
         "greedy", "--replan-method", "the registered planning method the replan hook calls on "
         "the residual jobs (default: greedy)",
-        choices=tuple(name for name, method in METHODS.items() if OBJECTIVE in method.objectives),
+        choices=tuple(name for name, method in METHODS.items()
+                      if set(OBJECTIVES) & method.objectives),
         metavar="NAME")
     replan_every: float = option(
         0.0, "--replan-every", "at most one replan every S seconds (default: 0)",
+        parse=parse_number(float, 0.0, MAX_TIME_S), metavar="S")
+    replan_objective: ObjectiveKind = option(
+        OBJECTIVE, "--replan-objective", "what the residual batches are planned for: "
+        f"{', '.join(k.value for k in OBJECTIVES)} (default: {OBJECTIVE.value})",
+        parse=_objective, metavar="NAME")
+    replan_disruption: float = option(
+        0.0, "--replan-disruption", "seconds of objective each running job the plan stops or "
+        "moves costs, times its weight for weighted objectives (default: 0, free)",
         parse=parse_number(float, 0.0, MAX_TIME_S), metavar="S")
 
     def __post_init__(self) -> None:
@@ -55,10 +86,18 @@ class ReplanOptions:
         if self.replan_method not in METHODS:
             raise InputError(setting("replan_method"), "", f"unknown method "
                              f"{self.replan_method!r}; choose one of: {', '.join(METHODS)}")
-        if OBJECTIVE not in METHODS[self.replan_method].objectives:
+        method = METHODS[self.replan_method]
+        if self.replan_objective not in method.objectives:
             raise InputError(setting("replan_method"), "", f"method {self.replan_method!r} cannot "
-                             f"plan {OBJECTIVE.value!r}, which the residual batches minimise")
+                             f"plan {self.replan_objective.value!r}, which the residual batches "
+                             "minimise")
+        if self.replan_disruption > 0 and not method.keeps:
+            keepers = [name for name, m in METHODS.items() if m.keeps]
+            raise InputError(setting("replan_disruption"), "", f"method {self.replan_method!r} "
+                             "takes no plan to keep; --replan-disruption works with "
+                             f"--replan-method {', '.join(keepers)}")
         check_range("replan_every", self.replan_every, 0.0, MAX_TIME_S)
+        check_range("replan_disruption", self.replan_disruption, 0.0, MAX_TIME_S)
 
 
 class Replan:
@@ -66,8 +105,8 @@ class Replan:
 
     name: ClassVar[str] = "replan"
     description: ClassVar[str] = ("plan the active jobs with --replan-method (default greedy) "
-                                  "whenever they change, at most every --replan-every s, "
-                                  "and run them in planned order")
+                                  "whenever they or the GPUs change, at most every "
+                                  "--replan-every s, and run them in planned order")
     options_type: ClassVar[type[Any]] = ReplanOptions
     modes: ClassVar[frozenset[Mode]] = frozenset(Mode)
     preemptive: ClassVar[bool] = True
@@ -84,28 +123,39 @@ class Replan:
         options: ReplanOptions = context.options
         self.method = options.replan_method
         self.every = options.replan_every
+        self.objective = options.replan_objective
+        self.disruption = options.replan_disruption
         settings = context.settings
         self.settings = (settings if settings.time_limit_s is not None else
                          dataclasses.replace(settings, time_limit_s=DEFAULT_CALL_S))
         self.restart_s = context.restart_overhead_s
-        self.n_types = context.instance.n_types
+        self.plans_outages = METHODS[self.method].plans_outages
         self.planned: frozenset[int] = frozenset()
+        self.down: bytes = b""
         self.last = -np.inf
         n = context.instance.n_jobs
         #: Each job's planned start (relative to its plan) and type; inf/-1 when unplanned.
         self.start = np.full(n, np.inf)
         self.gpu_type = np.full(n, -1, dtype=np.int64)
         self.calls = 0
+        #: Wall seconds spent in plan calls.
+        self.solver_s = 0.0
 
     def _replan(self, view: View) -> None:
         jobs = view.jobs
         paused = ~np.isnan(view.first_start[jobs]) & (view.running_type[jobs] < 0)
         residual = residual_instance(view.instance, jobs, view.remaining[jobs],
                                      np.where(paused, self.restart_s, 0.0), view.now,
-                                     OBJECTIVE)
-        schedule = plan(residual, self.method, settings=self.settings)
+                                     self.objective)
+        if self.plans_outages:
+            residual = dataclasses.replace(residual, outages=_down(view))
+        began = time.perf_counter()
+        schedule = plan(residual, self.method, settings=self.settings,
+                        keep=self._keep(view, residual) if self.disruption > 0 else None)
+        self.solver_s += time.perf_counter() - began
         self.calls += 1
         self.planned, self.last = frozenset(jobs.tolist()), view.now
+        self.down = view.down_until.tobytes()
         self.start[jobs] = np.inf
         self.gpu_type[jobs] = -1
         if not schedule.status.has_plan:
@@ -120,11 +170,23 @@ class Replan:
                 self.start[j] = segment.start_s
                 self.gpu_type[j] = types[segment.gpu_type]
 
+    def _keep(self, view: View, residual: Instance) -> Keep:
+        """Each running job's slot: where it runs, from now; moving it costs the price."""
+        jobs = view.jobs
+        running = view.running_type[jobs] >= 0
+        held = view.gpus
+        gpus = tuple(held[j] if running[k] else None for k, j in enumerate(jobs.tolist()))
+        start = np.where(running, 0.0, np.nan)
+        weighted = self.objective is not ObjectiveKind.MAKESPAN
+        penalty = self.disruption * (residual.weight if weighted else np.ones(jobs.size))
+        return Keep(gpus, start, penalty.astype(float))
+
     def decide(self, view: View) -> Decision:
         """Planned jobs by planned start, then the others by arrival."""
         jobs = view.jobs
-        if (frozenset(jobs.tolist()) != self.planned
-                and view.now - self.last >= self.every):
+        changed = (frozenset(jobs.tolist()) != self.planned
+                   or view.down_until.tobytes() != self.down)
+        if changed and view.now - self.last >= self.every:
             self._replan(view)
         position = np.arange(jobs.size)
         order: IntArray = jobs[np.lexsort((position, self.start[jobs]))]
@@ -142,3 +204,13 @@ class Replan:
         if frozenset(view.jobs.tolist()) == self.planned or self.every == 0:
             return None
         return float(self.last + self.every) if self.last + self.every > view.now else None
+
+
+def _down(view: View) -> tuple[Outage, ...]:
+    """The failed GPUs, held in the residual's time until they come back."""
+    down = np.flatnonzero(view.down_until > view.now)
+    if not down.size:
+        return ()
+    until = view.down_until[down] - view.now
+    return tuple(Outage(down[until == end], 0.0, float(end), "failed")
+                 for end in np.unique(until).tolist())
