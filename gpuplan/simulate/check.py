@@ -68,8 +68,9 @@ def check_run(instance: Instance, schedule: Plan, result: Result | None = None) 
     record = schedule.run
     if record is None:
         return []
-    # The run met its failures and its actual durations: hold it to those.
-    instance = record.actual(instance)
+    # The run met its failures and its actual durations: hold it to those; its policy
+    # saw the instance's durations as estimates, and ordered jobs by those.
+    seen, instance = instance, record.actual(instance)
     problems = _check_parts(record)
     if problems:
         # The rules to hold the run to are those of the parts named: unknown, none.
@@ -81,7 +82,7 @@ def check_run(instance: Instance, schedule: Plan, result: Result | None = None) 
     scheduler = SCHEDULERS[record.scheduler]
     if not scheduler.preemptive:
         problems += _never_preempted(instance, result, record.scheduler)
-    order = scheduler.fixed_order(instance)
+    order = scheduler.fixed_order(seen)
     if order is not None and not ADMISSIONS[record.admission].holds_back:
         problems += _in_order(instance, result, order, record.scheduler)
     if scheduler.preemptive and scheduler.preempts_to_start:
