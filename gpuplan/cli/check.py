@@ -15,7 +15,11 @@ from gpuplan.cli.common import (
     read,
     reading_parser,
 )
+from gpuplan.core.errors import InputError
 from gpuplan.core.schedule import Schedule
+from gpuplan.hybrid.replan import changed_instances
+from gpuplan.readers import load_data
+from gpuplan.readers.changes import Changes
 from gpuplan.simulate.check import check_run
 from gpuplan.verify import verify_schedule
 
@@ -36,6 +40,11 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument("instance")
     parser.add_argument("schedule", type=Path)
+    parser.add_argument("--changes", metavar="CHANGES.yaml",
+                        help="check a re-plan (gpuplan replan) against the instance with these "
+                        "changes applied at --at")
+    parser.add_argument("--at", type=float, metavar="T",
+                        help="the re-plan's time, with --changes")
     parser.add_argument(
         "--objective", type=objective, metavar="NAME",
         help="check for this objective instead of the instance file's (the schedule's own "
@@ -48,6 +57,19 @@ def check(args: argparse.Namespace) -> int:
     """Verify and report; exit 1 on a violation or a file without a plan."""
     # The objective is the instance's, or the user's: never what the schedule claims.
     instance = read(args, args.instance, args.objective)
+    if (args.changes is None) != (args.at is None):
+        raise InputError("--changes" if args.changes is None else "--at", "",
+                         "--changes and --at go together: a re-plan is checked against the "
+                         "instance with its changes applied at its time")
+    if args.changes is not None:
+        changes = Changes.read(args.changes)
+        document = load_data(Path(args.instance))
+        if not isinstance(document, dict):
+            raise InputError(args.instance, "", "an instance file holds one object")
+        _, instance = changed_instances(document, args.instance, changes, args.at,
+                                        args.changes)
+        if args.objective is not None:
+            instance = instance.with_objective(args.objective)
     schedule = Schedule.read(args.schedule)
     verification = verify_schedule(instance, schedule)
     console.print(

@@ -76,6 +76,10 @@ class ReplanOptions:
         OBJECTIVE, "--replan-objective", "what the residual batches are planned for: "
         f"{', '.join(k.value for k in OBJECTIVES)} (default: {OBJECTIVE.value})",
         parse=_objective, metavar="NAME")
+    replan_first: float | None = option(
+        None, "--replan-first", "seconds for the first plan, made of what is there when the "
+        "run starts (default: the run's --time-limit, as every plan)",
+        parse=parse_number(float, 0.0, MAX_TIME_S), metavar="S")
     replan_disruption: float = option(
         0.0, "--replan-disruption", "seconds of objective each running job the plan stops or "
         "moves costs, times its weight for weighted objectives (default: 0, free)",
@@ -98,6 +102,7 @@ class ReplanOptions:
                              f"--replan-method {', '.join(keepers)}")
         check_range("replan_every", self.replan_every, 0.0, MAX_TIME_S)
         check_range("replan_disruption", self.replan_disruption, 0.0, MAX_TIME_S)
+        check_range("replan_first", self.replan_first, 0.0, MAX_TIME_S, closed=False)
 
 
 class Replan:
@@ -128,6 +133,8 @@ class Replan:
         settings = context.settings
         self.settings = (settings if settings.time_limit_s is not None else
                          dataclasses.replace(settings, time_limit_s=DEFAULT_CALL_S))
+        self.first = (self.settings if options.replan_first is None else
+                      dataclasses.replace(settings, time_limit_s=options.replan_first))
         self.restart_s = context.restart_overhead_s
         self.plans_outages = METHODS[self.method].plans_outages
         self.planned: frozenset[int] = frozenset()
@@ -150,7 +157,8 @@ class Replan:
         if self.plans_outages:
             residual = dataclasses.replace(residual, outages=_down(view))
         began = time.perf_counter()
-        schedule = plan(residual, self.method, settings=self.settings,
+        schedule = plan(residual, self.method, settings=self.first if self.calls == 0
+                        else self.settings,
                         keep=self._keep(view, residual) if self.disruption > 0 else None)
         self.solver_s += time.perf_counter() - began
         self.calls += 1

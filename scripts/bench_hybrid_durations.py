@@ -1,0 +1,127 @@
+"""Uncertain durations: a plan made on estimates, run against actual durations.
+
+Issue 33's protocol: the 700-job makespan batch of docs/benchmarks.md ("Gavel's static
+makespan batches": Gavel's generator, every job at time 0, multi-GPU jobs, 36:36:36 with
+one node per type) for seeds 0-2, actual durations log-normal around the estimates
+(median 1, sigma 0.3, seeded by the batch's seed). Three ways, each verified:
+
+- *clairvoyant*: cp plans the actual durations offline (``--limit`` seconds);
+- *static*: the simulator's ``replan`` with cp plans the estimates once when the run starts
+  (``--limit`` seconds) and the run follows that plan's order and types, never re-planning;
+- *hybrid*: the same first plan, then cp re-plans what is left at every completion
+  (``--per-decision`` seconds each).
+
+The simulated runs pay the default overheads (30 s restore, 60 s migration). Each point
+runs in its own process (``--point``), ``--parallel`` at a time, one solver thread each;
+results are cached as JSON in ``--cache``. Writes a Markdown table.
+
+Usage: python scripts/bench_hybrid_durations.py [--seeds 0,1,2] [--limit 60]
+           [--per-decision 2] [--parallel 2] [--out docs/results/hybrid_durations.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+THROUGHPUTS = (ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "gavel"
+               / "simulation_throughputs.json")
+WAYS = ("clairvoyant", "static", "hybrid")
+
+
+def _point(seed: int, way: str, limit: float, per_decision: float) -> dict[str, float]:
+    """One way on one seed: the makespan it reaches and its wall seconds."""
+    from gpuplan.core.objectives import ObjectiveKind
+    from gpuplan.core.settings import RunSettings
+    from gpuplan.planning import plan
+    from gpuplan.simulate.run import RunSpec, simulate_run
+    from gpuplan.simulate.workload import gavel_workload_instance
+
+    batch = gavel_workload_instance(THROUGHPUTS, {"v100": 36, "p100": 36, "k80": 36}, 700,
+                                    0.0, gpus_per_node=36, seed=seed, multi_gpu=True)
+    batch = batch.with_objective(ObjectiveKind.MAKESPAN)
+    scale = np.random.default_rng(seed).lognormal(0.0, 0.3, batch.n_jobs)
+    began = time.perf_counter()
+    if way == "clairvoyant":
+        actual = batch.__class__(**{**batch.__dict__,
+                                    "duration": batch.duration * scale[:, None]})
+        schedule = plan(actual, "cp", settings=RunSettings(time_limit_s=limit, threads=1))
+        assert schedule.verification is not None and schedule.verification.ok
+        assert schedule.objective is not None
+        return {"makespan_s": schedule.objective, "wall_s": time.perf_counter() - began}
+    options = {"replan_method": "cp", "replan_objective": "makespan",
+               "replan_first": str(limit),
+               "replan_every": "1e9" if way == "static" else "0"}
+    log = simulate_run(batch, RunSpec(scheduler="replan", options=options,
+                                      settings=RunSettings(time_limit_s=per_decision,
+                                                           threads=1),
+                                      duration_scale=scale))
+    assert log.verification is not None and log.verification.ok and log.run is not None
+    end = float(log.result.end.max())
+    return {"makespan_s": end, "wall_s": time.perf_counter() - began,
+            "solver_s": log.run.solver_s or 0.0,
+            "preemptions_per_job": log.run.metrics["preemptions_per_job"]}
+
+
+def main() -> None:
+    """Run the points (cached) and write the table."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--limit", type=float, default=60.0)
+    parser.add_argument("--per-decision", type=float, default=2.0)
+    parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--cache", default="/tmp/gpuplan_hybrid_durations")
+    parser.add_argument("--out", default=str(ROOT / "docs" / "results" / "hybrid_durations.md"))
+    parser.add_argument("--point", nargs=2, metavar=("SEED", "WAY"))
+    args = parser.parse_args()
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    if args.point:
+        seed, way = int(args.point[0]), args.point[1]
+        found = _point(seed, way, args.limit, args.per_decision)
+        (cache / f"{seed}-{way}-{args.limit:g}-{args.per_decision:g}.json").write_text(
+            json.dumps(found))
+        return
+    seeds = [int(s) for s in args.seeds.split(",")]
+    todo = [(s, w) for s in seeds for w in WAYS
+            if not (cache / f"{s}-{w}-{args.limit:g}-{args.per_decision:g}.json").exists()]
+    running: list[subprocess.Popen[bytes]] = []
+    while todo or running:
+        while todo and len(running) < args.parallel:
+            seed, way = todo.pop(0)
+            running.append(subprocess.Popen([
+                sys.executable, __file__, "--point", str(seed), way, "--limit",
+                str(args.limit), "--per-decision", str(args.per_decision), "--cache",
+                str(cache)]))
+        time.sleep(1.0)
+        running = [p for p in running if p.poll() is None]
+    rows = ["| seed | clairvoyant cp (s) | static order (s) | hybrid (s) | hybrid / "
+            "clairvoyant | hybrid ahead of static | hybrid solver s | hybrid wall s |",
+            "|---|---|---|---|---|---|---|---|"]
+    ratios, gains = [], []
+    for seed in seeds:
+        got = {w: json.loads((cache / f"{seed}-{w}-{args.limit:g}-{args.per_decision:g}.json")
+                             .read_text()) for w in WAYS}
+        c, s, h = (got[w]["makespan_s"] for w in WAYS)
+        ratios.append(h / c - 1)
+        gains.append(1 - h / s)
+        rows.append(f"| {seed} | {c:,.0f} | {s:,.0f} | {h:,.0f} | {h / c - 1:+.1%} | "
+                    f"{1 - h / s:.1%} | {got['hybrid']['solver_s']:.0f} | "
+                    f"{got['hybrid']['wall_s']:.0f} |")
+    rows.append(f"| mean | | | | {statistics.mean(ratios):+.1%} | {statistics.mean(gains):.1%} "
+                "| | |")
+    text = "\n".join(rows) + "\n"
+    Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
