@@ -78,7 +78,7 @@ def test_the_verifier_holds_lost_work_to_the_checkpoints_and_failures() -> None:
 
 
 def test_the_policy_sees_estimates_and_the_run_takes_actual_durations() -> None:
-    """sjf orders by estimate; the run lasts what the jobs actually take.
+    """Sjf orders by estimate; the run lasts what the jobs actually take.
 
     j0 is estimated shorter than j1 but actually takes three times longer: sjf still runs
     it first, and both end at their actual times.
