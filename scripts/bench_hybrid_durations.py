@@ -7,7 +7,8 @@ one node per type) for seeds 0-2, actual durations log-normal around the estimat
 
 - *clairvoyant*: cp plans the actual durations offline (``--limit`` seconds);
 - *static*: the simulator's ``replan`` with cp plans the estimates once when the run starts
-  (``--limit`` seconds) and the run follows that plan's order and types, never re-planning;
+  (``--limit`` seconds) and the run follows that plan's order and types
+  (``--replan-strict true``), never re-planning;
 - *hybrid*: the same first plan, then cp re-plans what is left at every completion
   (``--per-decision`` seconds each).
 
@@ -58,7 +59,7 @@ def _point(seed: int, way: str, limit: float, per_decision: float) -> dict[str, 
         assert schedule.objective is not None
         return {"makespan_s": schedule.objective, "wall_s": time.perf_counter() - began}
     options = {"replan_method": "cp", "replan_objective": "makespan",
-               "replan_first": str(limit),
+               "replan_first": str(limit), "replan_strict": "true",
                "replan_every": "1e9" if way == "static" else "0"}
     log = simulate_run(batch, RunSpec(scheduler="replan", options=options,
                                       settings=RunSettings(time_limit_s=per_decision,

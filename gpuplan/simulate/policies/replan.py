@@ -13,8 +13,10 @@ keeps it where it runs unless moving it pays (methods that take a plan to keep: 
 sa, ga, cp). Jobs then run in the order of their planned starts, each on its planned GPU
 type first; a job that arrived since the last plan queues behind the planned ones,
 fastest type first. The engine stays work-conserving: a job planned for later starts now
-if GPUs are free for it. The wall seconds spent planning are kept (the run record's
-``solver_s``); the simulated clock does not pay them.
+if GPUs are free for it (on another type than planned, unless ``--replan-strict``). The
+wall seconds spent planning are kept (the run record's ``solver_s``); the simulated clock
+does not pay them. A method that starts from a plan (cp) starts from list scheduling's,
+so that its plans run each job in one piece, as the policy follows them.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import MAX_TIME_S, Instance, IntArray, Outage
 from gpuplan.core.keep import Keep
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.core.options import check_range, option, parse_number
+from gpuplan.core.options import check_range, option, parse_bool, parse_number
+from gpuplan.core.settings import WarmStart
 from gpuplan.methods import METHODS
 from gpuplan.planning import plan
 from gpuplan.simulate.policy import Decision, Mode, PolicyContext, View
@@ -39,6 +42,8 @@ from gpuplan.simulate.residual import residual_instance
 
 logger = logging.getLogger(__name__)
 
+#: The heuristic a method that takes a plan to start from starts from.
+REPAIR = "greedy"
 #: Seconds a plan may take when the run gives no --time-limit.
 DEFAULT_CALL_S = 1.0
 #: What the residual batches are planned for unless told.
@@ -80,6 +85,10 @@ class ReplanOptions:
         None, "--replan-first", "seconds for the first plan, made of what is there when the "
         "run starts (default: the run's --time-limit, as every plan)",
         parse=parse_number(float, 0.0, MAX_TIME_S), metavar="S")
+    replan_strict: bool = option(
+        False, "--replan-strict", "true: run each planned job on its planned GPU type only "
+        "(default: false, on any type once its planned one is busy, work-conserving)",
+        parse=parse_bool, metavar="BOOL")
     replan_disruption: float = option(
         0.0, "--replan-disruption", "seconds of objective each running job the plan stops or "
         "moves costs, times its weight for weighted objectives (default: 0, free)",
@@ -130,13 +139,19 @@ class Replan:
         self.every = options.replan_every
         self.objective = options.replan_objective
         self.disruption = options.replan_disruption
+        self.strict = options.replan_strict
         settings = context.settings
         self.settings = (settings if settings.time_limit_s is not None else
                          dataclasses.replace(settings, time_limit_s=DEFAULT_CALL_S))
         self.first = (self.settings if options.replan_first is None else
                       dataclasses.replace(settings, time_limit_s=options.replan_first))
         self.restart_s = context.restart_overhead_s
-        self.plans_outages = METHODS[self.method].plans_outages
+        method = METHODS[self.method]
+        self.plans_outages = method.plans_outages
+        # The policy follows each job's planned start and type: a method that would start
+        # from a round-based plan (cp's default for preemptible makespan batches) starts
+        # from list scheduling's instead, so that jobs run in one piece.
+        self.warm = REPAIR if WarmStart.PLAN in method.warm_starts else None
         self.planned: frozenset[int] = frozenset()
         self.down: bytes = b""
         self.last = -np.inf
@@ -158,7 +173,7 @@ class Replan:
             residual = dataclasses.replace(residual, outages=_down(view))
         began = time.perf_counter()
         schedule = plan(residual, self.method, settings=self.first if self.calls == 0
-                        else self.settings,
+                        else self.settings, warm=self.warm,
                         keep=self._keep(view, residual) if self.disruption > 0 else None)
         self.solver_s += time.perf_counter() - began
         self.calls += 1
@@ -202,6 +217,8 @@ class Replan:
         key = np.where(view.instance.eligible[order], view.instance.duration[order], np.inf)
         planned = self.gpu_type[order]
         rows = np.flatnonzero(planned >= 0)
+        if self.strict:
+            key[rows] = np.inf
         key[rows, planned[rows]] = -1.0
         prefer = np.argsort(key, axis=1, kind="stable")
         prefer[np.take_along_axis(key, prefer, axis=1) == np.inf] = -1
