@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,7 @@ def test_planners_keep_off_held_gpus_and_the_verifier_catches_a_plan_that_does_n
     """A GPU held until 5000 s gets no job before then; a plan that uses it is flagged."""
     instance = instance_from_data(DOCUMENT, "two-nodes")
     held = Outage(np.array([0]), 0.0, 5000.0, "n0 in maintenance")
-    blocked = instance.__class__(**{**instance.__dict__, "outages": (held,)})
+    blocked = dataclasses.replace(instance, outages=(held,))
     for method in ("greedy", "cp", "sa"):
         schedule = plan(blocked, method, settings=RunSettings(time_limit_s=1, seed=1))
         assert all(s.start_s >= 5000.0 for s in schedule.segments if s.gpu_ids == ["n0/0"])
@@ -178,3 +179,27 @@ def test_the_four_commands_on_the_quickstart(gpuplan: Gpuplan, tmp_path: Path) -
                       "-o", tmp_path / "none.json")
     assert refused.code == 2 and "down[0].node" in refused.err
     assert not (tmp_path / "none.json").exists()
+
+
+@pytest.mark.parametrize(("node", "at"), [("dgx-a", 5000.0), ("dgx-b", 2000.0),
+                                          ("edge-1", 8000.0)])
+def test_work_done_before_the_change_stays_as_it_ran(node: str, at: float) -> None:
+    """Finished segments stay as they were; a job running on GPUs that stay up goes on.
+
+    Broken, a re-plan would redo finished work or move jobs the failure did not touch.
+    """
+    document = json.loads(Path("instances/quickstart.json").read_text())
+    instance = instance_from_data(document, "quickstart")
+    previous = plan(instance, "greedy")
+    changes = Changes.parse({"down": [{"node": node, "for_s": 600}]}, "c")
+    before, changed = changed_instances(document, "quickstart", changes, at, "c")
+    done = replan(before, changed, previous, at, changes, "greedy")
+    assert done.schedule is not None and done.schedule.verification is not None
+    assert done.schedule.verification.ok
+    new = {(s.job, s.start_s, s.end_s, tuple(s.gpu_ids)) for s in done.schedule.segments}
+    for s in previous.segments:
+        if s.end_s <= at:
+            assert (s.job, s.start_s, s.end_s, tuple(s.gpu_ids)) in new
+        elif s.start_s < at and not any(g.startswith(f"{node}/") for g in s.gpu_ids):
+            assert any(job == s.job and start == s.start_s and end > at and gpus == tuple(
+                s.gpu_ids) for job, start, end, gpus in new), s.job
