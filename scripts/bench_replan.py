@@ -13,6 +13,8 @@ Usage: python scripts/bench_replan.py PREVIOUS.json [PREVIOUS.json ...] --out FI
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -69,7 +71,10 @@ def main() -> None:
                          f"{done.schedule.objective:,.0f} | {len(hurt.stopped)} | "
                          f"{len(hurt.moved)} of {len(hurt.moved) + hurt.kept} | "
                          f"{len(hurt.replanned)} | {done.wall_time_s:.1f} |")
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    head = (f"# Node failure, offline re-plan\n\nWritten by `python "
+            f"{shlex.join(['scripts/bench_replan.py', *sys.argv[1:]])}` on this machine's 2 "
+            "cores (shared); cp at the stated limit, one thread each solve, tick 1 s.\n\n")
+    Path(args.out).write_text(head + "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

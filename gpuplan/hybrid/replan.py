@@ -140,13 +140,19 @@ def replan(before: Instance, changed: Instance, previous: Schedule, at: float,
     Raises
     ------
     InputError
-        A previous schedule of another instance or that does not verify, a time before it
-        starts, a change that rewrites the past, or a method that cannot re-plan.
+        A static objective, a previous schedule of another instance or that does not
+        verify, a time before it starts, a change that rewrites the past, or a method
+        that cannot re-plan.
     VerificationError
         If the merged plan breaks a constraint: a bug, never repaired.
     """
     began = time.perf_counter()
     settings = settings or RunSettings()
+    if before.objective.is_static:
+        raise InputError(before.source, "objective", f"objective {before.objective.value!r} "
+                         "places the batch at once, with no time to re-plan at; re-plan a "
+                         "time-based objective (makespan, weighted-completion, tardiness, "
+                         "cost), or plan the changed batch with gpuplan solve")
     if changes.empty:
         # Nothing changed: the verified previous plan is the plan.
         check_previous(before, previous, at, sources[0])

@@ -203,3 +203,12 @@ def test_work_done_before_the_change_stays_as_it_ran(node: str, at: float) -> No
         elif s.start_s < at and not any(g.startswith(f"{node}/") for g in s.gpu_ids):
             assert any(job == s.job and start == s.start_s and end > at and gpus == tuple(
                 s.gpu_ids) for job, start, end, gpus in new), s.job
+
+
+def test_a_static_objective_has_no_time_to_replan_at() -> None:
+    """An assignment objective is refused with what to do instead."""
+    document = {**DOCUMENT, "objective": "min-gpus"}
+    parsed = Changes.parse({"down": [{"node": "n1"}]}, "c")
+    before, changed = changed_instances(document, "two-nodes.json", parsed, 500.0, "c")
+    with pytest.raises(InputError, match="places the batch at once"):
+        replan(before, changed, _previous(), 500.0, parsed)
