@@ -689,10 +689,13 @@ class Engine:
     def _stalled(self, now: float) -> SimulationError:
         left = np.flatnonzero(np.isnan(self.finish))
         names = ", ".join(self.instance.job_ids[j] for j in left[:5])
+        gone = int(np.isinf(self.down_until).sum())
+        why = (f"; {gone} GPU(s) failed for good, which may leave them nowhere to run"
+               if gone else "")
         return SimulationError(
             f"the run is stuck at t={now:g} s: {left.size} job(s) ({names}) wait but nothing "
             f"runs and nothing will arrive; scheduler {self.scheduler.name!r} and admission "
-            f"{self.admission.name!r} start none of them")
+            f"{self.admission.name!r} start none of them{why}")
 
     def run(self) -> Result:
         """Simulate until every job has completed; the run as segments and events."""
