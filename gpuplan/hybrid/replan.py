@@ -156,8 +156,8 @@ def replan(before: Instance, changed: Instance, previous: Schedule, at: float,
     if changes.empty:
         # Nothing changed: the verified previous plan is the plan.
         check_previous(before, previous, at, sources[0])
-        return Replanned(previous, Disruption(kept=len(previous.segments)), True,
-                         time.perf_counter() - began)
+        kept = len({s.job for s in previous.segments})
+        return Replanned(previous, Disruption(kept=kept), True, time.perf_counter() - began)
     residual = Residual.build(before, changed, previous, at, changes, costs, sources,
                               max_changes)
     keep = residual.keep if least_disruption else None
