@@ -179,6 +179,15 @@ def test_the_four_commands_on_the_quickstart(gpuplan: Gpuplan, tmp_path: Path) -
                       "-o", tmp_path / "none.json")
     assert refused.code == 2 and "down[0].node" in refused.err
     assert not (tmp_path / "none.json").exists()
+    early = gpuplan("replan", instance, previous, "--changes", changes, "--at", "-5",
+                    "-o", tmp_path / "none.json")
+    assert early.code == 2 and "--at" in early.err
+    other = tmp_path / "other.json"
+    other.write_text(previous.read_text().replace('"quickstart"', '"elsewhere"'))
+    foreign = gpuplan("replan", instance, other, "--changes", changes, "--at", "3600",
+                      "-o", tmp_path / "none.json")
+    assert foreign.code == 2 and "other.json" in foreign.err and "instance" in foreign.err
+    assert not (tmp_path / "none.json").exists()
 
 
 @pytest.mark.parametrize(("node", "at"), [("dgx-a", 5000.0), ("dgx-b", 2000.0),
