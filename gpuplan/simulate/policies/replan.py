@@ -81,6 +81,12 @@ class ReplanOptions:
         OBJECTIVE, "--replan-objective", "what the residual batches are planned for: "
         f"{', '.join(k.value for k in OBJECTIVES)} (default: {OBJECTIVE.value})",
         parse=_objective, metavar="NAME")
+    replan_first_method: str | None = option(
+        None, "--replan-first-method", "the method of the first plan, made of what is there "
+        "when the run starts (default: --replan-method)",
+        choices=tuple(name for name, method in METHODS.items()
+                      if set(OBJECTIVES) & method.objectives),
+        metavar="NAME")
     replan_first: float | None = option(
         None, "--replan-first", "seconds for the first plan, made of what is there when the "
         "run starts (default: the run's --time-limit, as every plan)",
@@ -100,10 +106,12 @@ class ReplanOptions:
             raise InputError(setting("replan_method"), "", f"unknown method "
                              f"{self.replan_method!r}; choose one of: {', '.join(METHODS)}")
         method = METHODS[self.replan_method]
-        if self.replan_objective not in method.objectives:
-            raise InputError(setting("replan_method"), "", f"method {self.replan_method!r} cannot "
-                             f"plan {self.replan_objective.value!r}, which the residual batches "
-                             "minimise")
+        for flag, name in (("replan_method", self.replan_method),
+                           ("replan_first_method", self.replan_first_method)):
+            if name is not None and self.replan_objective not in METHODS[name].objectives:
+                raise InputError(setting(flag), "", f"method {name!r} cannot plan "
+                                 f"{self.replan_objective.value!r}, which the residual "
+                                 "batches minimise")
         if self.replan_disruption > 0 and not method.keeps:
             keepers = [name for name, m in METHODS.items() if m.keeps]
             raise InputError(setting("replan_disruption"), "", f"method {self.replan_method!r} "
@@ -146,12 +154,7 @@ class Replan:
         self.first = (self.settings if options.replan_first is None else
                       dataclasses.replace(settings, time_limit_s=options.replan_first))
         self.restart_s = context.restart_overhead_s
-        method = METHODS[self.method]
-        self.plans_outages = method.plans_outages
-        # The policy follows each job's planned start and type: a method that would start
-        # from a round-based plan (cp's default for preemptible makespan batches) starts
-        # from list scheduling's instead, so that jobs run in one piece.
-        self.warm = REPAIR if WarmStart.PLAN in method.warm_starts else None
+        self.first_method = options.replan_first_method or self.method
         self.planned: frozenset[int] = frozenset()
         self.down: bytes = b""
         self.last = -np.inf
@@ -169,12 +172,19 @@ class Replan:
         residual = residual_instance(view.instance, jobs, view.remaining[jobs],
                                      np.where(paused, self.restart_s, 0.0), view.now,
                                      self.objective)
-        if self.plans_outages:
+        first = self.calls == 0
+        method = METHODS[self.first_method if first else self.method]
+        if method.plans_outages:
             residual = dataclasses.replace(residual, outages=_down(view))
+        # The policy follows each job's planned start and type: a method that would start
+        # from a round-based plan (cp's default for preemptible makespan batches) starts
+        # from list scheduling's instead, so that jobs run in one piece.
+        warm = REPAIR if WarmStart.PLAN in method.warm_starts else None
+        keep = (self._keep(view, residual) if self.disruption > 0 and method.keeps
+                else None)
         began = time.perf_counter()
-        schedule = plan(residual, self.method, settings=self.first if self.calls == 0
-                        else self.settings, warm=self.warm,
-                        keep=self._keep(view, residual) if self.disruption > 0 else None)
+        schedule = plan(residual, method.name, settings=self.first if first else self.settings,
+                        warm=warm, keep=keep)
         self.solver_s += time.perf_counter() - began
         self.calls += 1
         self.planned, self.last = frozenset(jobs.tolist()), view.now
@@ -212,7 +222,10 @@ class Replan:
         if changed and view.now - self.last >= self.every:
             self._replan(view)
         position = np.arange(jobs.size)
-        order: IntArray = jobs[np.lexsort((position, self.start[jobs]))]
+        # Among jobs planned to start at once, the running ones first: a waiting job
+        # planned beside them (on GPUs the placement may not give it) never stops one.
+        waiting = view.running_type[jobs] < 0
+        order: IntArray = jobs[np.lexsort((position, waiting, self.start[jobs]))]
         # Planned type first, then every other eligible type fastest first.
         key = np.where(view.instance.eligible[order], view.instance.duration[order], np.inf)
         planned = self.gpu_type[order]
