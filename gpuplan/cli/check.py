@@ -8,6 +8,7 @@ from pathlib import Path
 from gpuplan.cli.common import (
     Commands,
     ExitCode,
+    bounded,
     console,
     fmt,
     objective,
@@ -16,6 +17,7 @@ from gpuplan.cli.common import (
     reading_parser,
 )
 from gpuplan.core.errors import InputError
+from gpuplan.core.instance import MAX_TIME_S
 from gpuplan.core.schedule import Schedule
 from gpuplan.hybrid.replan import changed_instances
 from gpuplan.readers import load_data
@@ -43,7 +45,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--changes", metavar="CHANGES.yaml",
                         help="check a re-plan (gpuplan replan) against the instance with these "
                         "changes applied at --at")
-    parser.add_argument("--at", type=float, metavar="T",
+    parser.add_argument("--at", type=bounded(float, 0, MAX_TIME_S), metavar="T",
                         help="the re-plan's time, with --changes")
     parser.add_argument(
         "--objective", type=objective, metavar="NAME",

@@ -14,6 +14,7 @@ from gpuplan.cli.common import (
     Commands,
     ExitCode,
     add_settings,
+    bounded,
     console,
     fmt,
     print_verification,
@@ -25,6 +26,7 @@ from gpuplan.cli.common import (
 from gpuplan.cli.solve import add_method_flag, given_options, method_flags
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output
+from gpuplan.core.instance import MAX_JOBS, MAX_TIME_S
 from gpuplan.core.schedule import Schedule
 from gpuplan.hybrid.compare import diff, eta
 from gpuplan.hybrid.replan import changed_instances, replan, whatif
@@ -60,22 +62,23 @@ def register(commands: Commands) -> None:
     parser.add_argument("previous", type=Path, help="the previous schedule (a plan of INSTANCE)")
     parser.add_argument("--changes", required=True, metavar="CHANGES.yaml",
                         help="what changed (gpuplan schema changes)")
-    parser.add_argument("--at", required=True, type=float, metavar="T",
+    parser.add_argument("--at", required=True, type=bounded(float, 0, MAX_TIME_S), metavar="T",
                         help="the instant of the change, in the plan's seconds")
     _method_arguments(parser, able, "cp")
     defaults = Costs()
-    parser.add_argument("--restore-s", type=float, default=defaults.restore_s, metavar="S",
+    seconds = bounded(float, 0, MAX_TIME_S)
+    parser.add_argument("--restore-s", type=seconds, default=defaults.restore_s, metavar="S",
                         help=f"restore seconds a stopped job pays (default {defaults.restore_s:g})")
-    parser.add_argument("--migrate-s", type=float, default=defaults.migrate_s, metavar="S",
+    parser.add_argument("--migrate-s", type=seconds, default=defaults.migrate_s, metavar="S",
                         help="further seconds a stopped job pays on other GPUs (default "
                         f"{defaults.migrate_s:g})")
-    parser.add_argument("--move-s", type=float, default=defaults.move_s, metavar="S",
+    parser.add_argument("--move-s", type=seconds, default=defaults.move_s, metavar="S",
                         help="seconds of objective each moved job costs, times its weight for "
                         f"weighted objectives (default {defaults.move_s:g})")
-    parser.add_argument("--same-start-s", type=float, default=defaults.same_start_s,
+    parser.add_argument("--same-start-s", type=seconds, default=defaults.same_start_s,
                         metavar="S", help="a start moved by at most S seconds is no move "
                         f"(default {defaults.same_start_s:g})")
-    parser.add_argument("--max-changes", type=int, metavar="N",
+    parser.add_argument("--max-changes", type=bounded(int, 0, MAX_JOBS), metavar="N",
                         help="move at most N jobs that had a slot (default: no cap)")
     parser.add_argument("--json", action="store_true", help="print the disruption as JSON")
     parser.add_argument("-o", "--output", metavar="NEW.json", help="write the new schedule here")
@@ -87,8 +90,9 @@ def register(commands: Commands) -> None:
         "jobs in one schedule only; objective and bound deltas.")
     parser.add_argument("a", type=Path)
     parser.add_argument("b", type=Path)
-    parser.add_argument("--same-start-s", type=float, default=60.0, metavar="S",
-                        help="a start moved by at most S seconds is unchanged (default 60)")
+    parser.add_argument("--same-start-s", type=bounded(float, 0, MAX_TIME_S), default=60.0,
+                        metavar="S", help="a start moved by at most S seconds is unchanged "
+                        "(default 60)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(run=_diff)
 
@@ -128,14 +132,6 @@ def _replan(args: argparse.Namespace) -> int:
     run = settings(args)
     if args.output is not None:
         check_output(args.output, [args.instance, args.previous, args.changes])
-    for flag, value in (("--restore-s", args.restore_s), ("--migrate-s", args.migrate_s),
-                        ("--move-s", args.move_s), ("--same-start-s", args.same_start_s)):
-        if not 0 <= value < float("inf"):
-            raise InputError(flag, "", f"{value:g} is not a number of seconds >= 0")
-    if args.max_changes is not None and args.max_changes < 0:
-        raise InputError("--max-changes", "", f"{args.max_changes} is below 0")
-    if args.at < 0:
-        raise InputError("--at", "", f"{args.at:g} is before time 0")
     changes = Changes.read(args.changes)
     previous = Schedule.read(args.previous)
     before, changed = changed_instances(_document(args.instance), args.instance, changes,
