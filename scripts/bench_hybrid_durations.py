@@ -84,6 +84,18 @@ def _point(seed: int, way: str, limit: float, per_decision: float) -> dict[str, 
             "preemptions_per_job": log.run.metrics["preemptions_per_job"]}
 
 
+def _longest(seed: int) -> tuple[int, float, float]:
+    """The batch's job of longest actual duration: index, estimate and actual (fastest type)."""
+    from gpuplan.simulate.workload import gavel_workload_instance
+
+    batch = gavel_workload_instance(THROUGHPUTS, {"v100": 36, "p100": 36, "k80": 36}, 700,
+                                    0.0, gpus_per_node=36, seed=seed, multi_gpu=True)
+    scale = np.random.default_rng(seed).lognormal(0.0, 0.3, batch.n_jobs)
+    actual = batch.min_duration * scale
+    j = int(np.argmax(actual))
+    return j, float(batch.min_duration[j]), float(actual[j])
+
+
 def main() -> None:
     """Run the points (cached) and write the table."""
     parser = argparse.ArgumentParser()
@@ -137,6 +149,13 @@ def main() -> None:
     for way in WAYS:
         rows.append(f"| mean | {way} | | {statistics.mean(over[way]):+.1%} | "
                     f"{statistics.mean(ahead[way]):+.1%} | | | |")
+    rows += ["", "Each batch's job of longest actual duration (on its fastest type):", "",
+             "| seed | job | estimated (s) | actual (s) | actual / estimated |",
+             "|---|---:|---:|---:|---:|"]
+    for seed in seeds:
+        j, estimated, actual = _longest(seed)
+        rows.append(f"| {seed} | {j} | {estimated:,.0f} | {actual:,.0f} | "
+                    f"{actual / estimated:.2f} |")
     command = shlex.join(["scripts/bench_hybrid_durations.py",
                           *(a for a in sys.argv[1:] if a != "--point")])
     text = (f"# Uncertain durations\n\nWritten by `python {command}` on this machine's 2 "
