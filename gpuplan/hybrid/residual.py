@@ -91,8 +91,6 @@ class Residual:
         GPUs are up), with the price of moving it.
     stopped
         Jobs running at ``at`` on GPUs that fail: stopped there.
-    going_on
-        Jobs running at ``at`` that go on on their GPUs to the end of their segment.
     """
 
     changed: Instance
@@ -101,7 +99,6 @@ class Residual:
     jobs: IntArray
     keep: Keep
     stopped: tuple[int, ...]
-    going_on: tuple[int, ...]
     history: tuple[_Piece, ...]
     #: Per free job, the restore and migration seconds included in its residual duration.
     overhead: tuple[tuple[float, float], ...]
@@ -222,8 +219,8 @@ class Residual:
             deadline=changed.deadline[jobs] - at, due=changed.due[jobs] - at,
             outages=tuple(down_outages + held))
         keep = _slots(changed, previous, jobs, at, down, costs, residual, max_changes)
-        return cls(changed, at, residual, jobs, keep, tuple(stopped), tuple(going_on),
-                   tuple(history), tuple(overhead), tuple(last_gpus))
+        return cls(changed, at, residual, jobs, keep, tuple(stopped), tuple(history),
+                   tuple(overhead), tuple(last_gpus))
 
     def merge(self, plan: Result, solver: str) -> Result:
         """A plan of :attr:`plan` behind the history: one plan of :attr:`changed`.

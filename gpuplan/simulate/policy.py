@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -243,6 +243,16 @@ class Scheduler(Protocol):
         Event mode only: for example when a running job crosses a LAS threshold. None for
         none.
         """
+
+
+@runtime_checkable
+class SolverTimed(Protocol):
+    """A scheduler that calls a solver and keeps the wall seconds its calls took.
+
+    The run record states them (``solver_s``); the simulated clock does not pay them.
+    """
+
+    solver_s: float
 
 
 class Placement(Protocol):

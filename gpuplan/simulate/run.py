@@ -38,7 +38,7 @@ from gpuplan.simulate.policies import (
     options_record,
     part_class,
 )
-from gpuplan.simulate.policy import Mode, PolicyContext
+from gpuplan.simulate.policy import Mode, PolicyContext, SolverTimed
 from gpuplan.verify import verify_schedule
 
 
@@ -210,7 +210,7 @@ def simulate_run(instance: Instance, spec: RunSpec = RunSpec(),
                   for o in engine.outages],
         checkpoint_s=spec.failures.checkpoint_s,
         duration_scale=None if scale is None else np.asarray(scale, dtype=float).tolist(),
-        solver_s=getattr(scheduler, "solver_s", None))
+        solver_s=scheduler.solver_s if isinstance(scheduler, SolverTimed) else None)
     # The record goes in before the check: the verifier holds the log to the overheads
     # it states.
     log = ResultSchedule.make(instance, result, method=f"simulate:{spec.scheduler}",
