@@ -30,6 +30,7 @@ from gpuplan.cli import (
     hybrid,
     plot,
     replay,
+    rl,
     schema,
     simulate,
     solve,
@@ -43,7 +44,7 @@ __all__ = ["ExitCode", "build_parser", "main", "run"]
 
 #: The commands, in the order ``gpuplan --help`` lists them.
 COMMANDS = (solve, simulate, replay, hybrid, sweep, validate, check, plot, convert, batch,
-            bench, generate, export_model, schema)
+            bench, generate, export_model, schema, rl)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -91,10 +91,10 @@ def choose(state: ClusterState, pod: int, policy: SharePolicy,
         return None
     node = (int(feasible[0]) if len(feasible) == 1
             else state.pick(feasible, policy.score(state, pod, feasible)))
-    return node, _gpus(state, pod, node, policy)
+    return node, gpus_on(state, pod, node, policy)
 
 
-def _gpus(state: ClusterState, pod: int, node: int, policy: SharePolicy) -> IntArray:
+def gpus_on(state: ClusterState, pod: int, node: int, policy: SharePolicy) -> IntArray:
     """The GPU slots ``pod`` takes on ``node`` (see :func:`choose`)."""
     if state.pod_share[pod]:
         return np.array([policy.share_gpu(state, pod, node)], dtype=np.int64)
@@ -424,7 +424,7 @@ class Defragmenter:
                 mark = len(journal.log)
                 for q in taken:
                     journal.remove(q)
-                journal.place(pod, node, _gpus(state, pod, node, policy))
+                journal.place(pod, node, gpus_on(state, pod, node, policy))
                 pinned[taken] = True
                 used = self._rehome(journal, shapes, taken, allowance - size, depth - 1,
                                     pinned, policy)

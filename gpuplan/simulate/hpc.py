@@ -196,6 +196,8 @@ class HpcSimulator:
         self._free_ids = list(range(workload.max_nodes - 1, -1, -1))
         self._running: list[tuple[int, int]] = []
         self.started: dict[int, int] = {}
+        #: The jobs started so far, in the order they started.
+        self.start_order: list[int] = []
         self.allocated: dict[int, list[int]] = {}
         self.decisions = 0
         self.done = False
@@ -250,6 +252,7 @@ class HpcSimulator:
     def _start(self, job: int) -> None:
         k = self._nodes[job]
         self.started[job] = self.now
+        self.start_order.append(job)
         self.allocated[job] = [self._free_ids.pop() for _ in range(k)]
         self.free -= k
         heapq.heappush(self._running, (self.now + self._run[job], job))
