@@ -75,7 +75,7 @@ PAGES = [ROOT / "README.md", *sorted(
 QUICK_START = (
     "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/gpuplan solve "
     "instances/quickstart.json -o schedule.json",
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m "
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[test,rl]' && .venv/bin/python -m "
     "pytest -rs",
 )
 SHELL = {"bash", "sh", "shell", "console"}

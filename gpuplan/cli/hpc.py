@@ -2,7 +2,8 @@
 
 The flags of the protocol (:func:`add_protocol_flags`) sit beside ``gpuplan simulate``'s;
 :func:`run_protocol_command` runs a queue policy (a heuristic of
-:data:`~gpuplan.simulate.hpc.QUEUE_POLICIES`, or ``rl:DIR``, a trained policy of
+:data:`~gpuplan.simulate.hpc.QUEUE_POLICIES`, ``replan``
+(:class:`~gpuplan.simulate.hpc.ReplanOrder`), or ``rl:DIR``, a trained policy of
 :mod:`gpuplan.rl`) over the protocol's sequences, each verified, and writes the report.
 
 Exit codes: 0 every sequence verified (the report written with ``-o``); 1 a sequence
@@ -12,12 +13,15 @@ failed verification (a bug, nothing written); 2 bad input or flags, nothing writ
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Any
 
-from gpuplan.cli.common import ExitCode, bounded, console, summary_table
+from gpuplan.cli.common import ExitCode, bounded, console, settings, summary_table
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output, write_text_atomic
+from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.methods import METHODS
 from gpuplan.readers.swf import is_swf, read_swf
 from gpuplan.simulate.hpc import (
     QUEUE_POLICIES,
@@ -25,6 +29,7 @@ from gpuplan.simulate.hpc import (
     Protocol,
     ProtocolReport,
     QueuePolicy,
+    ReplanOrder,
     run_protocol,
 )
 
@@ -38,7 +43,6 @@ _ENGINE_FLAGS = (
     ("preset", "--preset", None), ("mode", "--mode", None), ("round_s", "--round", None),
     ("restart_overhead_s", "--restart-overhead", None),
     ("migration_overhead_s", "--migration-overhead", None), ("window", "--window", None),
-    ("time_limit_s", "--time-limit", None), ("threads", "--threads", None),
     ("cluster", "--cluster", None), ("throughputs", "--throughputs", None),
     ("metrics_only", "--metrics-only", False), ("failures", "--failures", None),
     ("fail_per_day", "--fail-per-day", None), ("fail_for", "--fail-for", None),
@@ -55,7 +59,9 @@ def add_protocol_flags(parser: argparse.ArgumentParser) -> None:
                         help="run an SWF trace (.swf, .swf.gz) under RLScheduler's "
                         "evaluation: sequences of consecutive jobs, each on an empty machine, "
                         "scored by bounded slowdown and utilization; --policy then names a "
-                        f"queue policy ({', '.join(QUEUE_POLICIES)}) or rl:DIR")
+                        f"queue policy ({', '.join(QUEUE_POLICIES)}), replan (plans the "
+                        "waiting jobs with --replan-method, default cp, --time-limit per "
+                        f"decision, default {REPLAN_CALL_S:g} s) or rl:DIR")
     parser.add_argument("--backfill", action="store_true", default=unset,
                         help="protocol: waiting jobs that end before the picked job's "
                         "reservation start ahead of it (EASY backfilling, FCFS)")
@@ -76,21 +82,51 @@ def protocol_flags_given(args: argparse.Namespace) -> list[str]:
     return [flag for dest, flag in _PROTOCOL_FLAGS if hasattr(args, dest)]
 
 
-def load_policy(name: str, workload: HpcWorkload) -> QueuePolicy:
-    """A registered heuristic, or ``rl:DIR``: a trained policy folder (needs the rl extra).
+#: Flags only ``--policy replan`` takes (dest, flag).
+_REPLAN_FLAGS = (("time_limit_s", "--time-limit"), ("threads", "--threads"),
+                 ("replan_method", "--replan-method"))
+#: The method ``replan`` plans with unless --replan-method says otherwise.
+REPLAN_METHOD = "cp"
+#: Seconds per plan unless --time-limit says otherwise.
+REPLAN_CALL_S = 1.0
+
+
+def _replan(args: argparse.Namespace) -> ReplanOrder:
+    method = getattr(args, "replan_method", REPLAN_METHOD)
+    takers = [name for name, m in METHODS.items()
+              if m.plans_outages and ObjectiveKind.WEIGHTED_COMPLETION in m.objectives]
+    if method not in takers:
+        raise InputError("--replan-method", "", f"{method!r} cannot plan waiting jobs around "
+                         f"running ones for weighted completion; choose from "
+                         f"{', '.join(takers)}")
+    run = settings(args)
+    if run.time_limit_s is None:
+        run = dataclasses.replace(run, time_limit_s=REPLAN_CALL_S)
+    return ReplanOrder(method, dataclasses.replace(run, threads=run.threads or 1))
+
+
+def load_policy(args: argparse.Namespace, workload: HpcWorkload) -> QueuePolicy:
+    """A registered heuristic, ``replan``, or ``rl:DIR``: a trained policy folder.
 
     Raises
     ------
     InputError
-        An unknown name; for ``rl:DIR``, the extra not installed or a bad folder.
+        An unknown name, a replan flag for another policy; for ``rl:DIR``, the extra not
+        installed or a bad folder.
     """
+    name = args.scheduler
+    if name == "replan":
+        return _replan(args)
+    given = [flag for dest, flag in _REPLAN_FLAGS if hasattr(args, dest)]
+    if given:
+        raise InputError(given[0], "", "is a flag of --policy replan")
     if name.startswith("rl:"):
         from gpuplan.cli.rl import load_queue_policy
 
         return load_queue_policy(name.removeprefix("rl:"), workload)
     if name not in QUEUE_POLICIES:
         raise InputError("--policy", "", f"unknown queue policy {name!r} for --protocol; "
-                         f"choose from {', '.join(QUEUE_POLICIES)} or rl:DIR")
+                         f"choose from {', '.join(QUEUE_POLICIES)}, replan or rl:DIR")
     return QUEUE_POLICIES[name]
 
 
@@ -136,7 +172,7 @@ def run_protocol_command(args: argparse.Namespace) -> int:
                         first_jobs=getattr(args, "first_jobs", Protocol.first_jobs),
                         backfill=getattr(args, "backfill", False))
     workload = HpcWorkload.from_trace(read_swf(args.input))
-    policy = load_policy(args.scheduler, workload)
+    policy = load_policy(args, workload)
     report = run_protocol(workload, protocol, policy)
     document: dict[str, Any] = report.document()
     if output is not None:

@@ -32,6 +32,7 @@ verifier checks before any number is reported (:func:`verified_sequence`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import heapq
 import math
@@ -45,10 +46,12 @@ from typing import Protocol as TypingProtocol
 import numpy as np
 
 from gpuplan.core.errors import InputError, VerificationError
-from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.instance import FloatArray, Instance, IntArray, Outage
 from gpuplan.core.result import Result
 from gpuplan.core.schedule import ResultSchedule
+from gpuplan.core.settings import RunSettings, WarmStart
 from gpuplan.core.status import Status
+from gpuplan.methods import METHODS
 from gpuplan.readers import swf
 from gpuplan.readers.instance_file import instance_from_data
 from gpuplan.verify import verify_schedule
@@ -516,8 +519,9 @@ def sequence_metrics(workload: HpcWorkload, sim: HpcSimulator) -> tuple[float, f
 def sequence_instance(workload: HpcWorkload, first: int, length: int) -> Instance:
     """A sequence as a gpuplan instance: the machine's nodes as one node's devices.
 
-    A job's gang is its node count, its run time its duration and its submit time (from
-    the sequence's earliest) its release; its id is its SWF job number.
+    A job's gang is its node count (each node's processors all its own), its run time its
+    duration and its submit time (from the sequence's earliest) its release; its id is its
+    SWF job number.
     """
     jobs = range(first, first + length)
     t0 = int(workload.submit[first:first + length].min())
@@ -526,7 +530,9 @@ def sequence_instance(workload: HpcWorkload, first: int, length: int) -> Instanc
         "gpu_types": [{"id": "node", "capacity": {"processors": workload.procs_per_node}}],
         "nodes": [{"id": "machine", "gpus": {"node": workload.max_nodes}}],
         "objective": "weighted-completion",
+        # A job holds its nodes whole (all their processors): no two jobs share a node.
         "jobs": [{"id": str(int(workload.job_number[j])), "gpus": int(workload.nodes[j]),
+                  "demand": {"processors": workload.procs_per_node},
                   "duration_s": {"node": int(workload.run[j])},
                   "release_s": int(workload.submit[j]) - t0, "preemptible": False}
                  for j in jobs],
@@ -576,6 +582,8 @@ class ProtocolReport:
         One per sequence.
     wall_time_s
         Seconds the runs and their verification took.
+    planning
+        For ``replan``: the plans made, the seconds they took and the limit per plan.
     """
 
     workload: HpcWorkload
@@ -583,6 +591,7 @@ class ProtocolReport:
     policy: str
     runs: list[SequenceRun]
     wall_time_s: float
+    planning: dict[str, float] | None = None
 
     @property
     def bounded_slowdown(self) -> float:
@@ -608,6 +617,7 @@ class ProtocolReport:
                       "bounded_slowdown": r.bounded_slowdown, "utilization": r.utilization,
                       "decisions": r.decisions, "verified": True} for r in self.runs],
             "wall_time_s": round(self.wall_time_s, 3),
+            **({} if self.planning is None else {"planning": self.planning}),
         }
 
 
@@ -630,5 +640,91 @@ def run_protocol(workload: HpcWorkload, protocol: Protocol, policy: QueuePolicy,
         runs.append(verified_sequence(workload, sim, f"{Protocol.NAME}-{policy.name}"))
         if progress is not None:
             progress(k + 1, len(starts))
+    planning = None
+    if isinstance(policy, ReplanOrder):
+        planning = {"plans": policy.plans, "solver_s": round(policy.solver_s, 3),
+                    "time_limit_s": policy.settings.time_limit_s or 0.0}
     return ProtocolReport(workload, protocol, policy.name, runs,
-                          time.perf_counter() - began)
+                          time.perf_counter() - began, planning)
+
+
+class ReplanOrder:
+    """``replan`` on the HPC machine: plan the waiting jobs with a method, start the first.
+
+    At each decision with more than one waiting job, the waiting jobs (at most ``window``:
+    half earliest submitted, the rest shortest requested, as the learned policies see
+    them) become a batch from now on, each job's duration its requested time (the only
+    estimate a scheduler has), its weight ``1 / max(request, 10)`` so that weighted
+    completion time follows bounded slowdown, and the running jobs' nodes held until their
+    requested ends. The method plans it (:func:`gpuplan.planning.plan`, verified; a
+    method that improves a plan starts from list scheduling's) and the job planned to
+    start first is picked (ties to the earliest submitted).
+
+    Parameters
+    ----------
+    method
+        A registered planning method that plans around held GPUs (``cp``, ``greedy``...).
+    settings
+        Time limit per plan, threads and seed.
+    window
+        The most waiting jobs planned at once.
+    """
+
+    def __init__(self, method: str, settings: RunSettings, window: int = 128) -> None:
+        self.method, self.settings, self.window = method, settings, window
+        self.name = f"replan:{method}"
+        # A method that improves a plan (cp) starts from list scheduling's (greedy).
+        self._warm = "greedy" if WarmStart.PLAN in METHODS[method].warm_starts else None
+        self.solver_s = 0.0
+        self.plans = 0
+        self._base: tuple[int, int, Instance] | None = None
+
+    def _batch(self, sim: HpcSimulator) -> Instance:
+        """The sequence's jobs on the machine, durations by request (made once per sequence)."""
+        key = (id(sim.workload), sim.first)
+        if self._base is None or self._base[:2] != key:
+            w, length = sim.workload, sim.end - sim.first
+            estimate = HpcWorkload(
+                name=w.name, source=w.source, max_nodes=w.max_nodes, max_procs=w.max_procs,
+                job_number=w.job_number, line=w.line, submit=w.submit,
+                run=np.maximum(w.request, 1), request=w.request, procs=w.procs,
+                nodes=w.nodes, features=w.features)
+            self._base = (*key, sequence_instance(estimate, sim.first, length))
+        return self._base[2]
+
+    def choose(self, sim: HpcSimulator) -> int:
+        """The waiting job the plan starts first."""
+        from gpuplan.planning import plan
+
+        if len(sim.queue) == 1:
+            return sim.queue[0]
+        w = sim.workload
+        submit = w.submit
+        queue = np.array(sim.queue, dtype=np.int64)
+        if queue.size > self.window:
+            half = self.window // 2
+            early = queue[np.argsort(submit[queue], kind="stable")[:half]]
+            rest = np.setdiff1d(queue, early)
+            short = rest[np.argsort(w.request[rest], kind="stable")[:self.window - half]]
+            queue = np.concatenate([early, short])
+        batch = self._batch(sim).take(queue - sim.first)
+        held = tuple(Outage(np.array(sim.allocated[j], dtype=np.int64), 0.0,
+                            float(max(1, sim.started[j] + w.request[j] - sim.now)),
+                            f"job {int(w.job_number[j])} runs on")
+                     for j in sim.running if sim.allocated[j])
+        batch = dataclasses.replace(
+            batch, release=np.zeros(queue.size),
+            weight=1.0 / np.maximum(w.request[queue], BSLD_THRESHOLD_S).astype(np.float64),
+            outages=held)
+        began = time.perf_counter()
+        schedule = plan(batch, self.method, settings=self.settings, warm=self._warm)
+        self.solver_s += time.perf_counter() - began
+        self.plans += 1
+        if not schedule.status.has_plan:
+            return int(queue[np.argmin(submit[queue])])
+        starts = {segment.job: segment.start_s for segment in schedule.segments}
+        index = batch.job_index
+        planned = np.full(queue.size, np.inf)
+        for job, start in starts.items():
+            planned[index[job]] = start
+        return int(queue[np.lexsort((submit[queue], planned))[0]])
