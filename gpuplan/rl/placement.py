@@ -73,14 +73,25 @@ class PlacementObserver:
         self.fgd = FGDPolicy(context)
         self.best_fit = BestFitPolicy(context)
         self._max_mem = float(max(1, int(state.mem_free.max())))
+        self._ids: dict[tuple[int, ...], int] = {}
+        self._class = np.full(state.n_nodes, -1, dtype=np.int64)
+        self._seen = np.full(state.n_nodes, -1, dtype=np.int64)
+
+    def _classes(self, state: ClusterState, nodes: IntArray) -> IntArray:
+        """Each node's class id: one per distinct state, kept as nodes change."""
+        stale = nodes[self._seen[nodes] != state.version[nodes]]
+        for node in stale.tolist():
+            key = (int(state.node_type[node]), int(state.cpu_free[node]),
+                   int(state.mem_free[node]), *sorted(state.gpu_free[node].tolist()))
+            self._class[node] = self._ids.setdefault(key, len(self._ids))
+            self._seen[node] = state.version[node]
+        classes: IntArray = self._class[nodes]
+        return classes
 
     def observe(self, state: ClusterState, pod: int,
                 feasible: IntArray) -> tuple[Observation, IntArray, IntArray]:
         """The observation, the node of each row, and each feasible node's row (-1: unseen)."""
-        gpus = np.sort(state.gpu_free[feasible], axis=1)
-        signature = np.column_stack([state.node_type[feasible], state.cpu_free[feasible],
-                                     state.mem_free[feasible], gpus])
-        _, first, inverse = np.unique(signature, axis=0, return_index=True,
+        _, first, inverse = np.unique(self._classes(state, feasible), return_index=True,
                                       return_inverse=True)
         inverse = inverse.reshape(-1)
         # The class's node is its node of smallest rank, the replay's tie rule.
