@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import heapq
 import math
 import struct
 import time
@@ -197,7 +196,11 @@ class HpcSimulator:
         self.next = first + 1
         self.free = workload.max_nodes
         self._free_ids = list(range(workload.max_nodes - 1, -1, -1))
-        self._running: list[tuple[int, int]] = []
+        # Running jobs in RLScheduler's list order: it sorts the list in place (stably) by
+        # end before each release and by requested end for a reservation, so jobs that end
+        # together are released in the order that leaves.
+        self._running: list[int] = []
+        self._end: dict[int, int] = {}
         self.started: dict[int, int] = {}
         #: The jobs started so far, in the order they started.
         self.start_order: list[int] = []
@@ -214,11 +217,14 @@ class HpcSimulator:
     @property
     def running(self) -> list[int]:
         """The jobs running now."""
-        return [job for _, job in self._running]
+        return list(self._running)
 
     def next_release(self) -> float:
-        """When the next running job ends; inf when none runs."""
-        return self._running[0][0] if self._running else math.inf
+        """When the next running job ends; inf when none runs (orders the running list)."""
+        if not self._running:
+            return math.inf
+        self._running.sort(key=self._end.__getitem__)
+        return self._end[self._running[0]]
 
     def release_profile(self) -> tuple[FloatArray, IntArray]:
         """When nodes free up by the running jobs' requested times: (times, free nodes then).
@@ -228,7 +234,7 @@ class HpcSimulator:
         """
         if not self._running:
             return np.zeros(0), np.zeros(0, dtype=np.int64)
-        jobs = np.array([job for _, job in self._running], dtype=np.int64)
+        jobs = np.array(self._running, dtype=np.int64)
         ends = np.array([self.started[j] for j in jobs.tolist()], dtype=np.float64)
         ends += self.workload.request[jobs]
         order = np.argsort(ends, kind="stable")
@@ -240,14 +246,16 @@ class HpcSimulator:
         self.next += 1
 
     def _release(self) -> None:
-        end, job = heapq.heappop(self._running)
-        self.now = max(self.now, end)
+        # Called right after next_release() ordered the list.
+        job = self._running.pop(0)
+        self.now = max(self.now, self._end[job])
         self.free += self._nodes[job]
         self._free_ids.extend(self.allocated[job])
 
     def _advance(self) -> None:
         """One event: the next arrival if it comes no later than the next release."""
-        if self.next < self.end and self._submit[self.next] <= self.next_release():
+        release = self.next_release()
+        if self.next < self.end and self._submit[self.next] <= release:
             self._arrive()
         else:
             self._release()
@@ -258,7 +266,8 @@ class HpcSimulator:
         self.start_order.append(job)
         self.allocated[job] = [self._free_ids.pop() for _ in range(k)]
         self.free -= k
-        heapq.heappush(self._running, (self.now + self._run[job], job))
+        self._end[job] = self.now + self._run[job]
+        self._running.append(job)
         self.queue.remove(job)
 
     def _reservation(self, job: int) -> float:
@@ -266,8 +275,8 @@ class HpcSimulator:
         per_node = self.workload.procs_per_node
         free = self.free * per_node
         earliest: float = self.now
-        ends = sorted(self._running, key=lambda r: self.started[r[1]] + self._request[r[1]])
-        for _, other in ends:
+        self._running.sort(key=lambda other: self.started[other] + self._request[other])
+        for other in self._running:
             free += self._nodes[other] * per_node
             earliest = self.started[other] + self._request[other]
             if free >= self._procs[job]:
