@@ -38,6 +38,7 @@ from gpuplan.harness.replay import (
     REPLAYS,
     ReplayPoint,
     mean_rows,
+    share_policy,
     write_results,
     write_time_results,
 )
@@ -109,7 +110,8 @@ def register(commands: Commands) -> None:
         sub.add_argument("-o", "--output", metavar="OUTDIR", required=True,
                          help="the folder of the verified runs, tables and plot")
         sub.add_argument("--policy", default="fgd", metavar="NAME,...",
-                         help="sharing policies, comma-separated (default: fgd): "
+                         help="sharing policies, comma-separated (default: fgd), or rl:DIR, "
+                         "a trained placement policy (gpuplan rl train --env placement): "
                          + "; ".join(f"{name}: {cls.description}"
                                      for name, cls in POLICIES.items()).replace("%", "%%"))
         seeds = sub.add_mutually_exclusive_group()
@@ -163,21 +165,29 @@ def alias(argv: Sequence[str]) -> list[str] | None:
 
 
 def policy_names(text: str) -> list[str]:
-    """``--policy`` of a replay: registered sharing policies, comma-separated.
+    """``--policy`` of a replay: registered sharing policies or ``rl:DIR``, comma-separated.
 
     Raises
     ------
     InputError
-        Naming an unknown policy and the registered ones.
+        Naming an unknown policy and the registered ones; for ``rl:DIR``, the extra
+        missing or a folder that is not a placement policy's (checked before any replay).
     """
     names = [name.strip() for name in text.split(",")]
     for name in names:
-        if name not in POLICIES:
+        if name.startswith("rl:"):
+            share_policy(name)
+        elif name not in POLICIES:
             raise InputError("--policy", "", f"unknown sharing policy {name!r}; choose from "
                              f"{', '.join(POLICIES)}")
     if len(set(names)) < len(names):
         raise InputError("--policy", "", f"{text!r} names a policy twice")
     return names
+
+
+def _file_label(policy: str) -> str:
+    """A policy's name in file names: ``rl:DIR`` as ``rl-<folder name>``."""
+    return f"rl-{Path(policy[3:]).name}" if policy.startswith("rl:") else policy
 
 
 def _points(args: argparse.Namespace, policies: Sequence[str], out: Path) -> list[ReplayPoint]:
@@ -190,7 +200,8 @@ def _points(args: argparse.Namespace, policies: Sequence[str], out: Path) -> lis
     folder.mkdir(exist_ok=True)
     return [ReplayPoint(nodes=args.nodes, pods=args.input, policy=policy, seed=seed,
                         ratio=getattr(args, "ratio", PAPER_RATIO),
-                        target=str(folder / f"{policy}-{seed}.json"), kind=args.kind,
+                        target=str(folder / f"{_file_label(policy)}-{seed}.json"),
+                        kind=args.kind,
                         speedup=getattr(args, "speedup", 1.0), migrate=migrate[0],
                         migrate_budget=migrate[1], options=options)
             for policy in policies for seed in seeds]

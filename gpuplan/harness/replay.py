@@ -251,11 +251,31 @@ def failed_row(point: ReplayPoint, seconds: float | None, exc: BaseException | s
             "error": text[:MAX_ERROR]}
 
 
+def share_policy(name: str) -> str | type[SharePolicy]:
+    """A registered policy's name as it is, ``rl:DIR`` as the trained policy's class.
+
+    Raises
+    ------
+    InputError
+        For ``rl:DIR``: the extra ``rl`` is missing, or the folder is not a placement
+        policy folder.
+    """
+    if not name.startswith("rl:"):
+        return name
+    from gpuplan.rl import require
+
+    require("--policy rl:DIR")
+    from gpuplan.rl.placement import learned_share_policy
+
+    return learned_share_policy(name.removeprefix("rl:"))
+
+
 def _replayed(point: ReplayPoint) -> tuple[Schedule, Row]:
     """Run one point: its verified schedule and its row."""
     trace, specs = _trace(point.nodes, point.pods)
+    policy = share_policy(point.policy)
     if point.kind == "time":
-        timeline = time_run(trace, point.policy, point.seed, point.speedup, specs,
+        timeline = time_run(trace, policy, point.seed, point.speedup, specs,
                             point.options)
         times, share = timeline.series
         return timeline.schedule, {
@@ -264,7 +284,7 @@ def _replayed(point: ReplayPoint) -> tuple[Schedule, Row]:
             "file": point.target, "error": "",
             "series": [times.tolist(), share.tolist()]}
     rescue = (Defragmenter(point.migrate, point.migrate_budget) if point.migrate else None)
-    result = replay(trace, point.policy, point.seed, point.ratio, specs, rescue=rescue,
+    result = replay(trace, policy, point.seed, point.ratio, specs, rescue=rescue,
                     options=point.options)
     return replay_schedule(result), _row(point, result)
 

@@ -69,3 +69,22 @@ def test_without_the_extra_rl_says_how_to_install(gpuplan: Gpuplan,
     assert ran.code == 2 and "optional extra 'rl'" in ran.err
     ran = gpuplan("simulate", LUBLIN, "--protocol", "rlscheduler", "--policy", "rl:p")
     assert ran.code == 2 and "--policy rl:DIR: needs the optional extra" in ran.err
+
+
+def test_placement_policy_trains_and_replays_like_fgds(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A trained placement folder replays under gpuplan replay fgd beside FGD, verified."""
+    openb = Path(__file__).resolve().parent.parent / "data" / "openb"
+    folder = tmp_path / "placement"
+    ran = gpuplan("rl", "train", "--env", "placement", "--trace", openb / "pods.csv",
+                  "--nodes", openb / "nodes.csv", "--steps", "64", "-o", folder)
+    assert ran.code == 0, ran.err
+    assert json.loads((folder / "policy.json").read_text())["env"] == "placement"
+    out = tmp_path / "replays"
+    ran = gpuplan("replay", "fgd", openb / "pods.csv", "--nodes", openb / "nodes.csv",
+                  "--policy", f"rl:{folder},fgd", "--seeds", "42:44", "-o", out,
+                  "--workers", "1")
+    assert ran.code == 0, ran.err
+    assert (out / "pods" / "rl-placement-42.json").exists()
+    ran = gpuplan("replay", "fgd", openb / "pods.csv", "--nodes", openb / "nodes.csv",
+                  "--policy", f"rl:{tmp_path / 'none'}", "-o", tmp_path / "x", "--workers", "1")
+    assert ran.code == 2 and "not a policy folder" in ran.err
