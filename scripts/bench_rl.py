@@ -88,7 +88,7 @@ def _policy(name: str, workload: Any, cp_limit: float) -> Any:
     if name.startswith("rl:"):
         from gpuplan.rl.ordering import LearnedOrder
 
-        return LearnedOrder(name[3:], workload)
+        return LearnedOrder.load(name[3:], workload)
     if name.startswith("replan:"):
         method = name.split(":", 1)[1]
         limit = cp_limit if method == "cp" else 1.0

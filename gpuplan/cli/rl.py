@@ -120,7 +120,7 @@ def run_rl(args: argparse.Namespace) -> int:
 
 
 def _train_ordering(args: argparse.Namespace, folder: Path) -> dict[str, object]:
-    from gpuplan.rl.ordering import FEATURES, OrderingEnv
+    from gpuplan.rl.ordering import FEATURES, OrderingEnv, validation
     from gpuplan.rl.policy import FORMAT, PolicyDescription
     from gpuplan.rl.train import train
 
@@ -142,7 +142,8 @@ def _train_ordering(args: argparse.Namespace, folder: Path) -> dict[str, object]
                               "held_out_starts": [first for first, _ in config.holdout]})
     return train(lambda: OrderingEnv(workload, config), description, args.steps, args.seed,
                  folder, progress=args.progress, minutes=args.minutes,
-                 fields=("bounded_slowdown", "baseline_bsld"))
+                 fields=("bounded_slowdown", "baseline_bsld"),
+                 validate=validation(workload, config))
 
 
 def _train_placement(args: argparse.Namespace, folder: Path) -> dict[str, object]:
@@ -168,4 +169,4 @@ def load_queue_policy(folder: str, workload: HpcWorkload) -> QueuePolicy:
     require("--policy rl:DIR")
     from gpuplan.rl.ordering import LearnedOrder
 
-    return LearnedOrder(folder, workload)
+    return LearnedOrder.load(folder, workload)

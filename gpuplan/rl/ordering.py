@@ -35,6 +35,8 @@ Episodes
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +47,7 @@ import numpy.typing as npt
 from gpuplan.core.errors import InputError
 from gpuplan.core.instance import IntArray
 from gpuplan.readers.swf import read_swf
+from gpuplan.rl.policy import KernelPolicy, best_rows, load_policy
 from gpuplan.simulate.hpc import (
     BSLD_THRESHOLD_S,
     QUEUE_POLICIES,
@@ -296,27 +299,58 @@ class LearnedOrder:
 
     Parameters
     ----------
-    folder
-        The policy folder (see :mod:`gpuplan.rl.policy`).
-    workload
-        The trace it will order, whose scales normalise the observation.
+    policy
+        The network.
+    observer
+        Builds its observations (the workload's scales).
+    name
+        The policy's name in reports.
     """
 
-    def __init__(self, folder: str, workload: HpcWorkload) -> None:
-        from gpuplan.rl.policy import load_policy
+    def __init__(self, policy: KernelPolicy, observer: Observer, name: str) -> None:
+        self.policy, self.observer, self.name = policy, observer, name
 
-        self.policy, self.description = load_policy(folder, "ordering")
-        if tuple(self.description.features) != FEATURES:
-            raise InputError(folder, "features", f"the policy reads {self.description.features}"
-                             f"; this gpuplan's ordering environment gives {list(FEATURES)}")
-        self.name = f"rl:{folder}"
-        self.observer = Observer(workload, self.description.rows)
+    @classmethod
+    def load(cls, folder: str, workload: HpcWorkload) -> LearnedOrder:
+        """Load a policy folder for a trace (see :mod:`gpuplan.rl.policy`).
+
+        Raises
+        ------
+        InputError
+            If the folder is not a safe ordering policy folder of these features.
+        """
+        policy, description = load_policy(folder, "ordering")
+        if tuple(description.features) != FEATURES:
+            raise InputError(folder, "features", f"the policy reads {description.features}; "
+                             f"this gpuplan's ordering environment gives {list(FEATURES)}")
+        return cls(policy, Observer(workload, description.rows), f"rl:{folder}")
 
     def choose(self, sim: HpcSimulator) -> int:
         """The job of the best-scored row."""
-        from gpuplan.rl.policy import best_rows
-
         obs, jobs = self.observer.observe(sim)
         mask = np.zeros(self.observer.window, dtype=bool)
         mask[:len(jobs)] = True
         return jobs[best_rows(self.policy, obs, mask)]
+
+
+#: Validation sequences: how many, of how many jobs, drawn with which seed.
+VALIDATION = (4, 512, 12345)
+
+
+def validation(workload: HpcWorkload, config: OrderingConfig) -> Callable[[KernelPolicy], float]:
+    """A policy's mean bounded slowdown on validation sequences clear of the held-out ones.
+
+    The sequences (:data:`VALIDATION`) are drawn from the training starts: model selection
+    never sees the protocol's evaluation sequences.
+    """
+    count, length, seed = VALIDATION
+    starts = training_starts(workload, dataclasses.replace(config, length=length))
+    rng = np.random.default_rng(seed)
+    firsts = rng.choice(starts, size=min(count, starts.size), replace=False).tolist()
+    observer = Observer(workload, config.window)
+
+    def score(policy: KernelPolicy) -> float:
+        order = LearnedOrder(policy, observer, "validation")
+        return float(np.mean([sequence_metrics(workload, play(
+            workload, int(first), length, order, config.backfill))[0] for first in firsts]))
+    return score

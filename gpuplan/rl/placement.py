@@ -35,6 +35,7 @@ runs and the harness verifies it like FGD's own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,6 +47,7 @@ import numpy.typing as npt
 from gpuplan.core.instance import Instance, IntArray
 from gpuplan.core.options import NoOptions
 from gpuplan.readers.openb import gpu_specs, read_openb
+from gpuplan.rl.policy import KernelPolicy, best_rows
 from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, MAX_SPEC_CPU, MAX_SPEC_GPU, ClusterState
 from gpuplan.sharing.frag import NodeFrag, TypicalPods, typical_pods
@@ -287,7 +289,7 @@ def learned_share_policy(folder: str | Path) -> type[SharePolicy]:
         If the folder is not a safe placement policy folder of these features.
     """
     from gpuplan.core.errors import InputError
-    from gpuplan.rl.policy import best_rows, load_policy
+    from gpuplan.rl.policy import load_policy
 
     policy, description = load_policy(folder, "placement")
     if tuple(description.features) != FEATURES:
@@ -317,6 +319,25 @@ def learned_share_policy(folder: str | Path) -> type[SharePolicy]:
     return Learned
 
 
+#: The replay seed whose allocation validates a placement policy (a training seed).
+VALIDATION_SEED = 0
+
+
+def validation(instance: Instance, typical: TypicalPods,
+               config: PlacementConfig) -> Callable[[KernelPolicy], float]:
+    """Minus the share a policy allocates on :data:`VALIDATION_SEED`'s replay (greedy)."""
+    env = PlacementEnv(instance, typical, config)
+
+    def score(policy: KernelPolicy) -> float:
+        obs, _ = env.reset(options={"replay_seed": VALIDATION_SEED})
+        done, info = False, dict[str, Any]()
+        while not done:
+            row = best_rows(policy, obs, env.action_masks())
+            obs, _, done, _, info = env.step(row)
+        return -float(info["allocated_percent"])
+    return score
+
+
 def train_placement(pods: str, nodes: str, steps: int, seed: int, folder: Path,
                     progress: bool = False, minutes: float | None = None,
                     config: PlacementConfig | None = None) -> dict[str, Any]:
@@ -338,4 +359,5 @@ def train_placement(pods: str, nodes: str, steps: int, seed: int, folder: Path,
                               "ratio": chosen.ratio, "stop_percent": chosen.stop_percent,
                               "held_out_seeds": list(PAPER_SEEDS)})
     return train(lambda: PlacementEnv(instance, typical, chosen), description, steps, seed,
-                 folder, progress=progress, minutes=minutes, fields=("allocated_percent",))
+                 folder, progress=progress, minutes=minutes, fields=("allocated_percent",),
+                 validate=validation(instance, typical, chosen), validate_every=20)

@@ -3,7 +3,9 @@
 :func:`train` runs sb3-contrib's MaskablePPO with :class:`~gpuplan.rl.policy.KernelPolicy`
 (masks from the environment's ``action_masks``), records each finished episode (the
 steps so far, its reward and what it measured), and writes the policy folder
-(:mod:`gpuplan.rl.policy`) with ``curve.csv`` and ``learning_curve.png`` beside it.
+(:mod:`gpuplan.rl.policy`) with ``curve.csv`` and ``learning_curve.png`` beside it. Given
+a validation score, it keeps the weights that scored best on it (checked every few
+rollouts and at the end), which are the ones saved.
 PPO's settings (:class:`PpoSettings`) are RLScheduler's where it states them (clip 0.2,
 lambda 0.97), with the discount at 1: the reward comes once, at an episode's end.
 """
@@ -59,15 +61,37 @@ class PpoSettings:
     envs: int = 2
 
 
-class _Curve(BaseCallback):
-    """Keeps each finished episode's reward and measures, and stops at a wall-clock limit."""
+#: Scores a policy on validation episodes (lower is better).
+Validate = Callable[[KernelPolicy], float]
 
-    def __init__(self, fields: tuple[str, ...], minutes: float | None) -> None:
+
+class _Curve(BaseCallback):
+    """Records episodes, stops at a wall-clock limit, keeps the best validated weights."""
+
+    def __init__(self, fields: tuple[str, ...], minutes: float | None,
+                 validate: Validate | None, every: int) -> None:
         super().__init__()
         self.fields = fields
         self.rows: list[dict[str, Any]] = []
         self.deadline = None if minutes is None else time.monotonic() + 60 * minutes
         self.stopped_early = False
+        self.validate, self.every = validate, every
+        self.rollouts = 0
+        self.checks: list[tuple[int, float]] = []
+        self.best: tuple[float, int, dict[str, torch.Tensor]] | None = None
+
+    def _on_rollout_end(self) -> None:
+        self.rollouts += 1
+        if self.validate is None or self.rollouts % self.every:
+            return
+        policy = self.model.policy
+        assert isinstance(policy, KernelPolicy)
+        policy.set_training_mode(False)
+        score = self.validate(policy)
+        self.checks.append((self.num_timesteps, score))
+        if self.best is None or score < self.best[0]:
+            state = {k: v.detach().clone() for k, v in policy.state_dict().items()}
+            self.best = (score, self.num_timesteps, state)
 
     def _on_step(self) -> bool:
         for info in self.locals.get("infos", []):
@@ -107,7 +131,8 @@ def _plot(rows: list[dict[str, Any]], title: str, path: Path) -> None:
 def train(make_env: Callable[[], gym.Env[Any, Any]], description: PolicyDescription,
           steps: int, seed: int, folder: Path, settings: PpoSettings | None = None,
           progress: bool = False, minutes: float | None = None,
-          fields: tuple[str, ...] = ()) -> dict[str, Any]:
+          fields: tuple[str, ...] = (), validate: Validate | None = None,
+          validate_every: int = 10) -> dict[str, Any]:
     """Train a policy with MaskablePPO and write its folder, curve and plot.
 
     Parameters
@@ -130,6 +155,10 @@ def train(make_env: Callable[[], gym.Env[Any, Any]], description: PolicyDescript
         Stop after this many minutes of wall time (the steps done are recorded).
     fields
         Episode ``info`` entries recorded in the curve.
+    validate
+        Scores the policy on validation episodes (lower is better), every
+        ``validate_every`` rollouts; the best-scoring weights are the ones saved (model
+        selection on episodes apart from any evaluation's).
 
     Returns
     -------
@@ -148,18 +177,28 @@ def train(make_env: Callable[[], gym.Env[Any, Any]], description: PolicyDescript
                         gae_lambda=chosen.gae_lambda, clip_range=chosen.clip_range,
                         ent_coef=chosen.ent_coef, seed=seed, device="cpu", verbose=0,
                         policy_kwargs={"hidden": chosen.hidden})
-    curve = _Curve(fields, minutes)
+    curve = _Curve(fields, minutes, validate, validate_every)
     began = time.perf_counter()
     model.learn(total_timesteps=steps, callback=curve, progress_bar=progress)
     seconds = time.perf_counter() - began
+    policy = model.policy
+    assert isinstance(policy, KernelPolicy)
+    if validate is not None:
+        policy.set_training_mode(False)
+        curve.checks.append((int(model.num_timesteps), validate(policy)))
+        if curve.best is not None and curve.best[0] < curve.checks[-1][1]:
+            policy.load_state_dict(curve.best[2])
+    chosen_at = (int(model.num_timesteps) if curve.best is None
+                 or curve.best[0] >= curve.checks[-1][1] else curve.best[1])
     record = {**description.training, "steps": int(model.num_timesteps),
               "steps_asked": steps, "seed": seed, "wall_time_s": round(seconds, 1),
               "stopped_at_minutes": minutes if curve.stopped_early else None,
               "episodes": len(curve.rows), "ppo": asdict(chosen),
               "torch": torch.__version__}
+    if validate is not None:
+        record["validation"] = {"weights_from_step": chosen_at,
+                                "checks": [[s, round(v, 4)] for s, v in curve.checks]}
     done = description.model_copy(update={"training": record, "hidden": list(chosen.hidden)})
-    policy = model.policy
-    assert isinstance(policy, KernelPolicy)
     save_policy(policy, done, folder)
     columns = ("steps", "reward", "seconds", *fields)
     write_text_atomic(folder / CURVE_FILE, csv_text(columns, [[r.get(c, "") for c in columns]

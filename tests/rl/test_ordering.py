@@ -118,7 +118,7 @@ def test_short_training_beats_random_on_held_out_sequences(lublin: HpcWorkload,
                                               "present"], hidden=[1])
     train(lambda: env_of(lublin), description, 8_000, 0, tmp_path / "p",
           PpoSettings(n_steps=1024))
-    learned = LearnedOrder(str(tmp_path / "p"), lublin)
+    learned = LearnedOrder.load(str(tmp_path / "p"), lublin)
     rng = np.random.default_rng(0)
 
     class Random:
