@@ -51,6 +51,10 @@ napoleon_numpy_docstring = True
 # Attributes as :ivar: fields, so they never describe an attribute twice beside autodoc's.
 napoleon_use_ivar = True
 autodoc_member_order = "bysource"
+# gpuplan.rl needs the optional extra; without it its pages are built from mocks.
+autodoc_mock_imports = [name for name in ("gymnasium", "stable_baselines3", "sb3_contrib",
+                                          "torch")
+                        if importlib.util.find_spec(name) is None]
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_typehints = "signature"
 

@@ -35,6 +35,10 @@ are allowed; several markers may stack) changes how the block is checked. ``WHAT
 ``file NAME``
     The block (of any language, e.g. ``toml``) is written to ``NAME`` in the working
     directory before the next blocks run: an options file an example then reads.
+``extra rl``
+    The block needs the optional extra ``rl``: it runs as usual where the extra is
+    installed (as CI installs it), and is only parsed (a python block skipped) where it
+    is not, so that a plain install's test run passes.
 ``site-build``
     The block is the command that builds this site; :func:`test_site_builds_warning_free`
     runs exactly that command (with its own output folder), and checks that it is there.
@@ -64,6 +68,10 @@ import pytest
 from conftest import ROOT
 
 from gpuplan.cli import build_parser
+from gpuplan.rl import missing
+
+#: Whether the optional extra ``rl`` is missing (its examples are then only parsed).
+RL_MISSING = bool(missing())
 
 BIN = Path(sys.executable).parent
 DOCS = ROOT / "docs"
@@ -200,6 +208,8 @@ def markers_of(block: Block) -> tuple[int, bool, str | None, bool]:
             file_name = words[1]
         elif words == ["site-build"]:
             site_build = True
+        elif words == ["extra", "rl"]:
+            parse_only = parse_only or RL_MISSING
         else:
             pytest.fail(f"{block.where()}: unknown example marker {marker!r}")
     return exit_code, parse_only, file_name, site_build
@@ -321,6 +331,8 @@ def test_examples_run(page: Path, tmp_path: Path, site_build: SiteBuild) -> None
             (cwd / file_name).write_text("\n".join(block.lines) + "\n")
             continue
         if block.language in PYTHON:
+            if RL_MISSING and "extra rl" in block.markers:
+                continue
             assert not parse_only, f"{block.where()}: python examples always run"
             result = subprocess.run([sys.executable, "-"], input="\n".join(block.lines),
                                     cwd=cwd, env=environment(), capture_output=True,
