@@ -12,7 +12,7 @@ Parts (``--part``):
   trained policies (``--policy TRACE=DIR``, trained by ``gpuplan rl train`` on sequences
   clear of the protocol's: the 10 are held out); one table and one plot per trace.
 - ``placement``: FGD's replay of ``openb_pod_list_default`` on its 10 paper seeds (never
-  trained on), allocated GPU share at 100% arrived for BestFit, FGD, gpuplan's
+  trained on), allocated GPU share at 100% arrived for Random, BestFit, FGD, gpuplan's
   cutting-stock and a trained policy (``--placement-policy DIR``), beside the published.
 - ``speed``: raw environment steps per second (no network; random masked actions).
 
@@ -192,7 +192,7 @@ def _placement(cache: Path, folder: str | None) -> str:
     pods = alibaba / "openb_pod_list_default.csv"
     instance = read_openb(alibaba / "openb_node_list_gpu_node.csv", pods)
     specs = gpu_specs(pods)
-    names: list[Any] = ["best-fit", "fgd", "cutting-stock"]
+    names: list[Any] = ["random", "best-fit", "fgd", "cutting-stock"]
     if folder is not None:
         from gpuplan.rl.placement import learned_share_policy
 

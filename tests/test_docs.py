@@ -5,8 +5,8 @@ Which examples run
 Every fenced block of language ``bash``, ``sh``, ``shell``, ``console`` or ``python`` in
 README.md and docs/**/*.md (not docs/results/, the benchmark scripts' output) is an
 example. The blocks of one page run in order, in one temporary working directory per page
-that holds symbolic links to the repository's ``instances/``, ``tests/``, ``scripts/`` and
-``docs/``, so relative paths work as in a fresh clone and outputs land in the temporary
+that holds symbolic links to the repository's ``instances/``, ``tests/``, ``scripts/``,
+``docs/`` and ``policies/``, so relative paths work as in a fresh clone and outputs land in the temporary
 directory; the venv's ``bin/`` comes first on ``PATH`` (``gpuplan`` and ``python`` are the
 venv's).
 
@@ -217,7 +217,7 @@ def markers_of(block: Block) -> tuple[int, bool, str | None, bool]:
 
 def workdir(tmp_path: Path) -> Path:
     """A working directory with the repository's example folders linked in."""
-    for name in ("instances", "tests", "scripts", "docs"):
+    for name in ("instances", "tests", "scripts", "docs", "policies"):
         (tmp_path / name).symlink_to(ROOT / name, target_is_directory=True)
     return tmp_path
 

@@ -12,6 +12,7 @@ lambda 0.97), with the discount at 1: the reward comes once, at an episode's end
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -29,6 +30,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from gpuplan.core.files import csv_text, write_text_atomic
 from gpuplan.rl.policy import KernelPolicy, PolicyDescription, save_policy
 
+#: The fewest steps per environment copy in a rollout.
+MIN_ROLLOUT = 64
 #: Files a training run writes beside the policy.
 CURVE_FILE, CURVE_PLOT = "curve.csv", "learning_curve.png"
 
@@ -166,6 +169,10 @@ def train(make_env: Callable[[], gym.Env[Any, Any]], description: PolicyDescript
         The training record stored in ``policy.json``.
     """
     chosen = settings or PpoSettings()
+    # A run shorter than one rollout collects only what it asked for.
+    rollout = max(MIN_ROLLOUT, min(chosen.n_steps, -(-steps // chosen.envs)))
+    chosen = dataclasses.replace(chosen, n_steps=rollout,
+                                 batch_size=min(chosen.batch_size, rollout * chosen.envs))
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     vec = DummyVecEnv([lambda: Monitor(make_env(), info_keywords=fields)

@@ -28,7 +28,9 @@ def test_reads_rlscheduler_lublin_trace() -> None:
     trace = read_swf(LUBLIN)
     assert trace.name == "lublin_256"
     assert (trace.n_jobs, trace.max_nodes, trace.max_procs) == (10_000, 256, None)
-    assert trace.column(SUBMIT)[0] == 0 and (trace.column(RUN) > 0).all()
+    submit = trace.column(SUBMIT)
+    assert (submit >= 0).all() and (submit[1:] >= submit[:-1]).all()
+    assert (trace.column(RUN) > 0).all()
 
 
 def test_header_value_with_a_note_reads_its_leading_number(tmp_path: Path) -> None:
