@@ -74,6 +74,10 @@ PUBLISHED_UTIL = {
 PUBLISHED_PLACEMENT = {"best-fit": 92.86, "fgd": 95.23}
 
 
+def _published(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
 def _workload(trace: str) -> Any:
     from gpuplan.readers.swf import read_swf
     from gpuplan.simulate.hpc import HpcWorkload
@@ -166,7 +170,7 @@ def _ordering(cache: Path, policies: dict[str, str], cp_limit: float, cp_sequenc
                      "decision)" if name.startswith("replan") else name)
             rows.append(f"| {label} | {'-' if full is None else f'{full:,.2f}'} | "
                         f"{found['utilization']:.3f} | {first:,.2f} | "
-                        f"{published.get(key, float('nan')):,.2f} | "
+                        f"{_published(published.get(key))} | "
                         f"{found['wall_time_s']:.0f} |")
         parts.append("\n".join(rows))
         figure = Figure(figsize=(8, 4))
@@ -214,7 +218,7 @@ def _placement(cache: Path, folder: str | None) -> str:
         found = json.loads(path.read_text())
         values = found["values"]
         rows.append(f"| {label} | {np.mean(values):.2f} | {min(values):.2f} | "
-                    f"{max(values):.2f} | {PUBLISHED_PLACEMENT.get(label, float('nan')):.2f} "
+                    f"{max(values):.2f} | {_published(PUBLISHED_PLACEMENT.get(label))} "
                     f"| {np.mean(found['seconds']):.1f} |")
     return "\n".join(rows)
 
