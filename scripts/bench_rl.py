@@ -180,7 +180,7 @@ def _ordering(cache: Path, policies: dict[str, str], cp_limit: float, cp_sequenc
         axes.set_xticks(range(len(labels)), [n.split("/")[-1] for n in labels], rotation=30,
                         ha="right")
         axes.set_yscale("log")
-        axes.set_ylabel(f"mean bounded slowdown, first {len(few)} held-out sequences")
+        axes.set_ylabel(f"mean bsld, {len(few)} held-out seqs")
         axes.set_title(f"{paper}: queue policies under RLScheduler's protocol")
         figure.tight_layout()
         write_figure(figure, RESULTS / f"rl_ordering_{trace}.png")
