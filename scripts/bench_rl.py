@@ -154,7 +154,7 @@ def _ordering(cache: Path, policies: dict[str, str], cp_limit: float, cp_sequenc
         if only is not None:
             continue
         few = got["replan:cp"]["runs"]
-        rows = [f"### {paper} (no backfilling)", "",
+        rows = [f"## {paper} (no backfilling)", "",
                 f"| policy | bsld, 10 held-out sequences | utilization | bsld, first "
                 f"{len(few)} sequences | published bsld | protocol s |",
                 "|---|---:|---:|---:|---:|---:|"]

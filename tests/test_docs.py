@@ -6,9 +6,9 @@ Every fenced block of language ``bash``, ``sh``, ``shell``, ``console`` or ``pyt
 README.md and docs/**/*.md (not docs/results/, the benchmark scripts' output) is an
 example. The blocks of one page run in order, in one temporary working directory per page
 that holds symbolic links to the repository's ``instances/``, ``tests/``, ``scripts/``,
-``docs/`` and ``policies/``, so relative paths work as in a fresh clone and outputs land in the temporary
-directory; the venv's ``bin/`` comes first on ``PATH`` (``gpuplan`` and ``python`` are the
-venv's).
+``docs/`` and ``policies/``, so relative paths work as in a fresh clone and outputs land in
+the temporary directory; the venv's ``bin/`` comes first on ``PATH`` (``gpuplan`` and
+``python`` are the venv's).
 
 - ``bash``/``sh``/``shell``: every line is a command (a line ending in ``\`` continues on
   the next; blank lines and ``#`` comment lines are skipped), run by ``bash -c``; it must
