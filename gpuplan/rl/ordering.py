@@ -47,7 +47,7 @@ import numpy.typing as npt
 from gpuplan.core.errors import InputError
 from gpuplan.core.instance import IntArray
 from gpuplan.readers.swf import read_swf
-from gpuplan.rl.policy import KernelPolicy, best_rows, load_policy
+from gpuplan.rl.policy import KernelPolicy, best_rows, load_policy, row_mask
 from gpuplan.simulate.hpc import (
     BSLD_THRESHOLD_S,
     QUEUE_POLICIES,
@@ -250,9 +250,7 @@ class OrderingEnv(gym.Env[Observation, np.int64]):
 
     def action_masks(self) -> np.ndarray:
         """Which rows hold a job (the actions a policy may take)."""
-        mask = np.zeros(self.config.window, dtype=bool)
-        mask[:len(self._rows)] = True
-        return mask
+        return row_mask(self.config.window, len(self._rows))
 
     def step(self, action: np.int64 | int) -> tuple[Observation, float, bool, bool,
                                                      dict[str, Any]]:
@@ -328,8 +326,7 @@ class LearnedOrder:
     def choose(self, sim: HpcSimulator) -> int:
         """The job of the best-scored row."""
         obs, jobs = self.observer.observe(sim)
-        mask = np.zeros(self.observer.window, dtype=bool)
-        mask[:len(jobs)] = True
+        mask = row_mask(self.observer.window, len(jobs))
         return jobs[best_rows(self.policy, obs, mask)]
 
 

@@ -47,7 +47,7 @@ import numpy.typing as npt
 from gpuplan.core.instance import Instance, IntArray
 from gpuplan.core.options import NoOptions
 from gpuplan.readers.openb import gpu_specs, read_openb
-from gpuplan.rl.policy import KernelPolicy, best_rows
+from gpuplan.rl.policy import KernelPolicy, best_rows, row_mask
 from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, MAX_SPEC_CPU, MAX_SPEC_GPU, ClusterState
 from gpuplan.sharing.frag import NodeFrag, TypicalPods, typical_pods
@@ -249,9 +249,7 @@ class PlacementEnv(gym.Env[Observation, np.int64]):
 
     def action_masks(self) -> np.ndarray:
         """Which rows hold a node class."""
-        mask = np.zeros(self.config.window, dtype=bool)
-        mask[:self._nodes.size] = True
-        return mask
+        return row_mask(self.config.window, self._nodes.size)
 
     def step(self, action: np.int64 | int) -> tuple[Observation, float, bool, bool,
                                                      dict[str, Any]]:
@@ -307,9 +305,7 @@ def learned_share_policy(folder: str | Path) -> type[SharePolicy]:
 
         def score(self, state: ClusterState, pod: int, feasible: IntArray) -> IntArray:
             obs, nodes, row = self.observer.observe(state, pod, feasible)
-            mask = np.zeros(window, dtype=bool)
-            mask[:nodes.size] = True
-            best = best_rows(policy, obs, mask)
+            best = best_rows(policy, obs, row_mask(window, nodes.size))
             scores: IntArray = np.where(row == best, 1, 0).astype(np.int64)
             return scores
 

@@ -215,6 +215,13 @@ def load_policy(folder: str | Path, env: str) -> tuple[KernelPolicy, PolicyDescr
     return policy, description
 
 
+def row_mask(rows: int, filled: int) -> np.ndarray:
+    """The action mask of a window of ``rows`` whose first ``filled`` rows hold a choice."""
+    mask = np.zeros(rows, dtype=bool)
+    mask[:filled] = True
+    return mask
+
+
 def best_rows(policy: KernelPolicy, obs: np.ndarray, mask: np.ndarray) -> int:
     """The unmasked row of the highest logit (the policy's deterministic choice)."""
     with torch.no_grad():
