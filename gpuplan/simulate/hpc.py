@@ -92,9 +92,6 @@ class HpcWorkload:
         ``(J,)`` submit time, run time, requested time and processors (int64).
     nodes
         ``(J,)`` whole nodes each job takes.
-    features
-        ``(J, 4)`` requested memory, user, group and executable (-1: unknown), which
-        learned policies may observe.
     """
 
     name: str
@@ -108,7 +105,6 @@ class HpcWorkload:
     request: IntArray
     procs: IntArray
     nodes: IntArray
-    features: FloatArray
 
     @property
     def n_jobs(self) -> int:
@@ -155,12 +151,10 @@ class HpcWorkload:
             raise InputError(trace.source, f"line {int(trace.lines[j])}", f"the job wants "
                              f"{int(procs[j])} processors; the machine has {max_procs} "
                              f"({trace.max_nodes} nodes)")
-        columns = np.array([swf.REQUEST_MEMORY, swf.USER, swf.GROUP, swf.EXECUTABLE])
         return cls(name=trace.name, source=trace.source, max_nodes=trace.max_nodes,
                    max_procs=max_procs, job_number=as_int[take, swf.JOB],
                    line=trace.lines[take], submit=as_int[take, swf.SUBMIT], run=run[take],
-                   request=request[take], procs=procs[take], nodes=nodes,
-                   features=f[np.ix_(take, columns)])
+                   request=request[take], procs=procs[take], nodes=nodes)
 
 
 class HpcSimulator:
@@ -697,7 +691,7 @@ class ReplanOrder:
                 name=w.name, source=w.source, max_nodes=w.max_nodes, max_procs=w.max_procs,
                 job_number=w.job_number, line=w.line, submit=w.submit,
                 run=np.maximum(w.request, 1), request=w.request, procs=w.procs,
-                nodes=w.nodes, features=w.features)
+                nodes=w.nodes)
             self._base = (*key, sequence_instance(estimate, sim.first, length))
         return self._base[2]
 
