@@ -109,3 +109,27 @@ class VerificationError(Exception):
             f"BUG: method {method!r} returned a schedule that fails verification "
             f"({len(self.violations)} violation(s)); it was not written:\n  {lines}"
         )
+
+
+class RejectedScheduleError(Exception):
+    """A schedule file fails verification against its instance, so it is not used.
+
+    Unlike :class:`VerificationError` this is not gpuplan's bug: the file was handed in
+    (edited, or planned for another instance). The command exits 1.
+
+    Parameters
+    ----------
+    source
+        The schedule file.
+    against
+        The instance it was checked against.
+    violations
+        One readable line per violated constraint.
+    """
+
+    def __init__(self, source: str, against: str, violations: Sequence[str]) -> None:
+        self.violations = list(violations)
+        lines = "\n  ".join(self.violations)
+        super().__init__(
+            f"{source}: fails verification against {against} ({len(self.violations)} "
+            f"violation(s)); nothing was written:\n  {lines}")

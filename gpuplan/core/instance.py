@@ -45,10 +45,10 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 
-#: Instance fields indexed by job on their first axis (``job_class`` and ``node_demand``
-#: are empty in instances without classes or node resources).
+#: Instance fields indexed by job on their first axis (``job_class``, ``node_demand`` and
+#: ``command`` are empty in instances without classes, node resources or commands).
 _PER_JOB = ("gang", "demand", "duration", "eligible", "cost", "profit", "weight", "release",
-            "deadline", "due", "preemptible", "job_class", "node_demand")
+            "deadline", "due", "preemptible", "job_class", "node_demand", "command")
 
 _Array = TypeVar("_Array", bound=NDArray[Any])
 
@@ -152,6 +152,9 @@ class Instance:
         ``(J, Q)`` what each job draws on its node, for its whole gang at once. A job with a
         gang of 0 (a CPU-only job) uses no GPU but still draws on one node of a type it is
         eligible for.
+    command
+        ``(J,)`` each job's shell command (``str``), None where the file gives none; empty
+        when no job has one. Planning never reads it: exporters run it.
     outages
         Intervals over which some GPUs may not be used (failed, or held by work planned
         before, as a re-plan's residual instance holds them). Planners take only those
@@ -187,6 +190,8 @@ class Instance:
     node_resources: tuple[str, ...] = ()
     node_capacity: FloatArray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
     node_demand: FloatArray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
+    command: NDArray[np.object_] = dataclasses.field(
+        default_factory=lambda: np.zeros(0, dtype=object))
     outages: tuple[Outage, ...] = ()
 
     def __post_init__(self) -> None:

@@ -182,6 +182,10 @@ class JobSpec(_Strict):
         "type (time-based objectives). Its segments then add up to its work: the sum of "
         "each segment's length over the job's duration on that segment's type is 1.",
     )
+    command: Annotated[StrictStr, Field(min_length=1, max_length=100_000)] | None = Field(
+        default=None,
+        description="The shell command that runs the job, for exporters (gpuplan export "
+        "slurm, kueue, volcano); planning never reads it.")
     colocation_class: Id | None = Field(
         default=None,
         description="Space-sharing class (e.g. the model and batch size): with the "
@@ -455,6 +459,7 @@ class _JobColumns:
         self.depends_on: list[list[str]] = []
         self.node_demand: list[dict[str, float]] = []
         self.colocation_class: list[str | None] = []
+        self.command: list[str | None] = []
         self.preemptible = np.zeros(n_jobs, dtype=bool)
         self.gang = np.zeros(n_jobs, dtype=np.int64)
         # weight, release, deadline and due, by column.
@@ -585,6 +590,8 @@ def _build(
         node_resources=node_resources,
         node_capacity=node_capacity,
         node_demand=node_demand,
+        command=(np.array(columns.command, dtype=object)
+                 if any(c is not None for c in columns.command) else np.zeros(0, dtype=object)),
     )
     check_objective_data(instance, source)
     return instance
@@ -632,6 +639,7 @@ def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, i
     columns.depends_on.append(job.depends_on or _NONE_LISTED)
     columns.node_demand.append(job.node_demand or _NO_DRAW)
     columns.colocation_class.append(job.colocation_class)
+    columns.command.append(job.command)
     columns.gang[j] = job.gpus
     columns.preemptible[j] = job.preemptible
     columns.times[j] = (job.weight, job.release_s,
