@@ -1,0 +1,63 @@
+"""An imported fleet (from Slurm or Kubernetes) as an instance file, with or without jobs.
+
+:func:`fleet_document` takes the ``gpu_types`` and ``nodes`` a cluster reader found and
+either writes them alone, for the user to add jobs to, or puts them under the jobs and
+objective of a file the user already has, which is then validated as a whole instance.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpuplan.core.errors import InputError
+from gpuplan.readers import load_data
+from gpuplan.readers.instance_file import GpuTypeSpec, NodeSpec, instance_from_data
+
+
+def fleet_document(fleet: dict[str, Any], source: str, name: str,
+                   jobs_file: str | Path | None = None) -> dict[str, Any]:
+    """The instance document of ``fleet``: alone (``jobs: []``), or with a file's jobs.
+
+    Parameters
+    ----------
+    fleet
+        ``gpu_types`` and ``nodes``, as the cluster readers return them.
+    source
+        The cluster file, for messages.
+    name
+        The instance's name when there is no jobs file.
+    jobs_file
+        An instance file (JSON or YAML) whose jobs, objective and other fields are kept and
+        whose ``gpu_types`` and ``nodes`` are replaced by the fleet's; a GPU type it also
+        defines keeps its capacity and price from it.
+
+    Raises
+    ------
+    InputError
+        For a fleet entry the format refuses, or (with ``jobs_file``) a file that does not
+        read or whose jobs do not fit the fleet (say, a GPU type it does not have), naming
+        the file and field.
+    """
+    if jobs_file is None:
+        for key, spec in (("gpu_types", GpuTypeSpec), ("nodes", NodeSpec)):
+            for k, entry in enumerate(fleet[key]):
+                try:
+                    spec.model_validate(entry)
+                except ValidationError as exc:
+                    error = exc.errors()[0]
+                    raise InputError(source, f"{key}[{k}]", f"{entry.get('id')!r}: "
+                                     f"{error['msg']}") from None
+        return {"name": name, "gpu_types": fleet["gpu_types"], "nodes": fleet["nodes"],
+                "jobs": []}
+    data = load_data(Path(jobs_file))
+    if not isinstance(data, dict):
+        raise InputError(str(jobs_file), "", "an instance file holds one object")
+    known = {t.get("id"): t for t in data.get("gpu_types", []) if isinstance(t, dict)}
+    types = [{**t, **{k: v for k, v in known.get(t["id"], {}).items() if k != "id"}}
+             for t in fleet["gpu_types"]]
+    document = {**data, "gpu_types": types, "nodes": fleet["nodes"]}
+    instance_from_data(document, f"{jobs_file} with the fleet of {source}")
+    return document

@@ -1,0 +1,453 @@
+"""Slurm's own files: the fleet in ``slurm.conf`` and ``gres.conf``, and ``sacct -P`` output.
+
+:func:`read_slurm_fleet` turns the ``NodeName`` lines (node ranges such as ``gpu[01-16]``,
+``NodeName=DEFAULT``, typed GPUs in ``Gres=gpu:TYPE:N``, ``CPUs``, ``RealMemory``) into the
+``gpu_types`` and ``nodes`` of an instance file. :func:`read_sacct` reads what a cluster
+actually ran into a version-2 schedule of an instance, so that the verifier and ``gpuplan
+diff`` can hold reality against the plan. Every problem is an
+:class:`~gpuplan.core.errors.InputError` naming the file, the line and what is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from gpuplan._version import __version__
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import read_text
+from gpuplan.core.instance import MAX_GPUS, Instance
+from gpuplan.core.schedule import Schedule, Segment, Unplaced
+from gpuplan.core.status import Status
+
+#: The GPU type of GPUs that ``slurm.conf`` and ``gres.conf`` leave untyped.
+UNTYPED = "gpu"
+#: The capacity every imported GPU type gets: Slurm states no per-GPU memory, so each GPU
+#: is one unit of ``compute``; add ``memory_gib`` by hand to plan by memory.
+IMPORTED_CAPACITY = {"compute": 1.0}
+#: ``NodeName`` keys Slurm 22.05 to 24.x define (slurm.conf(5)); any other is a typo.
+NODE_KEYS = frozenset(k.lower() for k in (
+    "NodeName", "NodeHostname", "NodeAddr", "BcastAddr", "Boards", "CoreSpecCount",
+    "CoresPerSocket", "CpuBind", "CPUs", "CPUSpecList", "Features", "Feature", "Gres",
+    "MemSpecLimit", "Port", "Procs", "RealMemory", "Reason", "Sockets", "SocketsPerBoard",
+    "State", "ThreadsPerCore", "TmpDisk", "Weight", "Parameters", "RestrictedCoresPerGPU"))
+#: ``gres.conf`` keys (gres.conf(5)).
+GRES_KEYS = frozenset(k.lower() for k in (
+    "AutoDetect", "Count", "Cores", "File", "Flags", "Links", "MultipleFiles", "Name",
+    "NodeName", "Type", "EnvVar"))
+_PAIR = re.compile(r"\s*([A-Za-z][A-Za-z0-9_]*)=(\"[^\"]*\"|\S*)")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_INCLUDE_DEPTH = 8
+
+
+@dataclass
+class _Line:
+    """One logical line of a Slurm configuration file: its ``key=value`` pairs."""
+
+    source: str
+    number: int
+    pairs: dict[str, str]
+    first: str
+
+
+def _lines(path: Path, depth: int = 0) -> Iterator[_Line]:
+    """The logical lines of a Slurm configuration file, ``Include`` files followed.
+
+    Comments (``#`` to the end of the line) and blank lines are dropped, lines ending in
+    a backslash are joined, and keys are compared without case, as Slurm does.
+    """
+    source = str(path)
+    text = read_text(path)
+    pending = ""
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].rstrip()
+        if not pending:
+            start = number
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line, pending = (pending + line).strip(), ""
+        if not line:
+            continue
+        word = line.split(None, 1)
+        if word[0].lower() == "include":
+            if len(word) < 2 or depth >= _INCLUDE_DEPTH:
+                raise InputError(source, f"line {start}", "Include needs one file name (and "
+                                 f"at most {_INCLUDE_DEPTH} levels of inclusion)")
+            included = Path(word[1].strip())
+            yield from _lines(included if included.is_absolute() else path.parent / included,
+                              depth + 1)
+            continue
+        pairs: dict[str, str] = {}
+        position = 0
+        while position < len(line):
+            match = _PAIR.match(line, position)
+            if match is None:
+                raise InputError(source, f"line {start}", f"expected KEY=VALUE pairs, got "
+                                 f"{line[position:].strip()[:60]!r}")
+            pairs[match.group(1).lower()] = match.group(2).strip('"')
+            position = match.end()
+        yield _Line(source, start, pairs, next(iter(pairs)))
+
+
+def expand_hostlist(text: str, source: str, where: str) -> list[str]:
+    """Expand a Slurm host list: ``gpu[01-03,08],cpu1`` is gpu01, gpu02, gpu03, gpu08, cpu1.
+
+    Ranges keep the zero padding of their first number, and several brackets in one name
+    multiply (``r[1-2]n[1-2]``).
+
+    Raises
+    ------
+    InputError
+        For an unbalanced bracket, a range that is not ``A`` or ``A-B`` with ``A <= B``,
+        or more than :data:`~gpuplan.core.instance.MAX_GPUS` names.
+    """
+    names: list[str] = []
+    depth, part = 0, ""
+    pieces = []
+    for char in text:
+        depth += (char == "[") - (char == "]")
+        if depth < 0 or depth > 1:
+            raise InputError(source, where, f"unbalanced brackets in host list {text!r}")
+        if char == "," and depth == 0:
+            pieces.append(part)
+            part = ""
+        else:
+            part += char
+    if depth:
+        raise InputError(source, where, f"unbalanced brackets in host list {text!r}")
+    pieces.append(part)
+    for piece in pieces:
+        if not piece:
+            raise InputError(source, where, f"empty name in host list {text!r}")
+        names.extend(_expand_one(piece, source, where))
+        if len(names) > MAX_GPUS:
+            raise InputError(source, where, f"host list {text!r} names more than "
+                             f"{MAX_GPUS} nodes")
+    return names
+
+
+def _expand_one(piece: str, source: str, where: str) -> list[str]:
+    opening = piece.find("[")
+    if opening < 0:
+        return [piece]
+    closing = piece.index("]", opening)
+    head, body, tail = piece[:opening], piece[opening + 1:closing], piece[closing + 1:]
+    numbers: list[str] = []
+    for item in body.split(","):
+        match = _RANGE.match(item)
+        if match is None or (match.group(2) is not None
+                             and int(match.group(2)) < int(match.group(1))):
+            raise InputError(source, where, f"bad range {item!r} in host list {piece!r}: "
+                             "expected N or A-B with A <= B")
+        low, high = match.group(1), match.group(2) or match.group(1)
+        if int(high) - int(low) >= MAX_GPUS:
+            raise InputError(source, where, f"range {item!r} names more than {MAX_GPUS} nodes")
+        numbers.extend(str(k).zfill(len(low)) for k in range(int(low), int(high) + 1))
+    rests = _expand_one(tail, source, where)
+    return [f"{head}{number}{rest}" for number in numbers for rest in rests]
+
+
+def _count(text: str, source: str, where: str, what: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 10**12:
+        raise InputError(source, where, f"{what} {text!r} is not a whole number")
+    return int(text)
+
+
+def _gpu_gres(text: str, source: str, where: str) -> dict[str, int]:
+    """GPU counts by type from a ``Gres=`` value (other GRES, such as ``shard``, skipped)."""
+    gpus: dict[str, int] = defaultdict(int)
+    for item in filter(None, text.split(",")):
+        item = item.split("(", 1)[0]  # a socket binding such as (S:0-1)
+        fields = item.split(":")
+        if fields[0] != "gpu":
+            continue
+        if len(fields) == 2 and not fields[1].isdigit():
+            fields.append("1")  # gpu:TYPE means one
+        if len(fields) == 2:
+            gpus[UNTYPED] += _count(fields[1], source, where, "GPU count")
+        elif len(fields) == 3 and fields[1]:
+            gpus[fields[1]] += _count(fields[2], source, where, "GPU count")
+        else:
+            raise InputError(source, where, f"Gres item {item!r}: expected gpu:N or "
+                             "gpu:TYPE:N")
+    return dict(gpus)
+
+
+@dataclass
+class _Node:
+    gpus: dict[str, int]
+    cpus: int
+    memory_mib: int
+    line: str
+
+
+@dataclass
+class _GresNode:
+    gpus: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    line: str = ""
+
+
+def _node_lines(conf: Path) -> dict[str, _Node]:
+    """The nodes of ``slurm.conf``, in file order, ``NodeName=DEFAULT`` applied."""
+    nodes: dict[str, _Node] = {}
+    defaults: dict[str, str] = {}
+    for line in _lines(conf):
+        if line.first != "nodename":
+            continue
+        where = f"line {line.number}"
+        unknown = [k for k in line.pairs if k not in NODE_KEYS]
+        if unknown:
+            raise InputError(line.source, where, f"unknown NodeName key {unknown[0]!r}")
+        if line.pairs["nodename"].upper() == "DEFAULT":
+            defaults.update({k: v for k, v in line.pairs.items() if k != "nodename"})
+            continue
+        pairs = {**defaults, **line.pairs}
+        cpus = pairs.get("cpus") or pairs.get("procs")
+        if cpus is None:
+            cpus = str(_count(pairs.get("sockets", "1"), line.source, where, "Sockets")
+                       * _count(pairs.get("corespersocket", "1"), line.source, where,
+                                "CoresPerSocket")
+                       * _count(pairs.get("threadspercore", "1"), line.source, where,
+                                "ThreadsPerCore"))
+        node = _Node(_gpu_gres(pairs.get("gres", ""), line.source, where),
+                     _count(cpus, line.source, where, "CPUs"),
+                     _count(pairs.get("realmemory", "1"), line.source, where, "RealMemory"),
+                     f"{line.source}: {where}")
+        for name in expand_hostlist(line.pairs["nodename"], line.source, where):
+            if name in nodes:
+                raise InputError(line.source, where, f"node {name!r} is defined twice "
+                                 f"(first at {nodes[name].line})")
+            nodes[name] = node
+    return nodes
+
+
+def _gres_lines(path: Path, known: dict[str, _Node]) -> dict[str, _GresNode]:
+    """GPU counts by node and type from ``gres.conf`` (``Count``, else the ``File`` range)."""
+    found: dict[str, _GresNode] = defaultdict(_GresNode)
+    for line in _lines(path):
+        where = f"line {line.number}"
+        unknown = [k for k in line.pairs if k not in GRES_KEYS]
+        if unknown:
+            raise InputError(line.source, where, f"unknown gres.conf key {unknown[0]!r}")
+        if line.pairs.get("name") != "gpu":
+            continue
+        if "nodename" not in line.pairs:
+            raise InputError(line.source, where, "a GPU line needs NodeName= (gpuplan reads "
+                             "one gres.conf for the whole cluster)")
+        if "count" in line.pairs:
+            count = _count(line.pairs["count"], line.source, where, "Count")
+        elif "file" in line.pairs or "multiplefiles" in line.pairs:
+            files = line.pairs.get("file") or line.pairs["multiplefiles"]
+            count = len(expand_hostlist(files, line.source, where))
+        else:
+            raise InputError(line.source, where, "a GPU line needs Count= or File=")
+        for name in expand_hostlist(line.pairs["nodename"], line.source, where):
+            if name not in known:
+                raise InputError(line.source, where, f"node {name!r} is not in slurm.conf")
+            entry = found[name]
+            entry.gpus[line.pairs.get("type", UNTYPED)] += count
+            entry.line = f"{line.source}: {where}"
+    return found
+
+
+def read_slurm_fleet(conf: str | Path, gres: str | Path | None = None) -> dict[str, Any]:
+    """The fleet of a Slurm cluster as the ``gpu_types`` and ``nodes`` of an instance file.
+
+    A node's GPUs come from its ``Gres=gpu:TYPE:N`` items; untyped ones (``gpu:N``) take
+    their types from ``gres.conf`` when it is given, and are type :data:`UNTYPED`
+    otherwise. Nodes without GPUs are left out (an instance's nodes hold GPUs). Each node
+    gets the resources ``cpu_milli`` (``CPUs`` x 1000) and ``memory_mib``
+    (``RealMemory``), which jobs' ``node_demand`` draws on.
+
+    Parameters
+    ----------
+    conf
+        ``slurm.conf``.
+    gres
+        ``gres.conf``, or None.
+
+    Raises
+    ------
+    InputError
+        Naming the file and line: a line that is not ``KEY=VALUE`` pairs, an unknown
+        ``NodeName`` or ``gres.conf`` key, a bad host list or count, a node defined twice,
+        a ``gres.conf`` node or count that ``slurm.conf`` does not have, or no GPU at all.
+    """
+    conf = Path(conf)
+    nodes = _node_lines(conf)
+    from_gres = {} if gres is None else _gres_lines(Path(gres), nodes)
+    for name, entry in from_gres.items():
+        node = nodes[name]
+        if sum(entry.gpus.values()) != sum(node.gpus.values()) or (
+                set(node.gpus) != {UNTYPED} and dict(entry.gpus) != node.gpus):
+            raise InputError(entry.line, "", f"node {name!r} has GPUs {dict(entry.gpus)} "
+                             f"here but {node.gpus} in {conf}")
+        node.gpus = dict(entry.gpus)
+    with_gpus = {name: node for name, node in nodes.items() if sum(node.gpus.values())}
+    if not with_gpus:
+        raise InputError(str(conf), "", "no NodeName line gives GPUs (Gres=gpu:TYPE:N)")
+    types = sorted({t for node in with_gpus.values() for t in node.gpus})
+    return {
+        "gpu_types": [{"id": t, "capacity": dict(IMPORTED_CAPACITY)} for t in types],
+        "nodes": [{"id": name, "gpus": {t: n for t, n in node.gpus.items() if n},
+                   "resources": {"cpu_milli": node.cpus * 1000,
+                                 "memory_mib": node.memory_mib}}
+                  for name, node in with_gpus.items()],
+    }
+
+
+#: The ``sacct`` columns :func:`read_sacct` needs, and those it reads when present.
+SACCT_NEEDS = ("JobName", "State", "Start", "End", "NodeList")
+SACCT_READS = (*SACCT_NEEDS, "JobID", "AllocTRES")
+#: The command that writes what :func:`read_sacct` reads (wall-clock times in UTC).
+SACCT_COMMAND = ("TZ=UTC sacct -P -X --format=JobID,JobName,State,Start,End,NodeList,"
+                 "AllocTRES -j IDS")
+_NOT_A_TIME = ("Unknown", "None", "")
+
+
+def _utc(text: str, source: str, where: str) -> datetime | None:
+    if text in _NOT_A_TIME:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(source, where, f"{text!r} is not a time YYYY-MM-DDTHH:MM:SS") from None
+
+
+def _allocated_type(tres: str, node: int, instance: Instance, source: str,
+                    where: str) -> tuple[str | None, int]:
+    """The GPU type and count a job held, from ``AllocTRES`` (``gres/gpu:TYPE=N``).
+
+    The type is the node's type of that name in any case; a name the node lacks is
+    returned as it is, for the caller to refuse.
+    """
+    typed: dict[str, int] = {}
+    total = 0
+    for item in filter(None, tres.split(",")):
+        key, _, value = item.partition("=")
+        if key == "gres/gpu":
+            total = _count(value, source, where, "gres/gpu")
+        elif key.startswith("gres/gpu:"):
+            typed[key.removeprefix("gres/gpu:")] = _count(value, source, where, key)
+    if len(typed) > 1:
+        raise InputError(source, where, f"the job held GPUs of several types {typed}: a "
+                         "gpuplan job runs on one type")
+    held = [instance.type_ids[t] for t in range(instance.n_types)
+            if instance.node_gpus[node, t]]
+    if typed:
+        ((name, count),) = typed.items()
+        # Slurm's accounting writes GRES types in lower case.
+        return next((t for t in held if t.lower() == name.lower()), name), count
+    if total and len(held) > 1:
+        raise InputError(source, where, "AllocTRES gives no GPU type and the node holds "
+                         f"several ({', '.join(held)}): add gres/gpu:TYPE to "
+                         "AccountingStorageTRES (gpuplan export slurm-conf does)")
+    return held[0], total
+
+
+def read_sacct(path: str | Path, instance: Instance, epoch: datetime) -> Schedule:
+    """What a cluster ran, from ``sacct -P`` output, as an unverified schedule of ``instance``.
+
+    Rows are matched to jobs by ``JobName`` (``gpuplan export slurm`` names each Slurm job
+    after its job); steps (``JobID`` with a dot) are skipped. Each row that started is a
+    segment from its ``Start`` to its ``End`` (wall-clock times in UTC, read relative to
+    ``epoch``) on its node, on the GPUs of the type ``AllocTRES`` names (the node's only
+    type when it names none), numbered from the lowest free, as Slurm gives no GPU index.
+    Jobs with no row that started are unplaced, with their Slurm state as the reason. The
+    work of each segment is left for the verifier to infer from its interval, so a job
+    that ran longer or shorter than the instance says is reported, not hidden.
+
+    Parameters
+    ----------
+    path
+        The ``sacct -P`` output (:data:`SACCT_COMMAND`), with its header line.
+    instance
+        The instance that was planned.
+    epoch
+        The plan's time zero.
+
+    Raises
+    ------
+    InputError
+        Naming the file and line: a missing column, a row with the wrong number of
+        fields, a job name that is not a job of the instance, an unknown node, an unknown
+        GPU type or a time that does not parse.
+    """
+    source = str(path)
+    lines = [line for line in read_text(Path(path)).splitlines() if line.strip()]
+    if not lines:
+        raise InputError(source, "", "empty: expected sacct -P output with its header line")
+    header = lines[0].split("|")
+    missing = [name for name in SACCT_NEEDS if name not in header]
+    if missing:
+        raise InputError(source, "line 1", f"missing column(s) {', '.join(missing)}; write "
+                         f"the file with: {SACCT_COMMAND}")
+    column = {name: header.index(name) for name in SACCT_READS if name in header}
+    runs: list[tuple[datetime, datetime, str, str, int, str]] = []
+    states: dict[str, str] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        where = f"line {number}"
+        fields = line.split("|")
+        if len(fields) != len(header):
+            raise InputError(source, where, f"{len(fields)} fields, the header has "
+                             f"{len(header)} (was the file written with -P?)")
+        row = {name: fields[k] for name, k in column.items()}
+        if "." in row.get("JobID", ""):
+            continue
+        job = row["JobName"]
+        if job not in instance.job_index:
+            raise InputError(source, where, f"JobName {job!r} is not a job of "
+                             f"{instance.name}; select the plan's jobs with sacct -j (the "
+                             "export's job-ids.csv lists them)")
+        states[job] = row["State"]
+        start, end = (_utc(row["Start"], source, where), _utc(row["End"], source, where))
+        if start is None or end is None:
+            continue
+        node = row["NodeList"]
+        if node not in instance.node_index:
+            raise InputError(source, where, f"node {node!r} is not a node of {instance.name}")
+        gpu_type, count = _allocated_type(row.get("AllocTRES", ""), instance.node_index[node],
+                                          instance, source, where)
+        if gpu_type not in instance.type_index:
+            raise InputError(source, where, f"GPU type {gpu_type!r} is not a type of "
+                             f"{instance.name}")
+        runs.append((start, end, job, node, count, gpu_type))
+    segments = _numbered(instance, sorted(runs), epoch)
+    ran = {s.job for s in segments}
+    return Schedule(
+        instance=instance.name, objective_kind=instance.objective.value,
+        status=Status.FEASIBLE, objective=None, bound=None, gap=None, method="sacct",
+        solver="slurm", wall_time_s=0.0, seed=0, gpuplan_version=__version__, epoch=epoch,
+        segments=segments,
+        unplaced=[Unplaced(job=job, reason=f"Slurm state {states.get(job, 'not in sacct')}")
+                  for job in instance.job_ids if job not in ran])
+
+
+def _numbered(instance: Instance, runs: list[tuple[datetime, datetime, str, str, int, str]],
+              epoch: datetime) -> list[Segment]:
+    """Segments of the runs (by start), each on the lowest-numbered GPUs free at its start."""
+    free_at: dict[str, datetime] = {}
+    segments = []
+    offset = epoch.utcoffset() or timedelta(0)
+    zero = epoch.replace(tzinfo=None) - offset
+    for start, end, job, node, count, gpu_type in runs:
+        n, t = instance.node_index[node], instance.type_index[gpu_type]
+        first = sum(int(instance.node_gpus[n, k]) for k in range(t))
+        own = [f"{node}/{first + k}" for k in range(int(instance.node_gpus[n, t]))]
+        idle = [g for g in own if free_at.get(g, start) <= start]
+        # Too few idle means Slurm ran more than the node holds: keep the overlap, so
+        # that the verifier reports it.
+        gpus = (idle + [g for g in own if g not in idle])[:count]
+        for gpu in gpus:
+            free_at[gpu] = end
+        segments.append(Segment(job=job, node=node, gpu_type=gpu_type, gpu_ids=gpus,
+                                start_s=(start - zero).total_seconds(),
+                                end_s=(end - zero).total_seconds()))
+    return segments
