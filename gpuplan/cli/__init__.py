@@ -24,6 +24,7 @@ from gpuplan.cli import (
     batch,
     bench,
     check,
+    cluster,
     convert,
     export_model,
     generate,
@@ -38,13 +39,18 @@ from gpuplan.cli import (
     validate,
 )
 from gpuplan.cli.common import ExitCode, console, mark_flags, shown
-from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError
+from gpuplan.core.errors import (
+    BackendUnavailableError,
+    InputError,
+    RejectedScheduleError,
+    VerificationError,
+)
 
 __all__ = ["ExitCode", "build_parser", "main", "run"]
 
 #: The commands, in the order ``gpuplan --help`` lists them.
 COMMANDS = (solve, simulate, replay, hybrid, sweep, validate, check, plot, convert, batch,
-            bench, generate, export_model, schema, rl)
+            bench, generate, export_model, schema, rl, cluster)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             exc, InputError) else str(exc)
         console.print(f"error: {shown_error}", markup=False)
         return ExitCode.BAD_INPUT
-    except VerificationError as exc:
+    except (VerificationError, RejectedScheduleError) as exc:
         if args.debug:
             raise
         console.print(str(exc), markup=False)

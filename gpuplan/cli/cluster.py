@@ -1,0 +1,173 @@
+"""``gpuplan import`` and ``gpuplan export``: fleets from cluster managers, plans to them.
+
+``import slurm|kubernetes`` reads a cluster's own description into an instance file;
+``import sacct`` reads what a Slurm cluster ran into a schedule, verified against the
+plan's instance. ``export NAME`` writes a verified plan (or, for ``slurm-conf``, the
+fleet) in the files of a registered exporter (:data:`~gpuplan.exporters.EXPORTERS`); each
+exporter's options are its sub-command's flags, so a flag it does not take is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from gpuplan.cli.common import Commands, ExitCode, console, print_verification
+from gpuplan.core.errors import InputError
+from gpuplan.core.files import check_output, write_text_atomic
+from gpuplan.core.options import option_fields, part_options
+from gpuplan.core.schedule import Schedule, parse_epoch
+from gpuplan.exporters import EXPORTERS
+from gpuplan.exporters.base import check_plan, write_files
+from gpuplan.readers import read_instance
+from gpuplan.readers.fleet import fleet_document
+from gpuplan.readers.kubernetes import read_kubernetes_fleet
+from gpuplan.readers.slurm import SACCT_COMMAND, read_sacct, read_slurm_fleet
+from gpuplan.verify import verify_schedule
+
+
+def register(commands: Commands) -> None:
+    """Add ``import`` and ``export``."""
+    _register_import(commands)
+    _register_export(commands)
+
+
+def _register_import(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "import", help="read a fleet from slurm.conf or kubectl, or what Slurm ran (sacct)",
+        description="Read a cluster's fleet into an instance file (alone, for you to add "
+        "jobs to, or under the jobs of --jobs FILE), or what a Slurm cluster ran into a "
+        "schedule of the plan's instance.")
+    kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
+    slurm = kinds.add_parser("slurm", help="the GPU nodes of slurm.conf (and gres.conf)",
+                             description="NodeName lines with Gres=gpu:TYPE:N, CPUs and "
+                             "RealMemory (ranges like gpu[01-16], NodeName=DEFAULT, "
+                             "Include); untyped GPUs take their types from gres.conf.")
+    slurm.add_argument("conf", metavar="slurm.conf")
+    slurm.add_argument("gres", nargs="?", metavar="gres.conf")
+    kube = kinds.add_parser("kubernetes", help="the GPU nodes of kubectl get nodes -o json",
+                            description="Nodes with nvidia.com/gpu allocatable (else "
+                            "capacity), typed by the nvidia.com/gpu.product label, with "
+                            "their CPUs and memory.")
+    kube.add_argument("conf", metavar="NODES.json")
+    for sub in (slurm, kube):
+        sub.add_argument("--jobs", metavar="INSTANCE",
+                         help="an instance file whose jobs and objective the fleet is put "
+                         "under (its GPU types keep their capacities); the result must "
+                         "validate")
+        sub.add_argument("--name", help="the instance's name without --jobs (default: the "
+                         "file's stem)")
+        sub.add_argument("-o", "--output", required=True, metavar="INSTANCE.json")
+        sub.set_defaults(run=import_fleet)
+    sacct = kinds.add_parser(
+        "sacct", help="what Slurm ran (sacct -P), as a schedule of the plan's instance",
+        description=f"Read sacct -P output (write it with: {SACCT_COMMAND}) into a "
+        "version-2 schedule of INSTANCE, verify it and write it; exit 1 when what ran "
+        "breaks the instance's constraints (the schedule is written, with its violations). "
+        "Compare it with the plan by gpuplan diff.")
+    sacct.add_argument("conf", metavar="SACCT.txt")
+    sacct.add_argument("--instance", required=True, help="the instance that was planned")
+    times = sacct.add_mutually_exclusive_group(required=True)
+    times.add_argument("--plan", metavar="SCHEDULE.json",
+                       help="the exported plan: its epoch is t = 0")
+    times.add_argument("--epoch", metavar="ISO", help="t = 0 as ISO-8601 with a UTC offset")
+    sacct.add_argument("-o", "--output", required=True, metavar="SCHEDULE.json")
+    sacct.set_defaults(run=import_sacct)
+
+
+def import_fleet(args: argparse.Namespace) -> int:
+    """Read the fleet, put it under the jobs if given, validate and write."""
+    inputs = [p for p in (args.conf, getattr(args, "gres", None), args.jobs) if p]
+    target = check_output(args.output, inputs)
+    if args.jobs is not None and args.name is not None:
+        raise InputError("--name", "", "--name names a fleet written alone; with --jobs "
+                         "the instance keeps its file's name")
+    if args.kind == "slurm":
+        fleet = read_slurm_fleet(args.conf, args.gres)
+    else:
+        fleet = read_kubernetes_fleet(args.conf)
+    document = fleet_document(fleet, args.conf, args.name or Path(args.conf).stem, args.jobs)
+    write_text_atomic(target, json.dumps(document, indent=1) + "\n")
+    gpus = sum(sum(node["gpus"].values()) for node in fleet["nodes"])
+    console.print(f"wrote {args.output}: {len(fleet['nodes'])} nodes, {gpus} GPUs of "
+                  f"{len(fleet['gpu_types'])} type(s) "
+                  f"({', '.join(t['id'] for t in fleet['gpu_types'])})"
+                  + ("" if args.jobs else "; add the jobs to plan"), markup=False)
+    return ExitCode.OK
+
+
+def import_sacct(args: argparse.Namespace) -> int:
+    """Read what ran, verify it against the instance, write it; exit 1 on violations."""
+    target = check_output(args.output, [p for p in (args.conf, args.instance, args.plan) if p])
+    instance = read_instance(args.instance)
+    if args.plan is not None:
+        epoch = Schedule.read(args.plan).epoch
+        if epoch is None:
+            raise InputError(args.plan, "epoch", "the plan has no epoch: give the one it "
+                             "was exported with (--epoch ISO)")
+    else:
+        epoch = parse_epoch(args.epoch, "--epoch")
+    ran = read_sacct(args.conf, instance, epoch)
+    verification = verify_schedule(instance, ran)
+    ran = ran.model_copy(update={"verification": verification,
+                                 "objective": verification.objective})
+    try:
+        ran.write(target)
+    except OSError as exc:
+        raise InputError(args.output, "", f"cannot write the schedule: {exc}") from None
+    console.print(f"wrote {args.output}: {len({s.job for s in ran.segments})} of "
+                  f"{instance.n_jobs} jobs ran, in {len(ran.segments)} segment(s)",
+                  markup=False)
+    print_verification(verification)
+    return ExitCode.OK if verification.ok else ExitCode.FAILED
+
+
+def _register_export(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "export", help="write a verified plan for Slurm, Kueue or Volcano",
+        description="Verify SCHEDULE against --instance and write the files that make the "
+        "cluster manager run it: where, when and in what order the plan says (see README, "
+        "'From plan to cluster'). Nothing is written when the schedule fails verification "
+        "(exit 1) or names what the instance lacks (exit 2).")
+    kinds = parser.add_subparsers(dest="exporter", required=True, metavar="TARGET")
+    for name, exporter in EXPORTERS.items():
+        sub = kinds.add_parser(name, help=exporter.description, description=(
+            exporter.description + "."))
+        if exporter.needs_schedule:
+            sub.add_argument("schedule", metavar="SCHEDULE.json")
+        sub.add_argument("--instance", required=True, help="the schedule's instance"
+                         if exporter.needs_schedule else "the instance whose fleet to write")
+        sub.add_argument("-o", "--output", required=True, metavar="DIR",
+                         help="the folder to write into (made when missing)")
+        for f in option_fields(exporter.options_type):
+            choices = f.metadata["choices"]
+            sub.add_argument(f.metadata["flag"], dest=f.name,
+                             metavar=f.metadata["metavar"] or (None if choices else "VALUE"),
+                             choices=choices, default=argparse.SUPPRESS,
+                             help=f.metadata["help"].replace("%", "%%"))
+        sub.set_defaults(run=export)
+
+
+def export(args: argparse.Namespace) -> int:
+    """Check the plan, build every file, then write them all."""
+    exporter = EXPORTERS[args.exporter]
+    given: dict[str, Any] = {f.name: getattr(args, f.name)
+                             for f in option_fields(exporter.options_type) if f.name in args}
+    options = part_options(exporter, "exporter", given)
+    schedule_file = getattr(args, "schedule", None)
+    inputs = [p for p in (args.instance, schedule_file) if p]
+    instance = read_instance(args.instance)
+    plan = None
+    if schedule_file is not None:
+        plan = check_plan(instance, Schedule.read(schedule_file), schedule_file,
+                          getattr(options, "epoch", None))
+    files = exporter().files(instance, plan, options)
+    written = write_files(files, args.output, inputs, executable=tuple(
+        name for name in files if name.endswith(".sh")))
+    what = (f"{len(plan.jobs)} planned jobs of {instance.name}" if plan is not None
+            else f"the fleet of {instance.name}")
+    console.print(f"wrote {len(written)} files for {what} to {args.output} "
+                  f"({exporter.name})", markup=False)
+    return ExitCode.OK

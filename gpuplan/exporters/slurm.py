@@ -1,0 +1,464 @@
+"""Slurm: a verified plan as batch scripts and a submit script, and the fleet as slurm.conf.
+
+``gpuplan export slurm`` writes one batch script per segment (a job run whole has one)
+under ``jobs/`` and ``submit.sh``, which submits them in planned start order with
+``sbatch --parsable``, chains them with ``--dependency`` and writes ``job-ids.csv``. Each
+script starts where and when the plan says: ``--nodelist``, the GPUs' type and count,
+``--begin`` at the epoch plus the planned start (UTC, which ``submit.sh`` sets), ``--time``
+the planned length with a stated margin. A job the plan pauses (preempted or moved) is a
+chain of segments: each but the last is stopped at its planned length (``timeout`` sends
+SIGTERM, for the job to checkpoint) and the next waits for it (``afterany``) and its own
+``--begin``; ``GPUPLAN_SEGMENT`` tells the command which it is. Space-shared GPUs are
+refused: a Slurm GPU belongs to one job at a time.
+
+``gpuplan export slurm-conf`` writes the fleet's ``NodeName``, partition and ``gres.conf``
+lines; with ``--emulate`` a whole cluster on one machine (every ``slurmd`` on localhost,
+fake GPU device files), which is how the tests run plans on a real Slurm.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from gpuplan._version import __version__
+from gpuplan.core.errors import InputError, setting
+from gpuplan.core.instance import Instance
+from gpuplan.core.options import option, parse_bool, parse_number
+from gpuplan.exporters.base import (
+    CheckedPlan,
+    command_of,
+    epoch_option,
+    limit_s,
+    margin_option,
+    rehearse_option,
+    slurm_name,
+)
+
+#: Seconds a paused segment's command has to checkpoint after SIGTERM before SIGKILL.
+KILL_AFTER_S = 30
+#: The exit status of ``timeout`` when it stopped the command.
+_TIMED_OUT = 124
+#: Node resources that become ``--cpus-per-task`` and ``--mem``.
+CPU_RESOURCE, MEMORY_RESOURCE = "cpu_milli", "memory_mib"
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """Options of ``gpuplan export slurm``."""
+
+    epoch: Any = epoch_option()
+    time_margin: float = margin_option()
+    rehearse: bool = rehearse_option()
+    gpu_request: str = option("gres", "--gpu-request", "ask for GPUs with --gres=gpu:TYPE:N "
+                              "or --gpus-per-node=TYPE:N (default: gres)",
+                              choices=("gres", "gpus-per-node"))
+    gpu_order: bool = option(False, "--gpu-order", "also make each job wait (afterany) for "
+                             "the job planned before it on its GPUs, so that the order on "
+                             "every GPU is the plan's (default: false)", parse=parse_bool,
+                             metavar="true|false")
+    partition: str | None = option(None, "--partition", "submit to this partition "
+                                   "(default: the cluster's default)", metavar="NAME")
+
+
+def _clock(seconds: int) -> str:
+    """Slurm's ``D-HH:MM:SS``."""
+    days, rest = divmod(seconds, 86400)
+    return f"{days}-{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+
+
+@dataclass(frozen=True)
+class _Script:
+    """One batch script: a segment of a job, and the scripts it waits for."""
+
+    path: str
+    variable: str
+    job: str
+    segment: int
+    after_ok: tuple[str, ...]
+    after_any: tuple[str, ...]
+
+
+class SlurmExporter:
+    """Batch scripts and a submit script for a verified plan."""
+
+    name: ClassVar[str] = "slurm"
+    description: ClassVar[str] = ("one sbatch script per job (per segment of a paused job) "
+                                  "and submit.sh, which submits them in order")
+    options_type: ClassVar[type[Any]] = SlurmOptions
+    needs_schedule: ClassVar[bool] = True
+
+    def files(self, instance: Instance, plan: CheckedPlan | None,
+              options: Any) -> dict[str, str]:
+        """``jobs/*.sbatch`` and ``submit.sh``; see the module's description.
+
+        Raises
+        ------
+        InputError
+            For a plan without an epoch, a job without a command (unless rehearsing), an
+            id Slurm cannot take, or GPUs shared by two jobs at once.
+        """
+        assert plan is not None
+        o: SlurmOptions = options
+        source = plan.source
+        for n, node in enumerate(instance.node_ids):
+            slurm_name(node, "node", instance.source, f"nodes[{n}].id")
+        for t, gpu_type in enumerate(instance.type_ids):
+            slurm_name(gpu_type, "GPU type", instance.source, f"gpu_types[{t}].id")
+        files: dict[str, str] = {}
+        scripts: list[tuple[float, _Script]] = []
+        last: dict[str, str] = {}
+        width = len(str(len(plan.jobs)))
+        for k, job in enumerate(plan.jobs, start=1):
+            slurm_name(job.id, "job", instance.source, f"jobs[{job.index}].id")
+            command = command_of(instance, job.index, o.rehearse, instance.source)
+            count = len(job.segments)
+            for i, segment in enumerate(job.segments, start=1):
+                if segment.partner is not None:
+                    raise InputError(source, f"segments of job {job.id!r}", f"job {job.id!r} "
+                                     f"shares its GPUs with {segment.partner!r}: a Slurm GPU "
+                                     "runs one job at a time; plan without space sharing")
+                suffix = f"-s{i}" if count > 1 else ""
+                path = f"jobs/{k:0{width}d}-{job.id}{suffix}.sbatch"
+                files[path] = self._script(instance, plan, o, job.index, i, count, segment,
+                                           command)
+                variable = f"j{k}" + (f"_{i}" if count > 1 else "")
+                after_ok = tuple(last[instance.job_ids[p]]
+                                 for p in instance.predecessors[job.index]) if i == 1 else ()
+                after_any = (f"j{k}_{i - 1}",) if i > 1 else ()
+                scripts.append((segment.start_s, _Script(path, variable, job.id, i, after_ok,
+                                                         after_any)))
+            last[job.id] = variable
+        if o.gpu_order:
+            scripts = _gpu_order(plan, scripts)
+        scripts.sort(key=lambda pair: pair[0])
+        files["submit.sh"] = _submit(plan, [script for _, script in scripts])
+        return files
+
+    @staticmethod
+    def _script(instance: Instance, plan: CheckedPlan, o: SlurmOptions, j: int, i: int,
+                count: int, segment: Any, command: str | None) -> str:
+        length = segment.end_s - segment.start_s
+        begin = plan.at(segment.start_s)
+        final = i == count
+        limit = limit_s(length, o.time_margin) + (0 if final else KILL_AFTER_S)
+        what = f"segment {i} of {count} of job" if count > 1 else "job"
+        lines = [
+            "#!/bin/bash",
+            f"# gpuplan {__version__}: {what} {segment.job!r} of {instance.name!r}, planned on "
+            f"{segment.node} ({', '.join(segment.gpu_ids) or 'no GPU'})",
+            f"# from {begin.isoformat()} for {length:g} s ({segment.start_s:g} s to "
+            f"{segment.end_s:g} s after the epoch {plan.epoch.isoformat() if plan.epoch else ''}"
+            f"). --time is that x {1 + o.time_margin:g} plus a minute"
+            + ("" if final else f" and {KILL_AFTER_S} s to checkpoint") + ".",
+            "# --begin is UTC: submit with TZ=UTC (submit.sh does).",
+            f"#SBATCH --job-name={segment.job}",
+            f"#SBATCH --begin={begin.strftime('%Y-%m-%dT%H:%M:%S')}",
+            "#SBATCH --nodes=1",
+            "#SBATCH --ntasks=1",
+            f"#SBATCH --nodelist={segment.node}",
+        ]
+        gang = len(segment.gpu_ids)
+        if gang:
+            request = "--gres=gpu:" if o.gpu_request == "gres" else "--gpus-per-node="
+            lines.append(f"#SBATCH {request}{segment.gpu_type}:{gang}")
+        for resource, flag, scale, unit in ((CPU_RESOURCE, "--cpus-per-task", 1000, ""),
+                                            (MEMORY_RESOURCE, "--mem", 1, "M")):
+            if resource in instance.node_resources:
+                amount = instance.node_demand[j, instance.node_resources.index(resource)]
+                if amount > 0:
+                    lines.append(f"#SBATCH {flag}={math.ceil(amount / scale)}{unit}")
+        lines.append(f"#SBATCH --time={_clock(limit)}")
+        if o.partition is not None:
+            lines.append(f"#SBATCH --partition={o.partition}")
+        work = "1" if segment.work is None else f"{segment.work:.6g}"
+        lines.append(f"export GPUPLAN_JOB={shlex.quote(segment.job)} GPUPLAN_SEGMENT={i} "
+                     f"GPUPLAN_SEGMENTS={count} GPUPLAN_WORK={work}")
+        seconds = math.ceil(length)
+        if command is None:
+            lines.append(f"sleep {seconds}")
+        elif final:
+            lines.append(command)
+        else:
+            lines += [
+                f"# The plan pauses the job after {length:g} s: SIGTERM then, SIGKILL "
+                f"{KILL_AFTER_S} s later.",
+                f"timeout --signal=TERM --kill-after={KILL_AFTER_S} {seconds} "
+                f"bash -c {shlex.quote(command)}",
+                "status=$?",
+                f"if [ \"$status\" -eq {_TIMED_OUT} ]; then exit 0; fi  # paused as planned",
+                "exit \"$status\"",
+            ]
+        return "\n".join(lines) + "\n"
+
+
+def _gpu_order(plan: CheckedPlan, scripts: list[tuple[float, _Script]]
+               ) -> list[tuple[float, _Script]]:
+    """Each script also waits (afterany) for the segment that held one of its GPUs before."""
+    holder: dict[str, tuple[float, str]] = {}
+    waits: dict[str, set[str]] = {}
+    segments = [s for job in plan.jobs for s in job.segments]
+    by_start = sorted(zip(segments, scripts, strict=True), key=lambda pair: pair[0].start_s)
+    for segment, (_, script) in by_start:
+        waits[script.variable] = {holder[g][1] for g in segment.gpu_ids if g in holder}
+        for gpu in segment.gpu_ids:
+            holder[gpu] = (segment.end_s, script.variable)
+    return [(start, _Script(s.path, s.variable, s.job, s.segment, s.after_ok,
+                            tuple(sorted(set(s.after_any) | waits[s.variable]))))
+            for start, s in scripts]
+
+
+def _dependency(script: _Script) -> str:
+    parts = [f"afterok:{':'.join(f'${v}' for v in script.after_ok)}"] if script.after_ok \
+        else []
+    if script.after_any:
+        parts.append(f"afterany:{':'.join(f'${v}' for v in script.after_any)}")
+    return f"--dependency={','.join(parts)} " if parts else ""
+
+
+def _submit(plan: CheckedPlan, scripts: Sequence[_Script]) -> str:
+    unplaced = [u.job for u in plan.schedule.unplaced]
+    lines = [
+        "#!/bin/bash",
+        f"# gpuplan {__version__}: submits the plan {plan.source} of "
+        f"{plan.instance.name!r} ({plan.schedule.method}), {len(scripts)} Slurm jobs for "
+        f"{len(plan.jobs)} planned jobs, in planned start order, with sbatch --parsable;",
+        "# writes job-ids.csv (job, segment, Slurm job id) once all are submitted.",
+        "# ./submit.sh --test-only asks Slurm to check every script and submits nothing.",
+        *([f"# Not planned, so not submitted: {', '.join(unplaced)}"] if unplaced else []),
+        "set -euo pipefail",
+        'cd "$(dirname "$0")"',
+        "export TZ=UTC  # the scripts' --begin times are UTC",
+        'if [ "${1:-}" = "--test-only" ]; then',
+        "  failed=0",
+        "  for script in jobs/*.sbatch; do",
+        '    if ! out=$(sbatch --test-only "$script" 2>&1); then',
+        '      echo "rejected: $script: $out" >&2; failed=1',
+        "    fi",
+        "  done",
+        '  exit "$failed"',
+        "fi",
+        "ids=job-ids.csv.partial",
+        "printf 'job,segment,slurm_job_id\\n' > \"$ids\"",
+        'submit() { local out; out=$(sbatch --parsable "$@"); echo "${out%%;*}"; }',
+    ]
+    for script in scripts:
+        lines.append(f"{script.variable}=$(submit {_dependency(script)}{script.path})")
+        lines.append(f"echo \"{script.job},{script.segment},${script.variable}\" >> \"$ids\"")
+    lines += ['mv "$ids" job-ids.csv',
+              f'echo "submitted {len(scripts)} jobs; their ids are in job-ids.csv"']
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class SlurmConfOptions:
+    """Options of ``gpuplan export slurm-conf``."""
+
+    emulate: str | None = option(
+        None, "--emulate", "write a whole cluster for this machine: every slurmd on "
+        "localhost, state, logs and fake GPU device files under DIR (an absolute path), "
+        "start.sh and stop.sh (default: the fleet's lines for a real cluster)",
+        metavar="DIR")
+    port: int = option(6817, "--port", "with --emulate: slurmctld's port; the nodes' are "
+                       "100 above it and up (default: 6817)",
+                       parse=parse_number(int, 1024, 60000), metavar="N")
+    cluster_name: str = option("gpuplan", "--cluster-name", "ClusterName, and the "
+                               "partition's name (default: gpuplan)", metavar="NAME")
+
+
+#: The port of the emulated cluster's slurmdbd (Slurm's default), shared by all.
+DBD_PORT = 6819
+
+
+class SlurmConfExporter:
+    """The fleet as Slurm configuration (nodes, partition, GRES)."""
+
+    name: ClassVar[str] = "slurm-conf"
+    description: ClassVar[str] = ("the fleet as slurm.conf lines and gres.conf; with "
+                                  "--emulate a whole cluster on this machine")
+    options_type: ClassVar[type[Any]] = SlurmConfOptions
+    needs_schedule: ClassVar[bool] = False
+
+    def files(self, instance: Instance, plan: CheckedPlan | None,
+              options: Any) -> dict[str, str]:
+        """``slurm.conf`` (or ``nodes.conf``) and ``gres.conf``; see the module's description.
+
+        Raises
+        ------
+        InputError
+            For a node or GPU type id Slurm cannot take, or an ``emulate`` folder that is
+            not an absolute path.
+        """
+        o: SlurmConfOptions = options
+        slurm_name(o.cluster_name, "cluster name", setting("cluster_name"), "")
+        for n, node in enumerate(instance.node_ids):
+            slurm_name(node, "node", instance.source, f"nodes[{n}].id")
+        for t, gpu_type in enumerate(instance.type_ids):
+            slurm_name(gpu_type, "GPU type", instance.source, f"gpu_types[{t}].id")
+        root = None if o.emulate is None else Path(o.emulate)
+        if root is not None and (not root.is_absolute() or any(c in str(root) for c in
+                                                              " \t\n'\"$\\")):
+            raise InputError(setting("emulate"), "", f"{o.emulate!r}: give an absolute path "
+                             "without spaces, quotes or $")
+        nodes = []
+        gres = []
+        devices: dict[str, str] = {}
+        for n, node in enumerate(instance.node_ids):
+            held = [(instance.type_ids[t], int(c)) for t, c in enumerate(instance.node_gpus[n])
+                    if c]
+            cpus = math.ceil(self._resource(instance, n, CPU_RESOURCE) / 1000) or sum(
+                c for _, c in held)
+            memory = math.floor(self._resource(instance, n, MEMORY_RESOURCE)) or 1024
+            where = (f" NodeHostname=localhost Port={o.port + 100 + n}"
+                     if root is not None else "")
+            nodes.append(f"NodeName={node}{where} CPUs={cpus} RealMemory={memory} "
+                         f"Gres={','.join(f'gpu:{t}:{c}' for t, c in held)} State=UNKNOWN")
+            first = 0
+            for gpu_type, count in held:
+                if root is None:
+                    gres.append(f"NodeName={node} Name=gpu Type={gpu_type} Count={count}")
+                else:
+                    gres.append(f"NodeName={node} Name=gpu Type={gpu_type} "
+                                f"File={root}/dev/{node}/gpu[{first}-{first + count - 1}]")
+                    devices.update({f"dev/{node}/gpu{first + k}": "" for k in range(count)})
+                first += count
+        tres = ",".join(["gres/gpu", *(f"gres/gpu:{t}" for t in instance.type_ids)])
+        head = [f"# gpuplan {__version__}: the fleet of {instance.name!r} ({instance.source})."]
+        fleet = [
+            "GresTypes=gpu",
+            *nodes,
+            f"PartitionName={o.cluster_name} Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+        ]
+        if root is None:
+            return {
+                "nodes.conf": "\n".join([*head,
+                    "# Include it from slurm.conf; add to AccountingStorageTRES so that "
+                    "sacct shows each job's GPU type:",
+                    f"#   AccountingStorageTRES={tres}", *fleet]) + "\n",
+                "gres.conf": "\n".join([*head,
+                    "# Add File= with each node's device files, or use AutoDetect=nvml.",
+                    *gres]) + "\n",
+            }
+        return {"slurm.conf": _emulated_conf(o, root, head, fleet, tres),
+                "gres.conf": "\n".join(head + gres) + "\n",
+                "slurmdbd.conf": _dbd_conf(root, head),
+                "start.sh": _start(o, root, instance.node_ids),
+                "stop.sh": _stop(root),
+                **devices}
+
+    @staticmethod
+    def _resource(instance: Instance, n: int, name: str) -> float:
+        if name not in instance.node_resources:
+            return 0.0
+        return float(instance.node_capacity[n, instance.node_resources.index(name)])
+
+
+def _emulated_conf(o: SlurmConfOptions, root: Path, head: list[str], fleet: list[str],
+                   tres: str) -> str:
+    return "\n".join([*head,
+        "# An emulated cluster: every slurmd runs on this machine (slurmd -N NODE).",
+        f"ClusterName={o.cluster_name}",
+        "SlurmctldHost=localhost",
+        f"SlurmctldPort={o.port}",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "AuthType=auth/munge",
+        f"StateSaveLocation={root}/state",
+        f"SlurmdSpoolDir={root}/spool/%n",
+        f"SlurmctldPidFile={root}/run/slurmctld.pid",
+        f"SlurmdPidFile={root}/run/slurmd-%n.pid",
+        f"SlurmctldLogFile={root}/log/slurmctld.log",
+        f"SlurmdLogFile={root}/log/slurmd-%n.log",
+        # The nodes' CPUs and memory are the fleet's, not this machine's.
+        "SlurmdParameters=config_overrides",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "SchedulerType=sched/backfill",
+        # Pending jobs are looked at every second (Slurm's defaults: 60 s, backfill 30 s),
+        # so that a job starts within a second or two of its --begin.
+        "SchedulerParameters=sched_interval=1,bf_interval=1",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core",
+        "ReturnToService=2",
+        "MpiDefault=none",
+        "JobAcctGatherType=jobacct_gather/none",
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "AccountingStorageHost=localhost",
+        f"AccountingStoragePort={DBD_PORT}",
+        f"AccountingStorageTRES={tres}",
+        # Completed jobs stay in scontrol for an hour, for tests that read them back.
+        "MinJobAge=3600",
+        *fleet]) + "\n"
+
+
+def _dbd_conf(root: Path, head: list[str]) -> str:
+    return "\n".join([*head,
+        "# slurmdbd for the emulated cluster: MariaDB on this machine, as root over its "
+        "socket.",
+        "AuthType=auth/munge",
+        "DbdHost=localhost",
+        f"DbdPort={DBD_PORT}",
+        "SlurmUser=root",
+        f"LogFile={root}/log/slurmdbd.log",
+        f"PidFile={root}/run/slurmdbd.pid",
+        "StorageType=accounting_storage/mysql",
+        "StorageHost=localhost",
+        "StorageUser=root",
+        "StorageLoc=gpuplan_slurm_acct"]) + "\n"
+
+
+def _start(o: SlurmConfOptions, root: Path, nodes: Sequence[str]) -> str:
+    return f"""#!/bin/bash
+# gpuplan {__version__}: starts the emulated cluster {o.cluster_name!r} written here, as
+# root: munged, MariaDB and slurmdbd (once per machine), slurmctld and one slurmd per
+# node. Needs Debian's slurm-wlm, slurmdbd, munge and mariadb-server. Then:
+#   export SLURM_CONF={root}/slurm.conf
+set -euo pipefail
+export SLURM_CONF={root}/slurm.conf
+cd {root}
+mkdir -p state spool log run
+chmod 600 slurmdbd.conf
+wait_for() {{  # wait_for SECONDS WHAT COMMAND...
+  local until=$((SECONDS + $1)) what=$2; shift 2
+  until "$@" >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$until" ]; then echo "start.sh: $what did not come up" >&2; exit 1; fi
+    sleep 0.5
+  done
+}}
+if ! pgrep -x munged >/dev/null; then
+  mkdir -p /run/munge && chown munge: /run/munge
+  [ -s /etc/munge/munge.key ] || mungekey --create --force
+  runuser -u munge -- /usr/sbin/munged
+fi
+if ! pgrep -x mariadbd >/dev/null; then
+  mkdir -p /run/mysqld && chown mysql: /run/mysqld
+  (mariadbd --user=mysql >log/mariadb.log 2>&1 &)
+  wait_for 60 MariaDB mariadb -e 'select 1'
+fi
+if ! pgrep -x slurmdbd >/dev/null; then
+  slurmdbd
+  wait_for 60 slurmdbd sacctmgr -n list cluster
+fi
+sacctmgr -i add cluster {o.cluster_name} >/dev/null 2>&1 || true
+slurmctld
+wait_for 60 slurmctld scontrol ping
+for node in {' '.join(nodes)}; do
+  slurmd -N "$node"
+done
+idle() {{ [ -z "$(sinfo -h -N -o '%N %t' | grep -v ' idle$')" ]; }}
+wait_for 120 "every node" idle
+echo "cluster {o.cluster_name} is up: export SLURM_CONF={root}/slurm.conf"
+"""
+
+
+def _stop(root: Path) -> str:
+    return f"""#!/bin/bash
+# gpuplan {__version__}: stops the emulated cluster written here (slurmctld and its slurmd;
+# slurmdbd, MariaDB and munged serve every emulated cluster and stay up).
+export SLURM_CONF={root}/slurm.conf
+scontrol shutdown
+"""
