@@ -57,6 +57,10 @@ def _register_import(commands: Commands) -> None:
                          help="an instance file whose jobs and objective the fleet is put "
                          "under (its GPU types keep their capacities); the result must "
                          "validate")
+        sub.add_argument("--node-resources", action="store_true",
+                         help="also read each node's CPUs and memory as the node resources "
+                         "cpu_milli and memory_mib (simulate and replay place them; the "
+                         "planning methods plan GPUs only)")
         sub.add_argument("--name", help="the instance's name without --jobs (default: the "
                          "file's stem)")
         sub.add_argument("-o", "--output", required=True, metavar="INSTANCE.json")
@@ -88,7 +92,8 @@ def import_fleet(args: argparse.Namespace) -> int:
         fleet = read_slurm_fleet(args.conf, args.gres)
     else:
         fleet = read_kubernetes_fleet(args.conf)
-    document = fleet_document(fleet, args.conf, args.name or Path(args.conf).stem, args.jobs)
+    document = fleet_document(fleet, args.conf, args.name or Path(args.conf).stem, args.jobs,
+                              args.node_resources)
     write_text_atomic(target, json.dumps(document, indent=1) + "\n")
     gpus = sum(sum(node["gpus"].values()) for node in fleet["nodes"])
     console.print(f"wrote {args.output}: {len(fleet['nodes'])} nodes, {gpus} GPUs of "

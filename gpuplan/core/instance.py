@@ -190,7 +190,7 @@ class Instance:
     node_resources: tuple[str, ...] = ()
     node_capacity: FloatArray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
     node_demand: FloatArray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
-    command: NDArray[np.object_] = dataclasses.field(
+    command: NDArray[Any] = dataclasses.field(
         default_factory=lambda: np.zeros(0, dtype=object))
     outages: tuple[Outage, ...] = ()
 

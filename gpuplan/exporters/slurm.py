@@ -65,6 +65,14 @@ class SlurmOptions:
                                    "(default: the cluster's default)", metavar="NAME")
 
 
+def _check_fleet(instance: Instance) -> None:
+    """Refuse node and GPU type ids that Slurm would read otherwise (:func:`slurm_name`)."""
+    for n, node in enumerate(instance.node_ids):
+        slurm_name(node, "node", instance.source, f"nodes[{n}].id")
+    for t, gpu_type in enumerate(instance.type_ids):
+        slurm_name(gpu_type, "GPU type", instance.source, f"gpu_types[{t}].id")
+
+
 def _clock(seconds: int) -> str:
     """Slurm's ``D-HH:MM:SS``."""
     days, rest = divmod(seconds, 86400)
@@ -105,10 +113,7 @@ class SlurmExporter:
         assert plan is not None
         o: SlurmOptions = options
         source = plan.source
-        for n, node in enumerate(instance.node_ids):
-            slurm_name(node, "node", instance.source, f"nodes[{n}].id")
-        for t, gpu_type in enumerate(instance.type_ids):
-            slurm_name(gpu_type, "GPU type", instance.source, f"gpu_types[{t}].id")
+        _check_fleet(instance)
         files: dict[str, str] = {}
         scripts: list[tuple[float, _Script]] = []
         last: dict[str, str] = {}
@@ -295,10 +300,7 @@ class SlurmConfExporter:
         """
         o: SlurmConfOptions = options
         slurm_name(o.cluster_name, "cluster name", setting("cluster_name"), "")
-        for n, node in enumerate(instance.node_ids):
-            slurm_name(node, "node", instance.source, f"nodes[{n}].id")
-        for t, gpu_type in enumerate(instance.type_ids):
-            slurm_name(gpu_type, "GPU type", instance.source, f"gpu_types[{t}].id")
+        _check_fleet(instance)
         root = None if o.emulate is None else Path(o.emulate)
         if root is not None and (not root.is_absolute() or any(c in str(root) for c in
                                                               " \t\n'\"$\\")):
@@ -431,7 +433,9 @@ wait_for() {{  # wait_for SECONDS WHAT COMMAND...
 }}
 if ! pgrep -x munged >/dev/null; then
   mkdir -p /run/munge && chown munge: /run/munge
-  [ -s /etc/munge/munge.key ] || mungekey --create --force
+  if [ ! -s /etc/munge/munge.key ]; then
+    mungekey --create --force && chown munge: /etc/munge/munge.key && chmod 600 /etc/munge/munge.key
+  fi
   runuser -u munge -- /usr/sbin/munged
 fi
 if ! pgrep -x mariadbd >/dev/null; then

@@ -18,7 +18,8 @@ from gpuplan.readers.instance_file import GpuTypeSpec, NodeSpec, instance_from_d
 
 
 def fleet_document(fleet: dict[str, Any], source: str, name: str,
-                   jobs_file: str | Path | None = None) -> dict[str, Any]:
+                   jobs_file: str | Path | None = None,
+                   node_resources: bool = False) -> dict[str, Any]:
     """The instance document of ``fleet``: alone (``jobs: []``), or with a file's jobs.
 
     Parameters
@@ -33,6 +34,10 @@ def fleet_document(fleet: dict[str, Any], source: str, name: str,
         An instance file (JSON or YAML) whose jobs, objective and other fields are kept and
         whose ``gpu_types`` and ``nodes`` are replaced by the fleet's; a GPU type it also
         defines keeps its capacity and price from it.
+    node_resources
+        Keep the nodes' CPUs and memory (``cpu_milli``, ``memory_mib``), which the
+        simulator and the sharing replays place and the planning methods do not; by
+        default the fleet is its GPUs.
 
     Raises
     ------
@@ -41,6 +46,9 @@ def fleet_document(fleet: dict[str, Any], source: str, name: str,
         read or whose jobs do not fit the fleet (say, a GPU type it does not have), naming
         the file and field.
     """
+    if not node_resources:
+        fleet = {**fleet, "nodes": [{k: v for k, v in node.items() if k != "resources"}
+                                    for node in fleet["nodes"]]}
     if jobs_file is None:
         for key, spec in (("gpu_types", GpuTypeSpec), ("nodes", NodeSpec)):
             for k, entry in enumerate(fleet[key]):

@@ -191,6 +191,7 @@ class _Node:
 @dataclass
 class _GresNode:
     gpus: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    source: str = ""
     line: str = ""
 
 
@@ -253,7 +254,7 @@ def _gres_lines(path: Path, known: dict[str, _Node]) -> dict[str, _GresNode]:
                 raise InputError(line.source, where, f"node {name!r} is not in slurm.conf")
             entry = found[name]
             entry.gpus[line.pairs.get("type", UNTYPED)] += count
-            entry.line = f"{line.source}: {where}"
+            entry.source, entry.line = line.source, where
     return found
 
 
@@ -287,7 +288,8 @@ def read_slurm_fleet(conf: str | Path, gres: str | Path | None = None) -> dict[s
         node = nodes[name]
         if sum(entry.gpus.values()) != sum(node.gpus.values()) or (
                 set(node.gpus) != {UNTYPED} and dict(entry.gpus) != node.gpus):
-            raise InputError(entry.line, "", f"node {name!r} has GPUs {dict(entry.gpus)} "
+            raise InputError(entry.source, entry.line, f"node {name!r} has GPUs "
+                             f"{dict(entry.gpus)} "
                              f"here but {node.gpus} in {conf}")
         node.gpus = dict(entry.gpus)
     with_gpus = {name: node for name, node in nodes.items() if sum(node.gpus.values())}

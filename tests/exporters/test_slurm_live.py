@@ -1,0 +1,215 @@
+"""Exported plans on a real Slurm: accepted by sbatch, run where and when the plan says.
+
+The clusters are emulated on this machine (every slurmd on localhost, fake GPU device
+files) from the slurm.conf that ``gpuplan export slurm-conf --emulate`` writes;
+``.ci/slurm-up`` starts one per fleet and ``GPUPLAN_SLURM_CLUSTERS`` names their folder.
+Without it these tests skip, saying so; under CI (``GPUPLAN_REQUIRE_SLURM=1``) they fail.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from gpuplan import Instance, read_instance
+from gpuplan.core.schedule import Schedule
+from gpuplan.readers.slurm import SACCT_COMMAND, read_sacct
+from gpuplan.verify import verify_schedule
+from tests.conftest import DATA, INSTANCES, Gpuplan
+
+pytestmark = pytest.mark.slurm
+
+SLURM = DATA / "slurm"
+#: The emulated cluster (a folder of GPUPLAN_SLURM_CLUSTERS) that holds each fleet.
+CLUSTER_OF = {"quickstart": "quickstart", "sleepers": "quickstart",
+              "gavel_makespan": "makespan", "gavel_cluster_500": "cluster500",
+              "gavel_cluster_500_long": "cluster500", "campus": "campus", "paused": "campus"}
+#: How late after its --begin (or its predecessor's end) a job may start: the emulated
+#: clusters look at pending jobs every second (SchedulerParameters in their slurm.conf).
+GRANULARITY_S = 5
+
+
+@pytest.fixture(scope="session")
+def clusters() -> Path:
+    """The folder of the running emulated clusters; skip (fail under CI) without it."""
+    folder = os.environ.get("GPUPLAN_SLURM_CLUSTERS")
+    problem = None
+    if not folder:
+        problem = ("no Slurm: set GPUPLAN_SLURM_CLUSTERS to the folder .ci/slurm-up started "
+                   "the emulated clusters in")
+    elif not all((Path(folder) / name / "slurm.conf").exists()
+                 for name in set(CLUSTER_OF.values())):
+        problem = f"GPUPLAN_SLURM_CLUSTERS={folder} lacks a cluster of {set(CLUSTER_OF.values())}"
+    if problem is not None:
+        if os.environ.get("GPUPLAN_REQUIRE_SLURM") == "1":
+            pytest.fail(f"{problem} (GPUPLAN_REQUIRE_SLURM=1: CI runs these tests)")
+        pytest.skip(problem)
+    return Path(folder)  # type: ignore[arg-type]
+
+
+Slurm = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def slurm(clusters: Path) -> Callable[[str], Slurm]:
+    """``slurm(fleet)(command...)`` runs a Slurm command against that fleet's cluster."""
+    def on(fleet: str) -> Slurm:
+        env = {**os.environ, "SLURM_CONF": str(clusters / CLUSTER_OF[fleet] / "slurm.conf"),
+               "TZ": "UTC"}
+
+        def run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[
+                str]:
+            return subprocess.run([str(c) for c in command], env=env, cwd=cwd, text=True,
+                                  capture_output=True, timeout=300)
+        return run
+    return on
+
+
+def _campus(gpuplan: Gpuplan, folder: Path) -> Path:
+    instance = folder / "campus.json"
+    clusters = INSTANCES / "clusters"
+    assert gpuplan("import", "slurm", clusters / "slurm.conf", clusters / "gres.conf",
+                   "--jobs", clusters / "jobs.yaml", "-o", instance).code == 0
+    return instance
+
+
+#: (fleet, method): every method that plans the fleet's instance, once each kind of plan:
+#: greedy everywhere, CP-SAT and the round-based policy (chains of segments), SA.
+PLANS = [("quickstart", "greedy"), ("quickstart", "sa"), ("gavel_makespan", "greedy"),
+         ("gavel_makespan", "cp"), ("gavel_makespan", "balance"),
+         ("gavel_cluster_500", "greedy"), ("campus", "cp")]
+
+
+@pytest.mark.parametrize(("fleet", "method"), PLANS)
+def test_every_exported_script_is_accepted(gpuplan: Gpuplan, slurm: Callable[[str], Slurm],
+                                           tmp_path: Path, fleet: str, method: str) -> None:
+    """Slurm's sbatch --test-only takes every script: nodes, GPU types and counts, times.
+
+    Scripts that ask Slurm for the same things are checked once (a plan in thousands of
+    segments asks for a few dozen different things), the longest --time of them;
+    scripts/bench_export.py checks every script.
+    """
+    instance = _campus(gpuplan, tmp_path) if fleet == "campus" else \
+        INSTANCES / f"{fleet}.json"
+    plan, out = tmp_path / "plan.json", tmp_path / "out"
+    solved = gpuplan("solve", instance, "--method", method, "--time-limit", "1", "-o", plan)
+    assert solved.code == 0, solved.out + solved.err
+    epoch = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    exported = gpuplan("export", "slurm", plan, "--instance", instance, "-o", out,
+                       "--rehearse", "true", "--epoch", epoch)
+    assert exported.code == 0, exported.err
+    # Scripts asking for the same node, GPUs and memory are one ask; of those, the one
+    # with the longest --time (D-HH:MM:SS sorts as text) stands for them.
+    asks: dict[str, tuple[str, Path]] = {}
+    for script in sorted((out / "jobs").glob("*.sbatch")):
+        text = script.read_text()
+        lines = re.findall(r"^#SBATCH (--(?!job-name|begin|time).*)$", text, re.MULTILINE)
+        limit = re.findall(r"^#SBATCH --time=(.*)$", text, re.MULTILINE)[0].zfill(12)
+        key = "\n".join(lines)
+        asks[key] = max(asks.get(key, (limit, script)), (limit, script))
+    run = slurm(fleet)
+    rejected = {}
+    for _, script in asks.values():
+        tested = run("sbatch", "--test-only", script)
+        if tested.returncode != 0:
+            rejected[script.name] = tested.stderr.strip()
+    assert rejected == {}
+    if len(asks) == len(list((out / "jobs").glob("*.sbatch"))) <= 100:
+        assert run(out / "submit.sh", "--test-only").returncode == 0
+
+
+def _wait_until_done(run: Slurm, ids: list[str], seconds: float) -> str:
+    """The sacct -P rows of the jobs, once none is pending or running."""
+    until = time.monotonic() + seconds
+    while True:
+        rows = run("bash", "-c", SACCT_COMMAND.replace("IDS", ",".join(ids))).stdout
+        states = [line.split("|")[2] for line in rows.splitlines()[1:]]
+        if len(states) == len(ids) and not any(
+                s in ("PENDING", "RUNNING", "REQUEUED") for s in states):
+            return rows
+        assert time.monotonic() < until, f"still running after {seconds} s:\n{rows}"
+        time.sleep(1)
+
+
+def _submit(gpuplan: Gpuplan, run: Slurm, plan: Path, instance: Path, out: Path,
+            lead_s: int, *flags: str) -> tuple[datetime, list[str]]:
+    epoch = (datetime.now(UTC) + timedelta(seconds=lead_s)).replace(microsecond=0)
+    exported = gpuplan("export", "slurm", plan, "--instance", instance, "-o", out, "--epoch",
+                       epoch.isoformat(), *flags)
+    assert exported.code == 0, exported.err
+    submitted = run(out / "submit.sh")
+    assert submitted.returncode == 0, submitted.stderr
+    ids = [line.split(",")[2] for line in (out / "job-ids.csv").read_text().splitlines()[1:]]
+    return epoch, ids
+
+
+def _as_ran(instance: Instance, ran: Schedule) -> Instance:
+    """The instance with each job's duration as it ran, after checking it is the estimate.
+
+    Slurm records whole seconds, so a job may show one second more or less. The rest of the
+    verifier's checks (capacity, gangs, types, dependencies) then hold what ran to the
+    plan's rules.
+    """
+    duration = instance.duration.copy()
+    for j, job in enumerate(instance.job_ids):
+        ran_s = sum(s.end_s - s.start_s for s in ran.segments if s.job == job)
+        t = next(instance.type_index[s.gpu_type] for s in ran.segments if s.job == job)
+        assert abs(ran_s - duration[j, t]) <= 1, f"{job} ran {ran_s} s"
+        duration[j, :] = ran_s
+    return dataclasses.replace(instance, duration=duration)
+
+
+def test_a_plan_of_sleep_jobs_runs_as_planned(gpuplan: Gpuplan, slurm: Callable[[str], Slurm],
+                                              tmp_path: Path) -> None:
+    """A plan of sleep jobs runs to COMPLETED where and when it says.
+
+    The sleepers plan, and a paused job's chain of segments on the campus cluster: each
+    job on its planned node and GPU type, none before its --begin, each within the
+    scheduler's granularity of its plan, after its predecessors (the verifier checks what
+    ran); gpuplan import sacct and diff find no job moved or late.
+    """
+    quick, campus = slurm("sleepers"), slurm("paused")
+    sleepers, paused = SLURM / "sleepers.json", SLURM / "paused.json"
+    epoch, ids = _submit(gpuplan, quick, SLURM / "sleepers_plan.json", sleepers,
+                         tmp_path / "sleepers", 4)
+    epoch_p, ids_p = _submit(gpuplan, campus, SLURM / "paused_plan.json", paused,
+                             tmp_path / "paused", 4, "--rehearse", "true")
+    rows = _wait_until_done(quick, ids, 90)
+    rows_p = _wait_until_done(campus, ids_p, 60)
+    for text, count in ((rows, 7), (rows_p, 3)):
+        states = [line.split("|")[2] for line in text.splitlines()[1:]]
+        assert states == ["COMPLETED"] * count, text
+    for name, text, instance_file, zero, plan_file in (
+            ("sleepers", rows, sleepers, epoch, SLURM / "sleepers_plan.json"),
+            ("paused", rows_p, paused, epoch_p, SLURM / "paused_plan.json")):
+        (tmp_path / f"{name}.txt").write_text(text)
+        instance = read_instance(instance_file)
+        ran = read_sacct(tmp_path / f"{name}.txt", instance, zero)
+        planned = Schedule.read(plan_file)
+        assert verify_schedule(_as_ran(instance, ran), ran).ok, text
+        assert len(ran.segments) == len(planned.segments)
+        for want, got in zip(sorted(planned.segments, key=lambda s: (s.job, s.start_s)),
+                             sorted(ran.segments, key=lambda s: (s.job, s.start_s)),
+                             strict=True):
+            assert (got.job, got.node, got.gpu_type) == (want.job, want.node, want.gpu_type)
+            assert want.start_s <= got.start_s <= want.start_s + GRANULARITY_S, text
+    outcome = gpuplan("import", "sacct", tmp_path / "sleepers.txt", "--instance", sleepers,
+                      "--epoch", epoch.isoformat(), "-o", tmp_path / "ran.json")
+    # Exit 1 when a job ran a second longer than its estimate, which is reported.
+    assert outcome.code in (0, 1), outcome.err
+    violations = json.loads((tmp_path / "ran.json").read_text())["verification"]["violations"]
+    assert {v["kind"] for v in violations} <= {"duration"}
+    diff = gpuplan("diff", SLURM / "sleepers_plan.json", tmp_path / "ran.json",
+                   "--same-start-s", str(GRANULARITY_S), "--json")
+    assert diff.code == 0
+    changes = json.loads(diff.out)
+    assert (changes["moved"], changes["later"], changes["unchanged"]) == ([], [], 7)

@@ -1,0 +1,139 @@
+"""Reading Slurm's files: the fleet of slurm.conf and gres.conf, what ran from sacct -P."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gpuplan import read_instance
+from gpuplan.core.errors import InputError
+from gpuplan.readers.slurm import expand_hostlist, read_sacct, read_slurm_fleet
+from gpuplan.verify import verify_schedule
+from tests.conftest import DATA, INSTANCES
+
+CLUSTERS = INSTANCES / "clusters"
+SLEEPERS = DATA / "slurm" / "sleepers.json"
+#: When the sleepers plan of tests/data/slurm/sleepers_sacct.txt was started (its epoch).
+SLEEPERS_EPOCH = datetime(2026, 12, 7, 4, 29, 42, tzinfo=UTC)
+
+
+def test_host_lists_expand_as_slurm_expands_them() -> None:
+    """Ranges keep their padding, lists and several brackets multiply."""
+    assert expand_hostlist("gpu[01-03,08],cpu1", "f", "l") == [
+        "gpu01", "gpu02", "gpu03", "gpu08", "cpu1"]
+    assert expand_hostlist("r[1-2]n[1-2]", "f", "l") == ["r1n1", "r1n2", "r2n1", "r2n2"]
+
+
+@pytest.mark.parametrize("text", ["gpu[1-", "gpu[3-1]", "gpu[a-b]", "gpu]1[", "a,,b"])
+def test_bad_host_lists_are_refused(text: str) -> None:
+    """An unbalanced bracket, a reversed or non-numeric range, an empty name: refused."""
+    with pytest.raises(InputError, match=r"host list|range"):
+        expand_hostlist(text, "f", "line 3")
+
+
+def test_the_campus_fleet_reads_with_types_from_gres_conf() -> None:
+    """The shipped campus slurm.conf and gres.conf read as written.
+
+    Ranges, DEFAULT, a continued line, Include, socket bindings, untyped GPUs typed by
+    gres.conf; a node without GPUs is left out.
+    """
+    fleet = read_slurm_fleet(CLUSTERS / "slurm.conf", CLUSTERS / "gres.conf")
+    nodes = {n["id"]: n for n in fleet["nodes"]}
+    assert list(nodes) == ["a100-01", "a100-02", "v100-01", "v100-02", "v100-03", "l4-01"]
+    assert nodes["a100-01"]["gpus"] == {"a100": 4}
+    assert nodes["a100-01"]["resources"] == {"cpu_milli": 32000, "memory_mib": 515000}
+    assert nodes["v100-02"]["gpus"] == {"v100": 8}
+    assert nodes["v100-02"]["resources"] == {"cpu_milli": 40000, "memory_mib": 385000}
+    assert nodes["l4-01"]["gpus"] == {"l4": 2}
+    assert [t["id"] for t in fleet["gpu_types"]] == ["a100", "l4", "v100"]
+
+
+def test_untyped_gpus_without_gres_conf_are_type_gpu() -> None:
+    """Without gres.conf, Gres=gpu:N stays untyped: the type ``gpu``."""
+    fleet = read_slurm_fleet(CLUSTERS / "slurm.conf")
+    assert {n["id"]: n["gpus"] for n in fleet["nodes"]}["l4-01"] == {"gpu": 2}
+
+
+@pytest.mark.parametrize(("conf", "gres", "line", "problem"), [
+    ("NodeName=n1 Gres=gpu:a:2 CPUz=4\n", None, "line 1", "unknown NodeName key 'cpuz'"),
+    ("# c\nNodeName=n[1-2] Gres=gpu:a:2\nNodeName=n2 Gres=gpu:a:1\n", None, "line 3",
+     "defined twice"),
+    ("NodeName=n1 Gres=gpu:a:x\n", None, "line 1", "not a whole number"),
+    ("NodeName=n1 Gres=gpu:a:2 oops\n", None, "line 1", "expected KEY=VALUE"),
+    ("NodeName=n1 Gres=gpu:a:b:c\n", None, "line 1", "expected gpu:N or gpu:TYPE:N"),
+    ("NodeName=n1 CPUs=4\n", None, "", "no NodeName line gives GPUs"),
+    ("NodeName=n1 Gres=gpu:2\n", "NodeName=n9 Name=gpu Type=a Count=2\n", "line 1",
+     "not in slurm.conf"),
+    ("NodeName=n1 Gres=gpu:2\n", "NodeName=n1 Name=gpu Type=a Count=3\n", "line 1",
+     "has GPUs"),
+    ("NodeName=n1 Gres=gpu:2\n", "NodeName=n1 Name=gpu Typo=a Count=2\n", "line 1",
+     "unknown gres.conf key"),
+])
+def test_bad_lines_name_the_file_and_line(tmp_path: Path, conf: str, gres: str | None,
+                                          line: str, problem: str) -> None:
+    """Each malformed or unknown line is refused with its file, line and the problem.
+
+    With a gres.conf, the cases are its lines.
+    """
+    (tmp_path / "slurm.conf").write_text(conf)
+    if gres is not None:
+        (tmp_path / "gres.conf").write_text(gres)
+    with pytest.raises(InputError) as error:
+        read_slurm_fleet(tmp_path / "slurm.conf",
+                         None if gres is None else tmp_path / "gres.conf")
+    assert error.value.path == line
+    assert Path(error.value.source).name == ("slurm.conf" if gres is None else "gres.conf")
+    assert problem in str(error.value)
+
+
+def test_what_slurm_ran_reads_back_as_a_schedule_that_verifies() -> None:
+    """Real sacct output of the sleepers plan (Slurm 22.05) reads back and verifies.
+
+    Every job, its node, its GPU type (Slurm writes it in lower case), its times from the
+    epoch.
+    """
+    instance = read_instance(SLEEPERS)
+    ran = read_sacct(DATA / "slurm" / "sleepers_sacct.txt", instance, SLEEPERS_EPOCH)
+    by_job = {s.job: s for s in ran.segments}
+    assert set(by_job) == set(instance.job_ids)
+    assert (by_job["train"].node, by_job["train"].gpu_type) == ("dgx-a", "A100-80GB")
+    assert len(by_job["train"].gpu_ids) == 8
+    assert (by_job["prepare"].start_s, by_job["prepare"].end_s) == (0.0, 6.0)
+    assert by_job["evaluate"].start_s == 15.0
+    assert verify_schedule(instance, ran).ok
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("JobID|JobName|State\n", "missing column(s) Start, End, NodeList"),
+    ("JobID|JobName|State|Start|End|NodeList\n1|prepare|COMPLETED|x|y\n", "5 fields"),
+    ("JobID|JobName|State|Start|End|NodeList\n1|other|COMPLETED|2026-12-07T04:29:42|"
+     "2026-12-07T04:29:48|dgx-a\n", "JobName 'other' is not a job"),
+    ("JobID|JobName|State|Start|End|NodeList\n1|prepare|COMPLETED|2026-12-07T04:29:42|"
+     "2026-12-07T04:29:48|gpu99\n", "node 'gpu99'"),
+    ("JobID|JobName|State|Start|End|NodeList\n1|prepare|COMPLETED|yesterday|"
+     "2026-12-07T04:29:48|dgx-a\n", "yesterday"),
+])
+def test_bad_sacct_rows_name_the_line(tmp_path: Path, text: str, problem: str) -> None:
+    """A missing column, a short row, an unknown job or node, a bad time: refused."""
+    (tmp_path / "sacct.txt").write_text(text)
+    with pytest.raises(InputError) as error:
+        read_sacct(tmp_path / "sacct.txt", read_instance(SLEEPERS), SLEEPERS_EPOCH)
+    assert problem in str(error.value)
+    assert error.value.path.startswith("line ")
+
+
+def test_jobs_that_never_started_are_unplaced_with_their_state(tmp_path: Path) -> None:
+    """A job Slurm cancelled before it started is unplaced, its state the reason.
+
+    Steps (JobID with a dot) are skipped.
+    """
+    lines = (DATA / "slurm" / "sleepers_sacct.txt").read_text().splitlines()
+    lines = [line.replace("COMPLETED|2026-12-07T04:29:57|2026-12-07T04:30:02",
+                          "CANCELLED by 0|Unknown|2026-12-07T04:30:02") for line in lines]
+    lines.append("29.batch|batch|COMPLETED|2026-12-07T04:29:42|2026-12-07T04:29:48|dgx-a|")
+    (tmp_path / "sacct.txt").write_text("\n".join(lines) + "\n")
+    ran = read_sacct(tmp_path / "sacct.txt", read_instance(SLEEPERS), SLEEPERS_EPOCH)
+    assert [(u.job, u.reason) for u in ran.unplaced] == [
+        ("evaluate", "Slurm state CANCELLED by 0")]
