@@ -210,13 +210,6 @@ class _KubernetesExporter:
 
     options_type: ClassVar[type[Any]] = KubernetesOptions
     needs_schedule: ClassVar[bool] = True
-    #: What ``kubectl`` calls the kind submit.sh waits on, e.g. ``job``.
-    kind: ClassVar[str]
-    #: The jsonpath submit.sh reads a job's state with, and the shell patterns of the
-    #: states that mean it succeeded and failed.
-    state_path: ClassVar[str]
-    succeeded: ClassVar[str]
-    failed: ClassVar[str]
 
     def files(self, instance: Instance, plan: CheckedPlan | None,
               options: Any) -> dict[str, str]:
@@ -252,6 +245,14 @@ class _KubernetesExporter:
         """
         raise NotImplementedError
 
+    def gate(self, o: KubernetesOptions) -> list[str]:
+        """The shell function ``succeeded NAME``: waits for a job others wait for.
+
+        True once it succeeded, false once it failed. Only exporters whose jobs
+        ``submit.sh`` holds (Kueue's) define it.
+        """
+        raise NotImplementedError
+
     def _submit(self, instance: Instance, plan: CheckedPlan, o: KubernetesOptions,
                 setup: list[str], timed: list[_Timed]) -> str:
         lines = [
@@ -266,24 +267,13 @@ class _KubernetesExporter:
             "order and priorities remain",
             "set -euo pipefail",
             'cd "$(dirname "$0")"',
-            f"ns={shlex.quote(o.namespace)}",
             'now=0; [ "${1:-}" = "--now" ] && now=1',
             "at() {  # at EPOCH_SECONDS: sleep until then",
             '  [ "$now" = 1 ] && return 0',
             '  local left=$(( $1 - $(date +%s) ))',
             '  if [ "$left" -gt 0 ]; then sleep "$left"; fi',
             "}",
-            f"succeeded() {{  # succeeded NAME: wait for the {self.kind} to end; false when "
-            "it failed",
-            "  local state",
-            "  while true; do",
-            f"    state=$(kubectl -n \"$ns\" get {self.kind} \"$1\" -o "
-            f"jsonpath='{self.state_path}' 2>/dev/null || true)",
-            f"    case \"$state\" in {self.succeeded}) return 0 ;; {self.failed}) "
-            "return 1 ;; esac",
-            "    sleep 10",
-            "  done",
-            "}",
+            *(self.gate(o) if any(item.waits for item in timed) else []),
             "kubectl apply -f queue.yaml",
             *(f"kubectl apply -f {path}" for path in setup),
         ]
@@ -331,10 +321,20 @@ class KueueExporter(_KubernetesExporter):
     description: ClassVar[str] = ("Kueue (v1beta2): a ResourceFlavor per GPU type, a "
                                   "StrictFIFO ClusterQueue with the fleet's quota, a "
                                   "LocalQueue, and a suspended batch/v1 Job per job")
-    kind: ClassVar[str] = "job"
-    state_path: ClassVar[str] = "{.status.succeeded}/{.status.failed}"
-    succeeded: ClassVar[str] = "1/*"
-    failed: ClassVar[str] = "*/[1-9]*"
+
+    def gate(self, o: KubernetesOptions) -> list[str]:
+        """``succeeded NAME``: polls the Job's succeeded and failed counts."""
+        return [
+            "succeeded() {  # succeeded NAME: wait for the Job to end; false when it failed",
+            "  local state",
+            "  while true; do",
+            f"    state=$(kubectl -n {shlex.quote(o.namespace)} get job \"$1\" -o "
+            "jsonpath='{.status.succeeded}/{.status.failed}' 2>/dev/null || true)",
+            '    case "$state" in 1/*) return 0 ;; */[1-9]*) return 1 ;; esac',
+            "    sleep 10",
+            "  done",
+            "}",
+        ]
 
     def queue(self, instance: Instance, plan: CheckedPlan, o: KubernetesOptions,
               names: _Names) -> list[dict[str, Any]]:
@@ -406,10 +406,6 @@ class VolcanoExporter(_KubernetesExporter):
     description: ClassVar[str] = ("Volcano: a fifo Queue with the fleet's capability, a "
                                   "batch.volcano.sh Job per job (one pod per GPU, "
                                   "minAvailable the gang), JobFlows for the dependencies")
-    kind: ClassVar[str] = "vcjob"
-    state_path: ClassVar[str] = "{.status.state.phase}"
-    succeeded: ClassVar[str] = "Completed"
-    failed: ClassVar[str] = "Failed|Aborted|Terminated"
 
     def queue(self, instance: Instance, plan: CheckedPlan, o: KubernetesOptions,
               names: _Names) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from gpuplan import Instance, read_instance
+from gpuplan.cli import main
 from gpuplan.core.schedule import Schedule
 from gpuplan.readers.slurm import SACCT_COMMAND, read_sacct
 from gpuplan.verify import verify_schedule
@@ -59,19 +60,50 @@ def clusters() -> Path:
 Slurm = Callable[..., subprocess.CompletedProcess[str]]
 
 
+def _on(clusters: Path, fleet: str) -> Slurm:
+    """A runner of commands against the fleet's cluster (SLURM_CONF set, times in UTC)."""
+    env = {**os.environ, "SLURM_CONF": str(clusters / CLUSTER_OF[fleet] / "slurm.conf"),
+           "TZ": "UTC"}
+
+    def run(*command: str | Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(c) for c in command], env=env, text=True,
+                              capture_output=True, timeout=300)
+    return run
+
+
 @pytest.fixture
 def slurm(clusters: Path) -> Callable[[str], Slurm]:
     """``slurm(fleet)(command...)`` runs a Slurm command against that fleet's cluster."""
-    def on(fleet: str) -> Slurm:
-        env = {**os.environ, "SLURM_CONF": str(clusters / CLUSTER_OF[fleet] / "slurm.conf"),
-               "TZ": "UTC"}
+    return lambda fleet: _on(clusters, fleet)
 
-        def run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[
-                str]:
-            return subprocess.run([str(c) for c in command], env=env, cwd=cwd, text=True,
-                                  capture_output=True, timeout=300)
-        return run
-    return on
+
+def _submit(run: Slurm, plan: Path, instance: Path, out: Path, lead_s: int,
+            *flags: str) -> tuple[datetime, list[str]]:
+    """Export the plan to start ``lead_s`` from now, submit it; the epoch and job ids."""
+    epoch = (datetime.now(UTC) + timedelta(seconds=lead_s)).replace(microsecond=0)
+    assert main(["export", "slurm", str(plan), "--instance", str(instance), "-o", str(out),
+                 "--epoch", epoch.isoformat(), *flags]) == 0
+    submitted = run(out / "submit.sh")
+    assert submitted.returncode == 0, submitted.stderr
+    ids = [line.split(",")[2] for line in (out / "job-ids.csv").read_text().splitlines()[1:]]
+    return epoch, ids
+
+
+@pytest.fixture(scope="module", autouse=True)
+def running(clusters: Path, tmp_path_factory: pytest.TempPathFactory
+            ) -> dict[str, tuple[datetime, list[str]]]:
+    """The sleepers plan and the paused plan, submitted once as the module starts.
+
+    They run while the module's other tests go on; the test that reads them back waits
+    for them. Each: its epoch and Slurm job ids.
+    """
+    folder = tmp_path_factory.mktemp("live")
+    return {
+        "sleepers": _submit(_on(clusters, "sleepers"), SLURM / "sleepers_plan.json",
+                            SLURM / "sleepers.json", folder / "sleepers", 4),
+        "paused": _submit(_on(clusters, "paused"), SLURM / "paused_plan.json",
+                          SLURM / "paused.json", folder / "paused", 4, "--rehearse", "true"),
+    }
 
 
 def _campus(gpuplan: Gpuplan, folder: Path) -> Path:
@@ -140,18 +172,6 @@ def _wait_until_done(run: Slurm, ids: list[str], seconds: float) -> str:
         time.sleep(1)
 
 
-def _submit(gpuplan: Gpuplan, run: Slurm, plan: Path, instance: Path, out: Path,
-            lead_s: int, *flags: str) -> tuple[datetime, list[str]]:
-    epoch = (datetime.now(UTC) + timedelta(seconds=lead_s)).replace(microsecond=0)
-    exported = gpuplan("export", "slurm", plan, "--instance", instance, "-o", out, "--epoch",
-                       epoch.isoformat(), *flags)
-    assert exported.code == 0, exported.err
-    submitted = run(out / "submit.sh")
-    assert submitted.returncode == 0, submitted.stderr
-    ids = [line.split(",")[2] for line in (out / "job-ids.csv").read_text().splitlines()[1:]]
-    return epoch, ids
-
-
 def _as_ran(instance: Instance, ran: Schedule) -> Instance:
     """The instance with each job's duration as it ran, after checking it is the estimate.
 
@@ -168,8 +188,9 @@ def _as_ran(instance: Instance, ran: Schedule) -> Instance:
     return dataclasses.replace(instance, duration=duration)
 
 
-def test_a_plan_of_sleep_jobs_runs_as_planned(gpuplan: Gpuplan, slurm: Callable[[str], Slurm],
-                                              tmp_path: Path) -> None:
+def test_a_plan_of_sleep_jobs_runs_as_planned(
+        gpuplan: Gpuplan, slurm: Callable[[str], Slurm], tmp_path: Path,
+        running: dict[str, tuple[datetime, list[str]]]) -> None:
     """A plan of sleep jobs runs to COMPLETED where and when it says.
 
     The sleepers plan, and a paused job's chain of segments on the campus cluster: each
@@ -179,10 +200,7 @@ def test_a_plan_of_sleep_jobs_runs_as_planned(gpuplan: Gpuplan, slurm: Callable[
     """
     quick, campus = slurm("sleepers"), slurm("paused")
     sleepers, paused = SLURM / "sleepers.json", SLURM / "paused.json"
-    epoch, ids = _submit(gpuplan, quick, SLURM / "sleepers_plan.json", sleepers,
-                         tmp_path / "sleepers", 4)
-    epoch_p, ids_p = _submit(gpuplan, campus, SLURM / "paused_plan.json", paused,
-                             tmp_path / "paused", 4, "--rehearse", "true")
+    (epoch, ids), (epoch_p, ids_p) = running["sleepers"], running["paused"]
     rows = _wait_until_done(quick, ids, 90)
     rows_p = _wait_until_done(campus, ids_p, 60)
     for text, count in ((rows, 7), (rows_p, 3)):
