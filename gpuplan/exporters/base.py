@@ -9,8 +9,11 @@ files or none.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from gpuplan.core.errors import InputError, RejectedScheduleError, setting
-from gpuplan.core.files import check_output, check_output_folder, write_text_atomic
+from gpuplan.core.files import check_output_folder, write_files_atomic
 from gpuplan.core.instance import Instance
 from gpuplan.core.options import option, parse_bool, parse_number
 from gpuplan.core.schedule import Schedule, Segment, parse_epoch
@@ -244,15 +247,18 @@ def write_files(files: Mapping[str, str], folder: str | Path, inputs: list[str |
     Raises
     ------
     InputError
-        For an output folder or file that cannot be written; nothing is written then.
+        For an output folder that cannot be written, or a path in it that is an input or
+        not a regular file; nothing is written then.
     """
     root = check_output_folder(folder, inputs)
-    folders = sorted({(root / name).parent for name in files})
-    for sub in folders:
-        sub.mkdir(parents=True, exist_ok=True)
-    targets = {name: check_output(root / name, inputs) for name in files}
-    for name, text in files.items():
-        write_text_atomic(targets[name], text)
-        if name in executable:
-            targets[name].chmod(targets[name].stat().st_mode | 0o111)
-    return list(targets.values())
+    sources = {os.path.realpath(source) for source in inputs}
+    for name in files:
+        target = root / name
+        if os.path.realpath(target) in sources:
+            raise InputError(str(target), "", f"-o {folder} would write over {target}, an "
+                             "input of this command; choose another output folder")
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISREG(target.lstat().st_mode):
+                raise InputError(str(target), "", "exists and is not a regular file: "
+                                 "gpuplan writes only regular files")
+    return write_files_atomic(root, files, executable)

@@ -25,6 +25,7 @@ from gpuplan.core.files import (
     parse_json,
     parse_yaml,
     remove_stale_temporaries,
+    write_files_atomic,
     write_text_atomic,
 )
 
@@ -179,3 +180,45 @@ def test_nesting_one_level_too_deep_names_the_value_there(
     expected = "deep" + "".join(".k" if level % 2 else "[1]"
                                 for level in reversed(range(MAX_DEPTH)))
     assert caught.value.path == expected
+
+
+def test_a_set_of_files_is_written_whole(tmp_path: Path) -> None:
+    """A set of files lands whole.
+
+    New sub-folders and files land, an existing file is replaced, scripts are executable,
+    and no temporary folder is left.
+    """
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "old.sbatch").write_text("old")
+    written = write_files_atomic(tmp_path, {"submit.sh": "#!/bin/bash\n",
+                                            "jobs/old.sbatch": "new",
+                                            "flows/1.yaml": "a: 1\n"}, ["submit.sh"])
+    assert written == [tmp_path / "submit.sh", tmp_path / "jobs" / "old.sbatch",
+                       tmp_path / "flows" / "1.yaml"]
+    assert (tmp_path / "jobs" / "old.sbatch").read_text() == "new"
+    assert (tmp_path / "flows" / "1.yaml").read_text() == "a: 1\n"
+    assert (tmp_path / "submit.sh").stat().st_mode & 0o111
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flows", "jobs", "submit.sh"]
+
+
+def test_a_set_of_files_that_fails_leaves_the_folder_as_it_was(tmp_path: Path) -> None:
+    """A file that cannot be written stops the write before anything is in place.
+
+    Here the folder of one file would be another file.
+    """
+    (tmp_path / "keep.txt").write_text("kept")
+    with pytest.raises(OSError):
+        write_files_atomic(tmp_path, {"a.sh": "x", "a.sh/b": "y", "keep.txt": "lost"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+    assert (tmp_path / "keep.txt").read_text() == "kept"
+
+
+def test_a_killed_writers_folder_is_removed(tmp_path: Path) -> None:
+    """The temporary folder of a set of files whose writer was killed goes, like a file."""
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+    dead = tmp_path / f".gpuplan-{HOST_TAG}-{finished.stdout.strip()}-0123abcd.tmp"
+    (dead / "jobs").mkdir(parents=True)
+    (dead / "jobs" / "1.sbatch").write_text("#!/bin/bash")
+    remove_stale_temporaries(tmp_path)
+    assert not dead.exists()

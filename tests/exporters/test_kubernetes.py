@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
-from gpuplan.exporters.kubernetes import dns_name
+from gpuplan.exporters.kubernetes import dns_name, manifest_yaml
 from tests.conftest import DATA, INSTANCES, Gpuplan
 from tests.exporters.k8s_schemas import documents, manifest_errors
 
@@ -197,3 +199,18 @@ def test_names_kubernetes_cannot_take_are_hashed_apart() -> None:
     assert dns_name("Train_1").startswith("train-1-")
     long = dns_name("x" * 80)
     assert len(long) <= 36 and long != dns_name("x" * 81)
+
+
+_SCALARS = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=20)
+_DATA = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.text(min_size=1, max_size=12), inner, max_size=3), max_leaves=12)
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=12), _DATA, min_size=1, max_size=4))
+def test_manifests_read_back_as_written(manifest: dict[str, Any]) -> None:
+    """The YAML written reads back as the data, whatever the strings hold.
+
+    Quotes, line breaks, 'yes', '16', control characters, astral characters, keys YAML
+    would read otherwise.
+    """
+    assert yaml.safe_load(manifest_yaml(manifest)) == manifest
