@@ -448,6 +448,10 @@ if ! pgrep -x slurmdbd >/dev/null; then
   wait_for 60 slurmdbd sacctmgr -n list cluster
 fi
 sacctmgr -i add cluster {o.cluster_name} >/dev/null 2>&1 || true
+if scontrol ping 2>/dev/null | grep -q ' is UP'; then
+  echo "start.sh: a slurmctld already answers on port {o.port}: stop it (its stop.sh) first" >&2
+  exit 1
+fi
 slurmctld
 wait_for 60 slurmctld scontrol ping
 for node in {' '.join(nodes)}; do

@@ -31,6 +31,20 @@ def quickstart_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return plan
 
 
+@pytest.fixture(scope="module")
+def quickstart_exports(quickstart_plan: Path, tmp_path_factory: pytest.TempPathFactory
+                       ) -> dict[str, Path]:
+    """The quickstart plan exported (rehearsed) to Kueue and to Volcano, once."""
+    from gpuplan.cli import main
+    folders = {}
+    for target in ("kueue", "volcano"):
+        folders[target] = tmp_path_factory.mktemp(target)
+        assert main(["export", target, str(quickstart_plan), "--instance",
+                     str(INSTANCES / "quickstart.json"), "-o", str(folders[target]),
+                     "--epoch", EPOCH, "--rehearse", "true"]) == 0
+    return folders
+
+
 def _export(gpuplan: Gpuplan, target: str, plan: Path, instance: Path, out: Path,
             *flags: str) -> None:
     outcome = gpuplan("export", target, plan, "--instance", instance, "-o", out,
@@ -39,12 +53,10 @@ def _export(gpuplan: Gpuplan, target: str, plan: Path, instance: Path, out: Path
 
 
 @pytest.mark.parametrize("target", ["kueue", "volcano"])
-def test_every_manifest_passes_the_schemas(gpuplan: Gpuplan, tmp_path: Path,
-                                           quickstart_plan: Path, target: str) -> None:
+def test_every_manifest_passes_the_schemas(quickstart_exports: dict[str, Path],
+                                           target: str) -> None:
     """Every object written for the quickstart plan is one the CRDs and Kubernetes take."""
-    _export(gpuplan, target, quickstart_plan, INSTANCES / "quickstart.json", tmp_path,
-            "--rehearse", "true")
-    found = documents(tmp_path)
+    found = documents(quickstart_exports[target])
     kinds = {m["kind"] for _, m in found}
     expected = ({"ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass",
                  "Job"} if target == "kueue" else
@@ -82,14 +94,12 @@ BROKEN_VOLCANO: dict[str, tuple[str, Any]] = {
 
 @pytest.mark.parametrize(("target", "case"), [("kueue", c) for c in BROKEN]
                          + [("volcano", c) for c in BROKEN_VOLCANO])
-def test_the_check_refuses_broken_manifests(gpuplan: Gpuplan, tmp_path: Path,
-                                            quickstart_plan: Path, target: str,
-                                            case: str) -> None:
+def test_the_check_refuses_broken_manifests(quickstart_exports: dict[str, Path],
+                                            target: str, case: str) -> None:
     """A manifest with one deliberate mistake fails the check: the check can fail."""
-    _export(gpuplan, target, quickstart_plan, INSTANCES / "quickstart.json", tmp_path,
-            "--rehearse", "true")
     kind, breaks = (BROKEN if target == "kueue" else BROKEN_VOLCANO)[case]
-    manifest = copy.deepcopy(next(m for _, m in documents(tmp_path) if m["kind"] == kind))
+    manifest = copy.deepcopy(next(m for _, m in documents(quickstart_exports[target])
+                                  if m["kind"] == kind))
     assert manifest_errors(manifest) == []
     breaks(manifest)
     assert manifest_errors(manifest) != []
