@@ -306,6 +306,9 @@ class SlurmConfExporter:
                                                               " \t\n'\"$\\")):
             raise InputError(setting("emulate"), "", f"{o.emulate!r}: give an absolute path "
                              "without spaces, quotes or $")
+        if root is not None and o.port + 100 + instance.n_nodes > 65535:
+            raise InputError(setting("port"), "", f"the {instance.n_nodes} nodes' slurmd "
+                             f"ports from {o.port + 100} pass 65535: give a lower --port")
         nodes = []
         gres = []
         devices: dict[str, str] = {}
