@@ -408,7 +408,10 @@ def start_batch(inputs: Path, out: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([str(exe), "batch", str(inputs), "-o", str(out), "--workers",
                              "2", "--method", "sa", "--time-limit", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            # A suite started in the background of a script inherits Ctrl-C
+                            # ignored; the user's batch takes it.
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for(condition: Callable[[], bool], seconds: float) -> bool:

@@ -1,0 +1,37 @@
+"""Fixtures of the exporter tests: the emulated Slurm clusters, and plans running on them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.exporters.live_slurm import LiveRuns, cluster_folder, submit_live_plans
+
+
+@pytest.fixture(scope="session")
+def clusters() -> Path:
+    """The folder of the running emulated clusters; skip (fail under CI) without it."""
+    folder, problem = cluster_folder()
+    if folder is None:
+        if os.environ.get("GPUPLAN_REQUIRE_SLURM") == "1":
+            pytest.fail(f"{problem} (GPUPLAN_REQUIRE_SLURM=1: CI runs these tests)")
+        pytest.skip(problem)
+    return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def live_runs(tmp_path_factory: pytest.TempPathFactory) -> LiveRuns:
+    """The live test's plans of sleep jobs, submitted as the first exporter test starts.
+
+    They run while the other exporter tests go on (about 20 s), and the live test reads
+    them back. None without clusters; a failure to submit is kept for that test to report.
+    """
+    folder, _ = cluster_folder()
+    if folder is None:
+        return None
+    try:
+        return submit_live_plans(folder, tmp_path_factory.mktemp("live"))
+    except Exception as exc:  # reported by the live test, not by every exporter test
+        return exc
