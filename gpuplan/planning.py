@@ -15,7 +15,7 @@ from gpuplan.backends import BACKENDS
 from gpuplan.backends.base import check_capabilities
 from gpuplan.core.budget import Budget, never
 from gpuplan.core.errors import InputError, VerificationError, setting
-from gpuplan.core.instance import Instance
+from gpuplan.core.instance import Feature, Instance
 from gpuplan.core.keep import Keep
 from gpuplan.core.options import part_options
 from gpuplan.core.result import Result, infeasible
@@ -82,6 +82,7 @@ def _warm_heuristic(instance: Instance, method: Method, name: str,
     if instance.outages and not heuristic.plans_outages:
         raise InputError(setting("warm"), "", f"{name!r} does not plan around GPUs that are "
                          "down or held, as this instance's are")
+    check_features(instance, heuristic)
     return _warm_run(instance, heuristic, heuristic.options_type(), settings)
 
 
@@ -108,7 +109,8 @@ def _default_warm(instance: Instance, method: Method,
     if declared is None:
         return None
     heuristic = METHODS[declared.method]
-    if instance.outages and not heuristic.plans_outages:
+    if (instance.outages and not heuristic.plans_outages) or (
+            instance.features - heuristic.features(instance.objective)):
         return None
     options = part_options(heuristic, "method", declared.options)
     return _warm_run(instance, heuristic, options, settings), declared.share
@@ -128,6 +130,36 @@ def check_settings(method: Method, settings: RunSettings) -> None:
                          f"iterations; methods that do: {', '.join(counting)}")
 
 
+#: Where in an instance file each feature is set, for messages.
+_FEATURE_FIELD = {
+    Feature.NODE_RESOURCES: "jobs[].node_demand",
+    Feature.CPU_ONLY: "jobs[].gpus",
+    Feature.MULTI_NODE: "jobs[].gpus_per_node",
+    Feature.TOPOLOGY: "jobs[].topology",
+}
+
+
+def check_features(instance: Instance, method: Method) -> None:
+    """Refuse an instance that uses a part of the cluster model the method does not plan.
+
+    Raises
+    ------
+    InputError
+        Naming the feature, where the file sets it, and the methods that plan it.
+    """
+    objective = instance.objective
+    missing = sorted(instance.features - method.features(objective))
+    if not missing:
+        return
+    feature = missing[0]
+    able = [m.name for m in METHODS.values() if instance.features <= m.features(objective)
+            and objective in m.objectives]
+    instead = (f"methods that plan this instance: {', '.join(able)}" if able else
+               "no method plans all of it")
+    raise InputError(instance.source, _FEATURE_FIELD[feature], f"this instance has "
+                     f"{feature}, which method {method.name!r} does not plan; {instead}")
+
+
 def check_method(instance: Instance, method: Method, options: Any,
                  settings: RunSettings) -> None:
     """Refuse a method, objective, backend and settings that cannot work together.
@@ -141,13 +173,7 @@ def check_method(instance: Instance, method: Method, options: Any,
         able = [m.name for m in METHODS.values() if instance.objective in m.objectives]
         raise InputError(setting("method"), "", f"method {method.name!r} cannot plan objective "
                          f"{instance.objective.value!r}; methods that can: {', '.join(able)}")
-    if instance.has_node_resources:
-        # The solve methods model GPUs only; node CPU and memory and CPU-only jobs are
-        # placed by the sharing replays, which check them.
-        raise InputError(instance.source, "nodes", "this instance has node-level resources "
-                         f"({', '.join(instance.node_resources) or 'none'}) or CPU-only jobs "
-                         f"(gpus: 0), which method {method.name!r} does not plan; place it "
-                         "with `gpuplan replay fgd`")
+    check_features(instance, method)
     check_settings(method, settings)
     if instance.outages and not method.plans_outages:
         able = [m.name for m in METHODS.values() if m.plans_outages

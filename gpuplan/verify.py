@@ -25,9 +25,12 @@ from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.result import EventKind
 from gpuplan.core.schedule import (
     Event,
+    FreeDomains,
+    GangSpan,
     Plan,
     RunRecord,
     Segment,
+    TopologyFacts,
     Verification,
     Violation,
     ViolationKind,
@@ -50,14 +53,16 @@ class _Collector:
         if self.counts[kind] <= MAX_LISTED:
             self.listed.append(Violation(kind=kind, message=message))
 
-    def result(self, objective: float | None) -> Verification:
+    def result(self, objective: float | None,
+               topology: TopologyFacts | None = None) -> Verification:
         violations = list(self.listed)
         for kind, count in self.counts.items():
             if count > MAX_LISTED:
                 violations.append(
                     Violation(kind=kind, message=f"... and {count - MAX_LISTED} more like these")
                 )
-        return Verification(ok=not violations, violations=violations, objective=objective)
+        return Verification(ok=not violations, violations=violations, objective=objective,
+                            topology=topology)
 
 
 @dataclass
@@ -81,13 +86,21 @@ class _Placed:
     declared_partner: list[str | None] = field(default_factory=list)
     migrated_from: list[list[str] | None] = field(default_factory=list)
     lost: list[float] = field(default_factory=list)
+    #: Per segment: the distinct nodes its GPUs are on (its own node for a CPU-only job).
+    nodes: list[list[int]] = field(default_factory=list)
+    #: Per segment: how many times its job's duration it runs there (its spread slowdown
+    #: when the gang spans several domains of its preferred topology level, else 1).
+    slow: list[float] = field(default_factory=list)
     #: Per segment: its speed (below 1 while space-shared) and the segment it shares its
     #: GPUs with (-1: none); set by :func:`_check_partners` and :func:`_pair_up`.
     speed: FloatArray | None = None
     partner: IntArray | None = None
 
-    def add(self, j: int, t: int, n: int, gpus: list[int], segment: Segment) -> None:
+    def add(self, j: int, t: int, n: int, gpus: list[int], nodes: list[int], slow: float,
+            segment: Segment) -> None:
         """Keep one segment, by index."""
+        self.nodes.append(nodes)
+        self.slow.append(slow)
         self.job.append(j)
         self.gpu_type.append(t)
         self.node.append(n)
@@ -132,20 +145,31 @@ class _Placed:
         np.maximum.at(last, np.asarray(self.job, dtype=np.int64), np.asarray(self.end))
         return np.where(np.isinf(last), np.nan, last)
 
+    def duration(self, instance: Instance) -> FloatArray:
+        """``(S,)`` how long each segment's job takes where it runs (1 where it may not).
+
+        Its duration on the type, times the segment's spread slowdown.
+        """
+        job = np.asarray(self.job, dtype=np.int64)
+        kind = np.asarray(self.gpu_type, dtype=np.int64)
+        seconds: FloatArray = np.where(instance.eligible[job, kind],
+                                       instance.duration[job, kind], 1.0)
+        seconds *= np.asarray(self.slow, dtype=float)
+        return seconds
+
     def work(self, instance: Instance) -> FloatArray:
         """Share of its job's work each segment does: its run time over the duration.
 
         The run time is the segment's length less its restore and migration overheads. A
         job that is not preemptible (or any job, under a static objective) does all of its
         work in its one segment; a space-shared segment does its work at its colocation
-        speed.
+        speed, and a gang spread over its preferred topology level at its slowdown.
         """
         job = np.asarray(self.job, dtype=np.int64)
-        kind = np.asarray(self.gpu_type, dtype=np.int64)
         run = np.maximum(0.0, np.asarray(self.end, dtype=float)
                          - np.asarray(self.start, dtype=float) - np.asarray(self.restore)
                          - np.asarray(self.migrate))
-        share = run / np.where(instance.eligible[job, kind], instance.duration[job, kind], 1.0)
+        share = run / self.duration(instance)
         if self.speed is not None:
             share = share * self.speed
         segmented = instance.preemptible[job] & (not instance.objective.is_static)
@@ -218,13 +242,8 @@ def _check_each_segment(instance: Instance, schedule: Plan, out: _Collector) -> 
                 f"job {p.job!r} needs {instance.gang[j]} GPUs at once but is given "
                 f"{len(indices)}",
             )
+        nodes = _check_gang_nodes(instance, j, n, indices, p, out)
         for g in indices:
-            if instance.gpu_node[g] != n:
-                out.add(
-                    ViolationKind.GANG,
-                    f"job {p.job!r}: GPU {instance.gpu_ids[g]} is not on node {p.node!r} "
-                    "(a gang runs on one node)",
-                )
             if instance.gpu_type[g] != t:
                 out.add(
                     ViolationKind.TYPE,
@@ -234,6 +253,11 @@ def _check_each_segment(instance: Instance, schedule: Plan, out: _Collector) -> 
         if instance.gang[j] == 0 and instance.node_gpus[n, t] == 0:
             out.add(ViolationKind.TYPE, f"job {p.job!r} is placed by {p.gpu_type} on node "
                     f"{p.node!r}, which holds no {p.gpu_type}")
+        slow = instance.spread_factor(j, np.asarray(nodes, dtype=np.int64))
+        takes = float(instance.duration[j, t]) * slow
+        spread = "" if slow == 1.0 else (
+            f" spread over {instance.levels[instance.preferred_level[j]]}s (its duration "
+            f"{instance.duration[j, t]:g} s times its spread_slowdown {slow:g})")
         if not instance.eligible[j, t]:
             out.add(
                 ViolationKind.TYPE,
@@ -242,19 +266,18 @@ def _check_each_segment(instance: Instance, schedule: Plan, out: _Collector) -> 
         elif (segmented or attempt) and not p.end_s > p.start_s:
             out.add(ViolationKind.DURATION,
                     f"job {p.job!r} has a segment of length {p.end_s - p.start_s:g} s")
-        elif attempt and p.end_s - p.start_s > instance.duration[j, t] + TOLERANCE + _rounding(
+        elif attempt and p.end_s - p.start_s > takes + TOLERANCE + _rounding(
                 p.start_s, p.end_s):
             out.add(ViolationKind.DURATION,
                     f"job {p.job!r}: a failed attempt runs {p.end_s - p.start_s:g} s on "
-                    f"{p.gpu_type}, longer than the job takes there "
-                    f"({instance.duration[j, t]:g} s)")
+                    f"{p.gpu_type}, longer than the job takes there ({takes:g} s{spread})")
         elif not segmented and not attempt and abs(
-                (p.end_s - p.start_s) - instance.duration[j, t]) > (
+                (p.end_s - p.start_s) - takes) > (
                 TOLERANCE + _rounding(p.start_s, p.end_s)):
             out.add(
                 ViolationKind.DURATION,
                 f"job {p.job!r} runs {p.end_s - p.start_s:g} s on {p.gpu_type} but takes "
-                f"{instance.duration[j, t]:g} s there",
+                f"{takes:g} s there{spread}",
             )
         if static and p.start_s != 0:
             out.add(
@@ -274,8 +297,44 @@ def _check_each_segment(instance: Instance, schedule: Plan, out: _Collector) -> 
                 f"job {p.job!r} ends at {p.end_s:g} s, after its deadline at "
                 f"{instance.deadline[j]:g} s",
             )
-        placed.add(j, t, n, indices, p)
+        placed.add(j, t, n, indices, nodes, slow, p)
     return placed
+
+
+def _check_gang_nodes(instance: Instance, j: int, n: int, gpus: list[int], segment: Segment,
+                      out: _Collector) -> list[int]:
+    """A gang's GPUs fill its nodes evenly, within its required topology domain.
+
+    ``gpus_per_node`` GPUs on each of ``gang / gpus_per_node`` nodes, one of which is the
+    segment's ``node``. Returns the gang's nodes (the segment's node for a CPU-only job).
+    """
+    me = segment.job
+    if not gpus:
+        return [n]
+    nodes, counts = np.unique(instance.gpu_node[gpus], return_counts=True)
+    per_node, wanted = int(instance.gpus_per_node[j]), int(instance.gang_nodes[j])
+    if n not in nodes:
+        out.add(ViolationKind.GANG, f"job {me!r}: node {segment.node!r} holds none of its "
+                f"GPUs ({_ids(instance, gpus)})")
+    if nodes.size != wanted or (counts != per_node).any():
+        spread = ", ".join(f"{c} on {instance.node_ids[m]}"
+                           for m, c in zip(nodes.tolist(), counts.tolist(), strict=True))
+        shape = ("all on one node" if wanted == 1 else
+                 f"{per_node} on each of {wanted} nodes (gpus_per_node)")
+        out.add(ViolationKind.GANG, f"job {me!r} runs its {len(gpus)} GPUs as {spread}, but "
+                f"its gang takes {shape}")
+    if instance.levels and instance.required_level[j] >= 0:
+        level = int(instance.required_level[j])
+        domains = instance.node_domain[nodes, level]
+        if (domains < 0).any() or (domains != domains[0]).any():
+            name = instance.levels[level]
+            where = ", ".join(f"{instance.node_ids[m]} in "
+                              + (instance.domain_ids[level][d] if d >= 0 else f"no {name}")
+                              for m, d in zip(nodes.tolist(), domains.tolist(), strict=True))
+            out.add(ViolationKind.TOPOLOGY, f"job {me!r} must stay within one {name} but "
+                    f"runs on {where}")
+    result: list[int] = nodes.tolist()
+    return result
 
 
 def _check_coverage(
@@ -463,7 +522,7 @@ def _check_work(instance: Instance, placed: _Placed, out: _Collector) -> None:
     overheads = np.asarray(placed.restore) + np.asarray(placed.migrate)
     computed = placed.work(instance)
     eligible = instance.eligible[job, kind]
-    duration = np.where(eligible, instance.duration[job, kind], 1.0)
+    duration = placed.duration(instance)
     speed = np.ones(job.size) if placed.speed is None else placed.speed
     whole = (~instance.preemptible[job] | instance.objective.is_static) & ~placed.attempts(
         instance)
@@ -572,7 +631,7 @@ def _check_lost(instance: Instance, run: RunRecord, placed: _Placed, out: _Colle
             continue
         ran = max(0.0, placed.end[k] - placed.start[k] - placed.restore[k] - placed.migrate[k])
         since = ran if every is None else math.fmod(ran, every)
-        owed = since / float(instance.duration[j, t])
+        owed = since / (float(instance.duration[j, t]) * placed.slow[k])
         if not _close(owed, float(lost[k])) and abs(owed - lost[k]) > TOLERANCE:
             out.add(ViolationKind.OUTAGE, f"job {instance.job_ids[j]!r}: the segment ending at "
                     f"{placed.end[k]:g} s loses {lost[k]:.6g} of its work, but the work since "
@@ -889,7 +948,8 @@ def _report_over(instance: Instance, what: str, names: tuple[str, ...],
         mine = np.flatnonzero(event_key == k)
         instant = event_time[mine[int(np.argmax(load[mine, r]))]]
         active = (key == k) & (start <= instant) & (end > instant)
-        held_by = ", ".join(repr(instance.job_ids[j]) for j in jobs[active])
+        held_by = ", ".join(repr(instance.job_ids[j]) if j >= 0 else "work held before"
+                            for j in jobs[active])
         when = "" if instance.objective.is_static else f" at {instant:g} s"
         out.add(
             ViolationKind.CAPACITY,
@@ -901,11 +961,14 @@ def _report_over(instance: Instance, what: str, names: tuple[str, ...],
 def _check_capacity(instance: Instance, placed: _Placed, out: _Collector) -> FloatArray:
     """Sweep each GPU's events in time order and flag any resource above capacity.
 
-    Returns the ``(G, R)`` peak load of every GPU, which the load objective needs.
+    On a type held whole (not ``sharing``), also flag a GPU that two jobs hold at once
+    (a colocation pair counts as one occupant). Returns the ``(G, R)`` peak load of every
+    GPU, which the load objective needs.
     """
     owner, gpu, start, end = _gpu_entries(instance, placed)
     jobs = np.asarray(placed.job, dtype=np.int64)[owner]
     demand = instance.demand[jobs, np.asarray(placed.gpu_type, dtype=np.int64)[owner]]
+    occupant = np.ones((owner.size, 1))
     if placed.partner is not None and (placed.partner >= 0).any():
         # A space-shared pair takes its GPUs as one occupant with the larger demand.
         partner = placed.partner[owner]
@@ -916,28 +979,64 @@ def _check_capacity(instance: Instance, placed: _Placed, out: _Collector) -> Flo
         demand = demand.copy()
         demand[first] = np.maximum(demand[first], mate)
         demand[paired & ~first] = 0.0
+        occupant[paired & ~first] = 0.0
     demand = demand.reshape(owner.size, len(instance.resources))
     peak, sweep = _sweep(gpu, start, end, demand, instance.n_gpus)
     _report_over(instance, "GPU", instance.gpu_ids, instance.resources, peak,
                  instance.capacity[instance.gpu_type],
                  sweep, (gpu, jobs, start, end), out)
+    whole = ~instance.shared[instance.gpu_type[gpu]]
+    if whole.any():
+        held, sweep = _sweep(gpu[whole], start[whole], end[whole], occupant[whole],
+                             instance.n_gpus)
+        _report_shared(instance, held[:, 0], sweep,
+                       (gpu[whole], jobs[whole], start[whole], end[whole]), out)
     return peak
+
+
+def _report_shared(instance: Instance, held: FloatArray, sweep: _Sweep,
+                   entries: tuple[IntArray, IntArray, FloatArray, FloatArray],
+                   out: _Collector) -> None:
+    """Flag every GPU held whole that two occupants hold at once, naming the jobs."""
+    gpu, jobs, start, end = entries
+    for g in np.flatnonzero(held > 1).tolist():
+        mine = np.flatnonzero(sweep.key == g)
+        instant = sweep.time[mine[int(np.argmax(sweep.load[mine, 0]))]]
+        active = (gpu == g) & (start <= instant) & (end > instant)
+        names = ", ".join(repr(instance.job_ids[j]) for j in jobs[active])
+        when = "" if instance.objective.is_static else f" at {instant:g} s"
+        t = instance.gpu_type[g]
+        out.add(ViolationKind.EXCLUSIVE, f"GPU {instance.gpu_ids[g]} is held by "
+                f"{int(held[g])} jobs at once{when} ({names}), but {instance.type_ids[t]} "
+                "GPUs are held whole: the instance does not declare them sharing")
 
 
 def _check_node_capacity(instance: Instance, placed: _Placed, out: _Collector) -> None:
     """Sweep each node's events in time order and flag any node resource above capacity.
 
-    A job draws its node demand once for its whole gang, on the node of each segment.
+    A job draws its node demand on each node its segment uses (once per node, for the
+    gang's GPUs there).
     """
     if not instance.node_resources:
         return
-    jobs = np.asarray(placed.job, dtype=np.int64)
-    node = np.asarray(placed.node, dtype=np.int64)
+    counts = np.array([len(nodes) for nodes in placed.nodes], dtype=np.int64)
+    owner = np.repeat(np.arange(counts.size), counts)
+    jobs = np.asarray(placed.job, dtype=np.int64)[owner]
+    node = np.array([m for nodes in placed.nodes for m in nodes], dtype=np.int64)
     if instance.objective.is_static:
         start, end = np.zeros(jobs.size), np.ones(jobs.size)
     else:
-        start, end = np.asarray(placed.start, dtype=float), np.asarray(placed.end, dtype=float)
+        start = np.asarray(placed.start, dtype=float)[owner]
+        end = np.asarray(placed.end, dtype=float)[owner]
     draw = instance.node_demand[jobs].reshape(jobs.size, len(instance.node_resources))
+    held = [(o, n) for o in instance.outages for n in o.nodes.tolist()]
+    if held:
+        # Node resources held by work planned before (a re-plan's jobs that run on).
+        jobs = np.r_[jobs, np.full(len(held), -1, dtype=np.int64)]
+        node = np.r_[node, [n for _, n in held]]
+        start = np.r_[start, [o.start_s for o, _ in held]]
+        end = np.r_[end, [o.end_s for o, _ in held]]
+        draw = np.vstack([draw, [o.draw for o, _ in held]])
     peak, sweep = _sweep(node, start, end, draw, instance.n_nodes)
     _report_over(instance, "node", instance.node_ids, instance.node_resources, peak,
                  instance.node_capacity,
@@ -1098,4 +1197,66 @@ def verify_schedule(instance: Instance, schedule: Plan) -> Verification:
     _check_node_capacity(instance, placed, out)
     value = _objective_value(instance, placed, peak)
     _check_certificate(instance, schedule, value, out)
-    return out.result(value)
+    return out.result(value, _topology_facts(instance, placed) if instance.levels else None)
+
+
+def _topology_facts(instance: Instance, placed: _Placed) -> TopologyFacts:
+    """The domains each multi-node gang touches, and each level's wholly free domains."""
+    spans: list[GangSpan] = []
+    touched: dict[int, set[int]] = defaultdict(set)
+    for j, nodes in zip(placed.job, placed.nodes, strict=True):
+        touched[j].update(nodes)
+    for j in sorted(touched, key=lambda j: instance.job_ids[j]):
+        mine = np.array(sorted(touched[j]), dtype=np.int64)
+        if mine.size < 2:
+            continue
+        for level, name in enumerate(instance.levels):
+            domains = instance.node_domain[mine, level]
+            spans.append(GangSpan(job=instance.job_ids[j], level=name, domains=sorted(
+                {instance.domain_ids[level][d] if d >= 0 else "-" for d in domains.tolist()})))
+    _, gpu, start, end = _gpu_entries(instance, placed)
+    held = [(o.gpus, o.start_s, o.end_s) for o in instance.outages]
+    gpu = np.concatenate([gpu, *(g for g, _, _ in held)]).astype(np.int64)
+    start = np.concatenate([start, *(np.full(g.size, s) for g, s, _ in held)])
+    end = np.concatenate([end, *(np.full(g.size, e) for g, _, e in held)])
+    horizon = 1.0 if instance.objective.is_static else float(end.max(initial=0.0))
+    free = [_free_domains(instance, level, gpu, start, end, horizon)
+            for level in range(len(instance.levels))]
+    return TopologyFacts(spans=spans, free=free)
+
+
+def _free_domains(instance: Instance, level: int, gpu: IntArray, start: FloatArray,
+                  end: FloatArray, horizon: float) -> FreeDomains:
+    """How many domains of ``level`` no held GPU is in, least and on average over [0, horizon]."""
+    total = len(instance.domain_ids[level])
+    domain = instance.node_domain[instance.gpu_node[gpu], level]
+    keep = (domain >= 0) & (end > start)
+    domain, start, end = domain[keep], np.minimum(start[keep], horizon), np.minimum(
+        end[keep], horizon)
+    # Each domain's busy time as disjoint intervals: merge its GPUs' intervals.
+    order = np.lexsort((start, domain))
+    domain, start, end = domain[order], start[order], end[order]
+    starts: list[float] = []
+    ends: list[float] = []
+    for k in range(domain.size):
+        if k and domain[k] == domain[k - 1] and start[k] <= ends[-1]:
+            ends[-1] = max(ends[-1], float(end[k]))
+        else:
+            starts.append(float(start[k]))
+            ends.append(float(end[k]))
+    times = np.array(starts + ends)
+    steps = np.r_[np.ones(len(starts)), -np.ones(len(ends))]
+    # Ends before starts at one instant: a domain freed and taken at once was not free.
+    order = np.lexsort((steps, times))
+    times, busy = times[order], np.cumsum(steps[order])
+    if not times.size:
+        return FreeDomains(level=instance.levels[level], domains=total, least=total,
+                           mean=float(total))
+    edges = np.r_[0.0, times, horizon]
+    counts = np.r_[0.0, busy]
+    lengths = np.diff(edges)
+    inside = lengths > 0
+    least = total - int(counts.max(initial=0.0)) if horizon > 0 else total
+    mean = (total - float((counts[inside] * lengths[inside]).sum() / max(horizon, 1e-12))
+            if horizon > 0 else float(total))
+    return FreeDomains(level=instance.levels[level], domains=total, least=least, mean=mean)

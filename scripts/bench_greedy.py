@@ -72,7 +72,9 @@ def make_document(n_jobs: int, n_gpus: int, seed: int, share: float = 1.0) -> di
     return {
         "name": f"synthetic-{n_jobs}x{n_gpus}",
         "gpu_types": [
-            {"id": t, "capacity": {"memory_gib": mem, "compute": 1.0}, "cost_per_hour": price}
+            # Jobs take shares of a GPU's memory and compute: the fleet shares its GPUs.
+            {"id": t, "capacity": {"memory_gib": mem, "compute": 1.0}, "cost_per_hour": price,
+             "sharing": True}
             for t, (mem, _, price) in TYPES.items()
         ],
         "nodes": nodes,

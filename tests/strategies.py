@@ -47,13 +47,17 @@ def instance_documents(draw: st.DrawFn, max_jobs: int = 12) -> dict[str, Any]:
         if draw(st.booleans()):
             job["due_s"] = draw(st.floats(0.0, 3000.0))
         jobs.append(job)
+    objective = draw(st.sampled_from([k.value for k in ObjectiveKind]))
+    # Both ways of holding GPUs: whole, or shared by per-GPU demand (which min-max-load,
+    # a balance of shared GPUs, needs).
+    shared = objective == "min-max-load" or draw(st.booleans())
     return {
         "gpu_types": [
             {"id": t, "capacity": {"memory_gib": memory[t], "compute": 1.0},
-             "cost_per_hour": draw(st.floats(0.1, 5.0))}
+             "cost_per_hour": draw(st.floats(0.1, 5.0)), "sharing": shared}
             for t in types
         ],
         "nodes": nodes,
         "jobs": jobs,
-        "objective": draw(st.sampled_from([k.value for k in ObjectiveKind])),
+        "objective": objective,
     }

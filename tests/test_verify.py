@@ -90,7 +90,8 @@ def test_valid_plan_passes(small: Instance) -> None:
     ("plan", "kind", "words"),
     [
         (edited("train", gpus=["n1/0", "n1/1", "n1/2"]), ViolationKind.GANG, "needs 4 GPUs"),
-        (edited("sweep-a", gpus=["n2/0", "n1/3"]), ViolationKind.GANG, "not on node 'n2'"),
+        (edited("sweep-a", gpus=["n2/0", "n1/3"]), ViolationKind.GANG,
+             "runs its 2 GPUs as 1 on n1, 1 on n2, but its gang takes all on one node"),
         (edited("prep", gpus=["n2/2"]), ViolationKind.TYPE, "is a L4, not a A100"),
         (edited("sweep-b", gpu_type="A100", gpus=["n2/1"]), ViolationKind.TYPE, "may not run"),
         (edited("eval", end=1310.0), ViolationKind.DURATION, "takes 200 s there"),

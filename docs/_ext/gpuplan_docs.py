@@ -170,6 +170,19 @@ class SchemaDirective(SphinxDirective):
         return [block]
 
 
+def features_cell(method: Any, feature: Any, kind: Any) -> Cell:
+    """The parts of the cluster model a method plans, static and time-based if they differ."""
+    def named(objectives: list[Any]) -> str:
+        found = set.intersection(*(set(method.features(k)) for k in objectives))
+        return ", ".join(f.value for f in feature if f in found) or "none"
+
+    static = [k for k in kind if k.is_static and k in method.objectives]
+    timed = [k for k in kind if not k.is_static and k in method.objectives]
+    if static and timed and named(static) != named(timed):
+        return f"static: {named(static)}; over time: {named(timed)}"
+    return named(static or timed)
+
+
 def objectives_cell(objectives: frozenset[Any]) -> Cell:
     """A method's objectives: all, static, time-based, or each by name."""
     from gpuplan.core.objectives import ObjectiveKind
@@ -196,6 +209,8 @@ class MethodsDirective(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         """The directive's nodes."""
+        from gpuplan.core.instance import Feature
+        from gpuplan.core.objectives import ObjectiveKind
         from gpuplan.core.settings import WarmStart
         from gpuplan.methods import DEFAULT_METHOD, METHODS
 
@@ -213,10 +228,12 @@ class MethodsDirective(SphinxDirective):
                 rows.append([label, help_text(method.description),
                              objectives_cell(method.objectives),
                              lits(method.backends) if method.backends else "-",
-                             warm, "yes" if method.iterative else "-"])
+                             warm, "yes" if method.iterative else "-",
+                             features_cell(method, Feature, ObjectiveKind)])
             out.append(table(["method", "description", "objectives",
-                              "backends (default first)", "warm starts", "iterations"],
-                             rows, [8, 34, 18, 12, 16, 8]))
+                              "backends (default first)", "warm starts", "iterations",
+                              "cluster model"],
+                             rows, [8, 30, 16, 10, 14, 6, 16]))
         if wanted in (None, "options"):
             out.append(table(
                 ["method", "flag", "key", "values", "default", "help"],

@@ -266,7 +266,8 @@ def print_unplaced(schedule: Schedule) -> None:
 
 
 def print_verification(verification: Verification, has_plan: bool = True) -> None:
-    """Say that every constraint holds, or list the violations."""
+    """Say that every constraint holds, or list the violations; then the topology facts."""
+    print_topology(verification)
     if verification.ok:
         console.print("[green]verified[/green]: every constraint holds")
         return
@@ -279,6 +280,22 @@ def print_verification(verification: Verification, has_plan: bool = True) -> Non
         console.print(f"[red]{len(shown)} violation(s):[/red]")
     for violation in shown:
         console.print(f"  {violation}", markup=False)
+
+
+def print_topology(verification: Verification) -> None:
+    """Per topology level, its wholly free domains, and the gangs that span several."""
+    facts = verification.topology
+    if facts is None:
+        return
+    for free in facts.free:
+        console.print(f"  {free.level}: {free.least} of {free.domains} wholly free at the "
+                      f"least, {free.mean:.3g} on average", markup=False)
+    spread = [span for span in facts.spans if len(span.domains) > 1]
+    for span in spread[:10]:
+        console.print(f"  {span.job} spans {len(span.domains)} {span.level}s: "
+                      f"{', '.join(span.domains)}", markup=False)
+    if len(spread) > 10:
+        console.print(f"  ... and {len(spread) - 10} more gangs across domains")
 
 
 def add_workers(parser: argparse.ArgumentParser, work: str) -> None:

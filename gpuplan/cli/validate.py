@@ -21,14 +21,42 @@ def register(commands: Commands) -> None:
 
 
 def describe(instance: Instance) -> str:
-    """One line: jobs, gangs, dependencies, GPUs, types, nodes, resources, objective."""
+    """One line: jobs, gangs, dependencies, GPUs, types, nodes, resources, objective.
+
+    Then how GPUs are held (:func:`gpu_mode`) and, where used, node resources, multi-node
+    gangs and topology.
+    """
     gangs = int((instance.gang > 1).sum())
     deps = sum(1 for p in instance.predecessors if p)
+    extra = [gpu_mode(instance)]
+    if instance.node_resources:
+        extra.append(f"node resources {', '.join(instance.node_resources)}")
+    multi = int((instance.gang_nodes > 1).sum())
+    if multi:
+        extra.append(f"{multi} multi-node gangs (up to {int(instance.gang_nodes.max())} "
+                     "nodes)")
+    if instance.levels:
+        counts = ", ".join(f"{len(ids)} {level}s" for level, ids in
+                           zip(instance.levels, instance.domain_ids, strict=True))
+        extra.append(f"topology {' > '.join(instance.levels)} ({counts})")
     return (
         f"{instance.n_jobs} jobs ({gangs} gangs, {deps} with dependencies), "
         f"{instance.n_gpus} GPUs of {instance.n_types} types on {instance.n_nodes} nodes, "
-        f"resources {', '.join(instance.resources)}, objective {instance.objective.value}"
+        f"resources {', '.join(instance.resources)}, objective {instance.objective.value}; "
+        + "; ".join(extra)
     )
+
+
+def gpu_mode(instance: Instance) -> str:
+    """How jobs hold GPUs: whole (exclusive), or shared on the types that declare it."""
+    shared = [t for t, s in zip(instance.type_ids, instance.shared, strict=True) if s]
+    pairs = " (declared colocation pairs share)" if instance.class_ids else ""
+    if not shared:
+        return f"GPUs held whole{pairs}"
+    packing = f"jobs pack by {', '.join(instance.resources)}"
+    if len(shared) == instance.n_types:
+        return f"GPUs shared ({packing})"
+    return f"GPUs shared on {', '.join(shared)} ({packing}), held whole elsewhere{pairs}"
 
 
 def validate(args: argparse.Namespace) -> int:

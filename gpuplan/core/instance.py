@@ -12,6 +12,7 @@ import dataclasses
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cached_property
 from typing import Any, TypeVar
 
@@ -48,7 +49,11 @@ BoolArray = NDArray[np.bool_]
 #: Instance fields indexed by job on their first axis (``job_class``, ``node_demand`` and
 #: ``command`` are empty in instances without classes, node resources or commands).
 _PER_JOB = ("gang", "demand", "duration", "eligible", "cost", "profit", "weight", "release",
-            "deadline", "due", "preemptible", "job_class", "node_demand", "command")
+            "deadline", "due", "preemptible", "gpus_per_node", "job_class", "node_demand",
+            "command", "required_level", "preferred_level", "spread_slowdown")
+
+#: The name of the column :attr:`Instance.packing_demand` adds for GPUs held whole.
+WHOLE_GPU = "whole GPU"
 
 _Array = TypeVar("_Array", bound=NDArray[Any])
 
@@ -56,6 +61,23 @@ _Array = TypeVar("_Array", bound=NDArray[Any])
 def _readonly(array: _Array) -> _Array:
     array.flags.writeable = False
     return array
+
+
+class Feature(StrEnum):
+    """A part of the cluster model that a planning method must declare it plans.
+
+    :attr:`Instance.features` lists those an instance uses; a method that does not declare
+    one refuses the instance, naming it (:func:`gpuplan.planning.check_method`).
+    """
+
+    #: Node-level capacities (CPU, host memory, ...) that jobs draw on.
+    NODE_RESOURCES = "node resources"
+    #: Jobs that hold no GPU (gang 0) but draw on a node.
+    CPU_ONLY = "CPU-only jobs"
+    #: Gangs spread over several nodes (``gpus_per_node`` below ``gpus``).
+    MULTI_NODE = "multi-node gangs"
+    #: Gangs that must, or would rather, stay within one topology domain.
+    TOPOLOGY = "topology constraints"
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,15 +92,22 @@ class Outage:
         The interval ``[start_s, end_s)`` in seconds; ``end_s`` may be ``inf`` (for good).
     reason
         What holds the GPUs, for messages (``"node v100-0 fails"``, ``"job j7 runs on"``).
+    nodes, draw
+        Nodes whose node resources it holds too, ``draw`` (``(Q,)``) on each: a job that
+        runs on holds its node demand (empty: none).
     """
 
     gpus: IntArray
     start_s: float
     end_s: float
     reason: str
+    nodes: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    draw: FloatArray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         _readonly(self.gpus)
+        _readonly(self.nodes)
+        _readonly(self.draw)
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,15 +136,26 @@ class Instance:
         ``(N, T)`` number of GPUs of each type on each node.
     job_ids
         Job ids, length ``J``.
+    shared
+        ``(T,)`` whether GPUs of each type may hold several jobs at once (the file's
+        ``sharing``: MPS, shards, time-slicing), which then pack by their per-GPU demand
+        within the capacity. Elsewhere a job holds each of its GPUs whole: no other job
+        runs on it meanwhile, whatever the demands (a declared colocation pair still
+        shares, as one occupant).
     gang
-        ``(J,)`` GPUs each job needs at once, all on one node and of one type.
+        ``(J,)`` GPUs each job needs at once, all of one type.
+    gpus_per_node
+        ``(J,)`` GPUs of its gang on each node a job uses: the gang spans ``gang /
+        gpus_per_node`` nodes of one type (:attr:`gang_nodes`), all starting and ending
+        together; equal to ``gang`` for a job on one node, 0 for a CPU-only job.
     demand
         ``(J, T, R)`` per-GPU demand of each job on each type.
     duration
         ``(J, T)`` run time in seconds; NaN where the job has no duration for the type.
     eligible
         ``(J, T)`` whether the job may run on the type: allowed, has a duration, fits one GPU
-        and some node has enough GPUs of the type for its gang.
+        and enough nodes (within one domain of its required topology level) hold
+        ``gpus_per_node`` GPUs of the type and its node demand.
     cost
         ``(J, T)`` cost of running the job on the type; NaN where unknown.
     profit
@@ -149,9 +189,9 @@ class Instance:
     node_capacity
         ``(N, Q)`` capacity of each node.
     node_demand
-        ``(J, Q)`` what each job draws on its node, for its whole gang at once. A job with a
-        gang of 0 (a CPU-only job) uses no GPU but still draws on one node of a type it is
-        eligible for.
+        ``(J, Q)`` what each job draws on each node it uses (for its GPUs on that node at
+        once, as Slurm's ``--mem`` is per node). A job with a gang of 0 (a CPU-only job)
+        uses no GPU but still draws on one node of a type it is eligible for.
     command
         ``(J,)`` each job's shell command (``str``), None where the file gives none; empty
         when no job has one. Planning never reads it: exporters run it.
@@ -159,6 +199,23 @@ class Instance:
         Intervals over which some GPUs may not be used (failed, or held by work planned
         before, as a re-plan's residual instance holds them). Planners take only those
         that start at time 0 (:attr:`ready_at`); the verifier checks all of them.
+    levels
+        Topology level names, widest first (e.g. ``("block", "rack")``), length ``L``;
+        empty: no topology.
+    domain_ids
+        Per level, the ids of its domains.
+    node_domain
+        ``(N, L)`` each node's domain index at each level; -1 where the node has no label
+        for the level.
+    required_level
+        ``(J,)`` the level within one domain of which each job's gang must stay, -1 for
+        none; empty without topology.
+    preferred_level
+        ``(J,)`` the level within one domain of which each job's gang would rather stay,
+        -1 for none; empty without topology.
+    spread_slowdown
+        ``(J,)`` how many times longer a job runs when its gang spans several domains of
+        its preferred level (1 where it has none); empty without topology.
     """
 
     name: str
@@ -183,6 +240,8 @@ class Instance:
     predecessors: tuple[tuple[int, ...], ...]
     preemptible: BoolArray
     objective: ObjectiveKind
+    shared: BoolArray
+    gpus_per_node: IntArray
     class_ids: tuple[str, ...] = ()
     job_class: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     colocation_speed: FloatArray = dataclasses.field(
@@ -193,6 +252,15 @@ class Instance:
     command: NDArray[Any] = dataclasses.field(
         default_factory=lambda: np.zeros(0, dtype=object))
     outages: tuple[Outage, ...] = ()
+    levels: tuple[str, ...] = ()
+    domain_ids: tuple[tuple[str, ...], ...] = ()
+    node_domain: IntArray = dataclasses.field(
+        default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    required_level: IntArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64))
+    preferred_level: IntArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64))
+    spread_slowdown: FloatArray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -211,13 +279,117 @@ class Instance:
             return 1.0
         return max(1.0, float((speed + speed.transpose(1, 0, 2)).max()))
 
-    @property
-    def has_node_resources(self) -> bool:
-        """Whether nodes have capacities of their own or some job is CPU-only (gang 0).
+    @cached_property
+    def features(self) -> frozenset[Feature]:
+        """The parts of the cluster model this instance uses beyond whole single-node gangs.
 
-        Only methods that declare they plan node-level resources take such instances.
+        A planning method plans the instance only if it declares every one of them.
         """
-        return bool(self.node_resources) or bool((self.gang == 0).any())
+        used = set()
+        if self.node_resources and bool(self.node_demand.any()):
+            used.add(Feature.NODE_RESOURCES)
+        if bool((self.gang == 0).any()):
+            used.add(Feature.CPU_ONLY)
+        if bool((self.gang_nodes > 1).any()):
+            used.add(Feature.MULTI_NODE)
+        if self.levels and bool(((self.required_level >= 0) | (self.preferred_level >= 0)).any()):
+            used.add(Feature.TOPOLOGY)
+        return frozenset(used)
+
+    @cached_property
+    def gang_nodes(self) -> IntArray:
+        """``(J,)`` how many nodes each job's gang spans (1 for a CPU-only job)."""
+        nodes = np.where(self.gang > 0, self.gang // np.maximum(self.gpus_per_node, 1), 1)
+        return _readonly(nodes.astype(np.int64))
+
+    @cached_property
+    def packing_resources(self) -> tuple[str, ...]:
+        """The per-GPU resources a plan packs: the declared ones, then :data:`WHOLE_GPU`.
+
+        The last is there only when some GPU type is held whole (not :attr:`shared`).
+        """
+        return self.resources + ((WHOLE_GPU,) if not self.shared.all() else ())
+
+    @cached_property
+    def packing_capacity(self) -> FloatArray:
+        """``(T, R')`` :attr:`capacity` with a column of 1 per GPU held whole, if any.
+
+        With :attr:`packing_demand`, a GPU of a type held whole takes one job (or one
+        colocation pair) at a time: every method that keeps per-GPU loads within these
+        capacities keeps such GPUs exclusive.
+        """
+        if self.shared.all():
+            return self.capacity
+        return _readonly(np.hstack([self.capacity, np.ones((self.n_types, 1))]))
+
+    @cached_property
+    def packing_demand(self) -> FloatArray:
+        """``(J, T, R')`` :attr:`demand` with a column: 1 on the types held whole, else 0."""
+        if self.shared.all():
+            return self.demand
+        whole = np.broadcast_to((~self.shared).astype(float)[None, :, None],
+                                (self.n_jobs, self.n_types, 1))
+        return _readonly(np.concatenate([self.demand, whole], axis=2))
+
+    def spread_factor(self, job: int, nodes: IntArray) -> float:
+        """How many times its duration job ``job`` runs on these nodes.
+
+        Its :attr:`spread_slowdown` when the nodes span several domains of its preferred
+        level (a node without a label for it counts as a domain of its own); else 1.
+        """
+        if not self.levels or self.preferred_level[job] < 0 or nodes.size < 2:
+            return 1.0
+        domains = self.node_domain[nodes, self.preferred_level[job]]
+        spread = (domains < 0).any() or (domains != domains[0]).any()
+        return float(self.spread_slowdown[job]) if spread else 1.0
+
+    def gang_hosts(self, job: int, gpu_type: int, free: IntArray,
+                   room: FloatArray | None = None) -> BoolArray:
+        """``(N,)`` the nodes that can take job ``job``'s share of its gang now.
+
+        Those with ``gpus_per_node`` free GPUs of the type (``free``: free GPUs of that
+        type per node), room for its node demand (``room``: ``(N, Q)`` what each node has
+        left; None: not counted) and a label at its required topology level.
+        """
+        hosts: BoolArray = free >= max(int(self.gpus_per_node[job]), 1)
+        if room is not None and self.node_resources:
+            hosts &= (room - self.node_demand[job] >= -1e-9 * np.maximum(
+                self.node_capacity, 1.0)).all(axis=1)
+        if self.levels and self.required_level[job] >= 0:
+            hosts &= self.node_domain[:, self.required_level[job]] >= 0
+        return hosts
+
+    def pick_nodes(self, job: int, hosts: BoolArray, rank: FloatArray) -> IntArray | None:
+        """The nodes among ``hosts`` for job ``job``'s gang, or None if too few.
+
+        ``gang_nodes`` of them, all in one domain of its required topology level, lowest
+        ``rank`` first (ties: lowest index); with a required level, the domain whose
+        ``gang_nodes``-th best node ranks best.
+        """
+        m = int(self.gang_nodes[job])
+        candidates = np.flatnonzero(hosts)
+        if candidates.size < m:
+            return None
+        order = candidates[np.lexsort((candidates, rank[candidates]))]
+        if not self.levels or self.required_level[job] < 0:
+            return order[:m]
+        domain = self.node_domain[order, self.required_level[job]]
+        best: IntArray | None = None
+        for d in np.unique(domain).tolist():
+            mine = order[domain == d]
+            if mine.size >= m and (best is None or (rank[mine[m - 1]], mine[m - 1])
+                                   < (rank[best[-1]], best[-1])):
+                best = mine[:m]
+        return best
+
+    def spread_factors(self, jobs: IntArray, gpus: Sequence[IntArray]) -> FloatArray:
+        """``(S,)`` :meth:`spread_factor` of each job on the nodes of its GPUs."""
+        factors = np.ones(jobs.size)
+        if self.levels and bool((self.preferred_level >= 0).any()):
+            for k in np.flatnonzero(self.preferred_level[jobs] >= 0).tolist():
+                factors[k] = self.spread_factor(int(jobs[k]),
+                                                np.unique(self.gpu_node[gpus[k]]))
+        return factors
 
     @cached_property
     def ready_at(self) -> FloatArray:
@@ -433,9 +605,17 @@ def check_objective_data(instance: Instance, source: str) -> None:
     Raises
     ------
     InputError
-        Naming the first job or GPU type that lacks a cost or price.
+        Naming the first job or GPU type that lacks a cost or price, or, under
+        ``min-max-load``, a GPU type held whole.
     """
     objective = instance.objective
+    if objective is ObjectiveKind.MIN_MAX_LOAD and not instance.shared.all():
+        t = int(np.argmin(instance.shared))
+        raise InputError(
+            source, f"gpu_types[{t}].sharing",
+            f"objective 'min-max-load' balances what jobs draw from GPUs they share, but "
+            f"GPU type {instance.type_ids[t]!r} is held whole (a GPU a job holds is wholly "
+            "in use): declare its sharing: true, or plan another objective")
     for needed, field, values in (
         (objective.needs_job_cost, "cost", instance.cost),
         (objective.needs_job_profit, "profit", instance.profit),

@@ -79,6 +79,11 @@ class ViolationKind(StrEnum):
     DEADLINE = "deadline"
     DEPENDENCY = "dependency"
     CAPACITY = "capacity"
+    #: Two jobs (not a declared colocation pair) on one GPU at once, where its type is
+    #: held whole (the instance does not declare it ``sharing``).
+    EXCLUSIVE = "exclusive"
+    #: A gang outside one domain of its required topology level.
+    TOPOLOGY = "topology"
     OBJECTIVE = "objective"
     BOUND = "bound"
     #: The status claims what the schedule does not show (optimal without a proof, a plan
@@ -168,6 +173,39 @@ class Violation(_Model):
         return f"[{self.kind.value}] {self.message}"
 
 
+class GangSpan(_Model):
+    """The domains of one topology level that a multi-node gang's nodes are in."""
+
+    job: str
+    level: str
+    domains: list[str] = Field(description="Domain ids, sorted; '-' for a node with no "
+                               "label at the level.")
+
+
+class FreeDomains(_Model):
+    """How many domains of one topology level the plan leaves wholly free, over its span.
+
+    A domain is wholly free while none of its GPUs is held: it can take a gang as large as
+    itself. Fewer of them is the fragmentation that makes large gangs wait.
+    """
+
+    level: str
+    domains: int = Field(description="Domains of the level in the fleet.")
+    least: int = Field(description="The fewest wholly free at any instant of the plan.")
+    mean: float = Field(description="Wholly free on average over the plan's span (from 0 "
+                        "to its last end; at once under a static objective).")
+
+
+class TopologyFacts(_Model):
+    """What a plan does to the network's topology, recomputed from the instance."""
+
+    spans: list[GangSpan] = Field(
+        default_factory=list, description="Per multi-node gang and level, the domains its "
+        "nodes are in.")
+    free: list[FreeDomains] = Field(default_factory=list,
+                                    description="Per level, its wholly free domains.")
+
+
 class Verification(_Model):
     """The verifier's verdict, recomputed from the instance alone."""
 
@@ -176,6 +214,9 @@ class Verification(_Model):
     objective: float | None = Field(
         default=None, description="The objective value the verifier recomputed."
     )
+    topology: TopologyFacts | None = Field(
+        default=None, description="For an instance with topology levels: the domains each "
+        "multi-node gang touches and how many domains stay wholly free.")
 
 
 class Failure(_Model):
@@ -825,7 +866,7 @@ def _work(instance: Instance, result: Result, partner: IntArray) -> FloatArray:
         speed[shared] = instance.colocation_speed[klass[job[shared]],
                                                   klass[job[partner[shared]]], kind[shared]]
     duration = np.where(instance.eligible[job, kind], instance.duration[job, kind], np.nan)
-    work: FloatArray = run * speed / duration
+    work: FloatArray = run * speed / (duration * instance.spread_factors(job, result.gpus))
     alone = np.bincount(job, minlength=instance.n_jobs)[job] == 1
     work[alone] = 1.0
     return work

@@ -248,8 +248,11 @@ def operator_document(jobs: int = BASE_JOBS, seed: int = 0, variant: str = "base
         "name": name,
         "description": f"{command(jobs, seed, variant, objective)}: operator batch "
                        f"({shape.description}); see docs/library.md",
+        # Jobs using a share of a GPU's compute share GPUs (the sharing variant's point);
+        # every other batch holds whole GPUs.
         "gpu_types": [{"id": gpu_type, "capacity": {"memory_gib": memory_gib, "compute": 1.0},
-                       "cost_per_hour": price} for gpu_type, memory_gib, price, _, _ in FLEET],
+                       "cost_per_hour": price, "sharing": bool((compute < 1).any())}
+                      for gpu_type, memory_gib, price, _, _ in FLEET],
         "nodes": nodes, "jobs": documents, "objective": "makespan",
     }
     _add_deadlines(rng, document, shape)

@@ -69,6 +69,8 @@ class _Piece:
     lost: float = 0.0
     #: The end the previous plan gave it (before it was clipped at the re-plan's time).
     planned_end: float = 0.0
+    #: Its (first) node: where a CPU-only job, which holds no GPU, runs.
+    node: int = -1
 
 
 @dataclass(frozen=True)
@@ -169,14 +171,16 @@ class Residual:
                 # to its end, if that comes first at the new estimate).
                 going_on.append(j)
                 left = 1.0 - work[j] - _share(changed, piece, until=at)
-                length = float(changed.duration[j, piece.gpu_type])
+                length = _seconds(changed, piece)
                 finish = at + max(0.0, left) * length
                 end = min(piece.planned_end, finish) if changed.preemptible[j] else finish
                 continued = dataclasses.replace(piece, end=max(end, at))
                 history.append(continued)
                 work[j] += _share(changed, continued)
                 held.append(Outage(piece.gpus, 0.0, end - at, f"job {changed.job_ids[j]} "
-                                   "runs on"))
+                                   "runs on", np.unique(np.r_[changed.gpu_node[piece.gpus],
+                                                             piece.node]),
+                                   changed.node_demand[j]))
                 continue
             history.append(piece)
             work[j] += _share(changed, piece)
@@ -231,6 +235,7 @@ class Residual:
         """
         changed, at = self.changed, self.at
         rows: list[_Piece] = list(self.history)
+        nodes = plan.nodes(self.plan)
         for i in range(plan.n_segments):
             k = int(plan.job[i])
             j = int(self.jobs[k])
@@ -243,7 +248,8 @@ class Residual:
                 # for the move are spent restoring.
                 restore, migrate = restore + migrate, 0.0
             rows.append(_Piece(j, int(plan.gpu_type[i]), gpus, float(plan.start[i]) + at,
-                               float(plan.end[i]) + at, restore, migrate))
+                               float(plan.end[i]) + at, restore, migrate,
+                               node=int(nodes[i])))
         rows.sort(key=lambda p: (p.start, p.job))
         return _result(changed, rows, solver)
 
@@ -252,7 +258,13 @@ def _share(instance: Instance, piece: _Piece, until: float | None = None) -> flo
     """The share of its job's work a history piece does (to ``until``, if given)."""
     end = piece.end if until is None else min(piece.end, until)
     run = max(0.0, end - piece.start - piece.restore - piece.migrate)
-    return run / float(instance.duration[piece.job, piece.gpu_type])
+    return run / _seconds(instance, piece)
+
+
+def _seconds(instance: Instance, piece: _Piece) -> float:
+    """How long the piece's job takes where the piece runs (its spread slowdown too)."""
+    return float(instance.duration[piece.job, piece.gpu_type]) * instance.spread_factor(
+        piece.job, np.unique(instance.gpu_node[piece.gpus]))
 
 
 def check_previous(before: Instance, previous: Schedule, at: float, source: str) -> None:
@@ -297,7 +309,7 @@ def _split(changed: Instance, previous: Schedule,
         piece = _Piece(j, changed.type_index[s.gpu_type],
                        np.array(sorted(changed.gpu_index[g] for g in s.gpu_ids), dtype=np.int64),
                        s.start_s, min(s.end_s, at), s.restore_s, s.migrate_s,
-                       planned_end=s.end_s)
+                       planned_end=s.end_s, node=changed.node_index[s.node])
         pieces.append(piece)
         if s.end_s > at:
             running[j] = piece
@@ -384,6 +396,7 @@ def _result(instance: Instance, rows: list[_Piece], solver: str) -> Result:
         gpu_type=np.array([r.gpu_type for r in rows], dtype=np.int64),
         start=np.array([r.start for r in rows]), end=np.array([r.end for r in rows]),
         gpus=tuple(r.gpus for r in rows),
+        node=np.array([r.node for r in rows], dtype=np.int64),
         restore_s=np.array([r.restore for r in rows]),
         migrate_s=np.array([r.migrate for r in rows]),
         lost=np.array([r.lost for r in rows]),

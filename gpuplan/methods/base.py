@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from gpuplan.backends.base import Capabilities
-from gpuplan.core.instance import Instance
+from gpuplan.core.instance import Feature, Instance
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import option
 from gpuplan.core.result import Result
@@ -81,6 +81,15 @@ class Method(Protocol):
         """What the chosen backend must be able to do for this instance and options."""
         ...
 
+    def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
+        """The parts of the cluster model it plans under ``objective``.
+
+        Beyond whole GPUs in single-node gangs: node resources, CPU-only jobs, multi-node
+        gangs, topology. It refuses an instance that uses any other
+        (:attr:`~gpuplan.core.instance.Instance.features`).
+        """
+        ...
+
     def default_warm(self, instance: Instance, time_limit_s: float | None) -> DefaultWarm | None:
         """The heuristic to start from when the caller names none, or None.
 
@@ -126,6 +135,10 @@ class MethodDefaults:
     def needs(self, instance: Instance, options: Any) -> Capabilities:
         """Nothing: the method hands no program to a backend."""
         return NO_NEEDS
+
+    def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
+        """None: whole GPUs in single-node gangs only."""
+        return frozenset()
 
     def default_warm(self, instance: Instance, time_limit_s: float | None) -> DefaultWarm | None:
         """None: the method starts from a heuristic only when asked to."""

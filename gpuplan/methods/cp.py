@@ -55,7 +55,7 @@ import numpy as np
 from gpuplan.backends.cpsat import import_cp_model, search_solver, status_table
 from gpuplan.core.budget import Budget
 from gpuplan.core.errors import InputError, setting
-from gpuplan.core.instance import Instance, IntArray
+from gpuplan.core.instance import Feature, Instance, IntArray
 from gpuplan.core.keep import Keep
 from gpuplan.core.objectives import TIME_OBJECTIVES, ObjectiveKind, time_objective
 from gpuplan.core.options import option, parse_seconds
@@ -178,7 +178,8 @@ def _start(instance: Instance, context: Context,
     warm = context.warm
     # The sharing heuristics know no held GPUs: with outages, the list scheduler and the
     # model plan GPU sharing.
-    sharing = not exclusive_types(instance).all() and not instance.outages
+    sharing = (not exclusive_types(instance).all() and not instance.outages
+               and not instance.features)
     listed = list_schedule(instance)
     if warm is not None:
         found = warm(context.budget.part(share=context.warm_share))
@@ -233,6 +234,10 @@ class CpMethod(MethodDefaults):
     iterative: ClassVar[bool] = False
     plans_outages: ClassVar[bool] = True
     keeps: ClassVar[bool] = True
+
+    def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
+        """All of them: the interval model holds a gang's nodes, domains and node resources."""
+        return frozenset(Feature)
 
     def default_warm(self, instance: Instance, time_limit_s: float | None) -> DefaultWarm | None:
         """Annealing (sa) for tardiness; balance's makespan rounds where all are preemptible.
@@ -332,7 +337,7 @@ class CpMethod(MethodDefaults):
                 instance, scale, share_gpus=share_gpus,
                 budget=_part(budget, MODEL_SHARE * max(0.0, budget.left())), keep=keep)
             if hint is not None:
-                model.hint(hint.job, hint.gpus, hint.start)
+                model.hint(hint.job, hint.gpus, hint.start, hint.nodes(instance))
         except OutOfTimeError:
             logger.info("cp: building the model ran out of its share of the time limit after "
                         "%.2f s; keeping %s", budget.elapsed(), origin)
@@ -564,7 +569,8 @@ def _decoded(instance: Instance, model: SchedulingModel, values: IntArray | None
     """A solution's plan at the real durations, with the method's bound; none without one."""
     if values is None:
         return no_plan(instance, "no plan found within the time limit", name, bound=bound)
-    job, types, gpus, start, end = model.decode(values)
+    job, types, gpus, start, end, node = model.decode(values)
     objective = time_objective(instance, job, types, end)
     return Result(status=plan_status(objective, bound), objective=objective, bound=bound,
-                  solver=name, job=job, gpu_type=types, gpus=gpus, start=start, end=end)
+                  solver=name, job=job, gpu_type=types, gpus=gpus, start=start, end=end,
+                  node=node)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from gpuplan.core.instance import Instance
+from gpuplan.core.instance import Feature, Instance
 from gpuplan.core.objectives import ALL_OBJECTIVES, ObjectiveKind
 from gpuplan.core.options import NoOptions
 from gpuplan.core.result import Result
@@ -33,6 +33,10 @@ class GreedyMethod(MethodDefaults):
     iterative: ClassVar[bool] = False
     plans_outages: ClassVar[bool] = True
     keeps: ClassVar[bool] = True
+
+    def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
+        """All of them: both passes place gangs on whole nodes, domains and node resources."""
+        return frozenset(Feature)
 
     def solve(self, instance: Instance, options: NoOptions, context: Context) -> Result:
         """Plan the instance greedily; one pass, well within any sensible time limit.

@@ -15,7 +15,7 @@ import numpy as np
 
 from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Capabilities
-from gpuplan.core.instance import FloatArray, Instance
+from gpuplan.core.instance import Feature, FloatArray, Instance
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import option
 from gpuplan.core.result import Result
@@ -69,6 +69,14 @@ class LpMethod(MethodDefaults):
         conflict (capability ``explain``), and said to be infeasible otherwise.
         """
         return Capabilities(continuous=True)
+
+    def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
+        """Node resources, multi-node gangs and topology, in the rounding and its moves.
+
+        The pooled relaxation leaves them out (it stays a relaxation); best-fit decreasing
+        and the single-GPU moves keep them. CPU-only jobs are not planned.
+        """
+        return frozenset({Feature.NODE_RESOURCES, Feature.MULTI_NODE, Feature.TOPOLOGY})
 
     def solve(self, instance: Instance, options: LpOptions, context: Context) -> Result:
         """Solve the relaxation, round it, improve the rounded plan until the budget is spent.

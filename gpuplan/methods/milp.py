@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuplan.backends import backends_with, get_backend
 from gpuplan.backends.base import Capabilities
-from gpuplan.core.instance import FloatArray, Instance
+from gpuplan.core.instance import Feature, FloatArray, Instance
 from gpuplan.core.objectives import STATIC_OBJECTIVES, ObjectiveKind
 from gpuplan.core.result import Result, better, no_plan
 from gpuplan.core.settings import Context, WarmStart
@@ -93,6 +93,13 @@ class MilpMethod(MethodDefaults):
         """
         return Capabilities(integer=True,
                             continuous=instance.objective is ObjectiveKind.MIN_MAX_LOAD)
+
+    def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
+        """Node resources, multi-node gangs and topology: rows of the assignment MILP.
+
+        A CPU-only job holds no GPU, which the model has no column for.
+        """
+        return frozenset({Feature.NODE_RESOURCES, Feature.MULTI_NODE, Feature.TOPOLOGY})
 
     def solve(self, instance: Instance, options: MilpOptions, context: Context) -> Result:
         """Build the model, start it from the start plan, and solve it.

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpuplan.core.instance import Instance
+from gpuplan.core.instance import Feature, Instance
 from gpuplan.core.objectives import ALL_OBJECTIVES, ObjectiveKind
 from gpuplan.core.options import option
 from gpuplan.core.result import Result, better, no_plan
@@ -76,6 +76,16 @@ class AnnealingMethod(MethodDefaults):
     iterative: ClassVar[bool] = True
     plans_outages: ClassVar[bool] = True
     keeps: ClassVar[bool] = True
+
+    def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
+        """All of them over time; multi-node gangs and topology for static objectives.
+
+        Over time the list scheduler decodes the keys; the static block encoding prices GPU
+        loads only, not node resources.
+        """
+        if objective.is_static:
+            return frozenset({Feature.MULTI_NODE, Feature.TOPOLOGY})
+        return frozenset(Feature)
 
     def solve(self, instance: Instance, options: AnnealingOptions, context: Context) -> Result:
         """Anneal until the budget is spent; return the best valid plan.

@@ -2,15 +2,20 @@
 
 Columns
     ``x[j, g]`` (binary) job ``j`` uses GPU ``g``; created only for eligible pairs whose node
-    holds enough GPUs of the type for the gang (sparse eligibility). ``y[j, q]`` (binary) gang
-    job ``j`` runs in group ``q`` (one node, one type). ``u[g]`` (binary) GPU ``g`` is used,
-    for the GPU-count objectives. ``z`` (continuous) the largest utilisation, for
-    ``min-max-load``.
+    holds enough GPUs of the type for the gang's share on a node (sparse eligibility), and
+    is labelled with its required topology level. ``y[j, q]`` (binary) gang job ``j`` runs
+    in group ``q`` (one node, one type). ``w[j, c]`` (binary) a multi-node gang runs on
+    the groups of choice ``c``: one type, and one domain of its required level.
+    ``u[g]`` (binary) GPU ``g`` is used, for the GPU-count objectives. ``z`` (continuous)
+    the largest utilisation, for ``min-max-load``.
 Rows
-    assignment (each job once, at most once when jobs may be dropped), gang linking
-    (``sum_{g in q} x[j, g] = k_j y[j, q]``), capacity of every resource of every GPU (only
-    where the jobs that may use the GPU could exceed it), ``x <= u`` linking, load rows, and
-    symmetry breaking.
+    assignment (each job once, at most once when jobs may be dropped: over ``x`` for a
+    single GPU, ``y`` for a one-node gang, ``w`` for a multi-node one), gang linking
+    (``sum_{g in q} x[j, g] = k_j y[j, q]`` with ``k_j`` its GPUs per node, and
+    ``sum_{q in c} y[j, q] = m_j w[j, c]`` with ``m_j`` its nodes), capacity of every
+    resource of every GPU and of every node resource of every node (only where the jobs
+    that may use it could exceed it), ``x <= u`` linking, load rows, and symmetry
+    breaking.
 
 Identical GPUs: GPUs of one type on one node are interchangeable, so any plan can be
 permuted to put them in a canonical order. We break that symmetry rather than aggregate them
@@ -67,6 +72,9 @@ class AssignmentModel:
         Job and GPU of each ``x`` column; ``x`` columns come first, sorted by (job, GPU).
     y_job, y_group, y_start
         Job and group (``node * T + type``) of each ``y`` column, from column ``y_start``.
+    w_job, w_choice, w_start
+        Job and choice (``type * D + domain``, ``D`` the domains of the job's required
+        level plus one) of each ``w`` column, from column ``w_start``.
     u_start
         First ``u`` column (one per GPU), or -1.
     z_col
@@ -80,6 +88,9 @@ class AssignmentModel:
     y_job: IntArray
     y_group: IntArray
     y_start: int
+    w_job: IntArray
+    w_choice: IntArray
+    w_start: int
     u_start: int
     z_col: int
 
@@ -120,7 +131,12 @@ class AssignmentModel:
             check_budget(budget, "columns")
             end = first + per_block
             usable = (instance.eligible[first:end, gpu_type]
-                      & (instance.gang[first:end, None] <= group_size[None, :]))
+                      & (instance.gpus_per_node[first:end, None] <= group_size[None, :])
+                      & (instance.gang[first:end, None] > 0))
+            if instance.levels:
+                level = instance.required_level[first:end]
+                labelled = instance.node_domain[gpu_node[None, :], np.maximum(level, 0)[:, None]]
+                usable &= (level[:, None] < 0) | (labelled >= 0)
             job, gpu = np.nonzero(usable)
             blocks.append((job.astype(np.int64) + first, gpu.astype(np.int64)))
         x_job = np.concatenate([b[0] for b in blocks]) if blocks else np.zeros(0, np.int64)
@@ -132,9 +148,11 @@ class AssignmentModel:
         pair = np.unique(x_job[multi] * (n_gpus * n_types + 1) + group_of[x_gpu[multi]])
         y_job, y_group = pair // (n_gpus * n_types + 1), pair % (n_gpus * n_types + 1)
         y_start = nx
+        w_job, w_choice, y_choice = _choices(instance, y_job, y_group)
+        w_start = y_start + y_job.size
         uses_u = objective in (ObjectiveKind.MIN_GPUS, ObjectiveKind.MIN_GPU_COST)
-        u_start = y_start + y_job.size if uses_u else -1
-        n_cols = y_start + y_job.size + (n_gpus if uses_u else 0)
+        u_start = w_start + w_job.size if uses_u else -1
+        n_cols = w_start + w_job.size + (n_gpus if uses_u else 0)
         z_col = n_cols if objective is ObjectiveKind.MIN_MAX_LOAD else -1
         n_cols += int(z_col >= 0)
 
@@ -149,21 +167,25 @@ class AssignmentModel:
 
         rows = RowBuilder()
         job_names, gpu_names = instance.job_ids, instance.gpu_ids
-        # Assignment: single-GPU jobs over their x columns, gang jobs over their y columns.
+        # Assignment: single-GPU jobs over their x columns, one-node gangs over their y
+        # columns, multi-node gangs over their w columns.
         lower = 0.0 if objective.allows_unplaced else 1.0
         single = np.flatnonzero(instance.gang == 1)
         row_of_job = np.full(n_jobs, -1)
         row_of_job[single] = np.arange(single.size)
         row_of_job[instance.gang > 1] = single.size + np.arange(int((instance.gang > 1).sum()))
         ones_x = ~multi
+        one_node = instance.gang_nodes[y_job] == 1
         rows.add(
-            np.concatenate([row_of_job[x_job[ones_x]], row_of_job[y_job]]),
-            np.concatenate([np.flatnonzero(ones_x), y_start + np.arange(y_job.size)]),
-            np.ones(int(ones_x.sum()) + y_job.size),
+            np.concatenate([row_of_job[x_job[ones_x]], row_of_job[y_job[one_node]],
+                            row_of_job[w_job]]),
+            np.concatenate([np.flatnonzero(ones_x), y_start + np.flatnonzero(one_node),
+                            w_start + np.arange(w_job.size)]),
+            np.ones(int(ones_x.sum()) + int(one_node.sum()) + w_job.size),
             np.full(n_jobs, lower), np.ones(n_jobs),
             [f"assign[{job_names[j]}]" for j in np.argsort(row_of_job)],
         )
-        # Gang linking: sum of x over the group equals k * y.
+        # Gang linking: sum of x over the group equals k * y, k the GPUs per node.
         if y_job.size:
             key = y_job * (n_gpus * n_types + 1) + y_group
             x_key = x_job * (n_gpus * n_types + 1) + group_of[x_gpu]
@@ -171,7 +193,8 @@ class AssignmentModel:
             rows.add(
                 np.concatenate([link_row, np.arange(y_job.size)]),
                 np.concatenate([np.flatnonzero(multi), y_start + np.arange(y_job.size)]),
-                np.concatenate([np.ones(link_row.size), -instance.gang[y_job].astype(float)]),
+                np.concatenate([np.ones(link_row.size),
+                                -instance.gpus_per_node[y_job].astype(float)]),
                 np.zeros(y_job.size), np.zeros(y_job.size),
                 [
                     f"gang[{job_names[j]},{instance.node_ids[q // n_types]},"
@@ -179,18 +202,31 @@ class AssignmentModel:
                     for j, q in zip(y_job, y_group, strict=True)
                 ],
             )
+        # Multi-node linking: the groups of a choice hold m nodes of the gang, or none.
+        if w_job.size:
+            spread = np.flatnonzero(~one_node)
+            rows.add(
+                np.concatenate([y_choice[spread], np.arange(w_job.size)]),
+                np.concatenate([y_start + spread, w_start + np.arange(w_job.size)]),
+                np.concatenate([np.ones(spread.size),
+                                -instance.gang_nodes[w_job].astype(float)]),
+                np.zeros(w_job.size), np.zeros(w_job.size),
+                [f"nodes[{job_names[j]},{c}]" for j, c in zip(w_job, w_choice, strict=True)],
+            )
+        _node_rows(rows, instance, x_job[ones_x], x_gpu[ones_x], np.flatnonzero(ones_x),
+                   y_job, y_group, y_start)
         check_budget(budget, "rows")
         # Capacity, only where the jobs that may use a GPU could exceed it.
-        demand = instance.demand[x_job, gpu_type[x_gpu]]
-        capacity = instance.capacity[gpu_type]
-        total = np.zeros((n_gpus, len(instance.resources)))
+        demand = instance.packing_demand[x_job, gpu_type[x_gpu]]
+        capacity = instance.packing_capacity[gpu_type]
+        total = np.zeros((n_gpus, len(instance.packing_resources)))
         np.add.at(total, x_gpu, demand)
         binding = total > capacity * (1 + 1e-12)
         kept_g, kept_r = np.nonzero(binding)
         row_id = np.full(binding.shape, -1)
         row_id[kept_g, kept_r] = np.arange(kept_g.size)
         entry_rows, entry_cols, entry_vals = [], [], []
-        for r in range(len(instance.resources)):
+        for r in range(len(instance.packing_resources)):
             mask = binding[x_gpu, r] & (demand[:, r] > 0)
             entry_rows.append(row_id[x_gpu[mask], r])
             entry_cols.append(np.flatnonzero(mask))
@@ -204,7 +240,7 @@ class AssignmentModel:
         rows.add(
             np.concatenate(entry_rows), np.concatenate(entry_cols), np.concatenate(entry_vals),
             np.full(kept_g.size, -np.inf), upper,
-            [f"capacity[{gpu_names[g]},{instance.resources[r]}]"
+            [f"capacity[{gpu_names[g]},{instance.packing_resources[r]}]"
              for g, r in zip(kept_g, kept_r, strict=True)],
         )
         if uses_u:
@@ -221,7 +257,7 @@ class AssignmentModel:
             load_id = np.full(total.shape, -1)
             load_id[load_g, load_r] = np.arange(load_g.size)
             entry_rows, entry_cols, entry_vals = [], [], []
-            for r in range(len(instance.resources)):
+            for r in range(len(instance.packing_resources)):
                 mask = demand[:, r] > 0
                 entry_rows.append(load_id[x_gpu[mask], r])
                 entry_cols.append(np.flatnonzero(mask))
@@ -233,7 +269,7 @@ class AssignmentModel:
                 np.concatenate(entry_rows), np.concatenate(entry_cols),
                 np.concatenate(entry_vals), np.full(load_g.size, -np.inf),
                 np.zeros(load_g.size),
-                [f"load[{gpu_names[g]},{instance.resources[r]}]"
+                [f"load[{gpu_names[g]},{instance.packing_resources[r]}]"
                  for g, r in zip(load_g, load_r, strict=True)],
             )
         _symmetry_rows(rows, instance, x_job, x_gpu, demand, group_of, u_start)
@@ -249,12 +285,14 @@ class AssignmentModel:
             LazyNames(nx, lambda k: f"x[{job_names[x_job[k]]},{gpu_names[x_gpu[k]]}]"),
             LazyNames(y_job.size, lambda k: f"y[{job_names[y_job[k]]},"
                       f"{node_ids[y_group[k] // n_types]},{type_ids[y_group[k] % n_types]}]"),
+            LazyNames(w_job.size, lambda k: f"w[{job_names[w_job[k]]},{w_choice[k]}]"),
             [f"u[{g}]" for g in gpu_names] if uses_u else [],
             ["z"] if z_col >= 0 else [],
         )
         program = rows.program(objective.sense, cost, np.zeros(n_cols), col_upper, integer, names)
         check_budget(budget, "matrix")
-        return cls(instance, program, x_job, x_gpu, y_job, y_group, y_start, u_start, z_col)
+        return cls(instance, program, x_job, x_gpu, y_job, y_group, y_start, w_job, w_choice,
+                   w_start, u_start, z_col)
 
     def decode(self, values: FloatArray) -> dict[int, IntArray]:
         """Placed jobs and their GPUs from a (near-)integral column vector."""
@@ -280,24 +318,96 @@ class AssignmentModel:
         key = self.x_job * n_gpus + self.x_gpu
         y_key = self.y_job * (n_gpus * n_types + 1) + self.y_group
         used = np.zeros(n_gpus, dtype=bool)
-        load = np.zeros((n_gpus, len(instance.resources)))
+        load = np.zeros((n_gpus, len(instance.packing_resources)))
         for j, gpus in placed.items():
             columns = np.searchsorted(key, j * n_gpus + gpus)
             wanted = j * n_gpus + gpus
             valid = (columns < key.size) & (key[np.minimum(columns, key.size - 1)] == wanted)
             values[columns[valid]] = 1.0
             used[gpus] = True
-            load[gpus] += instance.demand[j, instance.gpu_type[gpus]]
+            load[gpus] += instance.packing_demand[j, instance.gpu_type[gpus]]
             if instance.gang[j] > 1:
-                group = instance.gpu_node[gpus[0]] * n_types + instance.gpu_type[gpus[0]]
-                at = np.searchsorted(y_key, j * (n_gpus * n_types + 1) + group)
-                if at < y_key.size and y_key[at] == j * (n_gpus * n_types + 1) + group:
-                    values[self.y_start + at] = 1.0
+                for group in np.unique(instance.gpu_node[gpus] * n_types
+                                       + instance.gpu_type[gpus]).tolist():
+                    at = np.searchsorted(y_key, j * (n_gpus * n_types + 1) + group)
+                    if at < y_key.size and y_key[at] == j * (n_gpus * n_types + 1) + group:
+                        values[self.y_start + at] = 1.0
+            if instance.gang_nodes[j] > 1:
+                choice = _choice_of(instance, j, gpus)
+                at = np.flatnonzero((self.w_job == j) & (self.w_choice == choice))
+                values[self.w_start + at] = 1.0
         if self.u_start >= 0:
             values[self.u_start : self.u_start + n_gpus] = used
         if self.z_col >= 0:
-            values[self.z_col] = (load / instance.capacity[instance.gpu_type]).max()
+            values[self.z_col] = (load / instance.packing_capacity[instance.gpu_type]).max()
         return values
+
+
+def _domains(instance: Instance) -> int:
+    """The most domains of any topology level, plus one: the stride of a choice's type."""
+    return 1 + max((len(ids) for ids in instance.domain_ids), default=0)
+
+
+def _choice_of(instance: Instance, j: int, gpus: IntArray) -> int:
+    """The choice (``type * D + domain``) a multi-node gang on ``gpus`` makes."""
+    level = int(instance.required_level[j]) if instance.levels else -1
+    node = int(instance.gpu_node[gpus[0]])
+    domain = int(instance.node_domain[node, level]) if level >= 0 else 0
+    return int(instance.gpu_type[gpus[0]]) * _domains(instance) + domain
+
+
+def _choices(instance: Instance, y_job: IntArray,
+             y_group: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """The ``w`` columns of the multi-node gangs, and the ``w`` column of each ``y``.
+
+    Returns each ``w`` column's job and choice, and for each ``y`` column the number of its
+    ``w`` column (-1 for a one-node gang's).
+    """
+    n_types, stride = instance.n_types, _domains(instance)
+    node, kind = y_group // n_types, y_group % n_types
+    level = (instance.required_level[y_job] if instance.levels
+             else np.full(y_job.size, -1, dtype=np.int64))
+    domain = np.where(level >= 0, instance.node_domain[node, np.maximum(level, 0)]
+                      if instance.levels else 0, 0)
+    choice = kind * stride + domain
+    spread = instance.gang_nodes[y_job] > 1
+    key = y_job * (n_types * stride) + choice
+    unique, inverse = np.unique(key[spread], return_inverse=True)
+    y_choice = np.full(y_job.size, -1, dtype=np.int64)
+    y_choice[spread] = inverse.ravel()
+    return unique // (n_types * stride), unique % (n_types * stride), y_choice
+
+
+def _node_rows(rows: RowBuilder, instance: Instance, x_job: IntArray, x_gpu: IntArray,
+               x_col: IntArray, y_job: IntArray, y_group: IntArray, y_start: int) -> None:
+    """Node-resource capacity: a job draws its node demand on each node it uses.
+
+    A single-GPU job uses the node of its ``x`` column, a gang that of each ``y`` column;
+    a row only where the jobs that may use the node could exceed one of its resources.
+    """
+    if not instance.node_demand.any():
+        return
+    node = np.concatenate([instance.gpu_node[x_gpu], y_group // instance.n_types])
+    job = np.concatenate([x_job, y_job])
+    col = np.concatenate([x_col, y_start + np.arange(y_job.size)])
+    draw = instance.node_demand[job]
+    total = np.zeros(instance.node_capacity.shape)
+    np.add.at(total, node, draw)
+    binding = total > instance.node_capacity * (1 + 1e-12)
+    kept_n, kept_r = np.nonzero(binding)
+    row_id = np.full(binding.shape, -1)
+    row_id[kept_n, kept_r] = np.arange(kept_n.size)
+    entry_rows, entry_cols, entry_vals = [], [], []
+    for r in range(len(instance.node_resources)):
+        mask = binding[node, r] & (draw[:, r] > 0)
+        entry_rows.append(row_id[node[mask], r])
+        entry_cols.append(col[mask])
+        entry_vals.append(draw[mask, r])
+    rows.add(np.concatenate(entry_rows), np.concatenate(entry_cols),
+             np.concatenate(entry_vals), np.full(kept_n.size, -np.inf),
+             instance.node_capacity[kept_n, kept_r],
+             [f"node[{instance.node_ids[n]},{instance.node_resources[r]}]"
+              for n, r in zip(kept_n, kept_r, strict=True)])
 
 
 def _symmetry_rows(
@@ -365,9 +475,9 @@ class PooledModel:
         if objective not in POOLED_OBJECTIVES:
             raise ValueError(f"the pooled relaxation cannot express {objective.value!r}")
         w_job, w_type = (a.astype(np.int64) for a in np.nonzero(instance.eligible))
-        n, n_res = w_job.size, len(instance.resources)
-        demand = instance.demand[w_job, w_type] * instance.gang[w_job, None]
-        pooled = instance.capacity * instance.node_gpus.sum(axis=0)[:, None]
+        n, n_res = w_job.size, len(instance.packing_resources)
+        demand = instance.packing_demand[w_job, w_type] * instance.gang[w_job, None]
+        pooled = instance.packing_capacity * instance.node_gpus.sum(axis=0)[:, None]
         rows = RowBuilder()
         lower = 0.0 if objective.allows_unplaced else 1.0
         rows.add(
@@ -378,7 +488,7 @@ class PooledModel:
             (w_type[:, None] * n_res + np.arange(n_res)[None, :]).ravel(),
             np.repeat(np.arange(n), n_res), demand.ravel(),
             np.full(instance.n_types * n_res, -np.inf), pooled.ravel(),
-            [f"capacity[{t},{r}]" for t in instance.type_ids for r in instance.resources],
+            [f"capacity[{t},{r}]" for t in instance.type_ids for r in instance.packing_resources],
         )
         names = tuple(
             f"w[{instance.job_ids[j]},{instance.type_ids[t]}]"

@@ -110,7 +110,7 @@ def infeasibility_reasons(instance: Instance) -> dict[int, str]:
             )
         return reasons
     need = _least_demand(instance)
-    supply = instance.capacity * instance.node_gpus.sum(axis=0)[:, None]
+    supply = instance.packing_capacity * instance.node_gpus.sum(axis=0)[:, None]
     type_sets = np.unique(instance.eligible, axis=0)
     # Smallest sets first, so the most specific explanation wins.
     for allowed in sorted(type_sets, key=lambda s: int(s.sum())):
@@ -127,7 +127,8 @@ def infeasibility_reasons(instance: Instance) -> dict[int, str]:
             for j in top:
                 reasons.setdefault(
                     int(j),
-                    f"{who} ({int(limited.sum())}) need {total[r]:g} {instance.resources[r]} "
+                    f"{who} ({int(limited.sum())}) need {total[r]:g} "
+                    f"{instance.packing_resources[r]} "
                     f"in all; {where} {room[r]:g} (largest: {names})",
                 )
         if reasons:
@@ -137,14 +138,14 @@ def infeasibility_reasons(instance: Instance) -> dict[int, str]:
 
 def _least_demand(instance: Instance) -> FloatArray:
     """``(J, R)`` smallest total demand of each job (gang included) over its eligible types."""
-    demand: FloatArray = np.where(instance.eligible[:, :, None], instance.demand, np.inf)
+    demand: FloatArray = np.where(instance.eligible[:, :, None], instance.packing_demand, np.inf)
     least: FloatArray = demand.min(axis=1) * instance.gang[:, None]
     return least
 
 
 def resource_share(instance: Instance) -> FloatArray:
     """``(J, T, R)`` the share of one GPU's capacity each job uses, per type and resource."""
-    share: FloatArray = instance.demand / instance.capacity[None]
+    share: FloatArray = instance.packing_demand / instance.packing_capacity[None]
     return share
 
 
@@ -179,7 +180,7 @@ def accepted_share(instance: Instance) -> FloatArray:
     The verifier accepts loads up to ``capacity * (1 + TOLERANCE) + TOLERANCE``; shares of
     that sum to at most 1 on every GPU of every plan it accepts.
     """
-    share: FloatArray = instance.demand / (instance.capacity[None] * (1 + TOLERANCE)
+    share: FloatArray = instance.packing_demand / (instance.packing_capacity[None] * (1 + TOLERANCE)
                                            + TOLERANCE)
     return share
 
@@ -252,7 +253,7 @@ def mean_busy_bound(instance: Instance) -> float:
     grid = _type_weights(gpus)
     grid = grid[grid @ gpus > 0]
     best = 0.0
-    for r in range(len(instance.resources)):
+    for r in range(len(instance.packing_resources)):
         for f in functions:
             held = np.where(instance.eligible & hosting[None],
                             instance.gang[:, None] * f(share[:, :, r]), np.nan)
@@ -334,7 +335,7 @@ def area_bound(instance: Instance) -> float:
                                                            partial(dff_rounding, k=1)]
     orders = [np.argsort(-offset, kind="stable") for offset in (head, tail)]
     best = 0.0
-    for r in range(len(instance.resources)):
+    for r in range(len(instance.packing_resources)):
         for f in functions:
             held = np.where(instance.eligible, instance.gang[:, None]
                             * np.nan_to_num(instance.duration) * f(share[:, :, r]), 0.0)
@@ -367,20 +368,20 @@ def objective_bound(instance: Instance) -> float:
         case ObjectiveKind.MAX_WEIGHT:
             return float(instance.weight.sum())
         case ObjectiveKind.MIN_GPUS:
-            volume = _least_demand(instance).sum(axis=0) / instance.capacity.max(axis=0)
+            volume = _least_demand(instance).sum(axis=0) / instance.packing_capacity.max(axis=0)
             return float(max(instance.gang.max(), np.ceil(volume.max() - 1e-9)))
         case ObjectiveKind.MIN_GPU_COST:
             # Each unit of resource r on type t costs price[t] / capacity[t, r] at best.
-            unit = instance.price_per_hour[:, None] / instance.capacity
-            per_job = np.where(eligible[:, :, None], instance.demand * unit[None], np.inf)
+            unit = instance.price_per_hour[:, None] / instance.packing_capacity
+            per_job = np.where(eligible[:, :, None], instance.packing_demand * unit[None], np.inf)
             fractional = (per_job.min(axis=1) * instance.gang[:, None]).sum(axis=0).max()
             return float(max(fractional, instance.price_per_hour.min() * instance.gang.max()))
         case ObjectiveKind.MIN_MAX_LOAD:
-            supply = instance.capacity[instance.gpu_type].sum(axis=0)
+            supply = instance.packing_capacity[instance.gpu_type].sum(axis=0)
             average = (_least_demand(instance).sum(axis=0) / supply).max()
-            alone = np.where(
-                eligible, (instance.demand / instance.capacity[None]).max(axis=2), np.inf
-            ).min(axis=1)
+            alone = np.where(eligible, (instance.packing_demand
+                                        / instance.packing_capacity[None]).max(axis=2),
+                             np.inf).min(axis=1)
             return float(max(average, alone.max()))
         case ObjectiveKind.MAKESPAN:
             return max(float(earliest_completion(instance).time.max()), area_bound(instance))

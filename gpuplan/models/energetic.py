@@ -146,7 +146,7 @@ def packing_rows(instance: Instance) -> PackingRows:
             counted = on & (instance.gang >= g)
             if g > instance.gang[on].min() and hosts == per_node[:, t].sum():
                 continue
-            for r in range(len(instance.resources)):
+            for r in range(len(instance.packing_resources)):
                 share = np.clip(np.nan_to_num(shares[:, t, r]), 0.0, 1.0)
                 for f in functions:
                     rows.append(np.where(counted, instance.gang * f(share), 0.0))

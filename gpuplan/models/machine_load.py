@@ -27,6 +27,8 @@ def sequencing_free(instance: Instance) -> bool:
         and len(set(instance.release.tolist())) <= 1
         and not np.isfinite(instance.deadline).any()
         and exclusive_types(instance).all()
+        # Node resources tie the GPUs of a node together: no longer machines apart.
+        and not instance.features
     )
 
 

@@ -21,6 +21,7 @@ propagation and the solver's bound. Times are integers: see :class:`TickScale`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -284,7 +285,7 @@ def workload_program(instance: Instance) -> LinearProgram:
     unlike total work over all GPUs, it sees that slow types are worth less.
     """
     jobs, types = np.nonzero(instance.eligible)
-    n_x, n_types, n_resources = jobs.size, instance.n_types, len(instance.resources)
+    n_x, n_types, n_resources = jobs.size, instance.n_types, len(instance.packing_resources)
     # Space-shared pairs do up to pair_gain GPU-seconds of work per GPU-second.
     gpus = instance.node_gpus.sum(axis=0).astype(float) * instance.pair_gain
     work = ((instance.gang[jobs] * instance.duration[jobs, types])[:, None]
@@ -299,7 +300,7 @@ def workload_program(instance: Instance) -> LinearProgram:
              np.r_[np.repeat(np.arange(n_x), n_resources), np.full(every.size, n_x)],
              np.r_[work.ravel(), -np.repeat(gpus, n_resources)],
              np.full(every.size, -np.inf), np.zeros(every.size),
-             [f"work[{t},{r}]" for t in instance.type_ids for r in instance.resources])
+             [f"work[{t},{r}]" for t in instance.type_ids for r in instance.packing_resources])
     # Row j: a job runs on one type at a time, from its release, so its own run time
     # fits before C: release_j + sum_t duration[j, t] * x[j, t] <= C. With preemptible
     # jobs this is the fluid bound of Gavel's makespan policy, much above volume alone
@@ -321,10 +322,17 @@ def workload_program(instance: Instance) -> LinearProgram:
 
 @dataclass
 class Alternative:
-    """One way to run a job: on a group, with its interval and presence literal."""
+    """One way to run a job on a group: its interval and presence literal there.
+
+    A job runs on one alternative, or on one per node of a multi-node gang (all of one
+    type, with the job's start and end).
+    """
 
     job: int
     group: int
+    #: Its length in ticks within one domain of its preferred topology level (or when it
+    #: has none); spread over several, the job's :attr:`SchedulingModel.spread` literal
+    #: adds the slowdown.
     duration: int
     present: Any
     interval: Any
@@ -377,6 +385,14 @@ class SchedulingModel:
     #: For each job that may move (a re-plan): its penalty in the instance's objective
     #: units, and the expression that is 1 when it moves.
     moves: list[tuple[float, Any]] = field(default_factory=list)
+    #: Per multi-node gang: its choice literals, each with the alternatives it covers
+    #: (one type, one domain of its required level), of which it takes ``gang_nodes``.
+    choices: dict[int, list[tuple[Any, list[Alternative]]]] = field(default_factory=dict)
+    #: Per gang that prefers a topology level: the literal that it spans several domains
+    #: of it, with one literal per domain (true where it runs) and that domain's
+    #: alternatives.
+    spread: dict[int, tuple[Any, list[tuple[Any, list[Alternative]]]]] = field(
+        default_factory=dict)
 
     @classmethod
     def build(cls, instance: Instance, scale: TickScale,
@@ -433,11 +449,18 @@ class SchedulingModel:
         ready_ticks = np.where(finite, ready_ticks, horizon)
         shareable = ~exclusive_types(instance)
         exclusive = ~shareable if share_gpus else np.ones(instance.n_types, dtype=bool)
-        fits = instance.eligible[:, group_type] & (counts[groups][None, :]
-                                                   >= instance.gang[:, None])
+        fits = alternative_fits(instance, counts, groups, group_type)
+        # Spread over its preferred level, a gang runs its slowdown times longer.
+        preferred = (instance.preferred_level if instance.levels
+                     else np.full(instance.n_jobs, -1, dtype=np.int64))
+        slowed = (preferred >= 0) & (instance.gang_nodes > 1)
+        slow_ticks = scale.up(duration * np.where(slowed, np.maximum(
+            instance.spread_slowdown if instance.levels else 1.0, 1.0), 1.0)[:, None])
+        horizon += int((slow_ticks - ticks).max(axis=1, initial=0).sum())
 
         start, end, alternatives = [], [], []
         deadline_job: dict[int, int] = {}
+        spread_of: dict[int, Any] = {}
         for j in range(instance.n_jobs):
             if j % 64 == 0:
                 check_budget(budget, BUILDING)
@@ -451,15 +474,19 @@ class SchedulingModel:
                 model.add(e <= int(deadline[j])).only_enforce_if(meets)
                 model.add_assumption(meets)
                 deadline_job[meets.index] = j
+            if slowed[j]:
+                spread_of[j] = model.new_bool_var(f"spread_{j}")
             options = []
             for place in np.flatnonzero(fits[j]).tolist():
-                length = int(ticks[j, group_type[place]])
+                t = int(group_type[place])
+                length = int(ticks[j, t])
                 present = model.new_bool_var(f"on_{j}_{place}")
                 # The interval ties end to start + length whenever it is present.
-                interval = model.new_optional_interval_var(s, length, e, present,
+                size = (length if not slowed[j] else
+                        length + (int(slow_ticks[j, t]) - length) * spread_of[j])
+                interval = model.new_optional_interval_var(s, size, e, present,
                                                            f"run_{j}_{place}")
                 options.append(Alternative(j, place, length, present, interval))
-            model.add_exactly_one(a.present for a in options)
             start.append(s)
             end.append(e)
             alternatives.append(options)
@@ -480,8 +507,8 @@ class SchedulingModel:
             if exclusive[t]:
                 held, amounts = _held(model, ready_ticks[group_gpus[q]])
                 model.add_cumulative([a.interval for a in members] + held,
-                                     [int(instance.gang[a.job]) for a in members] + amounts,
-                                     int(counts[groups[q]]))
+                                     [int(instance.gpus_per_node[a.job]) for a in members]
+                                     + amounts, int(counts[groups[q]]))
             else:
                 exact &= _per_gpu(model, instance, members, group_gpus[q], t, budget,
                                   ready_ticks)
@@ -492,19 +519,77 @@ class SchedulingModel:
                 held, amounts = _held(model, ready_ticks[np.concatenate(
                     [group_gpus[q] for q in places])])
                 model.add_cumulative([a.interval for a in members] + held,
-                                     [int(instance.gang[a.job]) for a in members] + amounts,
-                                     int(counts[groups[group_type == kind]].sum()))
+                                     [int(instance.gpus_per_node[a.job]) for a in members]
+                                     + amounts, int(counts[groups[group_type == kind]].sum()))
+        exact &= _node_capacity(model, instance, by_group, groups // instance.n_types,
+                                lambda seconds: int(scale.up(np.array([seconds]))[0]))
 
         restricted = bool(not share_gpus and shareable[np.unique(group_type)].any())
         built = cls(instance, scale, model, start, end, alternatives,
                     group_type, group_gpus, 1.0, exact, deadline_job, horizon,
                     exact_constraints=exact, restricted=restricted,
                     ready=ready_ticks.astype(np.int64))
+        for j, options in enumerate(alternatives):
+            built._gang(j, options, spread_of.get(j))
         if keep is not None:
             built.keep(keep)
         built.set_objective()
         check_budget(budget, BUILDING)
         return built
+
+    def _gang(self, j: int, options: list[Alternative], spread: Any | None) -> None:
+        """Job ``j`` runs on one alternative, or a multi-node gang on ``m`` of one choice.
+
+        A choice is the alternatives of one type within one domain of the job's required
+        topology level; a gang that prefers a level spans several of its domains exactly
+        when ``spread`` is true.
+        """
+        model, instance = self.model, self.instance
+        m = int(instance.gang_nodes[j])
+        if m == 1:
+            model.add_exactly_one(a.present for a in options)
+            return
+        level = int(instance.required_level[j]) if instance.levels else -1
+        nodes = self.group_node
+        by_choice: dict[tuple[int, int], list[Alternative]] = {}
+        for a in options:
+            domain = int(instance.node_domain[nodes[a.group], level]) if level >= 0 else 0
+            by_choice.setdefault((int(self.group_type[a.group]), domain), []).append(a)
+        choices = []
+        for (t, domain), members in by_choice.items():
+            if len(members) < m:
+                for a in members:
+                    model.add(a.present == 0)
+                continue
+            chosen = model.new_bool_var(f"choice_{j}_{t}_{domain}")
+            model.add(sum(a.present for a in members) == m * chosen)
+            choices.append((chosen, members))
+        model.add_exactly_one(c for c, _ in choices)
+        self.choices[j] = choices
+        if spread is None:
+            return
+        level = int(instance.preferred_level[j])
+        by_domain: dict[int, list[Alternative]] = {}
+        for a in options:
+            by_domain.setdefault(int(instance.node_domain[nodes[a.group], level]),
+                                 []).append(a)
+        used = []
+        for domain, members in by_domain.items():
+            here = model.new_bool_var(f"in_{j}_{domain}")
+            for a in members:
+                model.add_implication(a.present, here)
+            model.add(sum(a.present for a in members) >= here)
+            used.append((here, members))
+        # Spread exactly when it runs in two domains or more.
+        model.add(sum(u for u, _ in used) >= 2 * spread)
+        model.add(sum(u for u, _ in used) <= 1 + (m - 1) * spread)
+        self.spread[j] = (spread, used)
+
+    @property
+    def group_node(self) -> IntArray:
+        """``(groups,)`` the node of each group."""
+        nodes: IntArray = self.instance.gpu_node[[g[0] for g in self.group_gpus]]
+        return nodes
 
     def bound_slack(self) -> float:
         """How far a bound of the integer model may lie above the instance's optimum.
@@ -590,20 +675,57 @@ class SchedulingModel:
                 continue
             earliest = int(min(release[a.job] for a in members))
             if not members[0].on_gpu:
-                self._add_area([(int(instance.gang[a.job]) * a.duration, a.present)
+                self._add_area([(int(instance.gpus_per_node[a.job]) * a.duration, a.present)
                                 for a in members], gpus.size, makespan, earliest)
                 continue
             t = int(self.group_type[q])
             jobs = [a.job for a in members]
-            for r in range(len(instance.resources)):
+            for r in range(len(instance.packing_resources)):
                 capacity, demand, _ = scaled_capacity(
-                    float(instance.capacity[t, r]), instance.demand[jobs, t, r])
+                    float(instance.packing_capacity[t, r]), instance.packing_demand[jobs, t, r])
                 if not demand.any():
                     continue
                 for g in gpus.tolist():
                     self._add_area([(int(d) * a.duration, a.on_gpu[g])
                                     for d, a in zip(demand, members, strict=True)],
                                    capacity, makespan, earliest)
+        self._add_node_energy(by_group, makespan, release)
+
+    def _add_node_energy(self, by_group: list[list[Alternative]], makespan: Any,
+                         release: IntArray) -> None:
+        """Area rows of the node resources: per node, and over the whole fleet.
+
+        What the jobs draw times how long fits each node's capacity (and the fleet's sum of
+        them) times the time from the earliest release to ``makespan``; the fleet-wide row
+        is what lets the LP relaxation see node resources as the binding ones.
+        """
+        instance = self.instance
+        if not instance.node_demand.any():
+            return
+        nodes = self.group_node
+        for r in range(len(instance.node_resources)):
+            fleet: list[tuple[int, Any]] = []
+            earliest = int(release.min(initial=0))
+            # The fleet's row on one scale for all jobs, so that its terms add up.
+            scaled, fleet_draw, _ = scaled_capacity(float(instance.node_capacity[:, r].sum()),
+                                                    instance.node_demand[:, r])
+            for n in range(instance.n_nodes):
+                members = [a for q in np.flatnonzero(nodes == n).tolist() for a in by_group[q]]
+                if not members:
+                    continue
+                draw = instance.node_demand[[a.job for a in members], r]
+                if not draw.any():
+                    continue
+                capacity, demand, _ = scaled_capacity(float(instance.node_capacity[n, r]),
+                                                      draw)
+                terms = [(int(d) * a.duration, a.present)
+                         for d, a in zip(demand, members, strict=True) if d > 0]
+                self._add_area(terms, capacity, makespan,
+                               int(min(release[a.job] for a in members)))
+                fleet.extend((int(fleet_draw[a.job]) * a.duration, a.present)
+                             for a in members if fleet_draw[a.job] > 0)
+            if fleet:
+                self._add_area(fleet, scaled, makespan, earliest)
 
     def _add_area(self, terms: list[tuple[int, Any]], capacity: int, makespan: Any,
                   earliest: int) -> None:
@@ -640,19 +762,20 @@ class SchedulingModel:
             wide = max(keep.tolerance_s, SAME_START_S)
             lo = math.ceil((float(keep.start[j]) - wide) / self.scale.tick_s)
             hi = math.floor((float(keep.start[j]) + wide) / self.scale.tick_s)
-            place = next((a for a in self.alternatives[j]
-                          if a.group == gpu_group[gpus[0]]), None)
+            wanted = set(gpu_group[gpus].tolist())
+            places = [a for a in self.alternatives[j] if a.group in wanted]
             penalty = float(keep.penalty[j])
-            if place is None or lo > hi:
+            if len(places) != len(wanted) or not gpus.size or lo > hi:
                 moves.append(1)
                 self.moves.append((penalty, 1))
                 continue
             stays = model.new_bool_var(f"stays_{j}")
             model.add_linear_constraint(self.start[j], lo, hi).only_enforce_if(stays)
-            model.add_implication(stays, place.present)
-            for g, literal in place.on_gpu.items():
-                model.add(literal == 1 if g in set(gpus.tolist()) else literal == 0
-                          ).only_enforce_if(stays)
+            for place in places:
+                model.add_implication(stays, place.present)
+                for g, literal in place.on_gpu.items():
+                    model.add(literal == 1 if g in set(gpus.tolist()) else literal == 0
+                              ).only_enforce_if(stays)
             self.kept[j] = (np.sort(gpus), lo, hi, stays)
             moves.append(1 - stays)
             self.moves.append((penalty, 1 - stays))
@@ -660,8 +783,13 @@ class SchedulingModel:
             model.add(sum(moves) <= keep.max_changes)
         return len(self.kept)
 
-    def hint(self, job: IntArray, gpus: tuple[IntArray, ...], start_s: FloatArray) -> None:
-        """Offer a known plan (for instance list scheduling's) as the search's first guess."""
+    def hint(self, job: IntArray, gpus: tuple[IntArray, ...], start_s: FloatArray,
+             node: IntArray | None = None) -> None:
+        """Offer a known plan (for instance list scheduling's) as the search's first guess.
+
+        ``node`` is each job's (first) node, where a CPU-only job runs; None when the plan
+        has none.
+        """
         self.model.clear_hints()
         gpu_group = np.full(self.instance.n_gpus, -1)
         for q, members in enumerate(self.group_gpus):
@@ -671,32 +799,56 @@ class SchedulingModel:
         # GPUs its jobs share). Otherwise it is re-timed in ticks, in its own order and on
         # its own GPUs, one job after another on each GPU: rounded-up durations only push
         # jobs later, so the hint stays feasible.
-        release = self.scale.up(self.instance.release)
+        instance = self.instance
+        release = self.scale.up(instance.release)
         in_ticks = np.asarray(start_s, dtype=float) / self.scale.tick_s
         own = (self.scale.exact and not self.restricted
                and bool(np.allclose(in_ticks, np.rint(in_ticks), rtol=0.0, atol=1e-6)))
         own_start = np.rint(in_ticks).astype(np.int64)
-        free = np.zeros(self.instance.n_gpus, dtype=np.int64)
-        end = np.zeros(self.instance.n_jobs, dtype=np.int64)
+        free = np.zeros(instance.n_gpus, dtype=np.int64)
+        end = np.zeros(instance.n_jobs, dtype=np.int64)
         latest = 0
         free[:] = self.ready
-        given = np.full(self.instance.n_jobs, -1, dtype=np.int64)
+        given = np.full(instance.n_jobs, -1, dtype=np.int64)
+        node_free = np.zeros(instance.n_nodes, dtype=np.int64)
         for i in np.lexsort((job, start_s)):
             j, used = int(job[i]), rename[gpus[i]]
-            group = int(gpu_group[used[0]])
-            chosen = next(a for a in self.alternatives[j] if a.group == group)
-            s = max(int(release[j]), int(own_start[i]) if own else int(free[used].max()),
-                    *(int(end[p]) for p in self.instance.predecessors[j]))
-            end[j] = free[used] = s + chosen.duration
+            groups = set(gpu_group[used].tolist())
+            chosen = [a for a in self.alternatives[j] if a.group in groups]
+            if not used.size:
+                assert node is not None, "a CPU-only job's hint needs its node"
+                # A CPU-only job's alternative is a group of its node.
+                chosen = [next(a for a in self.alternatives[j]
+                               if self.group_node[a.group] == node[i]
+                               and self.instance.eligible[j, self.group_type[a.group]])]
+                groups = {chosen[0].group}
+            nodes = np.unique(self.group_node[[a.group for a in chosen]])
+            length = self._length(j, chosen)
+            ready = int(free[used].max(initial=0))
+            if not used.size:
+                # A CPU-only job: one after another on its node.
+                ready = int(node_free[nodes].max(initial=0))
+            s = max(int(release[j]), int(own_start[i]) if own else ready,
+                    *(int(end[p]) for p in instance.predecessors[j]))
+            end[j] = free[used] = s + length
+            node_free[nodes] = np.maximum(node_free[nodes], end[j])
             given[j] = s
             latest = max(latest, int(end[j]))
             self.model.add_hint(self.start[j], s)
             self.model.add_hint(self.end[j], int(end[j]))
             on = set(used.tolist())
             for a in self.alternatives[j]:
-                self.model.add_hint(a.present, a.group == group)
+                self.model.add_hint(a.present, a.group in groups)
                 for g, literal in a.on_gpu.items():
-                    self.model.add_hint(literal, a.group == group and g in on)
+                    self.model.add_hint(literal, a.group in groups and g in on)
+            for literal, covered in self.choices.get(j, []):
+                self.model.add_hint(literal, any(a.group in groups for a in covered))
+            if j in self.spread:
+                spread, domains = self.spread[j]
+                here = [any(a.group in groups for a in covered) for _, covered in domains]
+                self.model.add_hint(spread, sum(here) >= 2)
+                for (literal, _), value in zip(domains, here, strict=True):
+                    self.model.add_hint(literal, value)
         for variable in self.auxiliary:
             self.model.add_hint(variable, latest)
         for variable, j, due in self.lateness:
@@ -706,6 +858,19 @@ class SchedulingModel:
             mine = hinted.get(j, -1)
             same = mine >= 0 and np.array_equal(np.sort(rename[gpus[mine]]), previous)
             self.model.add_hint(stays, bool(same and lo <= given[j] <= hi))
+
+    def _length(self, j: int, chosen: list[Alternative]) -> int:
+        """Job ``j``'s length in ticks on these alternatives (its slowdown if spread)."""
+        length = chosen[0].duration
+        if j not in self.spread:
+            return length
+        nodes = np.unique(self.group_node[[a.group for a in chosen]])
+        factor = self.instance.spread_factor(j, nodes)
+        if factor == 1.0:
+            return length
+        t = int(self.group_type[chosen[0].group])
+        slow = self.scale.up(np.array([self.instance.duration[j, t] * factor]))
+        return int(slow[0])
 
     def hinted_values(self) -> IntArray:
         """The hint as a full vector of variable values (by variable index).
@@ -749,7 +914,10 @@ class SchedulingModel:
         where = {int(j): used for j, used in zip(job.tolist(), gpus, strict=True)}
         for q, j in first_user.items():
             used = where.get(j)
-            if used is None or gpu_group[used[0]] != q:
+            if used is None:
+                continue
+            used = used[gpu_group[used] == q]
+            if not used.size:
                 continue
             members = self.group_gpus[q]
             taken = set(used.tolist())
@@ -771,34 +939,37 @@ class SchedulingModel:
 
     def decode(
         self, values: IntArray
-    ) -> tuple[IntArray, IntArray, tuple[IntArray, ...], FloatArray, FloatArray]:
-        """Read a solution's plan: job, type, GPUs, start and end in seconds, per job.
+    ) -> tuple[IntArray, IntArray, tuple[IntArray, ...], FloatArray, FloatArray, IntArray]:
+        """Read a solution's plan: job, type, GPUs, start and end in seconds, node, per job.
 
         ``values`` is the solution as a full vector of variable values (by variable
-        index, as :func:`solution_values` reads it from the solver).
+        index, as :func:`solution_values` reads it from the solver). The node is the
+        first of the job's nodes (the one a CPU-only job runs on).
 
         On exclusive types, GPUs are handed out group by group in start order: at each
         start the cumulative leaves at least a gang's worth of GPUs free, and a GPU free
         then stays free for the job's whole interval.
         """
-        n_jobs = self.instance.n_jobs
-        chosen = [next(a for a in options if values[a.present.index])
+        instance = self.instance
+        n_jobs = instance.n_jobs
+        chosen = [[a for a in options if values[a.present.index]]
                   for options in self.alternatives]
         start = values[[s.index for s in self.start]].astype(np.int64)
-        gpus: list[IntArray] = [np.zeros(0, dtype=np.int64)] * n_jobs
+        finish = values[[e.index for e in self.end]].astype(np.int64)
+        parts: list[list[IntArray]] = [[] for _ in range(n_jobs)]
         for q, members in enumerate(self.group_gpus):
-            here = [a for a in chosen if a.group == q]
+            here = [a for mine in chosen for a in mine if a.group == q]
             if not here:
                 continue
             if here[0].on_gpu:
                 for a in here:
-                    gpus[a.job] = np.array(sorted(g for g, lit in a.on_gpu.items()
-                                                  if values[lit.index]))
+                    parts[a.job].append(np.array(sorted(g for g, lit in a.on_gpu.items()
+                                                        if values[lit.index]), dtype=np.int64))
                 continue
             kept = self._staying(here, start, values)
             free_at = {g: int(self.ready[g]) for g in members.tolist()}
             for a in sorted(here, key=lambda a: (start[a.job], a.job)):
-                at_tick, k = int(start[a.job]), int(self.instance.gang[a.job])
+                at_tick, k = int(start[a.job]), int(instance.gpus_per_node[a.job])
                 ready = sorted((g for g, t in free_at.items() if t <= at_tick),
                                key=lambda g: (-free_at[g], g))
                 previous = kept.get(a.job)
@@ -807,7 +978,7 @@ class SchedulingModel:
                 if previous is not None and set(previous.tolist()) <= set(ready):
                     picked = previous
                 else:
-                    end_at = at_tick + a.duration
+                    end_at = int(finish[a.job])
                     spoken = {int(g) for j, p in kept.items() if j != a.job
                               and at_tick <= int(start[j]) < end_at for g in p.tolist()}
                     fits = [g for g in ready if g not in spoken]
@@ -815,16 +986,21 @@ class SchedulingModel:
                                       dtype=np.int64)
                 assert picked.size == k, "cumulative left too few GPUs free"
                 for g in picked:
-                    free_at[int(g)] = at_tick + a.duration
-                gpus[a.job] = picked
+                    free_at[int(g)] = int(finish[a.job])
+                parts[a.job].append(picked)
         job = np.arange(n_jobs, dtype=np.int64)
-        types = self.group_type[[a.group for a in chosen]].astype(np.int64)
+        gpus = tuple(np.sort(np.concatenate(p)) if p else np.zeros(0, dtype=np.int64)
+                     for p in parts)
+        types = self.group_type[[mine[0].group for mine in chosen]].astype(np.int64)
+        node = np.array([int(self.group_node[[a.group for a in mine]].min())
+                         for mine in chosen], dtype=np.int64)
         begin = start * self.scale.tick_s
+        slow = instance.spread_factors(job, gpus)
         # The end in ticks times the tick is exactly the float a later start on the same
         # GPU computes, so capping there keeps float noise from creating an overlap.
-        ticks_end = (start + np.array([a.duration for a in chosen])) * self.scale.tick_s
-        end: FloatArray = np.minimum(begin + self.instance.duration[job, types], ticks_end)
-        return job, types, tuple(gpus), begin.astype(float), end
+        ticks_end = finish * self.scale.tick_s
+        end: FloatArray = np.minimum(begin + instance.duration[job, types] * slow, ticks_end)
+        return job, types, gpus, begin.astype(float), end, node
 
 
 def _held(model: Any, ready: IntArray) -> tuple[list[Any], list[int]]:
@@ -867,20 +1043,21 @@ def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: I
     for n, a in enumerate(members):
         if n % 64 == 0:
             check_budget(budget, BUILDING)
-        k = int(instance.gang[a.job])
+        k = int(instance.gpus_per_node[a.job])
         for g in gpus.tolist():
             a.on_gpu[g] = model.new_bool_var(f"gpu_{a.job}_{g}")
-            intervals[g].append(model.new_optional_fixed_size_interval_var(
-                a.interval.start_expr(), a.duration, a.on_gpu[g], f"use_{a.job}_{g}"))
+            intervals[g].append(model.new_optional_interval_var(
+                a.interval.start_expr(), a.interval.size_expr(), a.interval.end_expr(),
+                a.on_gpu[g], f"use_{a.job}_{g}"))
         model.add(sum(a.on_gpu.values()) == k * a.present)
         if a.job == first_user:
             for g in gpus[:k].tolist():
                 model.add(a.on_gpu[g] == a.present)
     exact = True
     jobs = [a.job for a in members]
-    for r in range(len(instance.resources)):
+    for r in range(len(instance.packing_resources)):
         capacity, demand, exact_r = scaled_capacity(
-            float(instance.capacity[t, r]), instance.demand[jobs, t, r])
+            float(instance.packing_capacity[t, r]), instance.packing_demand[jobs, t, r])
         exact &= exact_r
         if not demand.any():
             continue
@@ -889,6 +1066,57 @@ def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: I
                     if ready[g] > 0 else [])
             model.add_cumulative(intervals[g] + held,
                                  demand.tolist() + [capacity] * len(held), capacity)
+    return exact
+
+
+def alternative_fits(instance: Instance, counts: IntArray, groups: IntArray,
+                     group_type: IntArray) -> BoolArray:
+    """``(J, groups)`` whether each group may take a job's GPUs on one of its nodes.
+
+    Its type is eligible, it has the job's GPUs per node, and its node is labelled with
+    the job's required topology level.
+    """
+    fits: BoolArray = instance.eligible[:, group_type] & (
+        counts[groups][None, :] >= instance.gpus_per_node[:, None])
+    if instance.levels:
+        level = instance.required_level
+        node = groups // instance.n_types
+        labelled = instance.node_domain[node[None, :], np.maximum(level, 0)[:, None]] >= 0
+        fits &= (level[:, None] < 0) | labelled
+    return fits
+
+
+def _node_capacity(model: Any, instance: Instance, by_group: list[list[Alternative]],
+                   group_node: IntArray, ticks: Callable[[float], int]) -> bool:
+    """Each node's resources over time: a cumulative per node and resource.
+
+    A job draws its node demand on each node it runs on (its alternative there). Returns
+    False if demands had to be rounded (up) to integers.
+    """
+    if not instance.node_demand.any():
+        return True
+    exact = True
+    held = [(o, n) for o in instance.outages for n in o.nodes.tolist() if o.start_s <= 0]
+    for n in range(instance.n_nodes):
+        members = [a for q in np.flatnonzero(group_node == n).tolist() for a in by_group[q]]
+        holds = [o for o, m in held if m == n]
+        if not members:
+            continue
+        jobs = [a.job for a in members]
+        for r in range(len(instance.node_resources)):
+            draw = np.r_[instance.node_demand[jobs, r], [o.draw[r] for o in holds]]
+            if draw.sum() <= instance.node_capacity[n, r] or not draw[:len(jobs)].any():
+                continue
+            capacity, demand, exact_r = scaled_capacity(float(instance.node_capacity[n, r]),
+                                                        draw)
+            exact &= exact_r
+            used = [k for k in range(len(members)) if demand[k] > 0]
+            # Work planned before holds its draw until its end (in ticks, rounded up).
+            fixed = [model.new_fixed_size_interval_var(0, int(ticks(o.end_s)), f"hold_{n}_{i}")
+                     for i, o in enumerate(holds) if demand[len(jobs) + i] > 0]
+            amounts = [int(d) for d in demand[len(jobs):] if d > 0]
+            model.add_cumulative([members[k].interval for k in used] + fixed,
+                                 [int(demand[k]) for k in used] + amounts, capacity)
     return exact
 
 
@@ -907,8 +1135,7 @@ def model_size(instance: Instance, share_gpus: bool = True) -> tuple[int, int]:
     interval too. Building, loading and freeing the model take time in proportion.
     """
     counts, groups, group_type = _groups(instance)
-    fits = instance.eligible[:, group_type] & (counts[groups][None, :]
-                                               >= instance.gang[:, None])
+    fits = alternative_fits(instance, counts, groups, group_type)
     alternatives = int(fits.sum())
     if not share_gpus:
         return alternatives, 0

@@ -77,7 +77,7 @@ class TextbookModel:
         jobs, gpus = (a.astype(np.int64) for a in
                       np.nonzero(instance.eligible[:, instance.gpu_type]))
         types = instance.gpu_type[gpus]
-        n_cols, n_jobs, n_res = jobs.size, instance.n_jobs, instance.demand.shape[2]
+        n_cols, n_jobs, n_res = jobs.size, instance.n_jobs, instance.packing_demand.shape[2]
         rows = RowBuilder()
         once = 0.0 if instance.objective.allows_unplaced else 1.0
         rows.add(jobs, np.arange(n_cols), np.ones(n_cols), np.full(n_jobs, once),
@@ -86,9 +86,9 @@ class TextbookModel:
         gpu_ids = instance.gpu_ids
         resources = range(n_res)
         rows.add((gpus[:, None] * n_res + np.arange(n_res)).ravel(),
-                 np.repeat(np.arange(n_cols), n_res), instance.demand[jobs, types].ravel(),
+                 np.repeat(np.arange(n_cols), n_res), instance.packing_demand[jobs, types].ravel(),
                  np.full(instance.n_gpus * n_res, -np.inf),
-                 instance.capacity[instance.gpu_type].ravel(),
+                 instance.packing_capacity[instance.gpu_type].ravel(),
                  [f"capacity[{g},{r}]" for g in gpu_ids for r in resources])
         program = rows.program(
             instance.objective.sense, job_value(instance)[jobs, types], np.zeros(n_cols),

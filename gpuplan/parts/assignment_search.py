@@ -64,7 +64,7 @@ def symmetric(instance: Instance, placed: dict[int, IntArray]) -> dict[int, IntA
     load = np.zeros(n_gpus)
     used = np.zeros(n_gpus, dtype=bool)
     for j, gpus in placed.items():
-        load[gpus] += instance.demand[j, gpu_type[gpus], 0]
+        load[gpus] += instance.packing_demand[j, gpu_type[gpus], 0]
         used[gpus] = True
     group = instance.gpu_node * instance.n_types + gpu_type
     run = np.cumsum(np.r_[True, group[1:] != group[:-1]])  # runs of consecutive twins

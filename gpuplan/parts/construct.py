@@ -14,11 +14,12 @@ import heapq
 import numpy as np
 
 from gpuplan.core.budget import Budget
-from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.core.keep import Keep
 from gpuplan.core.objectives import ObjectiveKind, time_objective
 from gpuplan.core.result import Result, plan_status
 from gpuplan.models.bounds import objective_bound
+from gpuplan.parts.free_gpus import FreeGpus, Slot
 
 #: Capacity slack (relative) within which a demand counts as fitting; far below the
 #: verifier's tolerance, so a plan the greedy accepts is never rejected for rounding.
@@ -38,9 +39,9 @@ def _blocking_resource(instance: Instance, j: int, residual: FloatArray) -> str:
     """Name the resource that rules out most of the job's eligible GPUs."""
     gpu_type = instance.gpu_type
     eligible = instance.eligible[j][gpu_type]
-    short = residual[eligible] < instance.demand[j][gpu_type][eligible]
+    short = residual[eligible] < instance.packing_demand[j][gpu_type][eligible]
     r = int(np.argmax(short.sum(axis=0)))
-    return instance.resources[r]
+    return instance.packing_resources[r]
 
 
 def _assignment_cost(instance: Instance) -> FloatArray:
@@ -61,7 +62,7 @@ def _group_ranks(groups: IntArray) -> tuple[IntArray, IntArray, IntArray]:
 def _finish(
     instance: Instance,
     objective: float | None,
-    placed: list[tuple[int, int, IntArray, float, float]],
+    placed: list[tuple[int, int, IntArray, float, float, int]],
     unplaced: dict[int, str],
 ) -> Result:
     bound = objective_bound(instance)
@@ -75,17 +76,84 @@ def _finish(
         gpus=tuple(p[2] for p in placed),
         start=np.array([p[3] for p in placed]),
         end=np.array([p[4] for p in placed]),
+        node=np.array([p[5] for p in placed], dtype=np.int64),
         unplaced=unplaced,
     )
 
 
 def job_size(instance: Instance) -> FloatArray:
     """``(J,)`` total normalised demand over all resources, gang included, at its least."""
-    relative = np.where(
-        instance.eligible[:, :, None], instance.demand / instance.capacity[None], np.inf
-    )
+    relative = np.where(instance.eligible[:, :, None],
+                        instance.packing_demand / instance.packing_capacity[None], np.inf)
     size: FloatArray = relative.min(axis=1).sum(axis=1) * instance.gang
     return size
+
+
+def _choose_groups(instance: Instance, j: int, heads: IntArray, counts: IntArray,
+                   position: IntArray, take: BoolArray, fit: FloatArray, new: BoolArray,
+                   type_rank: FloatArray | None) -> IntArray | None:
+    """The (node, type) groups that take job ``j``'s gang under best-fit decreasing.
+
+    ``heads`` is each candidate group's first fitting GPU; ``take`` marks the GPUs each
+    group would give the job. One group per node the gang spans, all of one type (and one
+    domain of its required topology level), best for the objective (see
+    :func:`best_fit_decreasing`), the sum over the groups for a multi-node gang. None if
+    no type has enough groups.
+    """
+    objective = instance.objective
+    k, m = max(int(instance.gpus_per_node[j]), 1), int(instance.gang_nodes[j])
+    n_groups = counts.size
+    fit_sum = np.bincount(position[take], weights=fit[take], minlength=n_groups)
+    opened = np.bincount(position[take], weights=new[take], minlength=n_groups)
+    group_type = instance.gpu_type[heads]
+    if type_rank is not None:
+        primary = type_rank[j, group_type]
+    elif objective in (ObjectiveKind.ASSIGN_COST, ObjectiveKind.ASSIGN_PROFIT):
+        primary = _assignment_cost(instance)[j, group_type]
+    elif objective is ObjectiveKind.MIN_GPUS:
+        primary = opened
+    elif objective is ObjectiveKind.MIN_GPU_COST:
+        primary = opened * instance.price_per_hour[group_type]
+    else:
+        primary = np.zeros(n_groups)
+    able = np.flatnonzero(counts >= k)
+    if able.size < m:
+        return None
+    if m == 1 and not (instance.levels and instance.required_level[j] >= 0):
+        best = able[int(np.lexsort((fit_sum[able], primary[able]))[0])]
+        return np.array([best])
+    # Groups of one type (and one domain), best first; each set's first m, summed.
+    level = int(instance.required_level[j]) if instance.levels else -1
+    domain = (instance.node_domain[instance.gpu_node[heads[able]], level] if level >= 0
+              else np.zeros(able.size, dtype=np.int64))
+    able, domain = able[domain >= 0], domain[domain >= 0]
+    kind = group_type[able] * (int(domain.max(initial=0)) + 1) + domain
+    order = np.lexsort((fit_sum[able], primary[able], kind))
+    able, kind = able[order], kind[order]
+    starts = np.flatnonzero(np.r_[True, kind[1:] != kind[:-1]])
+    sizes = np.diff(np.r_[starts, kind.size])
+    starts = starts[sizes >= m]
+    if not starts.size:
+        return None
+    sets = able[starts[:, None] + np.arange(m)[None, :]]
+    best = int(np.lexsort((fit_sum[sets].sum(axis=1), primary[sets].sum(axis=1)))[0])
+    chosen: IntArray = sets[best]
+    return chosen
+
+
+def _why_not_static(instance: Instance, j: int, k: int, residual: FloatArray,
+                    node_room: FloatArray | None) -> str:
+    """Why best-fit decreasing found no room for job ``j`` (``k`` GPUs per node)."""
+    m = int(instance.gang_nodes[j])
+    where = (f"{m} nodes with {k} GPU(s) each" if m > 1 else
+             "a node" + (f" with {k} GPU(s)" if k else ""))
+    if instance.levels and instance.required_level[j] >= 0:
+        where += f" in one {instance.levels[instance.required_level[j]]}"
+    blocked = (_blocking_resource(instance, j, residual) if k else
+               ", ".join(instance.node_resources))
+    if node_room is not None and k:
+        blocked += " (or node " + ", ".join(instance.node_resources) + ")"
+    return f"no {where} of an eligible type has enough free {blocked} left"
 
 
 def _static_order(instance: Instance) -> IntArray:
@@ -137,67 +205,64 @@ def best_fit_decreasing(
     """
     objective = instance.objective
     gpu_type, n_types = instance.gpu_type, instance.n_types
-    capacity = instance.capacity[gpu_type]
+    capacity = instance.packing_capacity[gpu_type]
     residual = capacity.copy()
     used = np.zeros(instance.n_gpus, dtype=bool)
     group_of = instance.gpu_node * n_types + gpu_type
+    node_room = instance.node_capacity.copy() if instance.node_demand.any() else None
 
     if order is None:
         order = _static_order(instance)
 
-    placed: list[tuple[int, int, IntArray, float, float]] = []
+    placed: list[tuple[int, int, IntArray, float, float, int]] = []
     unplaced: dict[int, str] = {}
     for done, j in enumerate(order.tolist()):
         if _expired(budget, done):
             unplaced.update(dict.fromkeys(order[done:].tolist(), NOT_REACHED))
             break
-        k = int(instance.gang[j])
-        demand = instance.demand[j][gpu_type]
+        k = int(instance.gpus_per_node[j])
+        demand = instance.packing_demand[j][gpu_type]
         fits = instance.eligible[j][gpu_type] & (
             residual - demand >= -_FIT_EPS * capacity
         ).all(axis=1)
+        if k == 0:
+            # A CPU-only job holds no GPU: every GPU of a type it may use stands for its node.
+            fits = instance.eligible[j][gpu_type].copy()
+        if node_room is not None:
+            draw = instance.node_demand[j]
+            fits &= (node_room - draw >= -_FIT_EPS * instance.node_capacity).all(axis=1)[
+                instance.gpu_node]
         candidates = np.flatnonzero(fits)
-        if candidates.size >= k:
-            after = residual[candidates] - demand[candidates]
-            if objective is ObjectiveKind.MIN_MAX_LOAD:
-                fit = ((capacity[candidates] - after) / capacity[candidates]).max(axis=1)
-            else:
-                # Dot-product rule (Panigrahy et al., vector bin packing): prefer the GPU
-                # whose free capacity lines up best with the demand, across resources.
-                relative_demand = demand[candidates] / capacity[candidates]
-                fit = -(relative_demand * residual[candidates] / capacity[candidates]).sum(1)
-            new = ~used[candidates]
-            sort = np.lexsort((candidates, fit, new, group_of[candidates]))
-            candidates, fit, new = candidates[sort], fit[sort], new[sort]
-            position, rank, counts = _group_ranks(group_of[candidates])
-            take = (rank < k) & (counts[position] >= k)
-            if take.any():
-                n_groups = counts.size
-                fit_sum = np.bincount(position[take], weights=fit[take], minlength=n_groups)
-                opened = np.bincount(position[take], weights=new[take], minlength=n_groups)
-                group_type = gpu_type[candidates[rank == 0]]
-                if type_rank is not None:
-                    primary = type_rank[j, group_type]
-                elif objective in (ObjectiveKind.ASSIGN_COST, ObjectiveKind.ASSIGN_PROFIT):
-                    primary = _assignment_cost(instance)[j, group_type]
-                elif objective is ObjectiveKind.MIN_GPUS:
-                    primary = opened
-                elif objective is ObjectiveKind.MIN_GPU_COST:
-                    primary = opened * instance.price_per_hour[group_type]
-                else:
-                    primary = np.zeros(n_groups)
-                primary = np.where(counts >= k, primary, np.inf)
-                best = int(np.lexsort((fit_sum, primary))[0])
-                chosen = candidates[take & (position == best)]
-                residual[chosen] -= demand[chosen]
-                used[chosen] = True
-                t = int(group_type[best])
-                placed.append((int(j), t, chosen, 0.0, float(instance.duration[j, t])))
-                continue
-        unplaced[int(j)] = (
-            f"no node has {k} GPU(s) of an eligible type with enough free "
-            f"{_blocking_resource(instance, int(j), residual)} left"
-        )
+        after = residual[candidates] - demand[candidates]
+        if objective is ObjectiveKind.MIN_MAX_LOAD:
+            fit = ((capacity[candidates] - after) / capacity[candidates]).max(axis=1)
+        else:
+            # Dot-product rule (Panigrahy et al., vector bin packing): prefer the GPU
+            # whose free capacity lines up best with the demand, across resources.
+            relative_demand = demand[candidates] / capacity[candidates]
+            fit = -(relative_demand * residual[candidates] / capacity[candidates]).sum(1)
+        new = ~used[candidates]
+        sort = np.lexsort((candidates, fit, new, group_of[candidates]))
+        candidates, fit, new = candidates[sort], fit[sort], new[sort]
+        position, rank, counts = _group_ranks(group_of[candidates])
+        take = (rank < max(k, 1)) & (counts[position] >= max(k, 1))
+        chosen_groups = _choose_groups(instance, j, candidates[rank == 0], counts, position,
+                                       take, fit, new, type_rank) if take.any() else None
+        if chosen_groups is None:
+            unplaced[int(j)] = _why_not_static(instance, int(j), k, residual, node_room)
+            continue
+        first = candidates[rank == 0][chosen_groups]
+        t = int(gpu_type[first[0]])
+        chosen = (candidates[take & np.isin(position, chosen_groups)] if k else
+                  np.zeros(0, dtype=np.int64))
+        residual[chosen] -= demand[chosen]
+        used[chosen] = True
+        nodes = instance.gpu_node[first]
+        if node_room is not None:
+            node_room[nodes] -= instance.node_demand[j]
+        slow = instance.spread_factor(j, np.unique(nodes))
+        placed.append((int(j), t, chosen, 0.0, float(instance.duration[j, t]) * slow,
+                       int(nodes.min())))
 
     value: float | None = None
     if objective.allows_unplaced or not unplaced:
@@ -260,29 +325,6 @@ def list_order(instance: Instance, keys: FloatArray | None = None) -> list[int]:
     return order
 
 
-def _kept_slot(instance: Instance, keep: Keep, j: int, ready: float, free: FloatArray,
-               members: IntArray, gpu_group: IntArray) -> tuple[int, IntArray] | None:
-    """Job ``j``'s previous slot, as (group, positions in its row), if it still fits.
-
-    It fits when its GPUs are in one group, free by its previous start, which the job may
-    start at (released, predecessors done) and end by its deadline at.
-    """
-    gpus = keep.gpus[j]
-    if gpus is None or np.isnan(keep.start[j]):
-        return None
-    start = float(keep.start[j])
-    q = int(gpu_group[gpus[0]])
-    if q < 0 or (gpu_group[gpus] != q).any() or start < ready - 1e-9:
-        return None
-    slots = np.flatnonzero(np.isin(members[q], gpus))
-    t = int(instance.gpu_type[gpus[0]])
-    if (slots.size != gpus.size or (free[q, slots] > start + 1e-9).any()
-            or not instance.eligible[j, t]
-            or start + instance.duration[j, t] > instance.deadline[j]):
-        return None
-    return q, slots
-
-
 def repair_keys(instance: Instance, keep: Keep) -> FloatArray:
     """List keys that take the jobs with a previous slot by their previous start.
 
@@ -310,14 +352,16 @@ def list_schedule(
     """Schedule jobs one by one, each at its earliest finish on whole GPUs.
 
     Jobs are taken in a dependency-respecting priority order (:func:`_priority`, or
-    ``keys``, lower first, when given). Each
-    starts no earlier than its release and its predecessors' ends, on the (node, type)
-    group where it finishes first (where it is cheapest, for the cost objective, among
-    those meeting its deadline), on the GPUs of that group that became free last before
-    its start so that earlier gaps stay open. GPUs are not shared over time here. No job
-    starts on a GPU before it is ready (:attr:`~gpuplan.core.instance.Instance.ready_at`).
-    With ``keep``, a job whose previous GPUs are free by its previous start (and which may
-    start then) stays in that slot; the others go where they finish first.
+    ``keys``, lower first, when given). Each starts no earlier than its release and its
+    predecessors' ends, on the GPUs of one type where it finishes first (where it is
+    cheapest, for the cost objective, among those meeting its deadline): its gang's GPUs
+    on as many nodes as it spans, within its required topology domain, with its node
+    demand free on each for its whole run, on the GPUs that became free last before its
+    start so that earlier gaps stay open (:class:`~gpuplan.parts.free_gpus.FreeGpus`).
+    GPUs are not shared over time here. No job starts on a GPU before it is ready
+    (:attr:`~gpuplan.core.instance.Instance.ready_at`). With ``keep``, a job whose previous
+    GPUs are free by its previous start (and which may start then) stays in that slot;
+    the others go where they finish first.
 
     Parameters
     ----------
@@ -331,27 +375,10 @@ def list_schedule(
         A previous plan to stay in where it still fits (a re-plan's repair).
     """
     objective = instance.objective
-    n_types = instance.n_types
-    counts = instance.node_gpus.ravel()
-    groups = np.flatnonzero(counts)
-    group_type = groups % n_types
-    group_size = counts[groups]
-    width = int(group_size.max())
-    # Free times of each group's GPUs, kept sorted per row; +inf pads short rows.
-    free = np.full((groups.size, width), np.inf)
-    members = np.full((groups.size, width), -1, dtype=np.int64)
-    first_gpu = np.r_[0, np.cumsum(counts)][groups]
-    ready_at = instance.ready_at
-    gpu_group = np.full(instance.n_gpus, -1, dtype=np.int64)
-    for q, (first, size) in enumerate(zip(first_gpu, group_size, strict=True)):
-        mine = np.arange(first, first + size)
-        by_ready = np.argsort(ready_at[mine], kind="stable")
-        free[q, :size] = ready_at[mine][by_ready]
-        members[q, :size] = mine[by_ready]
-        gpu_group[mine] = q
-
+    fleet = FreeGpus(instance)
     end = np.full(instance.n_jobs, np.nan)
-    placed: list[tuple[int, int, IntArray, float, float]] = []
+    placed: list[Slot] = []
+    jobs: list[int] = []
     unplaced: dict[int, str] = {}
     order = list_order(instance, keys)
     for done, j in enumerate(order):
@@ -362,52 +389,47 @@ def list_schedule(
         if missing:
             unplaced[j] = f"its predecessor {instance.job_ids[missing[0]]!r} is not placed"
             continue
-        k = int(instance.gang[j])
         ready = max([float(instance.release[j]), *(end[p] for p in instance.predecessors[j])])
-        kept = None if keep is None else _kept_slot(instance, keep, j, ready, free, members,
-                                                    gpu_group)
-        if kept is not None and keep is not None:
-            q, slots = kept
-            # Its previous start, or the float noise later its GPUs come free.
-            begin = max(float(keep.start[j]), float(free[q, slots].max()), ready)
-            finish_at = begin + float(instance.duration[j, group_type[q]])
-            chosen = np.sort(members[q, slots])
-            free[q, slots] = finish_at
-            resort = np.argsort(free[q], kind="stable")
-            free[q], members[q] = free[q, resort], members[q, resort]
-            end[j] = finish_at
-            placed.append((j, int(group_type[q]), chosen, begin, finish_at))
-            continue
-        options = np.flatnonzero(instance.eligible[j, group_type] & (group_size >= k))
-        start = np.maximum(ready, free[options, k - 1])
-        finish = start + instance.duration[j, group_type[options]]
-        on_time = (finish <= instance.deadline[j]) & np.isfinite(finish)
-        if not np.isfinite(finish).any():
-            unplaced[j] = "no GPU it may run on is up"
-            continue
-        if not on_time.any():
-            unplaced[j] = (
-                f"its earliest finish {finish.min():g} s is after its deadline "
-                f"{instance.deadline[j]:g} s"
-            )
-            continue
-        cost = np.nan_to_num(instance.cost[j, group_type[options]], nan=0.0)
-        if objective is ObjectiveKind.COST:
-            pick = np.lexsort((options, finish, cost, ~on_time))[0]
-        else:
-            pick = np.lexsort((options, cost, finish))[0]
-        q, begin = options[pick], float(start[pick])
-        last = int(np.searchsorted(free[q], begin, side="right"))
-        chosen = members[q, last - k : last].copy()
-        free[q, last - k : last] = finish[pick]
-        resort = np.argsort(free[q], kind="stable")
-        free[q], members[q] = free[q, resort], members[q, resort]
-        end[j] = finish[pick]
-        placed.append((j, int(group_type[q]), np.sort(chosen), begin, float(finish[pick])))
+        previous = None if keep is None else keep.gpus[j]
+        slot = (None if previous is None or keep is None or np.isnan(keep.start[j]) else
+                fleet.kept(j, previous, float(keep.start[j]), ready))
+        if slot is None:
+            slots = [found for t in np.flatnonzero(instance.eligible[j]).tolist()
+                     if (found := fleet.earliest(j, t, ready)) is not None]
+            if not slots:
+                unplaced[j] = ("no GPU it may run on is up" if instance.node_demand.size == 0
+                               else "no node it may run on is up with room for it")
+                continue
+            finish = np.array([found.end for found in slots])
+            on_time = finish <= instance.deadline[j]
+            if not on_time.any():
+                unplaced[j] = (f"its earliest finish {finish.min():g} s is after its "
+                               f"deadline {instance.deadline[j]:g} s")
+                continue
+            types = np.array([found.gpu_type for found in slots])
+            cost = np.nan_to_num(instance.cost[j, types], nan=0.0)
+            if objective is ObjectiveKind.COST:
+                pick = np.lexsort((types, finish, cost, ~on_time))[0]
+            else:
+                pick = np.lexsort((types, cost, finish))[0]
+            slot = slots[int(pick)]
+        fleet.take(j, slot)
+        end[j] = slot.end
+        placed.append(slot)
+        jobs.append(j)
 
     value: float | None = None
+    job = np.array(jobs, dtype=np.int64)
+    types = np.array([slot.gpu_type for slot in placed], dtype=np.int64)
     if not unplaced:
-        jobs = np.array([p[0] for p in placed], dtype=np.int64)
-        types = np.array([p[1] for p in placed], dtype=np.int64)
-        value = time_objective(instance, jobs, types, end[jobs])
-    return _finish(instance, value, placed, unplaced)
+        value = time_objective(instance, job, types, end[job])
+    bound = objective_bound(instance)
+    return Result(
+        status=plan_status(value, bound), objective=value, bound=bound,
+        solver="gpuplan-greedy", job=job, gpu_type=types,
+        gpus=tuple(slot.gpus for slot in placed),
+        start=np.array([slot.start for slot in placed]),
+        end=np.array([slot.end for slot in placed]),
+        node=np.array([slot.node for slot in placed], dtype=np.int64),
+        unplaced=unplaced,
+    )

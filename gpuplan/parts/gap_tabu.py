@@ -80,7 +80,8 @@ def applies(instance: Instance) -> bool:
     """
     return (instance.objective in ADDITIVE and bool(np.all(instance.gang == 1))
             and instance.node_capacity.size == 0
-            and instance.n_jobs * (instance.n_gpus + 1) * len(instance.resources) <= MAX_CELLS)
+            and instance.n_jobs * (instance.n_gpus + 1) * len(instance.packing_resources)
+            <= MAX_CELLS)
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,8 @@ class GapSearch:
         self.instance = instance
         gpu_type = instance.gpu_type
         self.sign = -1.0 if instance.objective.sense == "max" else 1.0
-        capacity = instance.capacity[gpu_type]  # (m, R)
-        demand = instance.demand[:, gpu_type, :]  # (n, m, R)
+        capacity = instance.packing_capacity[gpu_type]  # (m, R)
+        demand = instance.packing_demand[:, gpu_type, :]  # (n, m, R)
         with np.errstate(divide="ignore", invalid="ignore"):
             relative = np.where(capacity[None] > 0, demand / capacity[None],
                                 np.where(demand > 0, np.inf, 0.0))
@@ -179,9 +180,9 @@ class GapSearch:
         if not np.all(self.allowed[placed, genome[placed]]):
             return False
         gpus = genome[placed]
-        load = np.zeros((m, len(instance.resources)))
-        np.add.at(load, gpus, instance.demand[placed, instance.gpu_type[gpus]])
-        return bool(np.all(load <= instance.capacity[instance.gpu_type]))
+        load = np.zeros((m, len(instance.packing_resources)))
+        np.add.at(load, gpus, instance.packing_demand[placed, instance.gpu_type[gpus]])
+        return bool(np.all(load <= instance.packing_capacity[instance.gpu_type]))
 
     # -- the search ------------------------------------------------------------------------
 

@@ -258,6 +258,5 @@ def timed_result(instance: Instance, best: Result, solver: str) -> Result:
     if best.unplaced:
         return Result(status=Status.NO_SOLUTION, objective=None, bound=bound, solver=solver,
                       unplaced=best.unplaced)
-    return Result(status=plan_status(best.objective, bound), objective=best.objective,
-                  bound=bound, solver=solver, job=best.job, gpu_type=best.gpu_type,
-                  start=best.start, end=best.end, gpus=best.gpus)
+    return dataclasses.replace(best, status=plan_status(best.objective, bound), bound=bound,
+                               solver=solver)

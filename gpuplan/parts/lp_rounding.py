@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gpuplan.core.budget import Budget
-from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.core.result import Result, better
 from gpuplan.models.assignment import job_value
 from gpuplan.parts.construct import best_fit_decreasing, job_size
@@ -96,10 +96,62 @@ def _copy_with_residual(
 ) -> tuple[dict[int, IntArray], FloatArray]:
     """A copy of a placement, and the ``(G, R)`` capacity each GPU has left under it."""
     gpu_type = instance.gpu_type
-    residual = instance.capacity[gpu_type].copy()
+    residual = instance.packing_capacity[gpu_type].copy()
     for j, gpus in placed.items():
-        residual[gpus] -= instance.demand[j, gpu_type[gpus]]
+        residual[gpus] -= instance.packing_demand[j, gpu_type[gpus]]
     return {j: g.copy() for j, g in placed.items()}, residual
+
+
+class _NodeRoom:
+    """What each node has left of its node resources as single-GPU jobs move.
+
+    Every check passes on an instance whose jobs draw nothing on nodes.
+    """
+
+    def __init__(self, instance: Instance, placed: dict[int, IntArray]) -> None:
+        self.instance = instance
+        self.active = bool(instance.node_demand.any())
+        self.left = instance.node_capacity.copy()
+        if self.active:
+            for j, gpus in placed.items():
+                self.left[np.unique(instance.gpu_node[gpus])] -= instance.node_demand[j]
+
+    def fits(self, j: int, freed: tuple[int, int] | None = None) -> BoolArray:
+        """``(G,)`` whether job ``j`` fits the node of each GPU.
+
+        ``freed`` is a (job, GPU) whose draw counts as gone from that GPU's node.
+        """
+        instance = self.instance
+        if not self.active:
+            return np.ones(instance.n_gpus, dtype=bool)
+        left = self.left.copy()
+        if freed is not None:
+            left[instance.gpu_node[freed[1]]] += instance.node_demand[freed[0]]
+        room: BoolArray = (left - instance.node_demand[j]
+                           >= -1e-9 * instance.node_capacity).all(axis=1)
+        return room[instance.gpu_node]
+
+    def move(self, j: int, source: int | None, target: int) -> None:
+        """Job ``j`` leaves GPU ``source`` (None: it was not placed) for GPU ``target``."""
+        if not self.active:
+            return
+        node = self.instance.gpu_node
+        if source is not None:
+            self.left[node[source]] += self.instance.node_demand[j]
+        self.left[node[target]] -= self.instance.node_demand[j]
+
+
+def _after_swap(nodes: _NodeRoom, j: int, k: int, g: int) -> BoolArray:
+    """``(G,)`` where job ``k`` fits once it has left GPU ``g`` and job ``j`` has taken it."""
+    if not nodes.active:
+        return np.ones(nodes.instance.n_gpus, dtype=bool)
+    instance = nodes.instance
+    left = nodes.left.copy()
+    node = instance.gpu_node[g]
+    left[node] += instance.node_demand[k] - instance.node_demand[j]
+    room: BoolArray = (left - instance.node_demand[k]
+                       >= -1e-9 * instance.node_capacity).all(axis=1)
+    return room[instance.gpu_node]
 
 
 def improve_by_moves(
@@ -126,8 +178,9 @@ def improve_by_moves(
         The improved placement and the number of moves made.
     """
     gpu_type = instance.gpu_type
-    capacity = instance.capacity[gpu_type]
+    capacity = instance.packing_capacity[gpu_type]
     placed, residual = _copy_with_residual(instance, placed)
+    nodes = _NodeRoom(instance, placed)
     sign = -1.0 if instance.objective.sense == "max" else 1.0
     cost = sign * job_value(instance)  # lower is better
     moves = 0
@@ -139,13 +192,13 @@ def improve_by_moves(
                 break
             if instance.gang[j] != 1:
                 continue
-            demand = instance.demand[j][gpu_type]
+            demand = instance.packing_demand[j][gpu_type]
             current = placed.get(j)
             free = residual + (demand * (np.arange(instance.n_gpus) == current[0])[:, None]
                                if current is not None else 0.0)
             fits = instance.eligible[j][gpu_type] & (
                 free - demand >= -1e-9 * capacity
-            ).all(axis=1)
+            ).all(axis=1) & nodes.fits(j, None if current is None else (j, int(current[0])))
             if current is None:
                 # Only max-weight plans leave jobs out; inserting one with weight helps.
                 if not fits.any() or instance.weight[j] <= 0:
@@ -158,6 +211,7 @@ def improve_by_moves(
                 if current is not None:
                     residual[current] += demand[current]
                 residual[target] -= demand[target]
+                nodes.move(j, None if current is None else int(current[0]), target)
                 placed[j] = np.array([target])
                 moves += 1
                 improved = True
@@ -187,8 +241,9 @@ def repair_by_ejection(
         The placement with as many left-out jobs placed as the moves allow.
     """
     gpu_type = instance.gpu_type
-    capacity = instance.capacity[gpu_type]
+    capacity = instance.packing_capacity[gpu_type]
     placed, residual = _copy_with_residual(instance, placed)
+    nodes = _NodeRoom(instance, placed)
     on_gpu: list[list[int]] = [[] for _ in range(instance.n_gpus)]
     for j, gpus in placed.items():
         if instance.gang[j] == 1:
@@ -201,9 +256,9 @@ def repair_by_ejection(
     for j in missing:
         if budget.spent():
             break
-        need = instance.demand[j][gpu_type]
+        need = instance.packing_demand[j][gpu_type]
         eligible = instance.eligible[j][gpu_type]
-        fits = eligible & (residual - need >= -slack).all(axis=1)
+        fits = eligible & (residual - need >= -slack).all(axis=1) & nodes.fits(int(j))
         if fits.any():
             target = int(np.argmin(np.where(fits, cost[j, gpu_type], np.inf)))
             best: tuple[float, int, int, int] | None = (0.0, target, -1, -1)
@@ -213,13 +268,15 @@ def repair_by_ejection(
                 if i % CLOCK_EVERY == 0 and budget.spent():
                     break
                 for k in on_gpu[g]:
-                    freed = residual[g] + instance.demand[k, gpu_type[g]]
-                    if (freed - need[g] < -slack[g]).any():
+                    freed = residual[g] + instance.packing_demand[k, gpu_type[g]]
+                    if (freed - need[g] < -slack[g]).any() or not nodes.fits(
+                            int(j), (k, g))[g]:
                         continue
-                    other = instance.demand[k][gpu_type]
+                    other = instance.packing_demand[k][gpu_type]
+                    # k moves away (its draw leaves g's node), then j takes g.
                     room = instance.eligible[k][gpu_type] & (
                         residual - other >= -slack
-                    ).all(axis=1)
+                    ).all(axis=1) & _after_swap(nodes, int(j), k, g)
                     room[g] = False
                     if not room.any():
                         continue
@@ -231,11 +288,13 @@ def repair_by_ejection(
             continue
         _, to, ejected, moved_to = best
         if ejected >= 0:
-            residual[to] += instance.demand[ejected, gpu_type[to]]
-            residual[moved_to] -= instance.demand[ejected, gpu_type[moved_to]]
+            residual[to] += instance.packing_demand[ejected, gpu_type[to]]
+            residual[moved_to] -= instance.packing_demand[ejected, gpu_type[moved_to]]
             on_gpu[to].remove(ejected)
             on_gpu[moved_to].append(ejected)
+            nodes.move(ejected, to, moved_to)
             placed[ejected] = np.array([moved_to])
+        nodes.move(int(j), None, to)
         residual[to] -= need[to]
         on_gpu[to].append(int(j))
         placed[int(j)] = np.array([to])

@@ -130,6 +130,40 @@ def _over(load: FloatArray, capacity: FloatArray, scale: FloatArray) -> FloatArr
     return excess
 
 
+def _blocks(instance: Instance, gang: int, per_node: int) -> list[IntArray]:
+    """The aligned blocks of a gang shape: ``per_node`` GPUs on each of its nodes.
+
+    A one-node gang's blocks are GPUs ``[i*k, (i+1)*k)`` of each node's GPUs of a type; a
+    multi-node gang's take slot ``i`` on each of ``m`` consecutive nodes (in the fleet's
+    order) holding the type.
+    """
+    gpu_type, gpu_node = instance.gpu_type, instance.gpu_node
+    m = gang // per_node
+    blocks: list[IntArray] = []
+    for t in range(instance.n_types):
+        hosts = [np.flatnonzero((gpu_node == n) & (gpu_type == t))
+                 for n in range(instance.n_nodes)]
+        hosts = [members for members in hosts if members.size >= per_node]
+        for first in range(len(hosts) - m + 1):
+            window = hosts[first:first + m]
+            slots = min(members.size for members in window) // per_node
+            blocks += [np.concatenate([members[i * per_node:(i + 1) * per_node]
+                                       for members in window]) for i in range(slots)]
+    return blocks
+
+
+def _within(instance: Instance, blocks: list[IntArray]) -> BoolArray:
+    """``(J, B)`` whether each block lies within one domain of each job's required level."""
+    within: BoolArray = np.ones((instance.n_jobs, len(blocks)), dtype=bool)
+    if not instance.levels or not (instance.required_level >= 0).any():
+        return within
+    for level in np.unique(instance.required_level[instance.required_level >= 0]).tolist():
+        one = np.array([bool((d := instance.node_domain[instance.gpu_node[b], level])[0] >= 0
+                             and (d == d[0]).all()) for b in blocks], dtype=bool)
+        within[instance.required_level == level] = one
+    return within
+
+
 class AssignmentState:
     """A static plan under search: the block of each job, per-GPU loads, value and excess.
 
@@ -149,21 +183,25 @@ class AssignmentState:
         gpu_type, gpu_node = instance.gpu_type, instance.gpu_node
         blocks: list[IntArray] = []
         self.groups: list[_Group] = []
-        for k in np.unique(instance.gang).tolist():
+        shapes = np.unique(np.column_stack([instance.gang, instance.gpus_per_node]), axis=0)
+        for k, per_node in shapes.tolist():
             first = len(blocks)
-            for n in range(instance.n_nodes):
-                for t in range(instance.n_types):
-                    members = np.flatnonzero((gpu_node == n) & (gpu_type == t))
-                    blocks += [members[i:i + k] for i in range(0, members.size - k + 1, k)]
+            blocks += _blocks(instance, k, per_node)
             ids = np.arange(first, len(blocks), dtype=np.int64)
             self.groups.append(_Group(k, ids, np.array(blocks[first:], dtype=np.int64)
-                                      .reshape(ids.size, k), np.flatnonzero(instance.gang == k)))
+                                      .reshape(ids.size, k),
+                                      np.flatnonzero((instance.gang == k)
+                                                     & (instance.gpus_per_node == per_node))))
         self.block_gpus = blocks
         self.block_type = np.array([gpu_type[b[0]] for b in blocks], dtype=np.int64)
         size = np.array([b.size for b in blocks], dtype=np.int64)
-        #: (jobs, blocks): whether a job may take a block (type allowed, gang size).
+        spans = np.array([np.unique(gpu_node[b]).size for b in blocks], dtype=np.int64)
+        #: (jobs, blocks): whether a job may take a block (type allowed, gang shape, within
+        #: one domain of its required topology level).
         self.allowed = (instance.eligible[:, self.block_type]
-                        & (instance.gang[:, None] == size[None, :]))
+                        & (instance.gang[:, None] == size[None, :])
+                        & (instance.gang_nodes[:, None] == spans[None, :])
+                        & _within(instance, blocks))
         #: Per job, the blocks it may take.
         self.options = [np.flatnonzero(row) for row in self.allowed]
         self._group_of_job = np.zeros(instance.n_jobs, dtype=np.int64)
@@ -188,7 +226,7 @@ class AssignmentState:
         self.gpu_value = gpu_price.get(objective)
         #: Whether the value is the fleet's peak relative load (not additive over jobs).
         self.peak = objective is ObjectiveKind.MIN_MAX_LOAD
-        self.capacity = instance.capacity[gpu_type]
+        self.capacity = instance.packing_capacity[gpu_type]
         self.scale = 1.0 / np.where(self.capacity > 0, self.capacity, 1.0)
         self.choice = np.full(instance.n_jobs, -1, dtype=np.int64)
         self.load = np.zeros_like(self.capacity)
@@ -213,7 +251,7 @@ class AssignmentState:
         The totals are recomputed rather than updated, so that no drift can ever let an
         over-full plan pass as one without excess.
         """
-        demand = self.instance.demand
+        demand = self.instance.packing_demand
         for j, new in changes:
             for b, sign in ((int(self.choice[j]), -1), (new, 1)):
                 if b >= 0:
@@ -355,7 +393,7 @@ class AssignmentState:
                 continue
             held = current[at]
             gpus = group.gpus[self._row_of_block[held]]  # (A, k)
-            after = self.load[gpus] - self.instance.demand[rows[at], self.block_type[held]][
+            after = self.load[gpus] - self.instance.packing_demand[rows[at], self.block_type[held]][
                 :, None, :]
             excess[at] = (_over(after, self.capacity[gpus], self.scale[gpus]).sum(axis=(1, 2))
                           - over_gpu[gpus].sum(axis=1))
@@ -385,7 +423,7 @@ class AssignmentState:
             if not at.size or not group.blocks.size:
                 continue
             jobs = rows[at]
-            need = self.instance.demand[jobs][:, self.block_type[group.blocks]]  # (J, B, R)
+            need = self.instance.packing_demand[jobs][:, self.block_type[group.blocks]]  # (J, B, R)
             grown = self.load[group.gpus][None] + need[:, :, None, :]  # (J, B, k, R)
             capacity, scale = self.capacity[group.gpus], self.scale[group.gpus]
             arrive = (_over(grown, capacity, scale).sum(axis=(2, 3))
@@ -421,7 +459,7 @@ class AssignmentState:
         n = self.instance.n_jobs
         d_value, d_excess = np.full((rows.size, n), np.inf), np.full((rows.size, n), np.inf)
         over_gpu = _over(self.load, self.capacity, self.scale).sum(axis=1)
-        demand = self.instance.demand
+        demand = self.instance.packing_demand
         if self.peak:
             top, holds, peak_now = self._peaks()
         for g, group in enumerate(self.groups):

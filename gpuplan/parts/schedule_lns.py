@@ -116,6 +116,11 @@ class ScheduleNeighbourhoods:
                 gpu_job.extend([a.job] * len(a.on_gpu))
         self.var_job[present] = alt_job
         self.var_job[gpu_literals] = gpu_job
+        # A gang's choice of type and domain, and whether it spreads, are the job's too.
+        for j, choices in model.choices.items():
+            self.var_job[[literal.index for literal, _ in choices]] = j
+        for j, (spread, domains) in model.spread.items():
+            self.var_job[[spread.index, *(literal.index for literal, _ in domains)]] = j
         self.start_index, self.end_index = start_index, end_index
         #: Per variable, the least value of its domain as built (times: the release).
         self.earliest = np.zeros(n_vars, dtype=np.int64)

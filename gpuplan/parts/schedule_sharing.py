@@ -143,7 +143,7 @@ def sharing_list_schedule(instance: Instance, keys: FloatArray | None = None,
     groups = np.flatnonzero(counts)
     group_type = groups % n_types
     first_gpu = np.r_[0, np.cumsum(counts)][groups]
-    n_resources = len(instance.resources)
+    n_resources = len(instance.packing_resources)
     placed = [_Group(int(counts[q]), n_resources) for q in groups]
     end = np.full(instance.n_jobs, np.nan)
     rows: list[tuple[int, int, IntArray, float, float]] = []
@@ -163,8 +163,8 @@ def sharing_list_schedule(instance: Instance, keys: FloatArray | None = None,
         for q in np.flatnonzero(instance.eligible[j, group_type]).tolist():
             t = int(group_type[q])
             run = float(instance.duration[j, t])
-            found = placed[q].earliest(ready, run, k, instance.demand[j, t],
-                                       instance.capacity[t])
+            found = placed[q].earliest(ready, run, k, instance.packing_demand[j, t],
+                                       instance.packing_capacity[t])
             if found is None or found[0] + run > instance.deadline[j]:
                 continue
             cost = (float(np.nan_to_num(instance.cost[j, t]))
@@ -181,7 +181,7 @@ def sharing_list_schedule(instance: Instance, keys: FloatArray | None = None,
         _, _, _, q, begin, on = best
         t = int(group_type[q])
         finish = begin + float(instance.duration[j, t])
-        placed[q].add(begin, finish, instance.demand[j, t], on)
+        placed[q].add(begin, finish, instance.packing_demand[j, t], on)
         end[j] = finish
         rows.append((j, t, first_gpu[q] + np.flatnonzero(on), begin, finish))
     job = np.array([r[0] for r in rows], dtype=np.int64)

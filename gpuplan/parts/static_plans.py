@@ -86,7 +86,8 @@ def static_result(
         gpu_type=types,
         gpus=tuple(placed[j] for j in jobs),
         start=np.zeros(jobs.size),
-        end=instance.duration[jobs, types] if jobs.size else np.zeros(0),
+        end=(instance.duration[jobs, types] * instance.spread_factors(
+            jobs, [placed[j] for j in jobs.tolist()]) if jobs.size else np.zeros(0)),
         unplaced={j: missing_reason for j in range(instance.n_jobs) if j not in placed},
     )
 
@@ -103,10 +104,10 @@ def static_value(instance: Instance, placed: dict[int, IntArray]) -> float:
                 return float(used.sum())
             return float(instance.price_per_hour[gpu_type[used]].sum())
         case ObjectiveKind.MIN_MAX_LOAD:
-            load = np.zeros((instance.n_gpus, len(instance.resources)))
+            load = np.zeros((instance.n_gpus, len(instance.packing_resources)))
             for j, gpus in placed.items():
-                load[gpus] += instance.demand[j, gpu_type[gpus[0]]]
-            return float((load / instance.capacity[gpu_type]).max(initial=0.0))
+                load[gpus] += instance.packing_demand[j, gpu_type[gpus[0]]]
+            return float((load / instance.packing_capacity[gpu_type]).max(initial=0.0))
     values = job_value(instance)
     return float(sum(values[j, gpu_type[g[0]]] for j, g in placed.items()))
 

@@ -23,6 +23,7 @@ from pydantic import (
     StrictStr,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -109,6 +110,12 @@ class GpuTypeSpec(_Strict):
     cost_per_hour: Money | None = Field(
         default=None, description="Price of one GPU-hour."
     )
+    sharing: bool = Field(
+        default=False,
+        description="Whether a GPU of this type may hold several jobs at once (MPS, "
+        "shards, time-slicing), packed by their per-GPU demand within its capacity. False "
+        "(the default): a job holds each of its GPUs whole, whatever its demand.",
+    )
 
     @field_validator("id")
     @classmethod
@@ -131,6 +138,36 @@ class NodeSpec(_Strict):
         description="Node-level capacities, e.g. cpu_milli and memory_mib, that a job's "
         "node_demand draws on. Every node names the same resources.",
     )
+    topology: dict[Id, Id] = Field(
+        default_factory=dict,
+        description="The node's domain at each topology level, e.g. {\"block\": \"b1\", "
+        "\"rack\": \"r3\"}. A domain is named by its labels at its level and every wider "
+        "one, so rack r3 of block b1 and rack r3 of block b2 are two racks.",
+    )
+
+
+class JobTopologySpec(_Strict):
+    """Where a job's gang may go in the network: within one domain of a level, or rather so."""
+
+    required: Id | None = Field(
+        default=None, description="A topology level (e.g. rack): the job's nodes are all in "
+        "one domain of it.")
+    preferred: Id | None = Field(
+        default=None, description="A topology level the job would rather stay within: "
+        "spread over several of its domains, it runs spread_slowdown times longer.")
+    spread_slowdown: Annotated[float, Field(ge=1, le=100)] | None = Field(
+        default=None, description="How many times longer the job runs when its nodes span "
+        "several domains of its preferred level; given with preferred, and only then.")
+
+    @model_validator(mode="after")
+    def _complete(self) -> JobTopologySpec:
+        if self.required is None and self.preferred is None:
+            raise ValueError("name a required or a preferred topology level (or leave "
+                             "topology out)")
+        if (self.preferred is None) != (self.spread_slowdown is None):
+            raise ValueError("preferred and spread_slowdown go together: a preferred level "
+                             "is priced by how much longer the job runs spread over it")
+        return self
 
 
 class JobSpec(_Strict):
@@ -138,8 +175,16 @@ class JobSpec(_Strict):
 
     id: Id
     gpus: Annotated[int, Field(ge=0, le=MAX_GPUS)] = Field(
-        default=1, description="Gang size: GPUs needed at once, all on one node and of one "
-        "type; 0 for a CPU-only job, which still draws its node_demand on one node.")
+        default=1, description="Gang size: GPUs needed at once, all of one type and by "
+        "default on one node (see gpus_per_node); 0 for a CPU-only job, which still draws "
+        "its node_demand on one node.")
+    gpus_per_node: Count | None = Field(
+        default=None, description="GPUs of the gang on each node it uses: the gang spans "
+        "gpus / gpus_per_node nodes of one type (Slurm's --nodes and --gpus-per-node), all "
+        "starting and ending together. Default: gpus, one node.")
+    topology: JobTopologySpec | None = Field(
+        default=None, description="The topology level the gang's nodes must (required) or "
+        "would rather (preferred) stay within.")
     duration_s: DurationPerType = Field(
         description="Run time in seconds: one value, or a value per GPU type. "
         "A type with no duration is not allowed for the job."
@@ -151,8 +196,9 @@ class JobSpec(_Strict):
     )
     node_demand: dict[str, Demand] = Field(
         default_factory=dict,
-        description="What the whole job draws on its node, per node resource (e.g. "
-        "cpu_milli, memory_mib). A resource not named is not used.",
+        description="What the job draws on each node it uses, per node resource (e.g. "
+        "cpu_milli, memory_mib; per node, as Slurm's --mem). A resource not named is not "
+        "used.",
     )
     cost: MoneyPerType | None = Field(
         default=None,
@@ -199,6 +245,19 @@ class JobSpec(_Strict):
                              "draws: give it, e.g. cpu_milli, or a gang of at least 1 GPU")
         return self
 
+    @field_validator("gpus_per_node")
+    @classmethod
+    def _divides_gang(cls, value: int | None, info: ValidationInfo) -> int | None:
+        gpus = info.data.get("gpus")
+        if value is None or not isinstance(gpus, int):
+            return value
+        if gpus == 0:
+            raise ValueError("a CPU-only job (gpus 0) has no GPUs to spread over nodes")
+        if gpus % value:
+            raise ValueError(f"gpus {gpus} is not a multiple of gpus_per_node {value}: a "
+                             "gang spans whole nodes, the same number of GPUs on each")
+        return value
+
 
 class ColocationSpec(_Strict):
     """Two classes of preemptible jobs that may share GPUs (Gavel's space sharing)."""
@@ -208,6 +267,22 @@ class ColocationSpec(_Strict):
     speeds: list[Annotated[float, Field(gt=0, le=1)]] = Field(
         min_length=2, max_length=2,
         description="Speed of each class while sharing, as a share of its speed alone.")
+
+
+class TopologySpec(_Strict):
+    """The network's levels (e.g. block > rack) that nodes are labelled with."""
+
+    levels: list[Id] = Field(
+        min_length=1, max_length=16, description="Level names, widest first, e.g. "
+        "[\"block\", \"rack\"] (Kueue's Topology levels, Slurm's switch tree).")
+
+    @field_validator("levels")
+    @classmethod
+    def _unique(cls, levels: list[str]) -> list[str]:
+        twice = [level for k, level in enumerate(levels) if level in levels[:k]]
+        if twice:
+            raise ValueError(f"level {twice[0]!r} is named twice")
+        return levels
 
 
 class ObjectiveSpec(_Strict):
@@ -251,6 +326,9 @@ class InstanceDocument(_Strict):
     gpu_types: list[GpuTypeSpec] = Field(min_length=1, max_length=MAX_TYPES)
     nodes: list[NodeSpec] = Field(min_length=1, max_length=MAX_GPUS)
     jobs: list[JobSpec] = Field(min_length=1, max_length=MAX_JOBS)
+    topology: TopologySpec | None = Field(
+        default=None, description="Topology levels the nodes are labelled with (nodes[]."
+        "topology) and jobs stay within (jobs[].topology).")
     colocation: list[ColocationSpec] = Field(
         default_factory=list,
         description="Class pairs that may share GPUs (same gang size, both preemptible, same "
@@ -417,6 +495,7 @@ def instance_from_data(data: Any, source: str, default_name: str = "instance") -
 
 _JOBS = TypeAdapter(list[JobSpec])
 _NONE_LISTED: list[str] = []
+_NO_LEVELS = np.zeros(0, dtype=np.int64)
 _NO_DRAW: dict[str, float] = {}
 
 
@@ -460,8 +539,10 @@ class _JobColumns:
         self.node_demand: list[dict[str, float]] = []
         self.colocation_class: list[str | None] = []
         self.command: list[str | None] = []
+        self.topology: dict[int, JobTopologySpec] = {}
         self.preemptible = np.zeros(n_jobs, dtype=bool)
         self.gang = np.zeros(n_jobs, dtype=np.int64)
+        self.gpus_per_node = np.zeros(n_jobs, dtype=np.int64)
         # weight, release, deadline and due, by column.
         self.times = np.zeros((n_jobs, 4))
         self.duration = np.full((n_jobs, n_types), np.nan)
@@ -509,7 +590,6 @@ def _build(
                     source, f"nodes[{n}].gpus.{type_id}", f"unknown GPU type {type_id!r}"
                 )
             node_gpus[n, type_index[type_id]] = count
-    largest_gang = node_gpus.max(axis=0)
     if node_gpus.sum() > MAX_GPUS:
         raise InputError(source, "nodes", f"the nodes hold {node_gpus.sum()} GPUs; gpuplan "
                          f"plans at most {MAX_GPUS} in one instance")
@@ -541,11 +621,18 @@ def _build(
                                        columns.allowed)
     node_resources, node_capacity, node_demand = _node_resources(
         document, columns.node_demand, source)
+    topology = _topology(document, columns.topology, source)
     candidate: BoolArray = allowed & ~np.isnan(duration)
     fits: BoolArray = np.all(demand <= capacity[None, :, :], axis=2)
+    _check_labels(columns.topology, topology, candidate & fits, node_gpus,
+                  [n.id for n in nodes], job_ids, source)
     # A CPU-only job still sits on a node holding a GPU of the type it is placed by.
-    gang_fits = np.maximum(gang, 1)[:, None] <= largest_gang[None, :]
-    node_fits = _node_fits(gang, node_demand, node_gpus, node_capacity)
+    per_node = np.maximum(columns.gpus_per_node, 1)
+    nodes_needed = np.where(gang > 0, gang // per_node, 1)
+    gang_fits = _gang_fits(per_node, nodes_needed, node_gpus)
+    node_fits = _node_fits(per_node, nodes_needed, node_demand, node_gpus, node_capacity,
+                           topology.get("required_level", _NO_LEVELS),
+                           topology.get("node_domain", _NO_LEVELS))
     eligible = candidate & fits & gang_fits & node_fits
     unplaceable = np.flatnonzero(~eligible.any(axis=1))
     if unplaceable.size and ObjectiveKind(document.objective.kind).allows_unplaced:
@@ -556,11 +643,11 @@ def _build(
         unplaceable = unplaceable[:0]
     for bad in unplaceable:
         if (candidate[bad] & fits[bad] & gang_fits[bad]).any():
-            _explain_node_misfit(int(bad), job_at(int(bad)), node_resources, node_capacity,
-                                 source)
+            _explain_node_misfit(int(bad), job_at(int(bad)), candidate[bad] & fits[bad],
+                                 node_gpus, node_resources, node_capacity, topology, source)
         _explain_ineligible(
             int(bad), job_at(int(bad)), candidate[bad], fits[bad], demand[bad], capacity,
-            resources, gpu_types, largest_gang, source,
+            resources, gpu_types, node_gpus, source,
         )
 
     instance = Instance(
@@ -586,7 +673,10 @@ def _build(
         predecessors=tuple(tuple(p) for p in predecessors),
         preemptible=columns.preemptible,
         objective=ObjectiveKind(document.objective.kind),
+        shared=np.array([g.sharing for g in gpu_types], dtype=bool),
+        gpus_per_node=columns.gpus_per_node,
         **_colocation(document, columns.colocation_class, type_index, source),
+        **topology,
         node_resources=node_resources,
         node_capacity=node_capacity,
         node_demand=node_demand,
@@ -641,6 +731,9 @@ def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, i
     columns.colocation_class.append(job.colocation_class)
     columns.command.append(job.command)
     columns.gang[j] = job.gpus
+    columns.gpus_per_node[j] = job.gpus if job.gpus_per_node is None else job.gpus_per_node
+    if job.topology is not None:
+        columns.topology[j] = job.topology
     columns.preemptible[j] = job.preemptible
     columns.times[j] = (job.weight, job.release_s,
                         np.inf if job.deadline_s is None else job.deadline_s,
@@ -715,30 +808,188 @@ def _node_resources(document: InstanceDocument, jobs: list[dict[str, float]],
     return names, capacity, draw
 
 
-def _node_fits(gang: IntArray, node_demand: FloatArray, node_gpus: IntArray,
-               node_capacity: FloatArray) -> BoolArray:
-    """``(J, T)``: whether some node of the type has the job's gang and its node demand."""
-    if node_capacity.shape[1] == 0:
-        return np.ones((gang.size, node_gpus.shape[1]), dtype=bool)
-    # Nodes alike in GPUs and capacities decide alike: test each kind of node once.
-    kinds = np.unique(np.hstack([node_gpus, node_capacity]), axis=0)
-    gpus, capacity = kinds[:, :node_gpus.shape[1]], kinds[:, node_gpus.shape[1]:]
-    room = np.all(node_demand[:, None, :] <= capacity[None, :, :], axis=2)
-    enough = gpus[None, :, :] >= np.maximum(gang, 1)[:, None, None]
-    fits: BoolArray = (room[:, :, None] & enough).any(axis=1)
+def _gang_fits(per_node: IntArray, nodes: IntArray, node_gpus: IntArray) -> BoolArray:
+    """``(J, T)``: whether enough nodes hold ``per_node`` GPUs of the type, all else aside."""
+    # Nodes with at least k GPUs of each type, for every k a job asks: one count per k.
+    sizes, inverse = np.unique(per_node, return_inverse=True)
+    holding = (node_gpus[None, :, :] >= sizes[:, None, None]).sum(axis=1)
+    fits: BoolArray = holding[inverse] >= nodes[:, None]
     return fits
 
 
-def _explain_node_misfit(j: int, job: JobSpec, names: tuple[str, ...],
-                         node_capacity: FloatArray, source: str) -> None:
-    """Raise the error that says job ``j`` fits its GPUs but no node's capacities."""
-    largest = node_capacity.max(axis=0)
-    over = [f"{r} {job.node_demand.get(r, 0.0):g} > {largest[k]:g}"
-            for k, r in enumerate(names) if job.node_demand.get(r, 0.0) > largest[k]]
-    why = (f"it needs more than any node has ({', '.join(over)})" if over else
-           "no single node of a type it may use has all of it at once with enough GPUs")
-    raise InputError(source, f"jobs[{j}].node_demand",
-                     f"job {job.id!r} fits no node: {why}")
+def _node_fits(per_node: IntArray, nodes: IntArray, node_demand: FloatArray,
+               node_gpus: IntArray, node_capacity: FloatArray, required: IntArray,
+               node_domain: IntArray) -> BoolArray:
+    """``(J, T)``: whether enough nodes of the type hold the job's GPUs and node demand.
+
+    Enough: ``nodes`` of them each with ``per_node`` GPUs of the type and room for the
+    node demand, all in one domain of the job's required topology level (if any).
+    """
+    n_jobs, n_types = per_node.size, node_gpus.shape[1]
+    fits: BoolArray = np.ones((n_jobs, n_types), dtype=bool)
+    spread = (nodes > 1) | (required >= 0 if required.size else np.zeros(n_jobs, dtype=bool))
+    simple = np.flatnonzero(~spread)
+    if node_capacity.shape[1] and simple.size:
+        # Nodes alike in GPUs and capacities decide alike: test each kind of node once.
+        kinds = np.unique(np.hstack([node_gpus, node_capacity]), axis=0)
+        gpus, capacity = kinds[:, :n_types], kinds[:, n_types:]
+        room = np.all(node_demand[simple, None, :] <= capacity[None, :, :], axis=2)
+        enough = gpus[None, :, :] >= per_node[simple, None, None]
+        fits[simple] = (room[:, :, None] & enough).any(axis=1)
+    hard = np.flatnonzero(spread)
+    if not hard.size:
+        return fits
+    # Jobs alike in shape (GPUs per node, nodes, level, node demand) decide alike.
+    level = required[hard] if required.size else np.full(hard.size, -1)
+    shapes = np.column_stack([per_node[hard], nodes[hard], level, node_demand[hard]])
+    unique, inverse = np.unique(shapes, axis=0, return_inverse=True)
+    for u, shape in enumerate(unique):
+        k, m, lvl = int(shape[0]), int(shape[1]), int(shape[2])
+        room = np.all(shape[3:][None, :] <= node_capacity, axis=1)
+        ok = (node_gpus >= k) & room[:, None]
+        if lvl < 0:
+            most = ok.sum(axis=0)
+        else:
+            domain = node_domain[:, lvl]
+            counts = np.zeros((int(domain.max(initial=-1)) + 1, n_types), dtype=np.int64)
+            labelled = domain >= 0
+            np.add.at(counts, domain[labelled], ok[labelled].astype(np.int64))
+            most = counts.max(axis=0, initial=0)
+        fits[hard[inverse.ravel() == u]] = most >= m
+    return fits
+
+
+def _explain_node_misfit(j: int, job: JobSpec, types: BoolArray, node_gpus: IntArray,
+                         names: tuple[str, ...], node_capacity: FloatArray,
+                         topology: dict[str, Any], source: str) -> None:
+    """Raise the error that says job ``j`` fits its GPUs but no set of nodes for its gang.
+
+    ``types`` are the types it may use and fits one GPU of.
+    """
+    per_node = job.gpus_per_node or max(job.gpus, 1)
+    nodes = job.gpus // per_node if job.gpus else 1
+    if names:
+        largest = node_capacity.max(axis=0)
+        over = [f"{r} {job.node_demand.get(r, 0.0):g} > {largest[k]:g}"
+                for k, r in enumerate(names) if job.node_demand.get(r, 0.0) > largest[k]]
+        if over:
+            raise InputError(source, f"jobs[{j}].node_demand", f"job {job.id!r} fits no "
+                             f"node: it needs more than any node has ({', '.join(over)})")
+    draw = np.array([job.node_demand.get(r, 0.0) for r in names])
+    room = np.all(draw[None, :] <= node_capacity, axis=1) if names else np.ones(
+        node_gpus.shape[0], dtype=bool)
+    holding = ((node_gpus >= per_node) & room[:, None])[:, types]
+    required = job.topology.required if job.topology is not None else None
+    level = -1 if required is None else topology["levels"].index(required)
+    what = (f"{nodes} nodes with {per_node} GPUs of one type it may use" if nodes > 1
+            else f"a node with {per_node} GPU(s) of a type it may use")
+    with_room = " and room for its node_demand" if names and draw.any() else ""
+    if level >= 0:
+        domain = topology["node_domain"][:, level]
+        best = max((int(holding[domain == d].any(axis=1).sum() if holding.size else 0)
+                    for d in np.unique(domain[domain >= 0]).tolist()), default=0)
+        raise InputError(source, f"jobs[{j}].topology.required",
+                         f"job {job.id!r} requires its gang within one {required!r} "
+                         f"(required) and needs {what}{with_room}, but no {required} has "
+                         f"more than {best} such node(s)")
+    field = "node_demand" if names and draw.any() else "gpus_per_node"
+    most = int(holding.sum(axis=0).max(initial=0))
+    raise InputError(source, f"jobs[{j}].{field}", f"job {job.id!r} needs {what}"
+                     f"{with_room} (gpus {job.gpus}, gpus_per_node {per_node}), but at most "
+                     f"{most} node(s) of one such type have that")
+
+
+def _topology(document: InstanceDocument, jobs: dict[int, JobTopologySpec],
+              source: str) -> dict[str, Any]:
+    """The instance's topology arrays: levels, domains, node domains, job levels.
+
+    ``jobs`` are the jobs' ``topology`` by job index. A domain at a level is named by the
+    node's labels at that level and every wider one (``b1/r3``); a node with no label at a
+    level (or a wider one) is in no domain of it.
+    """
+    levels = tuple(document.topology.levels) if document.topology else ()
+    nodes = document.nodes
+    if not levels:
+        for n, node in enumerate(nodes):
+            if node.topology:
+                raise InputError(source, f"nodes[{n}].topology", "nodes are labelled with "
+                                 "topology levels, but the instance declares none: add "
+                                 "topology.levels (widest first)")
+        if jobs:
+            j = min(jobs)
+            raise InputError(source, f"jobs[{j}].topology", "the job names a topology level, "
+                             "but the instance declares none: add topology.levels")
+        return {}
+    node_domain = np.full((len(nodes), len(levels)), -1, dtype=np.int64)
+    domain_ids: list[dict[str, int]] = [{} for _ in levels]
+    for n, node in enumerate(nodes):
+        for key in node.topology:
+            if key not in levels:
+                raise InputError(source, f"nodes[{n}].topology.{key}", f"unknown topology "
+                                 f"level {key!r} (levels: {', '.join(levels)})")
+        path: list[str] = []
+        for i, level in enumerate(levels):
+            label = node.topology.get(level)
+            if label is None:
+                break
+            path.append(label)
+            node_domain[n, i] = domain_ids[i].setdefault("/".join(path), len(domain_ids[i]))
+    n_jobs = len(document.jobs) if jobs else 0
+    required = np.full(n_jobs, -1, dtype=np.int64)
+    preferred = np.full(n_jobs, -1, dtype=np.int64)
+    slowdown = np.ones(n_jobs)
+    for j, spec in jobs.items():
+        for field, value, out in (("required", spec.required, required),
+                                  ("preferred", spec.preferred, preferred)):
+            if value is None:
+                continue
+            if value not in levels:
+                raise InputError(source, f"jobs[{j}].topology.{field}", f"unknown topology "
+                                 f"level {value!r} (levels: {', '.join(levels)})")
+            out[j] = levels.index(value)
+        if 0 <= preferred[j] <= required[j]:
+            raise InputError(source, f"jobs[{j}].topology.preferred", f"level "
+                             f"{spec.preferred!r} is not narrower than the required "
+                             f"{spec.required!r}: within one {spec.required} the job's "
+                             f"nodes are within one {spec.preferred} or the preference "
+                             "means nothing")
+        if spec.spread_slowdown is not None:
+            slowdown[j] = spec.spread_slowdown
+    if not jobs:
+        required = preferred = np.zeros(0, dtype=np.int64)
+        slowdown = np.zeros(0)
+    return {"levels": levels, "domain_ids": tuple(tuple(d) for d in domain_ids),
+            "node_domain": node_domain, "required_level": required,
+            "preferred_level": preferred, "spread_slowdown": slowdown}
+
+
+def _check_labels(jobs: dict[int, JobTopologySpec], topology: dict[str, Any],
+                  usable: BoolArray, node_gpus: IntArray, node_ids: list[str],
+                  job_ids: list[str], source: str) -> None:
+    """Every node a job with a topology level could use is labelled with that level.
+
+    Raises
+    ------
+    InputError
+        Naming the job, its ``topology`` field and the first unlabelled node.
+    """
+    if not jobs:
+        return
+    node_domain = topology["node_domain"]
+    for j, spec in jobs.items():
+        hosts = (node_gpus[:, usable[j]] > 0).any(axis=1)
+        for field, value in (("required", spec.required), ("preferred", spec.preferred)):
+            if value is None:
+                continue
+            level = topology["levels"].index(value)
+            bare = np.flatnonzero(hosts & (node_domain[:, level] < 0))
+            if bare.size:
+                raise InputError(source, f"jobs[{j}].topology.{field}", f"job "
+                                 f"{job_ids[j]!r} stays within one {value!r} ({field}), but "
+                                 f"node {node_ids[int(bare[0])]!r} holds "
+                                 f"GPUs it may use and is in no {value!r} (label it at that "
+                                 f"level and every wider one); {bare.size} such node(s) in "
+                                 "all")
 
 
 def _colocation(document: InstanceDocument, classes: list[str | None],
@@ -772,7 +1023,7 @@ def _explain_ineligible(
     capacity: np.ndarray,
     resources: tuple[str, ...],
     gpu_types: list[GpuTypeSpec],
-    largest_gang: np.ndarray,
+    node_gpus: np.ndarray,
     source: str,
 ) -> None:
     """Raise the error that says why job ``j`` can run on no GPU type."""
@@ -808,11 +1059,23 @@ def _explain_ineligible(
         raise InputError(
             source, f"{where}.demand", f"job {job.id!r} fits no GPU type: " + ", ".join(lacks)
         )
+    largest_gang = node_gpus.max(axis=0)
     t_best = fitting[int(np.argmax(largest_gang[fitting]))]
+    per_node = job.gpus_per_node or job.gpus
+    if per_node == job.gpus:
+        raise InputError(
+            source,
+            f"{where}.gpus",
+            f"job {job.id!r} needs a gang of {job.gpus} GPUs on one node, but no node has "
+            f"more than {int(largest_gang[t_best])} GPUs of a type the job fits "
+            f"({gpu_types[t_best].id}); to spread it over nodes give gpus_per_node",
+        )
+    holding = (node_gpus[:, fitting] >= per_node).sum(axis=0)
+    t_most = fitting[int(np.argmax(holding))]
     raise InputError(
         source,
-        f"{where}.gpus",
-        f"job {job.id!r} needs a gang of {job.gpus} GPUs on one node, but no node has more "
-        f"than {int(largest_gang[t_best])} GPUs of a type the job fits "
-        f"({gpu_types[t_best].id})",
+        f"{where}.gpus_per_node",
+        f"job {job.id!r} needs {job.gpus // per_node} nodes with {per_node} GPUs of one "
+        f"type (gpus {job.gpus}, gpus_per_node {per_node}), but only {int(holding.max())} "
+        f"node(s) hold {per_node} GPUs of a type the job fits ({gpu_types[t_most].id})",
     )

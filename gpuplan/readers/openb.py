@@ -194,7 +194,9 @@ def openb_document(nodes_csv: str | Path, pods_csv: str | Path) -> dict[str, Any
     return {
         "name": path.stem,
         "description": f"openb pods {path.name} on nodes {Path(nodes_csv).name}",
-        "gpu_types": [{"id": m, "capacity": {"gpu_milli": GPU_MILLI}} for m in sorted(models)],
+        # Pods ask for milli-GPUs: a GPU is shared by the pods its 1000 milli hold.
+        "gpu_types": [{"id": m, "capacity": {"gpu_milli": GPU_MILLI}, "sharing": True}
+                      for m in sorted(models)],
         "nodes": nodes,
         "jobs": jobs,
         "objective": "max-weight",

@@ -114,7 +114,9 @@ def gap_document(
         "description": f"OR-Library GAP problem, {m} agents x {n} jobs, "
         f"{'minimising cost' if sense == 'min' else 'maximising profit'}.",
         "gpu_types": [
-            {"id": agents[i], "capacity": {RESOURCE: int(b[i])}} for i in range(m)
+            # An agent takes as many jobs as its capacity holds: the GPU is shared.
+            {"id": agents[i], "capacity": {RESOURCE: int(b[i])}, "sharing": True}
+            for i in range(m)
         ],
         "nodes": [{"id": f"node{i + 1}", "gpus": {agents[i]: 1}} for i in range(m)],
         "jobs": jobs,

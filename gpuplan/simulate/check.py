@@ -185,54 +185,83 @@ def _ready_times(instance: Instance, result: Result) -> FloatArray:
     return ready
 
 
-def _held_sweep(instance: Instance, result: Result,
-                instants: FloatArray) -> Iterator[IntArray]:
-    """``(N, T)`` free GPUs at each instant, before the jobs starting then take theirs.
+def _segment_nodes(instance: Instance, result: Result) -> list[IntArray]:
+    """Each segment's distinct nodes."""
+    return [np.unique(instance.gpu_node[g]) for g in result.gpus]
 
-    A segment holds its GPUs from its start (exclusive of the instant itself) to its end
-    (GPUs freed at an instant are free at it).
+
+def _held_sweep(instance: Instance, result: Result, instants: FloatArray
+                ) -> Iterator[tuple[IntArray, FloatArray | None]]:
+    """``(N, T)`` free GPUs and ``(N, Q)`` node room at each instant (room None: unused).
+
+    Both are taken before the jobs starting at the instant take theirs.
+
+    A segment holds its GPUs (and its node demand on each of their nodes) from its start
+    (exclusive of the instant itself) to its end (what is freed at an instant is free at
+    it).
     """
     free = instance.node_gpus.astype(np.int64).copy()
-    node = np.array([int(instance.gpu_node[g[0]]) for g in result.gpus], dtype=np.int64)
-    size = np.array([g.size for g in result.gpus], dtype=np.int64)
+    room = instance.node_capacity.copy() if instance.node_demand.any() else None
+    nodes = _segment_nodes(instance, result)
     by_start = np.argsort(result.start, kind="stable").tolist()
     by_end = np.argsort(result.end, kind="stable").tolist()
     held = np.zeros(len(result.gpus), dtype=bool)
     over = np.zeros(len(result.gpus), dtype=bool)
     started = ended = 0
+
+    def take(k: int, sign: int) -> None:
+        gpus = result.gpus[k]
+        np.add.at(free, (instance.gpu_node[gpus], instance.gpu_type[gpus]), sign)
+        if room is not None:
+            room[nodes[k]] += sign * instance.node_demand[result.job[k]]
+
     for now in instants.tolist():
         while started < len(by_start) and result.start[by_start[started]] < now:
             k = by_start[started]
             if not over[k]:
-                free[node[k], result.gpu_type[k]] -= size[k]
+                take(k, -1)
                 held[k] = True
             started += 1
         while ended < len(by_end) and result.end[by_end[ended]] <= now:
             k = by_end[ended]
             if held[k]:
-                free[node[k], result.gpu_type[k]] += size[k]
+                take(k, 1)
             over[k] = True
             ended += 1
         down = [o.gpus for o in instance.outages if o.start_s <= now < o.end_s]
         if not down:
-            yield free
+            yield free, room
             continue
         # Failed GPUs are no free GPUs (those a stopped job held are counted once).
         gpus = np.unique(np.concatenate(down))
         fewer = free.copy()
         np.subtract.at(fewer, (instance.gpu_node[gpus], instance.gpu_type[gpus]), 1)
-        yield np.maximum(fewer, 0)
+        yield np.maximum(fewer, 0), room
+
+
+def _fits(instance: Instance, j: int, free: IntArray, room: FloatArray | None) -> int:
+    """The first type on which job ``j``'s gang fits the free GPUs and room; -1 if none."""
+    if not instance.features:
+        # A gang on one node, GPUs only: some node has it free.
+        fits = instance.eligible[j] & (free.max(axis=0) >= instance.gang[j])
+        return int(np.argmax(fits)) if fits.any() else -1
+    anywhere = np.zeros(instance.n_nodes)
+    for t in np.flatnonzero(instance.eligible[j]).tolist():
+        hosts = instance.gang_hosts(j, t, free[:, t], room)
+        if instance.pick_nodes(j, hosts, anywhere) is not None:
+            return int(t)
+    return -1
 
 
 def _in_order(instance: Instance, result: Result, order: IntArray, name: str) -> list[str]:
     """No job starts while a job ahead of it in the fixed order waits and fits.
 
-    Waiting jobs are grouped by what they ask for (gang and eligible types). Within a
-    group only the earliest in the order can be the one passed over: the GPUs left to a
-    waiting job shrink the further down the order it is, as the jobs starting ahead of
-    it take theirs, so if the earliest does not fit, no later one of its group does. A
-    check then costs time in proportion to the groups and the jobs starting, not to the
-    queue.
+    Waiting jobs are grouped by what they ask for (gang shape, node demand, required
+    topology level and eligible types). Within a group only the earliest in the order can
+    be the one passed over: the GPUs left to a waiting job shrink the further down the
+    order it is, as the jobs starting ahead of it take theirs, so if the earliest does not
+    fit, no later one of its group does. A check then costs time in proportion to the
+    groups and the jobs starting, not to the queue.
     """
     n = instance.n_jobs
     rank = np.empty(n, dtype=np.int64)
@@ -249,15 +278,19 @@ def _in_order(instance: Instance, result: Result, order: IntArray, name: str) ->
     by_ready = np.argsort(ready, kind="stable").tolist()
     # Each job's group, and per group a heap of its waiting jobs by rank; jobs that have
     # started leave their heap when they reach its top.
-    asks = np.column_stack((instance.gang, instance.eligible)).astype(np.int64)
+    level = (instance.required_level if instance.levels
+             else np.full(n, -1, dtype=np.int64))
+    asks = np.column_stack((instance.gang, instance.gpus_per_node, level,
+                            instance.eligible, instance.node_demand))
     group: list[int] = np.unique(asks, axis=0, return_inverse=True)[1].ravel().tolist()
     heaps: dict[int, list[tuple[int, int]]] = defaultdict(list)
     started = np.zeros(n, dtype=bool)
-    ranks, gang, eligible = rank.tolist(), instance.gang, instance.eligible
+    ranks = rank.tolist()
+    nodes = _segment_nodes(instance, result)
     entered = begun = 0
     problems: list[str] = []
-    for now, free in zip(instants.tolist(), _held_sweep(instance, result, instants),
-                         strict=True):
+    for now, (free, room) in zip(instants.tolist(), _held_sweep(instance, result, instants),
+                                 strict=True):
         while entered < n and ready[by_ready[entered]] <= now:
             j = by_ready[entered]
             heapq.heappush(heaps[group[j]], (ranks[j], j))
@@ -268,13 +301,18 @@ def _in_order(instance: Instance, result: Result, order: IntArray, name: str) ->
             begun += 1
         starting.sort(key=ranks.__getitem__)
         started[starting] = True
-        # The free GPUs left to a job waiting behind the first i of the starting jobs.
-        left = [free.copy()]
+        # The free GPUs and room left to a job waiting behind the first i starting jobs.
+        left = [(free.copy(), None if room is None else room.copy())]
         for j in starting:
             k = segment[j]
             gpus = result.gpus[k]
-            left.append(left[-1].copy())
-            left[-1][int(instance.gpu_node[gpus[0]]), int(result.gpu_type[k])] -= gpus.size
+            now_free = left[-1][0].copy()
+            np.subtract.at(now_free, (instance.gpu_node[gpus], instance.gpu_type[gpus]), 1)
+            now_room = left[-1][1]
+            if now_room is not None:
+                now_room = now_room.copy()
+                now_room[nodes[k]] -= instance.node_demand[j]
+            left.append((now_free, now_room))
         going_ranks = [ranks[j] for j in starting]
         last = going_ranks[-1]
         for heap in heaps.values():
@@ -284,15 +322,15 @@ def _in_order(instance: Instance, result: Result, order: IntArray, name: str) ->
                 continue
             place, j = heap[0]
             ahead = bisect.bisect_left(going_ranks, place)
-            fits = eligible[j] & (left[ahead].max(axis=0) >= gang[j])
-            if fits.any():
+            kind = _fits(instance, j, *left[ahead])
+            if kind >= 0:
                 later = instance.job_ids[starting[ahead]]
-                kind = int(np.flatnonzero(fits)[0])
+                where = int(left[ahead][0][:, kind].argmax())
                 problems.append(
                     f"scheduler {name!r} starts jobs in its order, but job {later!r} starts "
                     f"at {now:g} s while job {instance.job_ids[j]!r}, ahead of it, waits and "
                     f"fits on {instance.type_ids[kind]} GPUs of node "
-                    f"{instance.node_ids[int(left[ahead][:, kind].argmax())]!r}")
+                    f"{instance.node_ids[where]!r}")
     return _listed(problems, f"scheduler {name!r}")
 
 

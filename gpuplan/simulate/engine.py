@@ -268,10 +268,17 @@ class Engine:
         self.owner: IntArray = np.full(instance.n_gpus, -1, dtype=np.int64)
         self.free: IntArray = instance.node_gpus.astype(np.int64).copy()
         self.total: IntArray = instance.node_gpus.sum(axis=0).astype(np.int64)
+        # What each node has left of its node resources; None when no job draws on them.
+        self.room: FloatArray | None = (instance.node_capacity.copy()
+                                        if instance.node_demand.any() else None)
+        # Each running job's spread slowdown (its gang spans domains of its preferred
+        # level): it runs that many times its duration.
+        self.slow: FloatArray = np.ones(n)
         first = np.concatenate(([0], np.cumsum(instance.node_gpus.ravel())[:-1]))
         self.cluster = ClusterView(instance, _readonly(self.owner), _readonly(self.free),
                                    first.reshape(instance.node_gpus.shape).astype(np.int64),
-                                   self.last_gpus)
+                                   self.last_gpus,
+                                   None if self.room is None else _readonly(self.room))
         self.recorder = _Recorder()
         self.queue: list[tuple[float, int, int, int, int]] = []
         self.sequence = 0
@@ -351,7 +358,7 @@ class Engine:
         ran = np.maximum(0.0, now - np.maximum(self.mark[jobs], self.work_start[jobs]))
         self.remaining[jobs] = np.maximum(
             0.0, self.seg_remaining[jobs] - np.maximum(0.0, now - self.work_start[jobs])
-            / self.duration[jobs, kinds])
+            / (self.duration[jobs, kinds] * self.slow[jobs]))
         self.attained[jobs] += self.instance.gang[jobs] * ran
         self.received[jobs, kinds] += now - self.mark[jobs]
         self.mark[jobs] = now
@@ -359,19 +366,30 @@ class Engine:
     def _occupy(self, job: int, gpus: IntArray | None, holder: int) -> None:
         if gpus is None:
             raise SimulationError(f"job {job} holds no GPUs")
+        instance = self.instance
         self.owner[gpus] = holder
-        node = int(self.instance.gpu_node[gpus[0]])
-        kind = int(self.instance.gpu_type[gpus[0]])
-        self.free[node, kind] += -gpus.size if holder >= 0 else gpus.size
+        kind = int(instance.gpu_type[gpus[0]])
+        sign = -1 if holder >= 0 else 1
+        if instance.gang_nodes[job] == 1:
+            node = int(instance.gpu_node[gpus[0]])
+            self.free[node, kind] += sign * gpus.size
+            nodes: IntArray | list[int] = [node]
+        else:
+            nodes = np.unique(instance.gpu_node[gpus])
+            self.free[nodes, kind] += sign * int(instance.gpus_per_node[job])
+        if self.room is not None:
+            self.room[nodes] += sign * instance.node_demand[job]
 
     def _start(self, job: int, gpu_type: int, gpus: IntArray, now: float) -> None:
         instance = self.instance
-        if (gpus.size != instance.gang[job] or (self.owner[gpus] != -1).any()
-                or (instance.gpu_type[gpus] != gpu_type).any()
-                or (instance.gpu_node[gpus] != instance.gpu_node[gpus[0]]).any()):
+        if (gpus.size != instance.gang[job] or (instance.gpu_type[gpus] != gpu_type).any()
+                or not self.cluster.fits(job, gpus) or not _gang_shape(instance, job, gpus)):
             raise SimulationError(f"placement {self.placement.name!r} gave job "
                                   f"{instance.job_ids[job]!r} GPUs {gpus.tolist()} that are "
-                                  f"not {instance.gang[job]} free GPUs of one type on one node")
+                                  f"not {instance.gang[job]} free GPUs of one type, "
+                                  f"{instance.gpus_per_node[job]} on each of "
+                                  f"{instance.gang_nodes[job]} node(s) with room for it")
+        self.slow[job] = instance.spread_factor(job, np.unique(instance.gpu_node[gpus]))
         before = self.last_gpus[job]
         first = before is None
         moved = before is not None and set(gpus.tolist()) != set(before.tolist())
@@ -395,7 +413,8 @@ class Engine:
         self.seg_remaining[job] = self.remaining[job]
         self.mark[job] = now
         self.version[job] += 1
-        done_at = self.work_start[job] + self.remaining[job] * self.duration[job, gpu_type]
+        done_at = self.work_start[job] + self.remaining[job] * (
+            self.duration[job, gpu_type] * self.slow[job])
         self._push(float(done_at), _Kind.COMPLETE, job, int(self.version[job]))
         if (restore + migrate > 0 and self.scheduler.preemptive
                 and self.config.mode is Mode.EVENT):
@@ -438,7 +457,7 @@ class Engine:
             every = self.failures.checkpoint_s
             worked = max(0.0, now - float(self.work_start[job]))
             since = worked if every is None else math.fmod(worked, every)
-            seconds = float(self.duration[job, self.running_type[job]])
+            seconds = float(self.duration[job, self.running_type[job]] * self.slow[job])
             lost = min(did, since / seconds)
         else:
             lost = did
@@ -647,23 +666,19 @@ class Engine:
         are stopped, the others keep theirs. None (and nobody stopped) when even all of
         them would not make room.
         """
-        need = int(self.instance.gang[job])
         offered: list[tuple[int, IntArray]] = []
-        node = -1
+        reached = False
         for other in walk.candidates(gpu_type):
             gpus = self.gpus[other]
             assert gpus is not None
-            node = int(self.instance.gpu_node[gpus[0]])
-            self.owner[gpus] = -1
-            self.free[node, gpu_type] += gpus.size
+            self._occupy(other, gpus, -1)
             offered.append((other, gpus))
-            if self.free[node, gpu_type] >= need:
+            if self._room_for(job, gpu_type, gpus):
+                reached = True
                 break
-        reached = bool(offered) and self.free[node, gpu_type] >= need
         chosen = self.placement.place(self.cluster, job, gpu_type) if reached else None
         for other, gpus in offered:
-            self.owner[gpus] = other
-            self.free[int(self.instance.gpu_node[gpus[0]]), gpu_type] -= gpus.size
+            self._occupy(other, gpus, other)
         if chosen is None:
             return None
         chosen = np.asarray(chosen, dtype=np.int64)
@@ -675,6 +690,19 @@ class Engine:
             self._stop(other, now)
         walk.freed(gpu_type)
         return chosen
+
+    def _room_for(self, job: int, gpu_type: int, freed: IntArray) -> bool:
+        """Whether the job's gang fits now, the GPUs ``freed`` just freed among the free.
+
+        Before they were freed it did not fit, so for a one-node gang that draws nothing on
+        its node only their node can hold it now.
+        """
+        instance = self.instance
+        if instance.gang_nodes[job] == 1 and self.room is None and not instance.levels:
+            node = int(instance.gpu_node[freed[0]])
+            return bool(self.free[node, gpu_type] >= instance.gang[job])
+        hosts = self.cluster.hosts(job, gpu_type)
+        return instance.pick_nodes(job, hosts, np.zeros(instance.n_nodes)) is not None
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -760,7 +788,7 @@ class Engine:
                 idle = 0
                 kinds = self.running_type[running]
                 done_at = (self.work_start[running] + self.seg_remaining[running]
-                           * self.duration[running, kinds])
+                           * self.duration[running, kinds] * self.slow[running])
                 end = min(now + round_s, float(done_at.max()))
                 self._handle_until(end, inclusive=False)
             elif self.n_arrived < self.instance.n_jobs:
@@ -813,6 +841,9 @@ class _Walk:
         self.no_room = [math.inf] * kinds
         gang = engine.instance.gang[order]
         self.smallest = int(gang.min()) if order.size else 0
+        # The pruning by gang size holds while a larger gang never fits where a smaller
+        # one does not: not so with multi-node gangs, node resources or topology.
+        self.prune = not engine.instance.features
 
     def n_soft(self, k: int) -> int:
         """How many soft jobs at place ``k`` or further down may still be displaced."""
@@ -855,24 +886,27 @@ class _Walk:
         """Start ``job`` on the first of ``types`` with free GPUs, else by displacing."""
         engine = self.engine
         need = int(engine.instance.gang[job])
+        prune = self.prune
         for gpu_type in types:
-            if need >= self.no_free[gpu_type]:
+            if prune and need >= self.no_free[gpu_type]:
                 continue
             gpus = engine.placement.place(engine.cluster, job, gpu_type)
             if gpus is not None:
                 engine._start(job, gpu_type, np.asarray(gpus, dtype=np.int64), now)
                 return True
-            self.no_free[gpu_type] = need
+            if prune:
+                self.no_free[gpu_type] = need
         if self.n_soft(self.at + 1) == 0:
             return False
         for gpu_type in types:
-            if need >= self.no_room[gpu_type]:
+            if prune and need >= self.no_room[gpu_type]:
                 continue
             chosen = engine._displace(job, gpu_type, self, now)
             if chosen is not None:
                 engine._start(job, gpu_type, chosen, now)
                 return True
-            self.no_room[gpu_type] = need
+            if prune:
+                self.no_room[gpu_type] = need
         return False
 
 
@@ -883,6 +917,17 @@ ESTIMATE_FLOOR = 0.01
 #: Decisions in a row that may run nothing, with nothing left to arrive, before a run is
 #: declared stuck.
 _IDLE_ROUNDS = 100
+
+
+def _gang_shape(instance: Instance, job: int, gpus: IntArray) -> bool:
+    """Whether the GPUs are the job's gang: its GPUs per node on its nodes, in one domain."""
+    nodes, counts = np.unique(instance.gpu_node[gpus], return_counts=True)
+    if nodes.size != instance.gang_nodes[job] or (counts != instance.gpus_per_node[job]).any():
+        return False
+    if not instance.levels or instance.required_level[job] < 0:
+        return True
+    domains = instance.node_domain[nodes, instance.required_level[job]]
+    return bool(domains[0] >= 0 and (domains == domains[0]).all())
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

@@ -98,7 +98,7 @@ class View:
         ``(T,)`` GPUs of each type that nobody holds.
     largest
         ``(T,)`` the most GPUs of each type that nobody holds on one node: the largest
-        gang of the type that could start now without stopping a job.
+        share of a gang on one node that could start now without stopping a job.
     total
         ``(T,)`` GPUs of each type in the cluster.
     round_s
@@ -265,9 +265,12 @@ class Placement(Protocol):
     options_type: ClassVar[type[Any]]
 
     def place(self, cluster: ClusterView, job: int, gpu_type: int) -> IntArray | None:
-        """``gang`` free GPUs of ``gpu_type`` on one node for ``job``.
+        """The free GPUs of ``gpu_type`` for ``job``'s gang.
 
-        None when no node has them.
+        ``gpus_per_node`` of them on each of its ``gang_nodes`` nodes, with room for its
+        node demand there, in one domain of its required topology level
+        (:meth:`ClusterView.gang` finds such a set by a rank of the nodes). None when no
+        set of nodes has them.
         """
 
 
@@ -292,6 +295,9 @@ class ClusterView:
     previous
         For each job, the GPUs of its last segment (None before it first ran): resuming
         there is no migration, and pays no migration overhead.
+    room
+        ``(N, Q)`` what each node has left of its node resources (read-only); None when
+        no job draws on them.
     """
 
     instance: Instance
@@ -299,6 +305,38 @@ class ClusterView:
     free: IntArray
     first: IntArray
     previous: Sequence[IntArray | None]
+    room: FloatArray | None = None
+
+    def hosts(self, job: int, gpu_type: int) -> np.ndarray:
+        """``(N,)`` the nodes that can take the job's share of its gang of ``gpu_type`` now.
+
+        See :meth:`~gpuplan.core.instance.Instance.gang_hosts`.
+        """
+        return self.instance.gang_hosts(job, gpu_type, self.free[:, gpu_type], self.room)
+
+    def gang(self, job: int, gpu_type: int, rank: FloatArray) -> IntArray | None:
+        """The job's gang on the nodes that can take it, lowest ``rank`` first; None if none.
+
+        ``gpus_per_node`` lowest-index free GPUs on each of ``gang_nodes`` nodes, in one
+        domain of its required level (:meth:`~gpuplan.core.instance.Instance.pick_nodes`).
+        """
+        nodes = self.instance.pick_nodes(job, self.hosts(job, gpu_type), rank)
+        if nodes is None:
+            return None
+        per_node = int(self.instance.gpus_per_node[job])
+        gpus: IntArray = np.concatenate([self.free_gpus(int(n), gpu_type)[:per_node]
+                                         for n in nodes.tolist()])
+        return gpus
+
+    def fits(self, job: int, gpus: IntArray) -> bool:
+        """Whether the job could take exactly these GPUs now (free, with node room)."""
+        if (self.owner[gpus] != -1).any():
+            return False
+        if self.room is None:
+            return True
+        nodes = np.unique(self.instance.gpu_node[gpus])
+        return bool((self.room[nodes] - self.instance.node_demand[job] >= -1e-9 * np.maximum(
+            self.instance.node_capacity[nodes], 1.0)).all())
 
     def free_gpus(self, node: int, gpu_type: int) -> IntArray:
         """The free GPUs of ``gpu_type`` on ``node``, lowest index first."""

@@ -107,8 +107,8 @@ def check_simulable(instance: Instance, config: SimulationConfig) -> None:
     Raises
     ------
     InputError
-        Naming the first CPU-only job (``gpus`` 0) or node resource (the simulator
-        runs jobs on GPUs and does not model a node's own capacities), or ``round_s``
+        Naming the first CPU-only job (``gpus`` 0: the simulator runs jobs on GPUs;
+        ``gpuplan replay`` replays CPU-only pods), or ``round_s``
         when a round-mode run would take more than :data:`MAX_ROUNDS` rounds however
         it schedules: the span's lower bound (last arrival, or the work over all GPUs)
         over the round length.
@@ -119,11 +119,7 @@ def check_simulable(instance: Instance, config: SimulationConfig) -> None:
         raise InputError(instance.source, f"jobs[{j}].gpus", f"job {instance.job_ids[j]!r} "
                          f"is CPU-only (gpus 0; {cpu_only.size} such job(s) in all): the "
                          "simulator runs jobs on GPUs and does not model CPU-only jobs; plan "
-                         "the batch with gpuplan solve, or leave them out")
-    if instance.node_resources:
-        raise InputError(instance.source, "nodes[0].resources", "the simulator does not "
-                         f"model nodes' own resources ({', '.join(instance.node_resources)}); "
-                         "plan the batch with gpuplan solve, or leave them out")
+                         "the batch with gpuplan solve (greedy, cp), or leave them out")
     if config.mode is not Mode.ROUND:
         return
     work = float((instance.gang * instance.min_duration).sum()) / max(instance.n_gpus, 1)

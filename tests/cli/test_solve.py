@@ -203,12 +203,22 @@ def test_an_objective_the_backend_cannot_plan(gpuplan: Gpuplan) -> None:
 
     It plans on CP-SAT, or is exit 2 naming --solver and milp.
     """
-    result = gpuplan("solve", QUICKSTART, "--method", "milp", "--solver", "cpsat",
+    result = gpuplan("solve", SMALL, "--method", "milp", "--solver", "cpsat",
                      "--objective", "min-max-load", "--time-limit", "20")
     assert "internal error" not in result.err
     if result.code != 0:
         assert result.code == 2
         assert "--solver" in result.err and "milp" in result.err
+
+
+def test_load_balance_needs_shared_gpus(gpuplan: Gpuplan) -> None:
+    """``--objective min-max-load`` on whole GPUs is exit 2 naming the type and ``sharing``.
+
+    A GPU held whole is wholly in use: there is no load of shared GPUs to balance.
+    """
+    result = gpuplan("solve", QUICKSTART, "--objective", "min-max-load")
+    assert result.code == 2
+    assert "gpu_types[0].sharing" in result.err and "A100-80GB" in result.err
 
 
 def test_cp_starts_from_a_schedule_file(gpuplan: Gpuplan, tmp_path: Path) -> None:

@@ -36,11 +36,15 @@ SETTINGS = RunSettings(time_limit_s=20, seed=0)
 
 
 def fleet(jobs: list[dict[str, Any]], objective: str, nodes: int = 1, gpus: int = 1,
-          types: tuple[str, ...] = ("G",)) -> Instance:
-    """One node per type and count, 16 GiB and compute 1.0 per GPU, price 1 per hour."""
+          types: tuple[str, ...] = ("G",), sharing: bool = False) -> Instance:
+    """One node per type and count, 16 GiB and compute 1.0 per GPU, price 1 per hour.
+
+    GPUs are held whole unless ``sharing``.
+    """
     return build_instance(parse_document({
         "gpu_types": [{"id": t, "capacity": {"memory_gib": 16.0, "compute": 1.0},
-                       "cost_per_hour": 1.0 + k} for k, t in enumerate(types)],
+                       "cost_per_hour": 1.0 + k, "sharing": sharing}
+                      for k, t in enumerate(types)],
         "nodes": [{"id": f"{t}{n}", "gpus": {t: gpus}} for t in types for n in range(nodes)],
         "jobs": jobs,
         "objective": objective,
@@ -64,7 +68,8 @@ def solved(instance: Instance, options: dict[str, Any] | None = None,
 def test_sharing_halves_the_makespan() -> None:
     """Two half-GPU jobs run together on the one GPU: makespan 100, not 200 as greedy."""
     half = {"memory_gib": 8.0, "compute": 0.5}
-    instance = fleet([job("a", 100, demand=half), job("b", 100, demand=half)], "makespan")
+    instance = fleet([job("a", 100, demand=half), job("b", 100, demand=half)], "makespan",
+                     sharing=True)
     schedule, by_job = solved(instance)
     assert schedule.status is Status.OPTIMAL and schedule.objective == pytest.approx(100)
     assert by_job["a"].gpu_ids == by_job["b"].gpu_ids
@@ -524,7 +529,8 @@ def test_a_start_better_than_list_scheduling_is_kept(tmp_path: Path) -> None:
     start was dropped before.
     """
     half = {"memory_gib": 8.0, "compute": 0.5}
-    instance = fleet([job("a", 100, demand=half), job("b", 100, demand=half)], "makespan")
+    instance = fleet([job("a", 100, demand=half), job("b", 100, demand=half)], "makespan",
+                     sharing=True)
     path = tmp_path / "shared.json"
     plan(instance, "cp", settings=SETTINGS).write(path)
     schedule = plan(instance, "cp", settings=RunSettings(time_limit_s=0.01),

@@ -18,7 +18,8 @@ def one_type(jobs: list[dict[str, Any]], gpus: int, objective: str) -> Instance:
     """An instance on one node of ``gpus`` identical GPUs with unit capacities."""
     return instance_from(
         {
-            "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}, "cost_per_hour": 1.0}],
+            "gpu_types": [{"id": "G", "capacity": {"compute": 1.0},
+                           "sharing": True, "cost_per_hour": 1.0}],
             "nodes": [{"id": "n", "gpus": {"G": gpus}}],
             "jobs": jobs,
             "objective": objective,
@@ -80,7 +81,7 @@ def test_assign_cost_takes_the_cheapest_type_without_pressure(small: Instance) -
     ]
     instance = instance_from(
         {
-            "gpu_types": [{"id": t, "capacity": {"compute": 1.0}} for t in "AB"],
+            "gpu_types": [{"id": t, "capacity": {"compute": 1.0}, "sharing": True} for t in "AB"],
             "nodes": [{"id": "n", "gpus": {"A": 1, "B": 1}}],
             "jobs": jobs,
             "objective": "assign-cost",

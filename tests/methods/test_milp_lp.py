@@ -34,8 +34,10 @@ GAP1 = [(1, "min", 261), (1, "max", 336), (2, "min", 269), (3, "max", 339), (5, 
 
 TINY = {
     "gpu_types": [
-        {"id": "big", "capacity": {"mem": 10, "compute": 1.0}, "cost_per_hour": 3.0},
-        {"id": "small", "capacity": {"mem": 4, "compute": 1.0}, "cost_per_hour": 1.0},
+        {"id": "big", "capacity": {"mem": 10, "compute": 1.0},
+         "sharing": True, "cost_per_hour": 3.0},
+        {"id": "small", "capacity": {"mem": 4, "compute": 1.0},
+         "sharing": True, "cost_per_hour": 1.0},
     ],
     "nodes": [{"id": "a", "gpus": {"big": 1, "small": 1}}, {"id": "b", "gpus": {"small": 1}}],
     "jobs": [
@@ -165,7 +167,8 @@ def test_time_limited_highs_uses_core_and_lns() -> None:
 def test_gangs_on_one_node() -> None:
     """A gang of 2 must share a node: the only node with two free GPUs takes it."""
     document: dict[str, Any] = {
-        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}, "cost_per_hour": 1.0}],
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0},
+                       "sharing": True, "cost_per_hour": 1.0}],
         "nodes": [{"id": "a", "gpus": {"G": 2}}, {"id": "b", "gpus": {"G": 1}}],
         "jobs": [
             {"id": "pair", "gpus": 2, "demand": {"compute": 0.6}, "duration_s": 1},
@@ -183,7 +186,7 @@ def test_gangs_on_one_node() -> None:
 def test_packing_infeasibility_is_proven_and_explained() -> None:
     """Volume fits (1.8 of 2) but no two jobs share a GPU: infeasible, with a reason."""
     document = {
-        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}}],
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}, "sharing": True}],
         "nodes": [{"id": "n", "gpus": {"G": 2}}],
         "jobs": [{"id": f"j{i}", "demand": {"compute": 0.6}, "duration_s": 1} for i in range(3)],
         "objective": "min-gpus",
@@ -514,7 +517,7 @@ def test_empty_rows_and_tiny_coefficients_reach_every_backend() -> None:
     prove nothing, so its plan is only feasible).
     """
     document = {
-        "gpu_types": [{"id": "G", "capacity": {"compute": 1e-9, "mem": 1.0},
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1e-9, "mem": 1.0}, "sharing": True,
                        "cost_per_hour": 1.0}],
         "nodes": [{"id": "n", "gpus": {"G": 3}}],
         "jobs": [{"id": f"j{k}", "demand": {"compute": 6e-10, "mem": 0.0},
@@ -570,7 +573,7 @@ def test_a_tightened_cpsat_model_never_claims_infeasible(method: str) -> None:
     they no longer fit, and cpsat called the instance infeasible although greedy plans it.
     """
     document = {
-        "gpu_types": [{"id": "A", "capacity": {"memory": 1.0}}],
+        "gpu_types": [{"id": "A", "capacity": {"memory": 1.0}, "sharing": True}],
         "nodes": [{"id": "n", "gpus": {"A": 2}}],
         "jobs": [{"id": name, "duration_s": 1, "demand": {"memory": memory}, "cost": cost}
                  for name, memory, cost in (("a", 0.1234567891, 1), ("b", 0.8765432109, 2),
@@ -593,7 +596,7 @@ def test_a_subnormal_demand_is_planned_without_overflow() -> None:
     """
     types = ("A100", "V100", "T4")
     instance = instance_from({
-        "gpu_types": [{"id": t, "capacity": {"memory_gib": 16.0, "compute": 1.0}}
+        "gpu_types": [{"id": t, "capacity": {"memory_gib": 16.0, "compute": 1.0}, "sharing": True}
                       for t in types],
         "nodes": [{"id": "node0", "gpus": {"V100": 2, "T4": 1}}],
         "jobs": [{"id": f"j{k}", "gpus": 1, "demand": {"memory_gib": memory, "compute": 0.1},

@@ -38,8 +38,10 @@ def static_fleet(objective: str, seed: int = 0) -> Instance:
                      "profit": {"A": float(rng.integers(5, 30)),
                                 "B": float(rng.integers(5, 30))}})
     return build_instance(parse_document({
-        "gpu_types": [{"id": "A", "capacity": {"memory": 16.0}, "cost_per_hour": 3.0},
-                      {"id": "B", "capacity": {"memory": 16.0}, "cost_per_hour": 1.0}],
+        "gpu_types": [{"id": "A", "capacity": {"memory": 16.0},
+                       "sharing": True, "cost_per_hour": 3.0},
+                      {"id": "B", "capacity": {"memory": 16.0},
+                       "sharing": True, "cost_per_hour": 1.0}],
         "nodes": [{"id": "a", "gpus": {"A": 4}}, {"id": "b", "gpus": {"B": 4}}],
         "jobs": jobs, "objective": objective,
     }, "<test>"), "<test>")
@@ -214,8 +216,10 @@ def large_static(objective: str) -> Instance:
              "cost": {"A": float(rng.integers(5, 30)), "B": float(rng.integers(5, 30))}}
             for k in range(600)]
     return build_instance(parse_document({
-        "gpu_types": [{"id": "A", "capacity": {"memory": 16.0}, "cost_per_hour": 3.0},
-                      {"id": "B", "capacity": {"memory": 16.0}, "cost_per_hour": 1.0}],
+        "gpu_types": [{"id": "A", "capacity": {"memory": 16.0},
+                       "sharing": True, "cost_per_hour": 3.0},
+                      {"id": "B", "capacity": {"memory": 16.0},
+                       "sharing": True, "cost_per_hour": 1.0}],
         "nodes": [{"id": f"n{i}", "gpus": {"AB"[i % 2]: 8}} for i in range(16)],
         "jobs": jobs, "objective": objective,
     }, "<test>"), "<test>")

@@ -52,7 +52,8 @@ def test_packing_bounds() -> None:
     """Volume bounds: 2.6 units of compute need 3 unit GPUs; load at least 2.6 / 4."""
     jobs = [{"id": f"j{i}", "demand": {"compute": 0.65}, "duration_s": 1} for i in range(4)]
     document = {
-        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}, "cost_per_hour": 2.0}],
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0},
+                       "sharing": True, "cost_per_hour": 2.0}],
         "nodes": [{"id": "n", "gpus": {"G": 4}}],
         "jobs": jobs,
         "objective": "min-gpus",
@@ -92,7 +93,7 @@ def test_fleet_too_small_is_explained() -> None:
     jobs = [{"id": f"j{i}", "demand": {"compute": 0.6}, "duration_s": 1} for i in range(4)]
     instance = instance_from(
         {
-            "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}}],
+            "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}, "sharing": True}],
             "nodes": [{"id": "n", "gpus": {"G": 2}}],
             "jobs": jobs,
             "objective": "min-gpus",
@@ -113,7 +114,8 @@ def test_jobs_limited_to_some_types_are_explained() -> None:
     ] + [{"id": "big", "demand": {"compute": 0.5}, "duration_s": 1}]
     instance = instance_from(
         {
-            "gpu_types": [{"id": t, "capacity": {"compute": 1.0}} for t in ("A100", "L4")],
+            "gpu_types": [{"id": t, "capacity": {"compute": 1.0},
+                           "sharing": True} for t in ("A100", "L4")],
             "nodes": [{"id": "n", "gpus": {"A100": 4, "L4": 2}}],
             "jobs": jobs,
             "objective": "min-gpus",
@@ -135,8 +137,8 @@ def test_workload_bound_counts_each_jobs_own_run_time() -> None:
     ``100 a <= C`` for the fast GPU, so ``C >= 2000/11``.
     """
     instance = build_instance(parse_document({
-        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}},
-                      {"id": "slow", "capacity": {"compute": 1.0}}],
+        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}, "sharing": True},
+                      {"id": "slow", "capacity": {"compute": 1.0}, "sharing": True}],
         "nodes": [{"id": "a", "gpus": {"fast": 1}}, {"id": "b", "gpus": {"slow": 100}}],
         "jobs": [{"id": f"L{k}", "demand": {"compute": 1.0}, "preemptible": True,
                   "duration_s": {"fast": 100, "slow": 1000}} for k in (1, 2)],
@@ -153,7 +155,8 @@ def test_makespan_area_weighs_slow_gpus_less() -> None:
     (Any plan takes 400 s on the fast GPU, or 1000 s on a slow one.)
     """
     instance = instance_from({
-        "gpu_types": [{"id": t, "capacity": {"compute": 1.0}} for t in ("fast", "slow")],
+        "gpu_types": [{"id": t, "capacity": {"compute": 1.0},
+                       "sharing": True} for t in ("fast", "slow")],
         "nodes": [{"id": "a", "gpus": {"fast": 1}}, {"id": "b", "gpus": {"slow": 4}}],
         "jobs": [{"id": f"j{k}", "demand": {"compute": 1.0},
                   "duration_s": {"fast": 100, "slow": 1000}} for k in range(4)],
@@ -166,7 +169,7 @@ def test_makespan_area_weighs_slow_gpus_less() -> None:
 def test_weighted_completion_counts_the_wait_for_a_shared_gpu() -> None:
     """Two jobs of 1 s and 2 s on one GPU: 1 + 3 = 4 at best, where chains see only 3."""
     instance = instance_from({
-        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}}],
+        "gpu_types": [{"id": "G", "capacity": {"compute": 1.0}, "sharing": True}],
         "nodes": [{"id": "n", "gpus": {"G": 1}}],
         "jobs": [{"id": f"j{p}", "demand": {"compute": 1.0}, "duration_s": p}
                  for p in (1, 2)],

@@ -31,7 +31,8 @@ def test_jobs_that_fit_together_share_a_gpu() -> None:
     """Three jobs of a third of a GPU run at once on the one GPU; list scheduling queues them."""
     third = {"memory_gib": 5.0, "compute": 0.3}
     instance = build_instance(parse_document({
-        "gpu_types": [{"id": "G", "capacity": {"memory_gib": 16.0, "compute": 1.0}}],
+        "gpu_types": [{"id": "G", "capacity": {"memory_gib": 16.0, "compute": 1.0},
+                       "sharing": True}],
         "nodes": [{"id": "n", "gpus": {"G": 1}}],
         "jobs": [{"id": f"j{k}", "demand": third, "duration_s": 100} for k in range(3)]
         + [{"id": "big", "demand": {"memory_gib": 12.0, "compute": 0.5}, "duration_s": 50}],
@@ -50,8 +51,8 @@ def test_a_target_makespan_sends_jobs_to_slow_gpus_that_would_idle() -> None:
     ends by the target on the slow one goes there, and the fast-only job starts earlier.
     """
     instance = build_instance(parse_document({
-        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}},
-                      {"id": "slow", "capacity": {"compute": 1.0}}],
+        "gpu_types": [{"id": "fast", "capacity": {"compute": 1.0}, "sharing": True},
+                      {"id": "slow", "capacity": {"compute": 1.0}, "sharing": True}],
         "nodes": [{"id": "f", "gpus": {"fast": 1}}, {"id": "s", "gpus": {"slow": 1}}],
         "jobs": [{"id": "a", "demand": {"compute": 1.0}, "duration_s": {"fast": 10, "slow": 20}},
                  {"id": "b", "demand": {"compute": 1.0}, "duration_s": {"fast": 10, "slow": 20}},
@@ -138,7 +139,7 @@ def test_lns_keeps_a_valid_plan_no_worse_than_its_start(
     assert improved.subproblems >= 1
     assert improved.objective <= hoods.objective(start)
     assert improved.objective == hoods.objective(improved.values)
-    job, types, gpus, begin, end = model.decode(improved.values)
+    job, types, gpus, begin, end, _ = model.decode(improved.values)
     result = Result(status=Status.FEASIBLE, objective=float(end.max()), bound=None,
                     solver="lns", job=job, gpu_type=types, gpus=gpus, start=begin, end=end)
     assert verified(instance, result)

@@ -75,6 +75,23 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "yaml_alias.yaml": ("", "YAML at line 2, column 10: aliases (*a0) are not allowed"),
     "duplicate_key.yaml": ("", "YAML at line 40, column 3: key 'weight' is given twice in one "
                            "mapping (lines 30 and 40)"),
+    # The cluster's shape: multi-node gangs, topology, whole GPUs.
+    "gpus_per_node_not_divisor.json": ("jobs[1].gpus_per_node (job 'train-fleet')",
+                                       "gpus 12 is not a multiple of gpus_per_node 8"),
+    "gpus_per_node_cpu_only.json": ("jobs[6].gpus_per_node (job 'preprocess')",
+                                    "a CPU-only job (gpus 0) has no GPUs to spread"),
+    "too_few_nodes.json": ("jobs[1].gpus_per_node", "needs 5 nodes with 8 GPUs of one type "
+                           "(gpus 40, gpus_per_node 8), but only 4 node(s) hold 8 GPUs"),
+    "gang_larger_than_domain.json": ("jobs[1].topology.required",
+                                     "requires its gang within one 'rack' (required) and needs "
+                                     "4 nodes with 8 GPUs"),
+    "unlabelled_node.json": ("jobs[0].topology.required",
+                             "node 'b2' holds GPUs it may use and is in no 'rack'"),
+    "unknown_topology_level.json": ("nodes[0].topology.pod", "unknown topology level 'pod'"),
+    "preferred_without_slowdown.json": ("jobs[2].topology (job 'tune')",
+                                        "preferred and spread_slowdown go together"),
+    "load_balance_of_whole_gpus.json": ("gpu_types[0].sharing",
+                                        "GPU type 'H100' is held whole"),
 }
 
 

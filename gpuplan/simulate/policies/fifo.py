@@ -53,11 +53,13 @@ class Fifo:
         jobs = view.jobs
         if not self.preemptive:
             # Running jobs keep their GPUs whatever the order says, and a waiting job
-            # whose gang no node holds free of a type it may use cannot start: leaving
-            # both out keeps the engine's walk over the order short when the queue is long.
+            # whose share of a gang on one node no node holds free of a type it may use
+            # cannot start: leaving both out keeps the engine's walk over the order short
+            # when the queue is long.
             instance = view.instance
             jobs = jobs[view.running_type[jobs] < 0]
-            fits = instance.eligible[jobs] & (instance.gang[jobs, None] <= view.largest)
+            fits = instance.eligible[jobs] & (instance.gpus_per_node[jobs, None]
+                                              <= view.largest)
             jobs = jobs[fits.any(axis=1)]
         key = self.key(view, jobs)
         if key is None:
