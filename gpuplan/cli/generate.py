@@ -22,7 +22,7 @@ from gpuplan.core.files import check_output, write_text_atomic
 from gpuplan.core.instance import MAX_GPUS, MAX_JOBS, MAX_TIME_S
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.settings import MAX_SEED
-from gpuplan.harness.library import GENERATORS, VARIANTS, operator_document
+from gpuplan.harness.library import GENERATORS, VARIANTS, operator_document, racks_document
 from gpuplan.readers.gavel import read_throughputs
 from gpuplan.readers.generate import SPEEDUP, gavel_document, generate_document
 from gpuplan.readers.instance_file import instance_from_data
@@ -95,7 +95,10 @@ def register(commands: Commands) -> None:
     library = parser.add_argument_group("instance library batches (with --library)")
     library.add_argument("--library", choices=GENERATORS, default=unset,
                          help="generate a batch of instances/library (the third kind; takes "
-                         "--jobs, --seed, --objective and --variant)")
+                         "--jobs, --seed, --objective and, for operator, --variant): operator "
+                         "(A100, H100 and L4 nodes, mixed gangs, shared GPUs, dependencies, "
+                         "deadlines) or racks (H100 nodes in racks with CPUs and memory that "
+                         "bind, multi-node gangs bound to a rack)")
     library.add_argument("--variant", choices=list(VARIANTS), default=unset,
                          help="the batch's variant (default: "
                          f"{default_of(operator_document, 'variant')}): "
@@ -139,7 +142,7 @@ def generate(args: argparse.Namespace) -> int:
         document, fleet = _gavel(args), f"--cluster {args.cluster}"
     elif hasattr(args, "library"):
         document = _library(args)
-        fleet = f"{len(document['nodes'])} nodes of the operator fleet"
+        fleet = f"{len(document['nodes'])} nodes of the {args.library} fleet"
     else:
         document, fleet = _nodes(args), f"{args.nodes} nodes"
     # Validate before writing: a generated file must load as it is.
@@ -198,6 +201,10 @@ def _library(args: argparse.Namespace) -> dict[str, Any]:
             "node fleets and Gavel workloads")
     _refuse(args, GAVEL_FLAGS, kind, "Gavel workloads (--cluster)")
     try:
+        if args.library == "racks":
+            _refuse(args, {"variant": "--variant"}, "a racks batch (--library racks)",
+                    "operator batches (--library operator)")
+            return racks_document(args.jobs, **given(args, "seed", "objective"))
         return operator_document(args.jobs, **given(args, "seed", "variant", "objective"))
     except ValueError as exc:
         raise InputError("--objective", "", str(exc)) from None

@@ -25,7 +25,7 @@ from gpuplan.cli.common import (
 )
 from gpuplan.cli.solve import add_method_flag, given_options, method_flags
 from gpuplan.core.errors import InputError
-from gpuplan.core.files import check_output
+from gpuplan.core.files import check_output, write_text_atomic
 from gpuplan.core.instance import MAX_JOBS, MAX_TIME_S
 from gpuplan.core.schedule import Schedule
 from gpuplan.hybrid.compare import diff, eta
@@ -33,7 +33,7 @@ from gpuplan.hybrid.replan import changed_instances, replan, whatif
 from gpuplan.hybrid.residual import Costs
 from gpuplan.methods import METHODS, get_method
 from gpuplan.readers import load_data
-from gpuplan.readers.changes import Changes
+from gpuplan.readers.changes import Changes, changed_document
 
 
 def _method_arguments(parser: argparse.ArgumentParser, able: list[str], default: str) -> None:
@@ -82,6 +82,9 @@ def register(commands: Commands) -> None:
                         help="move at most N jobs that had a slot (default: no cap)")
     parser.add_argument("--json", action="store_true", help="print the disruption as JSON")
     parser.add_argument("-o", "--output", metavar="NEW.json", help="write the new schedule here")
+    parser.add_argument("--write-instance", metavar="FILE",
+                        help="also write the changed instance the new schedule plans (what "
+                        "check, eta and export read beside it)")
     parser.set_defaults(run=_replan)
 
     parser = commands.add_parser(
@@ -130,12 +133,19 @@ def _replan(args: argparse.Namespace) -> int:
     method = get_method(args.method)
     options = given_options(args, method)
     run = settings(args)
+    inputs = [args.instance, args.previous, args.changes]
     if args.output is not None:
-        check_output(args.output, [args.instance, args.previous, args.changes])
+        check_output(args.output, inputs)
+    if args.write_instance is not None:
+        check_output(args.write_instance, inputs, "--write-instance")
+        if args.output is not None and Path(args.write_instance).resolve() == Path(
+                args.output).resolve():
+            raise InputError("--write-instance", "", "names the same file as -o")
     changes = Changes.read(args.changes)
     previous = Schedule.read(args.previous)
-    before, changed = changed_instances(_document(args.instance), args.instance, changes,
-                                        args.at, args.changes)
+    document = _document(args.instance)
+    before, changed = changed_instances(document, args.instance, changes, args.at,
+                                        args.changes)
     costs = Costs(args.restore_s, args.migrate_s, args.move_s, args.same_start_s)
     done = replan(before, changed, previous, args.at, changes, method.name, run, costs,
                   args.max_changes, (str(args.previous), args.changes), options)
@@ -150,6 +160,10 @@ def _replan(args: argparse.Namespace) -> int:
             schedule.write(args.output)
         except OSError as exc:
             raise InputError(args.output, "", f"cannot write the schedule: {exc}") from None
+    if args.write_instance is not None:
+        # The changed instance under the name the schedule plans, so that it reads beside it.
+        written = {**changed_document(document, changes, args.changes), "name": before.name}
+        write_text_atomic(Path(args.write_instance), json.dumps(written, indent=1) + "\n")
     hurt = done.disruption
     if args.json:
         sys.stdout.write(json.dumps({"objective": schedule.objective, "bound": schedule.bound,

@@ -52,7 +52,7 @@ from gpuplan.parts.construct import list_schedule
 from gpuplan.readers.instance_file import instance_from_data
 
 #: The library's generators, by the name ``gpuplan generate --library`` takes.
-GENERATORS = ("operator",)
+GENERATORS = ("operator", "racks")
 
 #: GPU types of the fleet: id, memory in GiB, price per GPU-hour (USD, on-demand list
 #: prices of 2024-2026 clouds), nodes per 150 jobs, GPUs per node.
@@ -346,3 +346,88 @@ def _loosen(document: dict[str, Any]) -> None:
             jobs[j]["deadline_s"] = _rounded(np.array([jobs[j]["deadline_s"] * LOOSEN]),
                                              ROUND_S, up=True)[0]
         instance = _instance(document)
+
+
+#: The ``racks`` batch: jobs per node of the fleet, nodes per rack, GPUs (H100) per node,
+#: and each node's CPUs (cores, as cpu_milli) and host memory (MiB).
+RACK_JOBS_PER_NODE, RACK_NODES, RACK_GPUS = 12.5, 4, 8
+RACK_CPU_MILLI, RACK_MEMORY_MIB = 96_000, 1_048_576
+#: Gang sizes of the ``racks`` batch and their probabilities; gangs of 16 and 32 span
+#: 2 and 4 whole nodes and must stay within one rack.
+RACK_GANGS = ((1, 2, 4, 8, 16, 32), (0.45, 0.2, 0.15, 0.1, 0.06, 0.04))
+#: Cores and host memory (GiB) per GPU a job asks for, with probabilities: on average
+#: 16.6 cores a GPU where a node has 12, so its 96 cores run out before its 8 GPUs do.
+RACK_CORES = ((8, 12, 16, 24, 32), (0.2, 0.25, 0.25, 0.2, 0.1))
+RACK_MEMORY_GIB = ((32, 64, 128, 192), (0.3, 0.3, 0.25, 0.15))
+#: Run time on an H100, log-uniform, seconds (whole minutes).
+RACK_RUN_S = (600.0, 4 * 3600.0)
+
+
+def racks_document(jobs: int = 200, seed: int = 0,
+                   objective: str = "makespan") -> dict[str, Any]:
+    """A nightly batch on a fleet in racks, where node CPUs and memory bind.
+
+    The fleet: ``jobs / 12.5`` nodes (at least 4) of 8 H100s, 96 cores and 1 TiB each, in
+    racks of 4 nodes. The jobs: gangs of 1-32 GPUs (:data:`RACK_GANGS`; those of 16 and 32
+    spread over whole nodes and stay within one rack), each drawing per GPU on its node the
+    cores and host memory of :data:`RACK_CORES` and :data:`RACK_MEMORY_GIB` (capped at a
+    node's), run times log-uniform over :data:`RACK_RUN_S`, all released at 0. GPUs are
+    held whole. Every draw comes from ``numpy.random.default_rng(seed)`` in a fixed order.
+
+    Parameters
+    ----------
+    jobs
+        Number of jobs.
+    seed
+        The seed: the same arguments give the same document.
+    objective
+        A time-based objective, or max-weight.
+
+    Raises
+    ------
+    ValueError
+        For an objective the batch has no data for, or fewer than one job.
+    """
+    usable = [k.value for k in ObjectiveKind
+              if not k.is_static or k is ObjectiveKind.MAX_WEIGHT]
+    if objective not in usable:
+        raise ValueError(f"the batch has no data for objective {objective!r}; choose from "
+                         f"{', '.join(usable)}")
+    if jobs < 1:
+        raise ValueError("jobs must be at least 1")
+    rng = np.random.default_rng(seed)
+    n_nodes = max(RACK_NODES, round(jobs / RACK_JOBS_PER_NODE))
+    nodes = [{"id": f"h{n:03d}", "gpus": {"H100": RACK_GPUS},
+              "resources": {"cpu_milli": RACK_CPU_MILLI, "memory_mib": RACK_MEMORY_MIB},
+              "topology": {"rack": f"r{n // RACK_NODES:02d}"}} for n in range(n_nodes)]
+    # The last rack may be short: gangs bound to a rack fit the full ones.
+    gang = rng.choice(RACK_GANGS[0], size=jobs, p=RACK_GANGS[1])
+    cores = rng.choice(RACK_CORES[0], size=jobs, p=RACK_CORES[1])
+    memory = rng.choice(RACK_MEMORY_GIB[0], size=jobs, p=RACK_MEMORY_GIB[1])
+    run = _rounded(_log_uniform(rng, RACK_RUN_S, jobs), MINUTE_S)
+    weight = rng.choice(WEIGHTS[0], size=jobs, p=WEIGHTS[1])
+    documents: list[dict[str, Any]] = []
+    for j in range(jobs):
+        per_node = int(min(gang[j], RACK_GPUS))
+        job: dict[str, Any] = {
+            "id": f"job{j:04d}", "gpus": int(gang[j]), "duration_s": run[j],
+            "node_demand": {
+                "cpu_milli": min(RACK_CPU_MILLI, int(cores[j]) * per_node * 1000),
+                "memory_mib": min(RACK_MEMORY_MIB, int(memory[j]) * per_node * 1024)},
+            "weight": int(weight[j]),
+        }
+        if gang[j] > RACK_GPUS:
+            job["gpus_per_node"] = RACK_GPUS
+            job["topology"] = {"required": "rack"}
+        documents.append(job)
+    return {
+        "name": f"racks-{jobs}-s{seed}" + (f"-{OBJECTIVE_SUFFIX.get(objective, objective)}"
+                                           if objective != "makespan" else ""),
+        "description": f"gpuplan generate --library racks --jobs {jobs} --seed {seed}"
+                       + ("" if objective == "makespan" else f" --objective {objective}")
+                       + f": {n_nodes} nodes of 8 H100, 96 cores and 1 TiB in racks of "
+                       f"{RACK_NODES}; node CPUs and memory bind; see docs/library.md",
+        "topology": {"levels": ["rack"]},
+        "gpu_types": [{"id": "H100", "capacity": {"memory_gib": 80}, "cost_per_hour": 6.98}],
+        "nodes": nodes, "jobs": documents, "objective": objective,
+    }

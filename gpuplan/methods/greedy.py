@@ -2,9 +2,11 @@
 
 The baseline every other method must beat: one deterministic pass of
 :func:`~gpuplan.parts.construct.best_fit_decreasing` or
-:func:`~gpuplan.parts.construct.list_schedule`. In a re-plan it is the repair: every job
-stays in its previous slot where that still fits, in the previous plan's order, and the
-others follow where they finish first (:func:`~gpuplan.parts.construct.repair_keys`).
+:func:`~gpuplan.parts.construct.list_schedule` (its single-GPU jobs then re-seated in the
+fullest topology domains, :func:`~gpuplan.parts.compact.compact`). In a re-plan it is
+the repair: every job stays in its previous slot where that still fits, in the previous
+plan's order, and the others follow where they finish first
+(:func:`~gpuplan.parts.construct.repair_keys`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from gpuplan.core.options import NoOptions
 from gpuplan.core.result import Result
 from gpuplan.core.settings import Context, WarmStart
 from gpuplan.methods.base import MethodDefaults
+from gpuplan.parts.compact import compact
 from gpuplan.parts.construct import best_fit_decreasing, list_schedule, repair_keys
 
 
@@ -55,5 +58,5 @@ class GreedyMethod(MethodDefaults):
             return best_fit_decreasing(instance, budget=context.budget)
         keep = context.keep
         if keep is None:
-            return list_schedule(instance, budget=context.budget)
+            return compact(instance, list_schedule(instance, budget=context.budget))
         return list_schedule(instance, repair_keys(instance, keep), context.budget, keep)

@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.status import TOLERANCE
 
@@ -322,7 +322,8 @@ def area_bound(instance: Instance) -> float:
     the jobs that cannot start before ``a`` (their head: release and predecessors at
     their fastest) all run in ``[a, C]``, so ``C >= a + sum_j min_t lambda_t * work[j, t]
     / sum_t lambda_t * gpus_t``; those followed by chains of at least ``b`` run in
-    ``[0, C - b]``. The best over resources, functions, weights, heads and tails.
+    ``[0, C - b]``. The best over resources, functions, weights, heads and tails, and the
+    same count of node resources (:func:`_node_area`).
     """
     head = earliest_completion(instance).time - instance.min_duration
     tail = tails(instance)
@@ -334,7 +335,7 @@ def area_bound(instance: Instance) -> float:
     functions: list[Callable[[FloatArray], FloatArray]] = [np.asarray,
                                                            partial(dff_rounding, k=1)]
     orders = [np.argsort(-offset, kind="stable") for offset in (head, tail)]
-    best = 0.0
+    best = _node_area(instance, head, tail, orders)
     for r in range(len(instance.packing_resources)):
         for f in functions:
             held = np.where(instance.eligible, instance.gang[:, None]
@@ -348,6 +349,56 @@ def area_bound(instance: Instance) -> float:
                 total = np.cumsum(least[:, order], axis=1) / fleet[:, None]
                 best = max(best, float((offset[order][None] + total).max(initial=0.0)))
     return best
+
+
+def _node_area(instance: Instance, head: FloatArray, tail: FloatArray,
+               orders: list[IntArray]) -> float:
+    """:func:`area_bound` of the node resources: their time over the fleet's capacity.
+
+    A job draws its node demand on each of its nodes for its whole run, so it holds
+    ``gang_nodes * node_demand * duration`` of a resource's node-seconds at least (on its
+    fastest type); the nodes hold their summed capacity per second. A job that takes every
+    GPU of its nodes leaves their resources to no other job (:func:`_whole_nodes`): it
+    counts a whole node's.
+    """
+    if not instance.node_demand.any():
+        return 0.0
+    duration = np.where(instance.eligible, instance.duration, np.inf).min(axis=1)
+    whole = _whole_nodes(instance)
+    best = 0.0
+    for q in range(len(instance.node_resources)):
+        supply = float(instance.node_capacity[:, q].sum())
+        # A job that takes every GPU of its nodes keeps all of each node's resource from
+        # other GPU jobs: it holds at least the smallest capacity of a node it may use.
+        smallest = np.array([instance.node_capacity[hosts, q].min(initial=np.inf)
+                             for hosts in whole])
+        draw = np.where(np.isfinite(smallest), np.maximum(instance.node_demand[:, q],
+                                                          smallest), instance.node_demand[:, q])
+        least = instance.gang_nodes * draw * duration
+        for offset, order in zip((head, tail), orders, strict=True):
+            total = np.cumsum(least[order]) / supply
+            best = max(best, float((offset[order] + total).max(initial=0.0)))
+    return best
+
+
+def _whole_nodes(instance: Instance) -> list[BoolArray]:
+    """Per job, the nodes it may use when it takes all of their GPUs there, else none.
+
+    A job takes every GPU of each node it runs on when each node holding its GPUs per
+    node of a type it may use holds no other GPU. With CPU-only jobs about (they share a
+    node whose GPUs are all taken), no job counts as taking whole nodes.
+    """
+    none = np.zeros(instance.n_nodes, dtype=bool)
+    if (instance.gang == 0).any():
+        return [none] * instance.n_jobs
+    total = instance.node_gpus.sum(axis=1)
+    out: list[BoolArray] = []
+    for j in range(instance.n_jobs):
+        per_node = int(instance.gpus_per_node[j])
+        hosts = np.asarray((instance.node_gpus[:, instance.eligible[j]] >= per_node)
+                           .any(axis=1), dtype=bool)
+        out.append(hosts if hosts.any() and (total[hosts] == per_node).all() else none)
+    return out
 
 
 def objective_bound(instance: Instance) -> float:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import GAVEL, Gpuplan
 
-from gpuplan.harness.library import VARIANTS, operator_document
+from gpuplan.harness.library import VARIANTS, operator_document, racks_document
 
 THROUGHPUTS = GAVEL / "simulation_throughputs.json"
 GAVEL_RUN = ("generate", "--cluster", "36:36:36", "--gpus-per-node", "4", "--jobs", "300",
@@ -77,7 +77,25 @@ def test_library_batch_file(gpuplan: Gpuplan, tmp_path: Path) -> None:
     assert json.loads(out.read_text())["name"] == "operator-chains-30-s4-weighted"
 
 
+def test_racks_batch_file(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--library racks writes a fleet in racks whose CPUs bind, with multi-node gangs.
+
+    Every gang of more than 8 GPUs spans whole nodes and stays within a rack; the jobs
+    draw CPUs and memory per node within a node's; greedy plans it, verified.
+    """
+    out = tmp_path / "racks.json"
+    assert gpuplan("generate", "--library", "racks", "--jobs", "40", "--seed", "3",
+                   "-o", out).code == 0
+    document = json.loads(out.read_text())
+    assert document == racks_document(40, 3)
+    assert len(document["nodes"]) == 4 and document["topology"] == {"levels": ["rack"]}
+    big = [j for j in document["jobs"] if j["gpus"] > 8]
+    assert all(j["gpus_per_node"] == 8 and j["topology"] == {"required": "rack"} for j in big)
+    assert gpuplan("solve", out, "-o", tmp_path / "plan.json").code == 0
+
+
 @pytest.mark.parametrize(("args", "flag", "says"), [
+    (("--library", "racks", "--variant", "tight"), "--variant", "--library racks"),
     (("--library", "operator", "--nodes", "2"), "--library", "not both"),
     (("--library", "operator", "--types", "v100"), "--types", "is a flag of node fleets"),
     (("--library", "operator", "--deadlines", "0.5"), "--deadlines", "a flag of node fleets"),
