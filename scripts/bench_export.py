@@ -6,14 +6,16 @@ Usage:
 
 Two tables:
 
-1. Every method on every shipped instance (``instances/*.json``, and the campus fleet
-   imported from ``instances/clusters/slurm.conf`` under ``jobs.yaml``), solved with
-   ``--time-limit``: the plan exported to Slurm (``--rehearse true``), and every script of
-   it submitted to ``sbatch --test-only`` on the emulated cluster of its fleet (started by
-   ``.ci/slurm-up``, named by ``GPUPLAN_SLURM_CLUSTERS``; without it the column says so);
-   then exported to Kueue and Volcano, every manifest checked against the projects' CRD
-   schemas and ``kubernetes-validate`` (``tests/exporters/k8s_schemas.py``), or refused
-   with its reason.
+1. Every method on every shipped instance (``instances/*.json``, the campus fleet
+   imported from ``instances/clusters/slurm.conf`` under ``jobs.yaml``, and the racks
+   fleet of the live tests, ``tests/data/slurm/racks.json``: multi-node gangs in racks,
+   node CPUs and memory, a sharing L4), solved with ``--time-limit``: the plan exported
+   to Slurm (``--rehearse true``; shards for a fleet with a sharing GPU type), and every
+   script of it submitted to ``sbatch --test-only`` on the emulated cluster of its fleet
+   (started by ``.ci/slurm-up``, named by ``GPUPLAN_SLURM_CLUSTERS``; without it the
+   column says so); then exported to Kueue and Volcano (time-slicing for a sharing type),
+   every manifest checked against the projects' CRD schemas and ``kubernetes-validate``
+   (``tests/exporters/k8s_schemas.py``), or refused with its reason.
 2. Export time of a ``gpuplan generate --jobs N`` plan (greedy), each exporter through the
    library, the plan's verification included, best of three; written to disk and to a
    tmpfs (see :func:`speed_table`).
@@ -49,7 +51,10 @@ EPOCH = "2026-12-08T20:00:00+00:00"
 #: The emulated cluster of each fleet (a folder of GPUPLAN_SLURM_CLUSTERS, .ci/slurm-up).
 CLUSTER_OF = {"quickstart": "quickstart", "gavel_makespan": "makespan",
               "gavel_cluster_500": "cluster500", "gavel_cluster_500_long": "cluster500",
-              "campus": "campus"}
+              "campus": "campus", "racks": "racks"}
+#: The export flags that give jobs sharing a GPU to Slurm and to Kubernetes.
+SHARDS = ("--gpu-sharing", "shard")
+TIME_SLICING = ("--gpu-sharing", "time-slicing", "--replicas", "4")
 
 
 def run(*command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -81,11 +86,12 @@ def test_only(out: Path, fleet: str) -> str:
     return f"{len(scripts) - rejected} of {len(scripts)}"
 
 
-def kubernetes(plan: Path, instance: Path, folder: Path, target: str) -> str:
+def kubernetes(plan: Path, instance: Path, folder: Path, target: str,
+               flags: tuple[str, ...]) -> str:
     """Export to ``target``; manifests passing the schemas, or the refusal."""
     out = folder / target
     done = run(GPUPLAN, "export", target, str(plan), "--instance", str(instance), "-o",
-               str(out), "--epoch", EPOCH, "--rehearse", "true")
+               str(out), "--epoch", EPOCH, "--rehearse", "true", *flags)
     if done.returncode != 0:
         return f"refused (exit {done.returncode}): {last_line(done)}"
     found = documents(out)
@@ -98,11 +104,13 @@ def methods_table(limit: float, folder: Path) -> list[str]:
     instances = {path.stem: path for path in sorted((ROOT / "instances").glob("*.json"))}
     clusters = ROOT / "instances" / "clusters"
     instances["campus"] = folder / "campus.json"
+    instances["racks"] = ROOT / "tests" / "data" / "slurm" / "racks.json"
     run(GPUPLAN, "import", "slurm", str(clusters / "slurm.conf"), str(clusters / "gres.conf"),
         "--jobs", str(clusters / "jobs.yaml"), "-o", str(instances["campus"]))
     rows = ["| instance | method | plan | segments | Slurm export s | sbatch --test-only "
             "accepted | Kueue | Volcano |", "|---|---|---|---:|---:|---|---|---|"]
     for name, instance in instances.items():
+        sharing = bool(read_instance(instance).shared.any())
         for method in METHODS:
             plan = folder / f"{name}-{method}.json"
             solved = run(GPUPLAN, "solve", str(instance), "--method", method, "--time-limit",
@@ -116,14 +124,16 @@ def methods_table(limit: float, folder: Path) -> list[str]:
             out = folder / f"{name}-{method}-slurm"
             began = time.perf_counter()
             exported = run(GPUPLAN, "export", "slurm", str(plan), "--instance", str(instance),
-                           "-o", str(out), "--epoch", EPOCH, "--rehearse", "true")
+                           "-o", str(out), "--epoch", EPOCH, "--rehearse", "true",
+                           *(SHARDS if sharing else ()))
             seconds = time.perf_counter() - began
             accepted = (test_only(out, name) if exported.returncode == 0 else
                         f"refused: {last_line(exported)}")
+            where, flags = folder / f"{name}-{method}", TIME_SLICING if sharing else ()
             rows.append(f"| {name} | {method} | {schedule['status']} | "
                         f"{len(schedule['segments'])} | {seconds:.2f} | {accepted} | "
-                        f"{kubernetes(plan, instance, folder / f'{name}-{method}', 'kueue')} | "
-                        f"{kubernetes(plan, instance, folder / f'{name}-{method}', 'volcano')} |")
+                        f"{kubernetes(plan, instance, where, 'kueue', flags)} | "
+                        f"{kubernetes(plan, instance, where, 'volcano', flags)} |")
             print(rows[-1], flush=True)
     return rows
 

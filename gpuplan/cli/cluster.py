@@ -1,6 +1,7 @@
 """``gpuplan import`` and ``gpuplan export``: fleets from cluster managers, plans to them.
 
-``import slurm|kubernetes`` reads a cluster's own description into an instance file;
+``import slurm|kubernetes`` reads a cluster's own description (nodes, GPUs, CPUs and
+memory, and the network's topology when asked) into an instance file;
 ``import sacct`` reads what a Slurm cluster ran into a schedule, verified against the
 plan's instance. ``export NAME`` writes a verified plan (or, for ``slurm-conf``, the
 fleet) in the files of a registered exporter (:data:`~gpuplan.exporters.EXPORTERS`); each
@@ -23,7 +24,7 @@ from gpuplan.exporters import EXPORTERS
 from gpuplan.exporters.base import check_plan, write_files
 from gpuplan.readers import read_instance
 from gpuplan.readers.fleet import fleet_document
-from gpuplan.readers.kubernetes import read_kubernetes_fleet
+from gpuplan.readers.kubernetes import parse_level_labels, read_kubernetes_fleet
 from gpuplan.readers.slurm import SACCT_COMMAND, read_sacct, read_slurm_fleet
 from gpuplan.verify import verify_schedule
 
@@ -41,26 +42,37 @@ def _register_import(commands: Commands) -> None:
         "jobs to, or under the jobs of --jobs FILE), or what a Slurm cluster ran into a "
         "schedule of the plan's instance.")
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
-    slurm = kinds.add_parser("slurm", help="the GPU nodes of slurm.conf (and gres.conf)",
+    slurm = kinds.add_parser("slurm", help="the GPU nodes of slurm.conf (and gres.conf, "
+                             "topology.conf)",
                              description="NodeName lines with Gres=gpu:TYPE:N, CPUs and "
                              "RealMemory (ranges like gpu[01-16], NodeName=DEFAULT, "
                              "Include); untyped GPUs take their types from gres.conf.")
     slurm.add_argument("conf", metavar="slurm.conf")
     slurm.add_argument("gres", nargs="?", metavar="gres.conf")
+    slurm.add_argument("--topology", metavar="topology.conf",
+                       help="the switch tree of Slurm's topology/tree plugin: levels tier1 "
+                       "(the leaf switches), tier2 (the switches above them), ..., each node "
+                       "labelled with its switch at each")
     kube = kinds.add_parser("kubernetes", help="the GPU nodes of kubectl get nodes -o json",
                             description="Nodes with nvidia.com/gpu allocatable (else "
                             "capacity), typed by the nvidia.com/gpu.product label, with "
                             "their CPUs and memory.")
     kube.add_argument("conf", metavar="NODES.json")
+    kube.add_argument("--topology", metavar="LEVEL=LABEL,...",
+                      help="topology levels, widest first, each read from a node label "
+                      "(e.g. block=cloud.provider.com/topology-block,"
+                      "rack=cloud.provider.com/topology-rack)")
     for sub in (slurm, kube):
         sub.add_argument("--jobs", metavar="INSTANCE",
                          help="an instance file whose jobs and objective the fleet is put "
                          "under (its GPU types keep their capacities); the result must "
                          "validate")
-        sub.add_argument("--node-resources", action="store_true",
-                         help="also read each node's CPUs and memory as the node resources "
-                         "cpu_milli and memory_mib (simulate and replay place them; the "
-                         "planning methods plan GPUs only)")
+        sub.add_argument("--node-resources", action=argparse.BooleanOptionalAction,
+                         default=True,
+                         help="read each node's CPUs and memory as the node resources "
+                         "cpu_milli and memory_mib, which jobs' node_demand draws on "
+                         "(default: true; an instance whose jobs draw none plans the GPUs "
+                         "alone)")
         sub.add_argument("--name", help="the instance's name without --jobs (default: the "
                          "file's stem)")
         sub.add_argument("-o", "--output", required=True, metavar="INSTANCE.json")
@@ -83,22 +95,30 @@ def _register_import(commands: Commands) -> None:
 
 def import_fleet(args: argparse.Namespace) -> int:
     """Read the fleet, put it under the jobs if given, validate and write."""
-    inputs = [p for p in (args.conf, getattr(args, "gres", None), args.jobs) if p]
+    topology_file = args.topology if args.kind == "slurm" else None
+    inputs = [p for p in (args.conf, getattr(args, "gres", None), topology_file, args.jobs)
+              if p]
     target = check_output(args.output, inputs)
     if args.jobs is not None and args.name is not None:
         raise InputError("--name", "", "--name names a fleet written alone; with --jobs "
                          "the instance keeps its file's name")
     if args.kind == "slurm":
-        fleet = read_slurm_fleet(args.conf, args.gres)
+        fleet = read_slurm_fleet(args.conf, args.gres, topology_file)
     else:
-        fleet = read_kubernetes_fleet(args.conf)
+        try:
+            levels = parse_level_labels(args.topology) if args.topology else ()
+        except ValueError as exc:
+            raise InputError("--topology", "", str(exc)) from None
+        fleet = read_kubernetes_fleet(args.conf, levels)
     document = fleet_document(fleet, args.conf, args.name or Path(args.conf).stem, args.jobs,
                               args.node_resources)
     write_text_atomic(target, json.dumps(document, indent=1) + "\n")
     gpus = sum(sum(node["gpus"].values()) for node in fleet["nodes"])
+    levels = fleet.get("topology", {}).get("levels", [])
     console.print(f"wrote {args.output}: {len(fleet['nodes'])} nodes, {gpus} GPUs of "
                   f"{len(fleet['gpu_types'])} type(s) "
                   f"({', '.join(t['id'] for t in fleet['gpu_types'])})"
+                  + (f", topology {' > '.join(levels)}" if levels else "")
                   + ("" if args.jobs else "; add the jobs to plan"), markup=False)
     return ExitCode.OK
 

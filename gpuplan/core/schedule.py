@@ -747,6 +747,10 @@ def write_document(out: IO[bytes], head: Schedule, segments: Iterable[Segment],
 
     fields = head.model_dump(mode="json", exclude={"segments", "events"}
                              | ({"run"} if head.run is None else set()))
+    verification = fields.get("verification")
+    if isinstance(verification, dict) and verification.get("topology") is None:
+        # An instance without topology: written as before plans reported topology facts.
+        del verification["topology"]
     put("{\n")
     for k, (name, value) in enumerate(fields.items()):
         if name == "unplaced":

@@ -5,20 +5,30 @@ An exporter is a :class:`~gpuplan.core.options.Part` whose :meth:`Exporter.files
 files by relative path. :func:`check_plan` is the only way to a :class:`CheckedPlan`, so
 no exporter can write a plan the verifier has not passed; :func:`write_files` writes all
 files or none.
+
+What the targets share beyond that: the GPUs the plan gives to several jobs at once
+(:attr:`CheckedPlan.crowds`, which every exporter refuses unless it can express them),
+the nodes of a multi-node gang (:func:`segment_nodes`), the instance's topology as a tree
+of named domains (:func:`domain_tree`: Slurm's switches, Volcano's HyperNodes) and names
+a target takes (:func:`safe_name`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
+
+import numpy as np
 
 from gpuplan.core.errors import InputError, RejectedScheduleError, setting
 from gpuplan.core.files import check_output_folder, write_files_atomic
@@ -76,6 +86,15 @@ class CheckedPlan:
     jobs: tuple[PlannedJob, ...]
     epoch: datetime | None
 
+    @cached_property
+    def crowds(self) -> tuple[Crowd, ...]:
+        """Every interval over which several segments hold one GPU, earliest first.
+
+        Back-to-back segments (one ends as the next starts) do not overlap, as in the
+        verifier.
+        """
+        return _crowds(self.instance, [s for job in self.jobs for s in job.segments])
+
     def at(self, seconds: float) -> datetime:
         """The UTC wall-clock time ``seconds`` after the epoch, to the whole second after.
 
@@ -93,6 +112,102 @@ class CheckedPlan:
         exact = self.epoch.astimezone(UTC) + timedelta(seconds=seconds)
         whole = exact.replace(microsecond=0)
         return whole if whole == exact else whole + timedelta(seconds=1)
+
+
+@dataclass(frozen=True)
+class Crowd:
+    """An interval over which the same several segments hold one GPU at once.
+
+    Attributes
+    ----------
+    gpu
+        The GPU's id.
+    start_s, end_s
+        The interval, in seconds from the epoch.
+    segments
+        The segments holding the GPU over it (two or more), by job id.
+    """
+
+    gpu: str
+    start_s: float
+    end_s: float
+    segments: tuple[Segment, ...]
+
+    @property
+    def holders(self) -> str:
+        """The jobs holding the GPU, for messages: ``'a' and 'b'``."""
+        names = [repr(s.job) for s in self.segments]
+        return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _crowds(instance: Instance, segments: Sequence[Segment]) -> tuple[Crowd, ...]:
+    """The :class:`Crowd` of every GPU that two of ``segments`` hold at once."""
+    counts = [len(s.gpu_ids) for s in segments]
+    owner = np.repeat(np.arange(len(segments)), counts)
+    if not owner.size:
+        return ()
+    gpu = np.fromiter((instance.gpu_index[g] for s in segments for g in s.gpu_ids),
+                      dtype=np.int64, count=owner.size)
+    start = np.array([s.start_s for s in segments])[owner]
+    end = np.array([s.end_s for s in segments])[owner]
+    # A sweep over every GPU's events at once finds the GPUs ever held twice: ends sort
+    # before starts at the same instant, and each GPU's running count returns to zero.
+    keys, times = np.concatenate([gpu, gpu]), np.concatenate([start, end])
+    step = np.concatenate([np.ones(gpu.size), -np.ones(gpu.size)])
+    order = np.lexsort((step, times, keys))
+    busy = np.unique(keys[order][np.cumsum(step[order]) > 1])
+    found: list[Crowd] = []
+    for g in busy.tolist():
+        mine = np.flatnonzero(gpu == g)
+        events = sorted([(float(end[k]), 0, int(owner[k])) for k in mine]
+                        + [(float(start[k]), 1, int(owner[k])) for k in mine])
+        held: set[int] = set()
+        for (time, is_start, k), after in zip(events, [*events[1:], None], strict=True):
+            if is_start:
+                held.add(k)
+            else:
+                held.discard(k)
+            if after is not None and after[0] > time and len(held) > 1:
+                found.append(Crowd(instance.gpu_ids[g], time, after[0], tuple(
+                    sorted((segments[m] for m in held), key=lambda s: s.job))))
+    return tuple(sorted(found, key=lambda crowd: crowd.start_s))
+
+
+def refuse_crowd(plan: CheckedPlan, crowd: Crowd, target: str, how: str) -> InputError:
+    """The refusal of a plan that gives ``crowd``'s GPU to several jobs at once.
+
+    Parameters
+    ----------
+    plan
+        The plan.
+    crowd
+        The GPU, the jobs and the interval.
+    target
+        What cannot run it as it is (``a Slurm GPU runs one job at a time``).
+    how
+        How the export can express it, for a GPU type declared sharing (the flag to use).
+    """
+    instance = plan.instance
+    gpu_type = instance.type_ids[instance.gpu_type[instance.gpu_index[crowd.gpu]]]
+    if instance.shared[instance.type_index[gpu_type]]:
+        fix = f"{gpu_type} is declared sharing: {how}"
+    else:
+        fix = (f"{gpu_type} GPUs are held whole (these are colocation partners): plan "
+               "without space sharing, or declare the type sharing: true")
+    return InputError(plan.source, f"segments of job {crowd.segments[0].job!r}",
+                      f"GPU {crowd.gpu} is held by {crowd.holders} at once from "
+                      f"{crowd.start_s:g} s to {crowd.end_s:g} s: {target}; {fix}")
+
+
+def segment_nodes(instance: Instance, segment: Segment) -> tuple[str, ...]:
+    """The nodes a segment runs on, by node index: its GPUs' (its own for a CPU-only job).
+
+    A multi-node gang's segment names the first of them as its ``node``.
+    """
+    if not segment.gpu_ids:
+        return (segment.node,)
+    nodes = np.unique(instance.gpu_node[[instance.gpu_index[g] for g in segment.gpu_ids]])
+    return tuple(instance.node_ids[n] for n in nodes.tolist())
 
 
 def check_plan(instance: Instance, schedule: Schedule, source: str,
@@ -157,6 +272,116 @@ def slurm_name(name: str, what: str, source: str, path: str) -> str:
                          "is: use letters, digits and . _ + @ - (at most 200, starting "
                          "with a letter or digit)")
     return name
+
+
+def safe_name(text: str, valid: re.Pattern[str], unsafe: str, limit: int,
+              lower: bool = False) -> str:
+    """``text`` as a name a target takes; when it has to change, a hash keeps it unique.
+
+    Parameters
+    ----------
+    text
+        The name wanted.
+    valid
+        What the target takes.
+    unsafe
+        A character class of what it does not (``[^a-z0-9]``): runs of it become ``-``.
+    limit
+        The longest name it takes.
+    lower
+        Whether the target takes lower case only.
+    """
+    if len(text) <= limit and valid.match(text):
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    stem = re.sub(f"{unsafe}+", "-", text.lower() if lower else text).strip("-")
+    stem = stem[:limit - 9].strip("-")
+    return f"{stem}-{digest}" if stem else f"x-{digest}"
+
+
+def slurm_safe(text: str) -> str:
+    """``text`` as a Slurm name (:data:`SLURM_NAME`), hashed apart when it has to change."""
+    return safe_name(text, SLURM_NAME, r"[^A-Za-z0-9._+@-]", 200)
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One domain of the instance's topology as a target names it: a switch, a HyperNode.
+
+    Attributes
+    ----------
+    name
+        Its name for the target.
+    tier
+        1 for the narrowest level, up to the number of levels for the widest.
+    level
+        Its level's name.
+    nodes
+        A leaf's nodes (empty for a domain over others).
+    children
+        The names of the domains under it (empty for a leaf).
+    """
+
+    name: str
+    tier: int
+    level: str
+    nodes: tuple[str, ...]
+    children: tuple[str, ...]
+
+
+def domain_tree(instance: Instance, name: Callable[[str], str]) -> tuple[Domain, ...]:
+    """The topology as a tree of domains, leaves first: each holds nodes or domains, not both.
+
+    A domain of each level, named by ``name`` from its level and id (``rack-b1-r3`` for
+    rack ``b1/r3``); the narrowest level's list their nodes, wider ones the domains under
+    them. A node labelled down to a wider level only sits in a leaf of its own under its
+    deepest domain (``rack-b1-unlabelled``), since Slurm's switches and Volcano's
+    HyperNodes hold nodes or other domains but not both. A node without any label is in
+    none.
+
+    Raises
+    ------
+    InputError
+        When two domains get one name.
+    """
+    levels, last = instance.levels, len(instance.levels) - 1
+    flat = [[domain.replace("/", "-") for domain in row] for row in instance.domain_ids]
+    leaves: dict[tuple[int, int], list[str]] = {}
+    for n, node in enumerate(instance.node_ids):
+        labelled = np.flatnonzero(instance.node_domain[n] >= 0)
+        if labelled.size:
+            deepest = int(labelled[-1])
+            leaves.setdefault((deepest, int(instance.node_domain[n, deepest])), []).append(node)
+    # Leaves of their own, under the domain their nodes' labels end at.
+    extra: dict[tuple[int, int], str] = {}
+    domains: list[Domain] = []
+    for (i, d), nodes in sorted(leaves.items()):
+        if i < last:
+            extra[(i, d)] = name(f"{levels[last]}-{flat[i][d]}-unlabelled")
+            domains.append(Domain(extra[(i, d)], 1, levels[last], tuple(nodes), ()))
+    under: dict[tuple[int, int], list[str]] = {}
+    for i in range(last, -1, -1):
+        # A domain's wider domain is any of its nodes' (a domain is named by its path).
+        wider = np.zeros(len(instance.domain_ids[i]), dtype=np.int64)
+        if i:
+            inside = instance.node_domain[:, i] >= 0
+            wider[instance.node_domain[inside, i]] = instance.node_domain[inside, i - 1]
+        for d in range(len(instance.domain_ids[i])):
+            own = name(f"{levels[i]}-{flat[i][d]}")
+            children = under.get((i, d), []) + ([extra[(i, d)]] if (i, d) in extra else [])
+            domains.append(Domain(own, len(levels) - i, levels[i],
+                                  tuple(leaves.get((i, d), [])) if i == last else (),
+                                  tuple(children)))
+            if i:
+                under.setdefault((i - 1, int(wider[d])), []).append(own)
+    named: dict[str, Domain] = {}
+    for domain in domains:
+        other = named.setdefault(domain.name, domain)
+        if other is not domain:
+            raise InputError(instance.source, "topology", f"a {other.level} and a "
+                             f"{domain.level} both become the name {domain.name!r}: rename "
+                             "one of their labels")
+    return tuple(domains)
 
 
 def limit_s(length_s: float, margin: float) -> int:

@@ -13,16 +13,25 @@ Kubernetes has no start-time field, so the plan reaches the cluster in three way
   Kueue it also holds a job until its predecessors succeeded (and drops it when one
   failed). Volcano takes the instance's dependencies natively, as a JobFlow.
 
+A multi-node gang is one pod per node, each with the node's share of the gang, pinned to
+the gang's nodes and kept apart by a required pod anti-affinity on the host name, all
+admitted together (Kueue's single PodSet, Volcano's ``minAvailable``). The topology goes
+to Kueue as a ``Topology`` (levels by node label, with ``label-nodes.sh`` to label the
+nodes) and the podset topology annotations, and to Volcano as ``HyperNode`` objects and
+each job's ``networkTopology``.
+
 What is not guaranteed: that a job starts *at* its planned time (a cluster busier than
 planned admits it later), and, once created, Kueue orders by priority before creation
-time. Paused plans (several segments per job) and space-shared GPUs are refused, since a
-pod neither pauses at a planned time nor shares an ``nvidia.com/gpu``.
+time. Paused plans (several segments per job) are refused, since a pod does not pause at
+a planned time; so is a GPU held by several jobs at once, since an ``nvidia.com/gpu``
+belongs to one pod, unless its type is declared sharing and the export asks for NVIDIA's
+time-slicing (``--gpu-sharing time-slicing``): the jobs on such GPUs then ask for
+``nvidia.com/gpu.shared``, which gives no GPU index and no memory isolation.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 import re
@@ -37,19 +46,32 @@ import yaml
 from gpuplan._version import __version__
 from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import Instance
-from gpuplan.core.options import option
+from gpuplan.core.options import option, parse_number
 from gpuplan.exporters.base import (
     CheckedPlan,
     PlannedJob,
     command_of,
+    domain_tree,
     epoch_option,
     limit_s,
     margin_option,
+    refuse_crowd,
     rehearse_option,
+    safe_name,
+    segment_nodes,
 )
+from gpuplan.readers.kubernetes import LABEL_KEY, parse_level_labels
 
+#: The API version of the Kueue objects (its CRDs' stored version).
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 #: The extended resource of NVIDIA's device plugin.
 GPU_RESOURCE = "nvidia.com/gpu"
+#: The resource of its time-sliced GPUs (``renameByDefault: true``).
+SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
+#: The node label of a node's host name, which keeps a gang's pods on distinct nodes.
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+#: The node label key of a topology level unless ``--topology-label`` gives one.
+DEFAULT_LEVEL_LABEL = "topology.gpuplan.io/{level}"
 #: The node label NVIDIA's GPU feature discovery sets to the GPU's product name.
 GPU_LABEL = "nvidia.com/gpu.product"
 #: The image a rehearsal runs (it only sleeps).
@@ -59,17 +81,14 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Leaves room within 63 for a JobFlow's prefix (16 and '-') and pods' '-worker-NN'.
 _NAME_MAX = 36
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _PLAIN_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*$")
 
 
 def dns_name(text: str, limit: int = _NAME_MAX) -> str:
     """``text`` as a DNS-1123 label; when it has to change, a hash of it keeps it unique."""
-    if len(text) <= limit and _DNS_LABEL.match(text):
-        return text
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    stem = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit - 9].strip("-")
-    return f"{stem}-{digest}" if stem else f"x-{digest}"
+    return safe_name(text, _DNS_LABEL, "[^a-z0-9]", limit, lower=True)
 
 
 def _scalar(value: Any) -> str:
@@ -149,6 +168,24 @@ class KubernetesOptions:
                         "(default: gpuplan)", metavar="NAME")
     gpu_label: str = option(GPU_LABEL, "--gpu-label", "the node label holding the GPU "
                             f"type (default: {GPU_LABEL})", metavar="KEY")
+    gpu_sharing: str = option("none", "--gpu-sharing", "none: a GPU belongs to one pod; "
+                              "time-slicing: jobs on GPUs of types declared sharing ask for "
+                              f"{SHARED_GPU_RESOURCE} (NVIDIA's device plugin, renameByDefault)"
+                              " (default: none)", choices=("none", "time-slicing"))
+    replicas: int | None = option(None, "--replicas", "with --gpu-sharing time-slicing: the "
+                                  "device plugin's replicas per GPU, the most jobs one GPU "
+                                  "may hold at once", parse=parse_number(int, 1, 1000),
+                                  metavar="R")
+
+
+@dataclass(frozen=True)
+class KueueOptions(KubernetesOptions):
+    """Options of ``gpuplan export kueue``."""
+
+    topology_label: tuple[tuple[str, str], ...] = option(
+        (), "--topology-label", "the node label of each topology level, as "
+        "LEVEL=KEY,... (default: topology.gpuplan.io/LEVEL)", parse=parse_level_labels,
+        metavar="LEVEL=KEY,...")
 
 
 @dataclass(frozen=True)
@@ -169,18 +206,13 @@ def _check(instance: Instance, plan: CheckedPlan, o: KubernetesOptions) -> _Name
     if not o.rehearse and o.image is None:
         raise InputError(setting("image"), "", "give the container image that runs the jobs' "
                          "commands (--image), or export with --rehearse true")
+    _check_sharing(instance, plan, o)
     for job in plan.jobs:
-        where = f"segments of job {job.id!r}"
-        shared = next((s.partner for s in job.segments if s.partner is not None), None)
-        if shared is not None:
-            raise InputError(plan.source, where, f"job {job.id!r} shares its GPUs with "
-                             f"{shared!r}: an nvidia.com/gpu belongs to one pod; plan "
-                             "without space sharing")
         if len(job.segments) > 1:
-            raise InputError(plan.source, where, f"job {job.id!r} is planned in "
-                             f"{len(job.segments)} segments (paused or moved): a pod cannot "
-                             "pause at a planned time; export it to Slurm (segment chains), "
-                             "or plan without preemption")
+            raise InputError(plan.source, f"segments of job {job.id!r}", f"job {job.id!r} is "
+                             f"planned in {len(job.segments)} segments (paused or moved): a "
+                             "pod cannot pause at a planned time; export it to Slurm (segment "
+                             "chains), or plan without preemption")
     names = {job.id: dns_name(job.id) for job in plan.jobs}
     taken: dict[str, str] = {}
     for job_id, name in names.items():
@@ -193,19 +225,85 @@ def _check(instance: Instance, plan: CheckedPlan, o: KubernetesOptions) -> _Name
     return _Names(names, {t: dns_name(t) for t in instance.type_ids}, priority)
 
 
+def _check_sharing(instance: Instance, plan: CheckedPlan, o: KubernetesOptions) -> None:
+    """Refuse a GPU held by several jobs at once that time-slicing cannot give them.
+
+    Raises
+    ------
+    InputError
+        Without time-slicing, for the first such GPU (naming it, the jobs, the time and
+        the flags); with it, for ``replicas`` missing, a GPU of a type not declared
+        sharing, a GPU held by more jobs at once than ``replicas``, or a node holding
+        sharing and whole GPU types (the device plugin time-slices all GPUs of a node);
+        ``replicas`` without time-slicing.
+    """
+    slicing = o.gpu_sharing == "time-slicing"
+    if slicing != (o.replicas is not None):
+        raise InputError(setting("replicas"), "", "--gpu-sharing time-slicing and "
+                         "--replicas R go together: R is the device plugin's replicas of "
+                         "each GPU")
+    why = f"an {GPU_RESOURCE} belongs to one pod"
+    how = ("export with --gpu-sharing time-slicing --replicas R (R: the replicas of NVIDIA's "
+           "device plugin time-slicing, with renameByDefault)")
+    for crowd in plan.crowds:
+        if not slicing or not instance.shared[instance.gpu_type[instance.gpu_index[crowd.gpu]]]:
+            raise refuse_crowd(plan, crowd, why, how)
+        if len(crowd.segments) > (o.replicas or 0):
+            raise InputError(plan.source, f"segments of job {crowd.segments[0].job!r}",
+                             f"GPU {crowd.gpu} is held by {crowd.holders} at once from "
+                             f"{crowd.start_s:g} s to {crowd.end_s:g} s: {len(crowd.segments)} "
+                             f"jobs, more than the {o.replicas} --replicas of a time-sliced "
+                             "GPU")
+    if slicing:
+        for n, node in enumerate(instance.node_ids):
+            held = instance.node_gpus[n] > 0
+            if (held & instance.shared).any() and (held & ~instance.shared).any():
+                raise InputError(instance.source, f"nodes[{n}].gpus", f"node {node!r} holds "
+                                 "GPU types declared sharing and held whole, but NVIDIA's "
+                                 "device plugin time-slices all GPUs of a node alike")
+
+
+def _gpu_resource(instance: Instance, o: KubernetesOptions, job: PlannedJob) -> str:
+    """The extended resource a job's pods ask for: time-sliced GPUs of a sharing type."""
+    shared = instance.shared[instance.type_index[job.segments[0].gpu_type]]
+    return SHARED_GPU_RESOURCE if o.gpu_sharing == "time-slicing" and shared else GPU_RESOURCE
+
+
+def _pods(instance: Instance, job: PlannedJob, one_per_gpu: bool) -> tuple[int, int]:
+    """How many pods a job runs and how many GPUs each asks for.
+
+    A pod per node of a multi-node gang with the node's GPUs; a pod per GPU of a
+    single-node gang when ``one_per_gpu`` (Volcano's ranks), else one pod.
+    """
+    segment = job.segments[0]
+    nodes = len(segment_nodes(instance, segment))
+    gpus = len(segment.gpu_ids)
+    if nodes > 1:
+        return nodes, gpus // nodes
+    return (gpus, 1) if one_per_gpu and gpus > 1 else (1, gpus)
+
+
 def _pod_spec(instance: Instance, plan: CheckedPlan, o: KubernetesOptions, job: PlannedJob,
-              gpus: int, deadline: bool) -> dict[str, Any]:
-    """The pod template's spec: pinned to the node, the GPUs, the command."""
+              pods: tuple[int, int], deadline: bool) -> dict[str, Any]:
+    """The pod template's spec: pinned to the nodes, the GPUs, the command.
+
+    ``pods``: the job's pods and GPUs per pod (:func:`_pods`). The node demand, per node,
+    is split over the pods on a node (rounded down, so that pods the plan packs on a node
+    fit it); a multi-node gang's pods are kept on distinct nodes by a pod anti-affinity.
+    """
     segment = job.segments[0]
     length = segment.end_s - segment.start_s
     command = command_of(instance, job.index, o.rehearse, instance.source)
-    limits: dict[str, str] = {GPU_RESOURCE: str(gpus)} if gpus else {}
+    count, gpus = pods
+    nodes = segment_nodes(instance, segment)
+    limits: dict[str, str] = {_gpu_resource(instance, o, job): str(gpus)} if gpus else {}
+    on_a_node = count // len(nodes)
     requests: dict[str, str] = {}
     for resource, key, unit in (("cpu_milli", "cpu", "m"), ("memory_mib", "memory", "Mi")):
         if resource in instance.node_resources:
             amount = instance.node_demand[job.index, instance.node_resources.index(resource)]
-            if amount > 0:
-                requests[key] = f"{math.ceil(amount)}{unit}"
+            if math.floor(amount / on_a_node) > 0:
+                requests[key] = f"{math.floor(amount / on_a_node)}{unit}"
     resources: dict[str, Any] = {"limits": limits} if limits else {}
     if requests:
         resources["requests"] = requests
@@ -221,11 +319,17 @@ def _pod_spec(instance: Instance, plan: CheckedPlan, o: KubernetesOptions, job: 
     }
     if resources:
         container["resources"] = resources
+    affinity: dict[str, Any] = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In",
+                              "values": list(nodes)}]}]}}}
+    if len(nodes) > 1:
+        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"gpuplan.io/job": _job_label(job)}},
+             "topologyKey": HOSTNAME_LABEL}]}
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchFields": [
-                {"key": "metadata.name", "operator": "In", "values": [segment.node]}]}]}}},
+        "affinity": affinity,
         "containers": [container],
     }
     if deadline:
@@ -238,13 +342,17 @@ def _annotations(plan: CheckedPlan, job: PlannedJob) -> dict[str, str]:
     return {"gpuplan.io/job": job.id,
             "gpuplan.io/planned-start": plan.at(segment.start_s).isoformat(),
             "gpuplan.io/planned-end": plan.at(segment.end_s).isoformat(),
-            "gpuplan.io/planned-node": segment.node,
+            "gpuplan.io/planned-node": ",".join(segment_nodes(plan.instance, segment)),
             "gpuplan.io/planned-gpus": ",".join(segment.gpu_ids)}
 
 
-def _labels(names: _Names, job: PlannedJob) -> dict[str, str]:
-    label = job.id if len(job.id) <= 63 and _LABEL_VALUE.match(job.id) else names.jobs[job.id]
-    return {"app.kubernetes.io/managed-by": "gpuplan", "gpuplan.io/job": label}
+def _job_label(job: PlannedJob) -> str:
+    """The job's ``gpuplan.io/job`` label: its id, else its Kubernetes name."""
+    return job.id if len(job.id) <= 63 and _LABEL_VALUE.match(job.id) else dns_name(job.id)
+
+
+def _labels(job: PlannedJob) -> dict[str, str]:
+    return {"app.kubernetes.io/managed-by": "gpuplan", "gpuplan.io/job": _job_label(job)}
 
 
 def _file(k: int, width: int, name: str) -> str:
@@ -271,19 +379,30 @@ class _KubernetesExporter:
               options: Any) -> dict[str, str]:
         """``queue.yaml``, the manifests under ``jobs/`` and ``submit.sh``.
 
+        With a topology, ``topology.yaml`` too (and what else :meth:`topology` writes).
+
         Raises
         ------
         InputError
-            For a plan without an epoch, a paused or space-shared job, a job without a
-            command (unless rehearsing) or without ``--image``, or names that collide.
+            For a plan without an epoch, a paused job, a GPU held by several jobs at once
+            that the export cannot give them, a job without a command (unless rehearsing)
+            or without ``--image``, names that collide, or a topology the target cannot
+            take.
         """
         assert plan is not None
         o: KubernetesOptions = options
         names = _check(instance, plan, o)
-        files = {"queue.yaml": manifests_yaml(self.queue(instance, plan, o, names))}
+        files = self.topology(instance, o)
+        files["queue.yaml"] = manifests_yaml(self.queue(instance, plan, o, names))
         setup, timed = self.manifests(instance, plan, o, names, files)
-        files["submit.sh"] = self._submit(instance, plan, o, setup, timed)
+        files["submit.sh"] = self._submit(instance, plan, o, [
+            *(["topology.yaml"] if "topology.yaml" in files else []), "queue.yaml", *setup],
+            timed)
         return files
+
+    def topology(self, instance: Instance, o: KubernetesOptions) -> dict[str, str]:
+        """The files that give the cluster the instance's topology (none without one)."""
+        raise NotImplementedError
 
     def queue(self, instance: Instance, plan: CheckedPlan, o: KubernetesOptions,
               names: _Names) -> list[dict[str, Any]]:
@@ -311,6 +430,7 @@ class _KubernetesExporter:
 
     def _submit(self, instance: Instance, plan: CheckedPlan, o: KubernetesOptions,
                 setup: list[str], timed: list[_Timed]) -> str:
+        """The gating controller: applies ``setup`` in order, then creates ``timed``."""
         lines = [
             "#!/bin/bash",
             f"# gpuplan {__version__}: a gating controller for the plan {plan.source} of "
@@ -330,7 +450,6 @@ class _KubernetesExporter:
             '  if [ "$left" -gt 0 ]; then sleep "$left"; fi',
             "}",
             *(self.gate(o) if any(item.waits for item in timed) else []),
-            "kubectl apply -f queue.yaml",
             *(f"kubectl apply -f {path}" for path in setup),
         ]
         # Planned order is creation order, which the FIFO queues keep.
@@ -348,10 +467,18 @@ class _KubernetesExporter:
         return "\n".join(lines) + "\n"
 
 
-def _fleet_quota(instance: Instance, covered: list[str], t: int) -> dict[str, str]:
-    """The GPUs of type ``t``, and the CPUs and memory of the nodes holding them."""
+def _fleet_quota(instance: Instance, o: KubernetesOptions, covered: list[str],
+                 t: int) -> dict[str, str]:
+    """The GPUs of type ``t`` (time-sliced: R per GPU), and its nodes' CPUs and memory.
+
+    Every covered resource has a quota, 0 where the type has none.
+    """
     holders = instance.node_gpus[:, t] > 0
-    quota = {GPU_RESOURCE: str(int(instance.node_gpus[:, t].sum()))}
+    count = int(instance.node_gpus[:, t].sum())
+    sliced = o.gpu_sharing == "time-slicing" and bool(instance.shared[t])
+    quota = {GPU_RESOURCE: "0" if sliced else str(count)}
+    if SHARED_GPU_RESOURCE in covered:
+        quota[SHARED_GPU_RESOURCE] = str(count * (o.replicas or 0)) if sliced else "0"
     for resource, key, unit in (("cpu_milli", "cpu", "m"), ("memory_mib", "memory", "Mi")):
         if key in covered:
             r = instance.node_resources.index(resource)
@@ -359,9 +486,12 @@ def _fleet_quota(instance: Instance, covered: list[str], t: int) -> dict[str, st
     return quota
 
 
-def _covered(instance: Instance, plan: CheckedPlan) -> list[str]:
-    """The resources the jobs ask for: the GPUs, and CPUs and memory when any job does."""
+def _covered(instance: Instance, plan: CheckedPlan, o: KubernetesOptions) -> list[str]:
+    """The resources the jobs ask for: GPUs, and time-sliced GPUs, CPUs and memory if any do."""
     covered = [GPU_RESOURCE]
+    if any(job.segments[0].gpu_ids and _gpu_resource(instance, o, job) == SHARED_GPU_RESOURCE
+           for job in plan.jobs):
+        covered.append(SHARED_GPU_RESOURCE)
     jobs = [j.index for j in plan.jobs]
     for resource, key in (("cpu_milli", "cpu"), ("memory_mib", "memory")):
         if resource in instance.node_resources and np.any(
@@ -370,38 +500,147 @@ def _covered(instance: Instance, plan: CheckedPlan) -> list[str]:
     return covered
 
 
+def _level_keys(instance: Instance, o: KueueOptions) -> list[str]:
+    """The node label key of each topology level: ``--topology-label``'s, else the default.
+
+    Raises
+    ------
+    InputError
+        For a level the instance lacks, a level whose default key is no label key, two
+        levels with one key, or the host name label above the lowest level.
+    """
+    given = dict(o.topology_label)
+    unknown = [level for level in given if level not in instance.levels]
+    if unknown:
+        raise InputError(setting("topology_label"), "", f"{unknown[0]!r} is not a topology "
+                         f"level of {instance.name!r} (levels: "
+                         f"{', '.join(instance.levels) or 'none'})")
+    keys = [given.get(level, DEFAULT_LEVEL_LABEL.format(level=level))
+            for level in instance.levels]
+    for level, key in zip(instance.levels, keys, strict=True):
+        if LABEL_KEY.match(key) is None:
+            raise InputError(instance.source, "topology.levels", f"level {level!r} makes "
+                             f"no node label key ({key!r}): give its label with "
+                             "--topology-label LEVEL=KEY")
+    twice = [key for k, key in enumerate(keys) if key in keys[:k]]
+    if twice or HOSTNAME_LABEL in keys[:-1]:
+        raise InputError(setting("topology_label"), "", f"{(twice or [HOSTNAME_LABEL])[0]!r}: "
+                         f"each level needs a label of its own, and {HOSTNAME_LABEL} can only "
+                         "be the lowest")
+    return keys
+
+
+def _own_label(instance: Instance, n: int, level: int) -> str:
+    """Node ``n``'s own label at a level: its domain's id less the wider domain's."""
+    ident = str(instance.domain_ids[level][instance.node_domain[n, level]])
+    if not level:
+        return ident
+    wider = str(instance.domain_ids[level - 1][instance.node_domain[n, level - 1]])
+    return ident[len(wider) + 1:]
+
+
+def _topology_annotation(instance: Instance, keys: list[str], j: int) -> dict[str, str]:
+    """Kueue's podset topology annotation of job ``j``: its required level, else preferred.
+
+    A preference narrower than a requirement has no annotation of its own (a podset takes
+    one of them); the plan's nodes keep it anyway.
+    """
+    if not len(instance.required_level):
+        return {}
+    for kind, level in (("required", instance.required_level[j]),
+                        ("preferred", instance.preferred_level[j])):
+        if level >= 0:
+            return {f"kueue.x-k8s.io/podset-{kind}-topology": keys[level]}
+    return {}
+
+
 class KueueExporter(_KubernetesExporter):
     """Kueue: flavors, a ClusterQueue and LocalQueue, priority classes, suspended Jobs."""
 
     name: ClassVar[str] = "kueue"
     description: ClassVar[str] = ("Kueue (v1beta2): a ResourceFlavor per GPU type, a "
                                   "StrictFIFO ClusterQueue with the fleet's quota, a "
-                                  "LocalQueue, and a suspended batch/v1 Job per job")
+                                  "LocalQueue, a suspended batch/v1 Job per job, and the "
+                                  "Topology with label-nodes.sh")
+    options_type: ClassVar[type[Any]] = KueueOptions
 
     def gate(self, o: KubernetesOptions) -> list[str]:
-        """``succeeded NAME``: polls the Job's succeeded and failed counts."""
+        """``succeeded NAME``: polls the Job's Complete and Failed conditions."""
         return [
             "succeeded() {  # succeeded NAME: wait for the Job to end; false when it failed",
             "  local state",
             "  while true; do",
             f"    state=$(kubectl -n {shlex.quote(o.namespace)} get job \"$1\" -o "
-            "jsonpath='{.status.succeeded}/{.status.failed}' 2>/dev/null || true)",
-            '    case "$state" in 1/*) return 0 ;; */[1-9]*) return 1 ;; esac',
+            "jsonpath='{.status.conditions[?(@.type==\"Complete\")].status}/"
+            "{.status.conditions[?(@.type==\"Failed\")].status}' 2>/dev/null || true)",
+            '    case "$state" in True/*) return 0 ;; */True) return 1 ;; esac',
             "    sleep 10",
             "  done",
             "}",
         ]
 
+    def topology(self, instance: Instance, o: KubernetesOptions) -> dict[str, str]:
+        """``topology.yaml``, the Topology of the levels' node labels, and ``label-nodes.sh``.
+
+        ``label-nodes.sh`` labels each node with its own label at each level (``kubectl
+        label node``), which Kueue reads the domains from; the host name is no level,
+        as the pods are pinned to their nodes.
+
+        Raises
+        ------
+        InputError
+            For ``--topology-label`` without topology levels or naming a level the
+            instance lacks, or a node label that is not a Kubernetes label value.
+        """
+        assert isinstance(o, KueueOptions)
+        if not instance.levels:
+            if o.topology_label:
+                raise InputError(setting("topology_label"), "", f"{instance.name!r} has no "
+                                 "topology levels")
+            return {}
+        keys = _level_keys(instance, o)
+        lines = [
+            "#!/bin/bash",
+            f"# gpuplan {__version__}: labels the nodes of {instance.name!r} with their "
+            "topology domains, the node labels of the Kueue Topology in topology.yaml.",
+            "# Run it once (it needs the right to label nodes) before submit.sh.",
+            "set -euo pipefail",
+        ]
+        for n, node in enumerate(instance.node_ids):
+            pairs = []
+            for i, key in enumerate(keys):
+                if instance.node_domain[n, i] < 0:
+                    break
+                value = _own_label(instance, n, i)
+                if len(value) > 63 or not _LABEL_VALUE.match(value):
+                    raise InputError(instance.source, f"nodes[{n}].topology.{instance.levels[i]}",
+                                     f"{value!r} is not a Kubernetes label value (at most 63 "
+                                     "letters, digits, '-', '_' and '.')")
+                pairs.append(shlex.quote(f"{key}={value}"))
+            if pairs:
+                lines.append(f"kubectl label node {shlex.quote(node)} {' '.join(pairs)} "
+                             "--overwrite")
+        return {"topology.yaml": manifest_yaml({
+                    "apiVersion": KUEUE_API, "kind": "Topology",
+                    "metadata": {"name": o.queue},
+                    "spec": {"levels": [{"nodeLabel": key} for key in keys]}}),
+                "label-nodes.sh": "\n".join(lines) + "\n"}
+
     def queue(self, instance: Instance, plan: CheckedPlan, o: KubernetesOptions,
               names: _Names) -> list[dict[str, Any]]:
-        """ResourceFlavors, the ClusterQueue, the LocalQueue, WorkloadPriorityClasses."""
-        api = "kueue.x-k8s.io/v1beta2"
-        covered = _covered(instance, plan)
+        """ResourceFlavors, the ClusterQueue, the LocalQueue, WorkloadPriorityClasses.
+
+        With a topology, each flavor names the Topology (``topologyName``).
+        """
+        api = KUEUE_API
+        covered = _covered(instance, plan, o)
         types = [t for t in range(len(instance.type_ids)) if instance.node_gpus[:, t].sum()]
+        topology = {"topologyName": o.queue} if instance.levels else {}
         flavors: list[dict[str, Any]] = [
             {"apiVersion": api, "kind": "ResourceFlavor",
              "metadata": {"name": names.flavors[instance.type_ids[t]]},
-             "spec": {"nodeLabels": {o.gpu_label: instance.type_ids[t]}}} for t in types]
+             "spec": {"nodeLabels": {o.gpu_label: instance.type_ids[t]}, **topology}}
+            for t in types]
         queue = {
             "apiVersion": api, "kind": "ClusterQueue", "metadata": {"name": o.queue},
             "spec": {
@@ -410,7 +649,7 @@ class KueueExporter(_KubernetesExporter):
                 "resourceGroups": [{"coveredResources": covered, "flavors": [
                     {"name": names.flavors[instance.type_ids[t]],
                      "resources": [{"name": name, "nominalQuota": quota}
-                                   for name, quota in _fleet_quota(instance, covered,
+                                   for name, quota in _fleet_quota(instance, o, covered,
                                                                    t).items()]}
                     for t in types]}],
             },
@@ -426,12 +665,20 @@ class KueueExporter(_KubernetesExporter):
 
     def manifests(self, instance: Instance, plan: CheckedPlan, o: KubernetesOptions,
                   names: _Names, files: dict[str, str]) -> tuple[list[str], list[_Timed]]:
-        """A suspended Job per job, created at its start once its predecessors succeeded."""
+        """A suspended Job per job, created at its start once its predecessors succeeded.
+
+        A multi-node gang's Job runs a pod per node (``parallelism`` and ``completions``,
+        indexed), which Kueue admits as one PodSet.
+        """
+        assert isinstance(o, KueueOptions)
+        keys = _level_keys(instance, o) if instance.levels else []
         timed = []
         width = len(str(len(plan.jobs)))
         for k, job in enumerate(plan.jobs, start=1):
+            pods = _pods(instance, job, one_per_gpu=False)
+            annotations = _topology_annotation(instance, keys, job.index)
             name = names.jobs[job.id]
-            labels = {**_labels(names, job), "kueue.x-k8s.io/queue-name": o.queue,
+            labels = {**_labels(job), "kueue.x-k8s.io/queue-name": o.queue,
                       "kueue.x-k8s.io/priority-class":
                           names.priority[float(instance.weight[job.index])][0]}
             path = _file(k, width, name)
@@ -441,13 +688,16 @@ class KueueExporter(_KubernetesExporter):
                              "labels": labels, "annotations": _annotations(plan, job)},
                 "spec": {
                     "suspend": True,
-                    "parallelism": 1,
-                    "completions": 1,
+                    "parallelism": pods[0],
+                    "completions": pods[0],
+                    # Pod k of a gang is the gang's rank k (JOB_COMPLETION_INDEX).
+                    **({"completionMode": "Indexed"} if pods[0] > 1 else {}),
                     "backoffLimit": 0,
                     "activeDeadlineSeconds": limit_s(job.end_s - job.start_s, o.time_margin),
-                    "template": {"metadata": {"labels": _labels(names, job)},
-                                 "spec": _pod_spec(instance, plan, o, job,
-                                                   len(job.segments[0].gpu_ids), False)},
+                    "template": {"metadata": {"labels": _labels(job),
+                                              **({"annotations": annotations}
+                                                 if annotations else {})},
+                                 "spec": _pod_spec(instance, plan, o, job, pods, False)},
                 },
             })
             timed.append(_Timed(job.start_s, path, name, tuple(
@@ -460,16 +710,47 @@ class VolcanoExporter(_KubernetesExporter):
 
     name: ClassVar[str] = "volcano"
     description: ClassVar[str] = ("Volcano: a fifo Queue with the fleet's capability, a "
-                                  "batch.volcano.sh Job per job (one pod per GPU, "
-                                  "minAvailable the gang), JobFlows for the dependencies")
+                                  "batch.volcano.sh Job per job (one pod per GPU, or per "
+                                  "node of a multi-node gang; minAvailable all of them), "
+                                  "JobFlows for the dependencies, HyperNodes for the "
+                                  "topology")
+
+    def topology(self, instance: Instance, o: KubernetesOptions) -> dict[str, str]:
+        """``topology.yaml``: a HyperNode per topology domain, tier 1 the narrowest level.
+
+        Tier-1 HyperNodes hold their nodes by name, wider ones the HyperNodes under them
+        (:func:`~gpuplan.exporters.base.domain_tree`).
+
+        Raises
+        ------
+        InputError
+            For a node name a HyperNode cannot match (not a DNS-1123 subdomain).
+        """
+        if not instance.levels:
+            return {}
+        for n, node in enumerate(instance.node_ids):
+            if instance.node_domain[n, 0] >= 0 and (len(node) > 253
+                                                    or not _DNS_SUBDOMAIN.match(node)):
+                raise InputError(instance.source, f"nodes[{n}].id", f"node {node!r} is not a "
+                                 "Kubernetes node name (a DNS-1123 subdomain), which a "
+                                 "HyperNode matches")
+        return {"topology.yaml": manifests_yaml([
+            {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+             "metadata": {"name": domain.name},
+             "spec": {"tier": domain.tier, "tierName": domain.level, "members": [
+                 {"type": "Node", "selector": {"exactMatch": {"name": node}}}
+                 for node in domain.nodes] + [
+                 {"type": "HyperNode", "selector": {"exactMatch": {"name": child}}}
+                 for child in domain.children]}}
+            for domain in domain_tree(instance, lambda text: dns_name(text, 63))])}
 
     def queue(self, instance: Instance, plan: CheckedPlan, o: KubernetesOptions,
               names: _Names) -> list[dict[str, Any]]:
         """The Queue, with the fleet's capability, and PriorityClasses."""
-        covered = _covered(instance, plan)
+        covered = _covered(instance, plan, o)
         capability: dict[str, list[str]] = {}
         for t in range(len(instance.type_ids)):
-            for key, value in _fleet_quota(instance, covered, t).items():
+            for key, value in _fleet_quota(instance, o, covered, t).items():
                 capability.setdefault(key, []).append(value)
         queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                  "metadata": {"name": o.queue},
@@ -485,20 +766,27 @@ class VolcanoExporter(_KubernetesExporter):
 
     def _spec(self, instance: Instance, plan: CheckedPlan, o: KubernetesOptions,
               names: _Names, job: PlannedJob) -> dict[str, Any]:
-        gang = len(job.segments[0].gpu_ids)
-        pods = max(gang, 1)
+        """A gang's spec: all its pods or none, within its topology tier."""
+        pods = _pods(instance, job, one_per_gpu=True)
         spec: dict[str, Any] = {
             "schedulerName": "volcano",
             "queue": o.queue,
-            "minAvailable": pods,
+            "minAvailable": pods[0],
             "maxRetry": 1,
             "priorityClassName": names.priority[float(instance.weight[job.index])][0],
-            "tasks": [{"name": "worker", "replicas": pods, "minAvailable": pods,
-                       "template": {"metadata": {"labels": _labels(names, job)},
-                                    "spec": _pod_spec(instance, plan, o, job, min(gang, 1),
-                                                      True)}}],
+            "tasks": [{"name": "worker", "replicas": pods[0], "minAvailable": pods[0],
+                       "template": {"metadata": {"labels": _labels(job)},
+                                    "spec": _pod_spec(instance, plan, o, job, pods, True)}}],
         }
-        if pods > 1:
+        if len(instance.required_level):
+            # The tier of a level: 1 for the narrowest, as topology.yaml numbers them.
+            for mode, level in (("hard", instance.required_level[job.index]),
+                                ("soft", instance.preferred_level[job.index])):
+                if level >= 0:
+                    spec["networkTopology"] = {
+                        "mode": mode, "highestTierAllowed": len(instance.levels) - int(level)}
+                    break
+        if pods[0] > 1:
             # VC_TASK_INDEX and the pods' host names, for a distributed job's ranks.
             spec["plugins"] = {"env": [], "svc": []}
         return spec
@@ -524,7 +812,7 @@ class VolcanoExporter(_KubernetesExporter):
                                else "flow.volcano.sh/v1alpha1"),
                 "kind": kind,
                 "metadata": {"name": name, "namespace": o.namespace,
-                             "labels": _labels(names, job),
+                             "labels": _labels(job),
                              "annotations": _annotations(plan, job)},
                 "spec": self._spec(instance, plan, o, names, job)})
             if kind == "Job":

@@ -3,17 +3,24 @@
 ``gpuplan export slurm`` writes one batch script per segment (a job run whole has one)
 under ``jobs/`` and ``submit.sh``, which submits them in planned start order with
 ``sbatch --parsable``, chains them with ``--dependency`` and writes ``job-ids.csv``. Each
-script starts where and when the plan says: ``--nodelist``, the GPUs' type and count,
-``--begin`` at the epoch plus the planned start (UTC, which ``submit.sh`` sets), ``--time``
-the planned length with a stated margin. A job the plan pauses (preempted or moved) is a
-chain of segments: each but the last is stopped at its planned length (``timeout`` sends
-SIGTERM, for the job to checkpoint) and the next waits for it (``afterany``) and its own
-``--begin``; ``GPUPLAN_SEGMENT`` tells the command which it is. Space-shared GPUs are
-refused: a Slurm GPU belongs to one job at a time.
+script starts where and when the plan says: ``--nodelist`` (every node of a multi-node
+gang, ``--nodes`` of them, one task on each), the GPUs' type and count per node, the node
+demand as ``--cpus-per-task`` and ``--mem`` (per node), ``--begin`` at the epoch plus the
+planned start (UTC, which ``submit.sh`` sets), ``--time`` the planned length with a stated
+margin, and ``--switches=1`` for a gang that must stay under one leaf switch. A job the
+plan pauses (preempted or moved) is a chain of segments: each but the last is stopped at
+its planned length (``timeout`` sends SIGTERM, for the job to checkpoint) and the next
+waits for it (``afterany``) and its own ``--begin``; ``GPUPLAN_SEGMENT`` tells the command
+which it is. A Slurm GPU belongs to one job at a time: a plan that gives one GPU to
+several jobs at once is refused, unless its type is declared sharing and the export asks
+for Slurm's shards (``--gpu-sharing shard``), as which those jobs then ask for their
+share of one GPU.
 
 ``gpuplan export slurm-conf`` writes the fleet's ``NodeName``, partition and ``gres.conf``
-lines; with ``--emulate`` a whole cluster on one machine (every ``slurmd`` on localhost,
-fake GPU device files), which is how the tests run plans on a real Slurm.
+lines (shards on the sharing GPUs when asked), and ``topology.conf`` for the
+``topology/tree`` plugin when the instance has a topology; with ``--emulate`` a whole
+cluster on one machine (every ``slurmd`` on localhost, fake GPU device files), which is
+how the tests run plans on a real Slurm.
 """
 
 from __future__ import annotations
@@ -29,14 +36,19 @@ from gpuplan._version import __version__
 from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import Instance
 from gpuplan.core.options import option, parse_bool, parse_number
+from gpuplan.core.schedule import Segment
 from gpuplan.exporters.base import (
     CheckedPlan,
     command_of,
+    domain_tree,
     epoch_option,
     limit_s,
     margin_option,
+    refuse_crowd,
     rehearse_option,
+    segment_nodes,
     slurm_name,
+    slurm_safe,
 )
 
 #: Seconds a paused segment's command has to checkpoint after SIGTERM before SIGKILL.
@@ -48,9 +60,27 @@ CPU_RESOURCE, MEMORY_RESOURCE = "cpu_milli", "memory_mib"
 
 
 @dataclass(frozen=True)
-class SlurmOptions:
+class ShardOptions:
+    """The GPU sharing options the scripts and the cluster's configuration must agree on."""
+
+    gpu_sharing: str = option("none", "--gpu-sharing", "none: a GPU runs one job at a "
+                              "time; shard: GPUs of types declared sharing carry "
+                              "--shards-per-gpu shards, and jobs sharing one ask for "
+                              "theirs (default: none)", choices=("none", "shard"))
+    shards_per_gpu: int = option(100, "--shards-per-gpu", "with --gpu-sharing shard: shards "
+                                 "per sharing GPU, the same in the scripts and the cluster's "
+                                 "gres.conf (default: 100)",
+                                 parse=parse_number(int, 1, 1_000_000), metavar="S")
+
+
+@dataclass(frozen=True)
+class SlurmOptions(ShardOptions):
     """Options of ``gpuplan export slurm``."""
 
+    share_resource: str | None = option(
+        None, "--share-resource", "with --gpu-sharing shard: the per-GPU resource whose "
+        "share of the GPU a job's shards are (default: compute, else the first)",
+        metavar="NAME")
     epoch: Any = epoch_option()
     time_margin: float = margin_option()
     rehearse: bool = rehearse_option()
@@ -71,6 +101,80 @@ def _check_fleet(instance: Instance) -> None:
         slurm_name(node, "node", instance.source, f"nodes[{n}].id")
     for t, gpu_type in enumerate(instance.type_ids):
         slurm_name(gpu_type, "GPU type", instance.source, f"gpu_types[{t}].id")
+
+
+def shards(plan: CheckedPlan, o: SlurmOptions) -> dict[tuple[str, float], int]:
+    """The shards each segment that shares a GPU asks for, by job id and start.
+
+    A segment holding a GPU with others at some time asks for its share of one GPU:
+    its demand over the type's capacity on the share resource, times ``shards_per_gpu``,
+    rounded up (at least 1). Every other segment holds whole GPUs.
+
+    Raises
+    ------
+    InputError
+        Without ``gpu_sharing`` shard, for a GPU held by several jobs at once (naming it,
+        the jobs, the time and the flag); with it, for a GPU of a type not declared
+        sharing, a job sharing more than one GPU per node (Slurm gives a job's shards on a
+        node from one GPU), or a GPU whose jobs' shards at some time exceed
+        ``shards_per_gpu`` (naming the GPU, the time and each job's shards).
+    """
+    instance, crowds = plan.instance, plan.crowds
+    if not crowds:
+        return {}
+    why = "a Slurm GPU runs one job at a time"
+    if o.gpu_sharing == "none":
+        raise refuse_crowd(plan, crowds[0], why, "export with --gpu-sharing shard (jobs that "
+                           "share then ask for shards of a GPU; give the cluster its shards "
+                           "with export slurm-conf --gpu-sharing shard)")
+    r = _share_resource(instance, o.share_resource)
+    asked: dict[tuple[str, float], int] = {}
+    for crowd in crowds:
+        for segment in crowd.segments:
+            key = (segment.job, segment.start_s)
+            if key in asked:
+                continue
+            t = instance.type_index[segment.gpu_type]
+            if not instance.shared[t]:
+                raise refuse_crowd(plan, crowd, why, "")
+            per_node = len(segment.gpu_ids) // len(segment_nodes(instance, segment))
+            if per_node > 1:
+                raise InputError(plan.source, f"segments of job {segment.job!r}", f"job "
+                                 f"{segment.job!r} shares its {per_node} GPUs per node with "
+                                 f"other jobs (GPU {crowd.gpu} from {crowd.start_s:g} s), but "
+                                 "Slurm gives a job's shards on a node from one GPU: only "
+                                 "jobs with one GPU per node can share")
+            capacity = float(instance.capacity[t, r])
+            share = float(instance.demand[instance.job_index[segment.job], t, r]) / capacity \
+                if capacity > 0 else 0.0
+            # The tolerance keeps a share such as 0.3 x 100 (30.000000000000004) at 30.
+            asked[key] = max(1, math.ceil(share * o.shards_per_gpu - 1e-9))
+        held = [(s.job, asked[(s.job, s.start_s)]) for s in crowd.segments]
+        if sum(n for _, n in held) > o.shards_per_gpu:
+            raise InputError(plan.source, f"segments of job {crowd.segments[0].job!r}",
+                             f"GPU {crowd.gpu} would hold {sum(n for _, n in held)} shards "
+                             f"of its {o.shards_per_gpu} from {crowd.start_s:g} s to "
+                             f"{crowd.end_s:g} s ("
+                             + ", ".join(f"{job!r} {n}" for job, n in held)
+                             + f", their {instance.resources[r]} rounded up): give more "
+                             "--shards-per-gpu, or another --share-resource")
+    return asked
+
+
+def _share_resource(instance: Instance, name: str | None) -> int:
+    """The per-GPU resource a job's shards measure: ``name``, else compute or the first.
+
+    Raises
+    ------
+    InputError
+        For a name that is not a resource of the instance.
+    """
+    if name is None:
+        return instance.resources.index("compute") if "compute" in instance.resources else 0
+    if name not in instance.resources:
+        raise InputError(setting("share_resource"), "", f"{name!r} is not a per-GPU "
+                         f"resource of {instance.name!r} ({', '.join(instance.resources)})")
+    return instance.resources.index(name)
 
 
 def _clock(seconds: int) -> str:
@@ -108,12 +212,13 @@ class SlurmExporter:
         ------
         InputError
             For a plan without an epoch, a job without a command (unless rehearsing), an
-            id Slurm cannot take, or GPUs shared by two jobs at once.
+            id Slurm cannot take, or GPUs shared by two jobs at once that shards cannot
+            express (:func:`shards`).
         """
         assert plan is not None
         o: SlurmOptions = options
-        source = plan.source
         _check_fleet(instance)
+        shard = shards(plan, o)
         files: dict[str, str] = {}
         scripts: list[tuple[float, _Script]] = []
         last: dict[str, str] = {}
@@ -123,14 +228,10 @@ class SlurmExporter:
             command = command_of(instance, job.index, o.rehearse, instance.source)
             count = len(job.segments)
             for i, segment in enumerate(job.segments, start=1):
-                if segment.partner is not None:
-                    raise InputError(source, f"segments of job {job.id!r}", f"job {job.id!r} "
-                                     f"shares its GPUs with {segment.partner!r}: a Slurm GPU "
-                                     "runs one job at a time; plan without space sharing")
                 suffix = f"-s{i}" if count > 1 else ""
                 path = f"jobs/{k:0{width}d}-{job.id}{suffix}.sbatch"
                 files[path] = self._script(instance, plan, o, job.index, i, count, segment,
-                                           command)
+                                           command, shard.get((job.id, segment.start_s)))
                 variable = f"j{k}" + (f"_{i}" if count > 1 else "")
                 after_ok = tuple(last[instance.job_ids[p]]
                                  for p in instance.predecessors[job.index]) if i == 1 else ()
@@ -146,16 +247,21 @@ class SlurmExporter:
 
     @staticmethod
     def _script(instance: Instance, plan: CheckedPlan, o: SlurmOptions, j: int, i: int,
-                count: int, segment: Any, command: str | None) -> str:
+                count: int, segment: Segment, command: str | None, shard: int | None) -> str:
+        """The batch script of segment ``i`` of ``count`` of job ``j``.
+
+        ``shard``: the shards it asks for instead of whole GPUs; None: whole GPUs.
+        """
         length = segment.end_s - segment.start_s
         begin = plan.at(segment.start_s)
         final = i == count
         limit = limit_s(length, o.time_margin) + (0 if final else KILL_AFTER_S)
         what = f"segment {i} of {count} of job" if count > 1 else "job"
+        nodes = segment_nodes(instance, segment)
         lines = [
             "#!/bin/bash",
             f"# gpuplan {__version__}: {what} {segment.job!r} of {instance.name!r}, planned on "
-            f"{segment.node} ({', '.join(segment.gpu_ids) or 'no GPU'})",
+            f"{', '.join(nodes)} ({', '.join(segment.gpu_ids) or 'no GPU'})",
             f"# from {begin.isoformat()} for {length:g} s ({segment.start_s:g} s to "
             f"{segment.end_s:g} s after the epoch {plan.epoch.isoformat() if plan.epoch else ''}"
             f"). --time is that x {1 + o.time_margin:g} plus a minute"
@@ -163,14 +269,21 @@ class SlurmExporter:
             "# --begin is UTC: submit with TZ=UTC (submit.sh does).",
             f"#SBATCH --job-name={segment.job}",
             f"#SBATCH --begin={begin.strftime('%Y-%m-%dT%H:%M:%S')}",
-            "#SBATCH --nodes=1",
-            "#SBATCH --ntasks=1",
-            f"#SBATCH --nodelist={segment.node}",
+            f"#SBATCH --nodes={len(nodes)}",
+            # One task per node, so that --cpus-per-task (like --mem) is per node.
+            "#SBATCH --ntasks=1" if len(nodes) == 1 else "#SBATCH --ntasks-per-node=1",
+            f"#SBATCH --nodelist={','.join(nodes)}",
         ]
-        gang = len(segment.gpu_ids)
-        if gang:
+        per_node = len(segment.gpu_ids) // len(nodes)
+        if shard is not None:
+            lines.append(f"#SBATCH --gres=shard:{segment.gpu_type}:{shard}")
+        elif per_node:
             request = "--gres=gpu:" if o.gpu_request == "gres" else "--gpus-per-node="
-            lines.append(f"#SBATCH {request}{segment.gpu_type}:{gang}")
+            lines.append(f"#SBATCH {request}{segment.gpu_type}:{per_node}")
+        if len(instance.required_level) and instance.required_level[j] == len(
+                instance.levels) - 1:
+            # Within one leaf switch; a wider level has no flag, and --nodelist holds it.
+            lines.append("#SBATCH --switches=1")
         for resource, flag, scale, unit in ((CPU_RESOURCE, "--cpus-per-task", 1000, ""),
                                             (MEMORY_RESOURCE, "--mem", 1, "M")):
             if resource in instance.node_resources:
@@ -260,7 +373,7 @@ def _submit(plan: CheckedPlan, scripts: Sequence[_Script]) -> str:
 
 
 @dataclass(frozen=True)
-class SlurmConfOptions:
+class SlurmConfOptions(ShardOptions):
     """Options of ``gpuplan export slurm-conf``."""
 
     emulate: str | None = option(
@@ -280,23 +393,27 @@ DBD_PORT = 6819
 
 
 class SlurmConfExporter:
-    """The fleet as Slurm configuration (nodes, partition, GRES)."""
+    """The fleet as Slurm configuration (nodes, partition, GRES, switches)."""
 
     name: ClassVar[str] = "slurm-conf"
-    description: ClassVar[str] = ("the fleet as slurm.conf lines and gres.conf; with "
-                                  "--emulate a whole cluster on this machine")
+    description: ClassVar[str] = ("the fleet as slurm.conf lines, gres.conf and "
+                                  "topology.conf; with --emulate a whole cluster on this "
+                                  "machine")
     options_type: ClassVar[type[Any]] = SlurmConfOptions
     needs_schedule: ClassVar[bool] = False
 
     def files(self, instance: Instance, plan: CheckedPlan | None,
               options: Any) -> dict[str, str]:
-        """``slurm.conf`` (or ``nodes.conf``) and ``gres.conf``; see the module's description.
+        """``slurm.conf`` (or ``nodes.conf``), ``gres.conf`` and ``topology.conf``.
+
+        See the module's description; ``topology.conf`` only for an instance with a
+        topology.
 
         Raises
         ------
         InputError
-            For a node or GPU type id Slurm cannot take, or an ``emulate`` folder that is
-            not an absolute path.
+            For a node or GPU type id Slurm cannot take, an ``emulate`` folder that is
+            not an absolute path, or shards asked of an instance without a sharing type.
         """
         o: SlurmConfOptions = options
         slurm_name(o.cluster_name, "cluster name", setting("cluster_name"), "")
@@ -309,6 +426,11 @@ class SlurmConfExporter:
         if root is not None and o.port + 100 + instance.n_nodes > 65535:
             raise InputError(setting("port"), "", f"the {instance.n_nodes} nodes' slurmd "
                              f"ports from {o.port + 100} pass 65535: give a lower --port")
+        sharing = o.gpu_sharing == "shard"
+        if sharing and not instance.shared.any():
+            raise InputError(setting("gpu_sharing"), "", f"no GPU type of {instance.name!r} "
+                             "is declared sharing (gpu_types[].sharing: true): there is no "
+                             "GPU to give shards")
         nodes = []
         gres = []
         devices: dict[str, str] = {}
@@ -320,8 +442,7 @@ class SlurmConfExporter:
             memory = math.floor(self._resource(instance, n, MEMORY_RESOURCE)) or 1024
             where = (f" NodeHostname=localhost Port={o.port + 100 + n}"
                      if root is not None else "")
-            nodes.append(f"NodeName={node}{where} CPUs={cpus} RealMemory={memory} "
-                         f"Gres={','.join(f'gpu:{t}:{c}' for t, c in held)} State=UNKNOWN")
+            items = [f"gpu:{t}:{c}" for t, c in held]
             first = 0
             for gpu_type, count in held:
                 if root is None:
@@ -330,29 +451,47 @@ class SlurmConfExporter:
                     gres.append(f"NodeName={node} Name=gpu Type={gpu_type} "
                                 f"File={root}/dev/{node}/gpu[{first}-{first + count - 1}]")
                     devices.update({f"dev/{node}/gpu{first + k}": "" for k in range(count)})
+                if sharing and instance.shared[instance.type_index[gpu_type]]:
+                    gres += [f"NodeName={node} Name=shard Count={o.shards_per_gpu} "
+                             f"File={_device(root, node, first + k)}" for k in range(count)]
                 first += count
-        tres = ",".join(["gres/gpu", *(f"gres/gpu:{t}" for t in instance.type_ids)])
+            shared = sum(c for t, c in held if instance.shared[instance.type_index[t]])
+            if sharing and shared:
+                items.append(f"shard:{o.shards_per_gpu * shared}")
+            nodes.append(f"NodeName={node}{where} CPUs={cpus} RealMemory={memory} "
+                         f"Gres={','.join(items)} State=UNKNOWN")
+        tres = ",".join(["gres/gpu", *(f"gres/gpu:{t}" for t in instance.type_ids),
+                         *(["gres/shard"] if sharing else [])])
         head = [f"# gpuplan {__version__}: the fleet of {instance.name!r} ({instance.source})."]
         fleet = [
-            "GresTypes=gpu",
+            "GresTypes=gpu,shard" if sharing else "GresTypes=gpu",
+            *(["TopologyPlugin=topology/tree"] if instance.levels else []),
             *nodes,
             f"PartitionName={o.cluster_name} Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
         ]
+        topology = {"topology.conf": topology_conf(instance, head)} if instance.levels else {}
         if root is None:
             return {
                 "nodes.conf": "\n".join([*head,
                     "# Include it from slurm.conf; add to AccountingStorageTRES so that "
                     "sacct shows each job's GPU type:",
-                    f"#   AccountingStorageTRES={tres}", *fleet]) + "\n",
+                    f"#   AccountingStorageTRES={tres}",
+                    *(["# topology.conf goes beside slurm.conf."] if topology else []),
+                    *fleet]) + "\n",
                 "gres.conf": "\n".join([*head,
                     "# Add File= with each node's device files, or use AutoDetect=nvml.",
+                    *(["# Shard lines name /dev/nvidiaK for the node's GPU K as the "
+                       "instance numbers them (its types in order): correct them if the "
+                       "devices are numbered otherwise."] if sharing else []),
                     *gres]) + "\n",
+                **topology,
             }
         return {"slurm.conf": _emulated_conf(o, root, head, fleet, tres),
                 "gres.conf": "\n".join(head + gres) + "\n",
                 "slurmdbd.conf": _dbd_conf(root, head),
                 "start.sh": _start(o, root, instance.node_ids),
                 "stop.sh": _stop(root),
+                **topology,
                 **devices}
 
     @staticmethod
@@ -360,6 +499,37 @@ class SlurmConfExporter:
         if name not in instance.node_resources:
             return 0.0
         return float(instance.node_capacity[n, instance.node_resources.index(name)])
+
+
+def _device(root: Path | None, node: str, k: int) -> str:
+    """The device file of GPU ``k`` of ``node``: NVIDIA's, or the emulated cluster's."""
+    return f"/dev/nvidia{k}" if root is None else f"{root}/dev/{node}/gpu{k}"
+
+
+def topology_conf(instance: Instance, head: list[str]) -> str:
+    """``topology.conf`` for Slurm's ``topology/tree``: a switch per domain of every level.
+
+    Leaf switches (the narrowest level's domains) list their nodes, the others the
+    switches under them (:func:`~gpuplan.exporters.base.domain_tree`); nodes without any
+    label hang from a switch ``unlabelled``, and a switch ``top`` joins the widest
+    switches when there are several, so that every two nodes have a common switch and a
+    job the plan spreads over them can run. The names (``rack-b1-r3``) cannot be a
+    domain's, which all hold the level's name and a ``-``.
+    """
+    domains = domain_tree(instance, slurm_safe)
+    lines = [*head,
+             "# Slurm's topology/tree plugin (TopologyPlugin=topology/tree): a switch per "
+             "topology domain; 22.05 has no topology/block (23.11 does).",
+             *(f"SwitchName={d.name} Nodes={','.join(d.nodes)}" if d.nodes else
+               f"SwitchName={d.name} Switches={','.join(d.children)}" for d in domains)]
+    tops = [d.name for d in domains if d.tier == len(instance.levels)]
+    bare = [node for n, node in enumerate(instance.node_ids) if instance.node_domain[n, 0] < 0]
+    if bare:
+        lines.append(f"SwitchName=unlabelled Nodes={','.join(bare)}")
+        tops.append("unlabelled")
+    if len(tops) > 1:
+        lines.append(f"SwitchName=top Switches={','.join(tops)}")
+    return "\n".join(lines) + "\n"
 
 
 def _emulated_conf(o: SlurmConfOptions, root: Path, head: list[str], fleet: list[str],

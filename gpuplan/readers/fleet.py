@@ -1,8 +1,9 @@
 """An imported fleet (from Slurm or Kubernetes) as an instance file, with or without jobs.
 
-:func:`fleet_document` takes the ``gpu_types`` and ``nodes`` a cluster reader found and
-either writes them alone, for the user to add jobs to, or puts them under the jobs and
-objective of a file the user already has, which is then validated as a whole instance.
+:func:`fleet_document` takes the ``gpu_types``, ``nodes`` (and ``topology``) a cluster
+reader found and either writes them alone, for the user to add jobs to, or puts them
+under the jobs and objective of a file the user already has, which is then validated as
+a whole instance.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from pydantic import ValidationError
 
 from gpuplan.core.errors import InputError
 from gpuplan.readers import load_data
-from gpuplan.readers.instance_file import GpuTypeSpec, NodeSpec, instance_from_data
+from gpuplan.readers.instance_file import (
+    GpuTypeSpec,
+    NodeSpec,
+    TopologySpec,
+    instance_from_data,
+)
 
 
 def fleet_document(fleet: dict[str, Any], source: str, name: str,
@@ -25,19 +31,20 @@ def fleet_document(fleet: dict[str, Any], source: str, name: str,
     Parameters
     ----------
     fleet
-        ``gpu_types`` and ``nodes``, as the cluster readers return them.
+        ``gpu_types`` and ``nodes``, and ``topology`` when the cluster has one, as the
+        cluster readers return them.
     source
         The cluster file, for messages.
     name
         The instance's name when there is no jobs file.
     jobs_file
         An instance file (JSON or YAML) whose jobs, objective and other fields are kept and
-        whose ``gpu_types`` and ``nodes`` are replaced by the fleet's; a GPU type it also
-        defines keeps its capacity and price from it.
+        whose ``gpu_types``, ``nodes`` (and ``topology``, when the fleet has one) are
+        replaced by the fleet's; a GPU type it also defines keeps its capacity, price and
+        sharing from it.
     node_resources
-        Keep the nodes' CPUs and memory (``cpu_milli``, ``memory_mib``), which the
-        simulator and the sharing replays place and the planning methods do not; by
-        default the fleet is its GPUs.
+        Keep the nodes' CPUs and memory (``cpu_milli``, ``memory_mib``), which jobs'
+        ``node_demand`` draws on; an instance whose jobs draw none plans as the GPUs alone.
 
     Raises
     ------
@@ -58,7 +65,13 @@ def fleet_document(fleet: dict[str, Any], source: str, name: str,
                     error = exc.errors()[0]
                     raise InputError(source, f"{key}[{k}]", f"{entry.get('id')!r}: "
                                      f"{error['msg']}") from None
+        try:
+            if "topology" in fleet:
+                TopologySpec.model_validate(fleet["topology"])
+        except ValidationError as exc:
+            raise InputError(source, "topology.levels", exc.errors()[0]["msg"]) from None
         return {"name": name, "gpu_types": fleet["gpu_types"], "nodes": fleet["nodes"],
+                **({"topology": fleet["topology"]} if "topology" in fleet else {}),
                 "jobs": []}
     data = load_data(Path(jobs_file))
     if not isinstance(data, dict):
@@ -66,6 +79,7 @@ def fleet_document(fleet: dict[str, Any], source: str, name: str,
     known = {t.get("id"): t for t in data.get("gpu_types", []) if isinstance(t, dict)}
     types = [{**t, **{k: v for k, v in known.get(t["id"], {}).items() if k != "id"}}
              for t in fleet["gpu_types"]]
-    document = {**data, "gpu_types": types, "nodes": fleet["nodes"]}
+    document = {**data, "gpu_types": types, "nodes": fleet["nodes"],
+                **({"topology": fleet["topology"]} if "topology" in fleet else {})}
     instance_from_data(document, f"{jobs_file} with the fleet of {source}")
     return document

@@ -1,8 +1,9 @@
-"""Slurm's own files: the fleet in ``slurm.conf`` and ``gres.conf``, and ``sacct -P`` output.
+"""Slurm's own files: the fleet in ``slurm.conf``, ``gres.conf``, ``topology.conf``; ``sacct -P``.
 
 :func:`read_slurm_fleet` turns the ``NodeName`` lines (node ranges such as ``gpu[01-16]``,
 ``NodeName=DEFAULT``, typed GPUs in ``Gres=gpu:TYPE:N``, ``CPUs``, ``RealMemory``) into the
-``gpu_types`` and ``nodes`` of an instance file. :func:`read_sacct` reads what a cluster
+``gpu_types`` and ``nodes`` of an instance file, and the switch tree of ``topology.conf``
+(Slurm's ``topology/tree``) into topology levels. :func:`read_sacct` reads what a cluster
 actually ran into a version-2 schedule of an instance, so that the verifier and ``gpuplan
 diff`` can hold reality against the plan. Every problem is an
 :class:`~gpuplan.core.errors.InputError` naming the file, the line and what is wrong.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -36,6 +37,10 @@ NODE_KEYS = frozenset(k.lower() for k in (
     "CoresPerSocket", "CpuBind", "CPUs", "CPUSpecList", "Features", "Feature", "Gres",
     "MemSpecLimit", "Port", "Procs", "RealMemory", "Reason", "Sockets", "SocketsPerBoard",
     "State", "ThreadsPerCore", "TmpDisk", "Weight", "Parameters", "RestrictedCoresPerGPU"))
+#: ``topology.conf`` keys of the ``topology/tree`` plugin (topology.conf(5)).
+TOPOLOGY_KEYS = frozenset(k.lower() for k in ("SwitchName", "Switches", "Nodes", "LinkSpeed"))
+#: The topology level of the switches a tier above the leaves (``tier1``: leaf switches).
+TIER = "tier{k}"
 #: ``gres.conf`` keys (gres.conf(5)).
 GRES_KEYS = frozenset(k.lower() for k in (
     "AutoDetect", "Count", "Cores", "File", "Flags", "Links", "MultipleFiles", "Name",
@@ -258,14 +263,127 @@ def _gres_lines(path: Path, known: dict[str, _Node]) -> dict[str, _GresNode]:
     return found
 
 
-def read_slurm_fleet(conf: str | Path, gres: str | Path | None = None) -> dict[str, Any]:
+@dataclass
+class _Switch:
+    """A switch of ``topology.conf``: its line, and the nodes or switches under it."""
+
+    where: str
+    nodes: list[str]
+    switches: list[str]
+
+
+def _switches(path: Path, known: Container[str]) -> dict[str, _Switch]:
+    """The switches of ``topology.conf`` by name, each line checked on its own."""
+    switches: dict[str, _Switch] = {}
+    for line in _lines(path):
+        where = f"line {line.number}"
+        unknown = [k for k in line.pairs if k not in TOPOLOGY_KEYS]
+        if unknown:
+            raise InputError(line.source, where, f"unknown topology.conf key {unknown[0]!r}")
+        if line.first != "switchname":
+            raise InputError(line.source, where, "a line of topology.conf names a switch: "
+                             "SwitchName=NAME with Nodes= or Switches=")
+        name = line.pairs["switchname"]
+        if name in switches:
+            raise InputError(line.source, where, f"switch {name!r} is defined twice (first "
+                             f"at {switches[name].where})")
+        if ("nodes" in line.pairs) == ("switches" in line.pairs):
+            raise InputError(line.source, where, f"switch {name!r}: give Nodes= (a leaf "
+                             "switch) or Switches= (the switches under it), one of them")
+        switch = _Switch(where, [], [])
+        if "nodes" in line.pairs:
+            switch.nodes = expand_hostlist(line.pairs["nodes"], line.source, f"{where} Nodes")
+            for node in switch.nodes:
+                if node not in known:
+                    raise InputError(line.source, f"{where} Nodes", f"node {node!r} is not "
+                                     "in slurm.conf")
+        else:
+            switch.switches = expand_hostlist(line.pairs["switches"], line.source,
+                                              f"{where} Switches")
+        switches[name] = switch
+    return switches
+
+
+def read_topology(path: str | Path, known: Container[str]
+                  ) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """The levels of ``topology.conf``'s switch tree and each node's switch at each.
+
+    Levels are tiers counted from the leaves (:data:`TIER`: ``tier1`` the leaf switches,
+    ``tier2`` the switches above them, ...), widest first. A node's label at tier ``k`` is
+    the lowest switch above it whose subtree is ``k`` tiers high (its root where none
+    is), so that a tree of uneven depth still nests its domains.
+
+    Parameters
+    ----------
+    path
+        ``topology.conf``.
+    known
+        The nodes of ``slurm.conf``.
+
+    Raises
+    ------
+    InputError
+        Naming the file, line and key: an unknown key, a line that names no switch, a
+        switch defined twice or with both or neither of ``Nodes`` and ``Switches``, a node
+        that ``slurm.conf`` does not have or under two leaf switches, a child switch not
+        defined, under two switches or in a cycle.
+    """
+    source = str(path)
+    switches = _switches(Path(path), known)
+    parent: dict[str, str] = {}
+    leaf: dict[str, str] = {}
+    for name, switch in switches.items():
+        for child in switch.switches:
+            if child not in switches:
+                raise InputError(source, f"{switch.where} Switches", f"switch {child!r} is "
+                                 "not defined in the file")
+            if child in parent:
+                raise InputError(source, f"{switch.where} Switches", f"switch {child!r} is "
+                                 f"under {parent[child]!r} and {name!r}: the switches must "
+                                 "form a tree")
+            parent[child] = name
+        for node in switch.nodes:
+            if node in leaf:
+                raise InputError(source, f"{switch.where} Nodes", f"node {node!r} is under "
+                                 f"the leaf switches {leaf[node]!r} and {name!r}")
+            leaf[node] = name
+    depth: dict[str, int] = {}
+    for name, switch in switches.items():
+        up, seen = name, {name}
+        while up in parent:
+            up = parent[up]
+            if up in seen:
+                raise InputError(source, switch.where, f"switch {name!r} is in a cycle of "
+                                 "switches: the switches must form a tree")
+            seen.add(up)
+        depth[name] = len(seen) - 1
+    # A switch's children are deeper: its height follows from theirs.
+    height: dict[str, int] = {}
+    for name in sorted(switches, key=lambda name: -depth[name]):
+        height[name] = 1 + max((height[c] for c in switches[name].switches), default=0)
+    tiers = max(height.values(), default=0)
+    labels: dict[str, dict[str, str]] = {}
+    for node, first in leaf.items():
+        chain = [first]
+        while chain[-1] in parent:
+            chain.append(parent[chain[-1]])
+        labels[node] = {TIER.format(k=k): next((s for s in chain if height[s] >= k),
+                                               chain[-1])
+                        for k in range(tiers, 0, -1)}
+    return [TIER.format(k=k) for k in range(tiers, 0, -1)], labels
+
+
+def read_slurm_fleet(conf: str | Path, gres: str | Path | None = None,
+                     topology: str | Path | None = None) -> dict[str, Any]:
     """The fleet of a Slurm cluster as the ``gpu_types`` and ``nodes`` of an instance file.
 
     A node's GPUs come from its ``Gres=gpu:TYPE:N`` items; untyped ones (``gpu:N``) take
     their types from ``gres.conf`` when it is given, and are type :data:`UNTYPED`
     otherwise. Nodes without GPUs are left out (an instance's nodes hold GPUs). Each node
     gets the resources ``cpu_milli`` (``CPUs`` x 1000) and ``memory_mib``
-    (``RealMemory``), which jobs' ``node_demand`` draws on.
+    (``RealMemory``), which jobs' ``node_demand`` draws on. With ``topology.conf``, the
+    fleet has its tiers as ``topology`` levels (:func:`read_topology`) and each node its
+    switches.
 
     Parameters
     ----------
@@ -273,13 +391,16 @@ def read_slurm_fleet(conf: str | Path, gres: str | Path | None = None) -> dict[s
         ``slurm.conf``.
     gres
         ``gres.conf``, or None.
+    topology
+        ``topology.conf``, or None.
 
     Raises
     ------
     InputError
         Naming the file and line: a line that is not ``KEY=VALUE`` pairs, an unknown
-        ``NodeName`` or ``gres.conf`` key, a bad host list or count, a node defined twice,
-        a ``gres.conf`` node or count that ``slurm.conf`` does not have, or no GPU at all.
+        ``NodeName``, ``gres.conf`` or ``topology.conf`` key, a bad host list or count, a
+        node defined twice, a ``gres.conf`` or ``topology.conf`` node or count that
+        ``slurm.conf`` does not have, switches that do not form a tree, or no GPU at all.
     """
     conf = Path(conf)
     nodes = _node_lines(conf)
@@ -296,13 +417,18 @@ def read_slurm_fleet(conf: str | Path, gres: str | Path | None = None) -> dict[s
     if not with_gpus:
         raise InputError(str(conf), "", "no NodeName line gives GPUs (Gres=gpu:TYPE:N)")
     types = sorted({t for node in with_gpus.values() for t in node.gpus})
-    return {
+    levels, labels = ([], {}) if topology is None else read_topology(topology, nodes)
+    fleet: dict[str, Any] = {
         "gpu_types": [{"id": t, "capacity": dict(IMPORTED_CAPACITY)} for t in types],
         "nodes": [{"id": name, "gpus": {t: n for t, n in node.gpus.items() if n},
                    "resources": {"cpu_milli": node.cpus * 1000,
-                                 "memory_mib": node.memory_mib}}
+                                 "memory_mib": node.memory_mib},
+                   **({"topology": labels[name]} if name in labels else {})}
                   for name, node in with_gpus.items()],
     }
+    if levels:
+        fleet["topology"] = {"levels": levels}
+    return fleet
 
 
 #: The ``sacct`` columns :func:`read_sacct` needs, and those it reads when present.
@@ -324,20 +450,24 @@ def _utc(text: str, source: str, where: str) -> datetime | None:
 
 
 def _allocated_type(tres: str, node: int, instance: Instance, source: str,
-                    where: str) -> tuple[str | None, int]:
-    """The GPU type and count a job held, from ``AllocTRES`` (``gres/gpu:TYPE=N``).
+                    where: str) -> tuple[str | None, int, bool]:
+    """The GPU type and count a job held, from ``AllocTRES``; whether it held shards.
 
-    The type is the node's type of that name in any case; a name the node lacks is
-    returned as it is, for the caller to refuse.
+    GPUs are ``gres/gpu:TYPE=N`` (all nodes' together); a job that held shards
+    (``gres/shard=N``) held one GPU per node. The type is the node's type of that name in
+    any case; a name the node lacks is returned as it is, for the caller to refuse.
     """
     typed: dict[str, int] = {}
     total = 0
+    shards = False
     for item in filter(None, tres.split(",")):
         key, _, value = item.partition("=")
         if key == "gres/gpu":
             total = _count(value, source, where, "gres/gpu")
         elif key.startswith("gres/gpu:"):
             typed[key.removeprefix("gres/gpu:")] = _count(value, source, where, key)
+        elif key.split(":")[0] == "gres/shard":
+            shards = _count(value, source, where, key) > 0
     if len(typed) > 1:
         raise InputError(source, where, f"the job held GPUs of several types {typed}: a "
                          "gpuplan job runs on one type")
@@ -346,12 +476,16 @@ def _allocated_type(tres: str, node: int, instance: Instance, source: str,
     if typed:
         ((name, count),) = typed.items()
         # Slurm's accounting writes GRES types in lower case.
-        return next((t for t in held if t.lower() == name.lower()), name), count
+        return next((t for t in held if t.lower() == name.lower()), name), count, False
+    if shards:
+        # Shards come from the node's sharing GPUs.
+        sharing = [t for t in held if instance.shared[instance.type_index[t]]]
+        return (sharing or held)[0], 0, True
     if total and len(held) > 1:
         raise InputError(source, where, "AllocTRES gives no GPU type and the node holds "
                          f"several ({', '.join(held)}): add gres/gpu:TYPE to "
                          "AccountingStorageTRES (gpuplan export slurm-conf does)")
-    return held[0], total
+    return held[0], total, False
 
 
 def read_sacct(path: str | Path, instance: Instance, epoch: datetime) -> Schedule:
@@ -360,8 +494,10 @@ def read_sacct(path: str | Path, instance: Instance, epoch: datetime) -> Schedul
     Rows are matched to jobs by ``JobName`` (``gpuplan export slurm`` names each Slurm job
     after its job); steps (``JobID`` with a dot) are skipped. Each row that started is a
     segment from its ``Start`` to its ``End`` (wall-clock times in UTC, read relative to
-    ``epoch``) on its node, on the GPUs of the type ``AllocTRES`` names (the node's only
-    type when it names none), numbered from the lowest free, as Slurm gives no GPU index.
+    ``epoch``) on its nodes (``NodeList``, a host list for a multi-node job), on the GPUs
+    of the type ``AllocTRES`` names (the node's only type when it names none), as many on
+    each node, one per node for a job that held shards, numbered from the lowest free, as
+    Slurm gives no GPU index.
     Jobs with no row that started are unplaced, with their Slurm state as the reason. The
     work of each segment is left for the verifier to infer from its interval, so a job
     that ran longer or shorter than the instance says is reported, not hidden.
@@ -392,7 +528,7 @@ def read_sacct(path: str | Path, instance: Instance, epoch: datetime) -> Schedul
         raise InputError(source, "line 1", f"missing column(s) {', '.join(missing)}; write "
                          f"the file with: {SACCT_COMMAND}")
     column = {name: header.index(name) for name in SACCT_READS if name in header}
-    runs: list[tuple[datetime, datetime, str, str, int, str]] = []
+    runs: list[_Run] = []
     states: dict[str, str] = {}
     for number, line in enumerate(lines[1:], start=2):
         where = f"line {number}"
@@ -412,15 +548,20 @@ def read_sacct(path: str | Path, instance: Instance, epoch: datetime) -> Schedul
         start, end = (_utc(row["Start"], source, where), _utc(row["End"], source, where))
         if start is None or end is None:
             continue
-        node = row["NodeList"]
-        if node not in instance.node_index:
-            raise InputError(source, where, f"node {node!r} is not a node of {instance.name}")
-        gpu_type, count = _allocated_type(row.get("AllocTRES", ""), instance.node_index[node],
-                                          instance, source, where)
+        nodes = expand_hostlist(row["NodeList"], source, where)
+        for node in nodes:
+            if node not in instance.node_index:
+                raise InputError(source, where, f"node {node!r} is not a node of "
+                                 f"{instance.name}")
+        nodes.sort(key=instance.node_index.__getitem__)
+        gpu_type, count, shards = _allocated_type(row.get("AllocTRES", ""),
+                                                  instance.node_index[nodes[0]], instance,
+                                                  source, where)
         if gpu_type not in instance.type_index:
             raise InputError(source, where, f"GPU type {gpu_type!r} is not a type of "
                              f"{instance.name}")
-        runs.append((start, end, job, node, count, gpu_type))
+        runs.append(_Run(start, end, job, tuple(nodes),
+                         1 if shards else count // len(nodes), gpu_type))
     segments = _numbered(instance, sorted(runs), epoch)
     ran = {s.job for s in segments}
     return Schedule(
@@ -432,24 +573,41 @@ def read_sacct(path: str | Path, instance: Instance, epoch: datetime) -> Schedul
                   for job in instance.job_ids if job not in ran])
 
 
-def _numbered(instance: Instance, runs: list[tuple[datetime, datetime, str, str, int, str]],
-              epoch: datetime) -> list[Segment]:
-    """Segments of the runs (by start), each on the lowest-numbered GPUs free at its start."""
+@dataclass(frozen=True, order=True)
+class _Run:
+    """One job as Slurm ran it: its interval, nodes, GPUs per node and GPU type."""
+
+    start: datetime
+    end: datetime
+    job: str
+    nodes: tuple[str, ...]
+    per_node: int
+    gpu_type: str
+
+
+def _numbered(instance: Instance, runs: list[_Run], epoch: datetime) -> list[Segment]:
+    """Segments of the runs (by start), each on the lowest-numbered GPUs free at its start.
+
+    A run's segment names its first node.
+    """
     free_at: dict[str, datetime] = {}
     segments = []
     offset = epoch.utcoffset() or timedelta(0)
     zero = epoch.replace(tzinfo=None) - offset
-    for start, end, job, node, count, gpu_type in runs:
-        n, t = instance.node_index[node], instance.type_index[gpu_type]
-        first = sum(int(instance.node_gpus[n, k]) for k in range(t))
-        own = [f"{node}/{first + k}" for k in range(int(instance.node_gpus[n, t]))]
-        idle = [g for g in own if free_at.get(g, start) <= start]
-        # Too few idle means Slurm ran more than the node holds: keep the overlap, so
-        # that the verifier reports it.
-        gpus = (idle + [g for g in own if g not in idle])[:count]
+    for run in runs:
+        t = instance.type_index[run.gpu_type]
+        gpus = []
+        for node in run.nodes:
+            n = instance.node_index[node]
+            first = sum(int(instance.node_gpus[n, k]) for k in range(t))
+            own = [f"{node}/{first + k}" for k in range(int(instance.node_gpus[n, t]))]
+            idle = [g for g in own if free_at.get(g, run.start) <= run.start]
+            # Too few idle means Slurm ran more than the node holds (or shards shared a
+            # GPU): keep the overlap, so that the verifier judges it.
+            gpus += (idle + [g for g in own if g not in idle])[:run.per_node]
         for gpu in gpus:
-            free_at[gpu] = end
-        segments.append(Segment(job=job, node=node, gpu_type=gpu_type, gpu_ids=gpus,
-                                start_s=(start - zero).total_seconds(),
-                                end_s=(end - zero).total_seconds()))
+            free_at[gpu] = run.end
+        segments.append(Segment(job=run.job, node=run.nodes[0], gpu_type=run.gpu_type,
+                                gpu_ids=gpus, start_s=(run.start - zero).total_seconds(),
+                                end_s=(run.end - zero).total_seconds()))
     return segments

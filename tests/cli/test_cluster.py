@@ -24,7 +24,10 @@ def _directives(script: Path) -> dict[str, str]:
 
 def test_import_slurm_alone_writes_a_fleet_to_add_jobs_to(gpuplan: Gpuplan,
                                                           tmp_path: Path) -> None:
-    """Without --jobs: the GPU types and nodes, no jobs; CPUs and memory only if asked."""
+    """Without --jobs: the GPU types and nodes with their CPUs and memory, no jobs.
+
+    --no-node-resources leaves CPUs and memory out.
+    """
     out = tmp_path / "fleet.json"
     outcome = gpuplan("import", "slurm", CLUSTERS / "slurm.conf", CLUSTERS / "gres.conf",
                       "-o", out, "--name", "campus")
@@ -32,10 +35,10 @@ def test_import_slurm_alone_writes_a_fleet_to_add_jobs_to(gpuplan: Gpuplan,
     fleet = json.loads(out.read_text())
     assert (fleet["name"], fleet["jobs"]) == ("campus", [])
     assert sum(sum(n["gpus"].values()) for n in fleet["nodes"]) == 34
-    assert all("resources" not in n for n in fleet["nodes"])
+    assert fleet["nodes"][0]["resources"] == {"cpu_milli": 32000, "memory_mib": 515000}
     gpuplan("import", "slurm", CLUSTERS / "slurm.conf", CLUSTERS / "gres.conf", "-o", out,
-            "--node-resources")
-    assert json.loads(out.read_text())["nodes"][0]["resources"]["cpu_milli"] == 32000
+            "--no-node-resources")
+    assert all("resources" not in n for n in json.loads(out.read_text())["nodes"])
 
 
 def test_the_loop_from_slurm_conf_to_batch_scripts(gpuplan: Gpuplan, tmp_path: Path) -> None:
@@ -163,7 +166,8 @@ def test_shared_gpus_and_missing_commands_are_refused(gpuplan: Gpuplan, tmp_path
     shared = gpuplan("export", "slurm", DATA / "schedule_v2_segments.json", "--instance",
                      DATA / "segments_small.json", "-o", tmp_path / "a", "--rehearse", "true")
     assert shared.code == 2
-    assert "shares its GPUs" in shared.err
+    assert "GPU n/0 is held by 'a' and 'b' at once" in shared.err
+    assert "plan without space sharing" in shared.err
     plan = tmp_path / "plan.json"
     gpuplan("solve", INSTANCES / "quickstart.json", "-o", plan)
     bare = gpuplan("export", "slurm", plan, "--instance", INSTANCES / "quickstart.json", "-o",
@@ -251,3 +255,65 @@ def test_ids_slurm_would_read_otherwise_are_refused(gpuplan: Gpuplan, tmp_path: 
     assert outcome.code == 2
     assert "jobs[1].id: job 'urgent fix' cannot be written for Slurm" in outcome.err
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_fleet_with_racks_plans_and_exports_with_no_hand_edit(gpuplan: Gpuplan,
+                                                                tmp_path: Path) -> None:
+    """slurm.conf, gres.conf and topology.conf to batch scripts, with no hand edit.
+
+    The cluster's files (the racks fleet's, as export slurm-conf writes them) read with
+    CPUs, memory and switch tiers; jobs with a 2-node gang that must stay under one leaf
+    switch (tier1) plan, verify and export: the gang's script asks for 2 nodes of one
+    rack, 4 GPUs, its CPUs and memory on each, and --switches=1.
+    """
+    cluster = tmp_path / "cluster"
+    assert gpuplan("export", "slurm-conf", "--instance", SLURM / "racks.json", "-o",
+                   cluster).code == 0
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(
+        "objective: makespan\njobs:\n"
+        "  - {id: train, gpus: 8, gpus_per_node: 4, duration_s: {H100: 3600},\n"
+        "     node_demand: {cpu_milli: 16000, memory_mib: 128000},\n"
+        "     topology: {required: tier1}, command: srun python train.py}\n"
+        "  - {id: tune, gpus: 4, duration_s: {H100: 600, L4: 1800}, command: python tune.py}\n")
+    instance, plan, out = tmp_path / "racks.json", tmp_path / "plan.json", tmp_path / "out"
+    imported = gpuplan("import", "slurm", cluster / "nodes.conf", cluster / "gres.conf",
+                       "--topology", cluster / "topology.conf", "--jobs", jobs, "-o", instance)
+    assert imported.code == 0, imported.err
+    assert "topology tier3 > tier2 > tier1" in imported.err
+    solved = gpuplan("solve", instance, "--method", "greedy", "-o", plan)
+    assert solved.code == 0, solved.out + solved.err
+    assert gpuplan("export", "slurm", plan, "--instance", instance, "-o", out, "--epoch",
+                   EPOCH).code == 0
+    train = _directives(next((out / "jobs").glob("*-train.sbatch")))
+    assert train["--nodelist"] in ("h1,h2", "h3,h4")
+    assert (train["--nodes"], train["--ntasks-per-node"], train["--gres"],
+            train["--switches"], train["--cpus-per-task"], train["--mem"]) == (
+        "2", "1", "gpu:H100:4", "1", "16", "128000M")
+
+
+def test_import_kubernetes_reads_topology_labels(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """--topology LEVEL=LABEL,... reads node labels into levels; a bad one is exit 2."""
+    out = tmp_path / "fleet.json"
+    outcome = gpuplan("import", "kubernetes", CLUSTERS / "nodes.json", "-o", out,
+                      "--topology", "host=kubernetes.io/hostname")
+    assert outcome.code == 0, outcome.err
+    fleet = json.loads(out.read_text())
+    assert fleet["topology"] == {"levels": ["host"]}
+    assert fleet["nodes"][0]["topology"] == {"host": "gke-pool-a100-1"}
+    bad = gpuplan("import", "kubernetes", CLUSTERS / "nodes.json", "-o", tmp_path / "b.json",
+                  "--topology", "rack")
+    assert bad.code == 2
+    assert "--topology: expected LEVEL=LABEL,..., got 'rack'" in bad.err
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_a_topology_conf_line_with_an_unknown_node_is_exit_2(gpuplan: Gpuplan,
+                                                             tmp_path: Path) -> None:
+    """A topology.conf node slurm.conf lacks: exit 2 naming the file and line; no output."""
+    (tmp_path / "topology.conf").write_text("SwitchName=r1 Nodes=a100-01,gpu99\n")
+    outcome = gpuplan("import", "slurm", CLUSTERS / "slurm.conf", CLUSTERS / "gres.conf",
+                      "--topology", tmp_path / "topology.conf", "-o", tmp_path / "out.json")
+    assert outcome.code == 2
+    assert "topology.conf: line 1 Nodes: node 'gpu99' is not in slurm.conf" in outcome.err
+    assert not (tmp_path / "out.json").exists()

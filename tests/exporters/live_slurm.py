@@ -19,7 +19,8 @@ SLURM = DATA / "slurm"
 #: The emulated cluster (a folder of GPUPLAN_SLURM_CLUSTERS) that holds each fleet.
 CLUSTER_OF = {"quickstart": "quickstart", "sleepers": "quickstart",
               "gavel_makespan": "makespan", "gavel_cluster_500": "cluster500",
-              "gavel_cluster_500_long": "cluster500", "campus": "campus", "paused": "campus"}
+              "gavel_cluster_500_long": "cluster500", "campus": "campus", "paused": "campus",
+              "racks": "racks"}
 
 Slurm = Callable[..., subprocess.CompletedProcess[str]]
 #: The live plans submitted (each: its epoch and Slurm job ids), why they could not be,
@@ -67,10 +68,16 @@ def submit(run: Slurm, plan: Path, instance: Path, out: Path, lead_s: int,
 
 
 def submit_live_plans(clusters: Path, folder: Path) -> dict[str, tuple[datetime, list[str]]]:
-    """The sleepers plan and the paused plan, submitted; each: its epoch and job ids."""
+    """The sleepers, paused and racks plans, submitted; each: its epoch and job ids.
+
+    The racks plan (multi-node gangs within racks and blocks, two jobs sharing an L4 by
+    shards, a CPU-only job) runs on the cluster with topology.conf and shards.
+    """
     return {
         "sleepers": submit(on(clusters, "sleepers"), SLURM / "sleepers_plan.json",
                            SLURM / "sleepers.json", folder / "sleepers", 4),
         "paused": submit(on(clusters, "paused"), SLURM / "paused_plan.json",
                          SLURM / "paused.json", folder / "paused", 4, "--rehearse", "true"),
+        "racks": submit(on(clusters, "racks"), SLURM / "racks_plan.json",
+                        SLURM / "racks.json", folder / "racks", 4, "--gpu-sharing", "shard"),
     }

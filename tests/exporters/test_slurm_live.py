@@ -46,31 +46,38 @@ def _campus(gpuplan: Gpuplan, folder: Path) -> Path:
     return instance
 
 
-#: (fleet, method): every method that plans the fleet's instance, once each kind of plan:
-#: greedy everywhere, and CP-SAT's chains of segments (the round-based policy's are alike;
-#: scripts/bench_export.py runs every method).
-PLANS = [("quickstart", "greedy"), ("gavel_makespan", "greedy"),
-         ("gavel_makespan", "cp"),
-         ("gavel_cluster_500", "greedy"), ("campus", "cp")]
+#: (fleet, method, export flags): every method that plans the fleet's instance, once each
+#: kind of plan: greedy everywhere, CP-SAT's chains of segments (the round-based
+#: policy's are alike; scripts/bench_export.py runs every method), and multi-node gangs
+#: within racks (--switches, --nodes, --ntasks-per-node, --cpus-per-task, --mem) with jobs
+#: sharing a GPU by shards.
+PLANS = [("quickstart", "greedy", ()), ("gavel_makespan", "greedy", ()),
+         ("gavel_makespan", "cp", ()),
+         ("gavel_cluster_500", "greedy", ()), ("campus", "cp", ()),
+         ("racks", "greedy", ("--gpu-sharing", "shard")),
+         ("racks", "cp", ("--gpu-sharing", "shard"))]
 
 
-@pytest.mark.parametrize(("fleet", "method"), PLANS)
+@pytest.mark.parametrize(("fleet", "method", "flags"), PLANS)
 def test_every_exported_script_is_accepted(gpuplan: Gpuplan, slurm: Callable[[str], Slurm],
-                                           tmp_path: Path, fleet: str, method: str) -> None:
+                                           tmp_path: Path, fleet: str, method: str,
+                                           flags: tuple[str, ...]) -> None:
     """Slurm's sbatch --test-only takes every script: nodes, GPU types and counts, times.
 
     Scripts that ask Slurm for the same things are checked once (a plan in thousands of
     segments asks for a few dozen different things), the longest --time of them;
     scripts/bench_export.py checks every script.
     """
-    instance = _campus(gpuplan, tmp_path) if fleet == "campus" else \
-        INSTANCES / f"{fleet}.json"
+    if fleet == "campus":
+        instance = _campus(gpuplan, tmp_path)
+    else:
+        instance = SLURM / "racks.json" if fleet == "racks" else INSTANCES / f"{fleet}.json"
     plan, out = tmp_path / "plan.json", tmp_path / "out"
     solved = gpuplan("solve", instance, "--method", method, "--time-limit", "1", "-o", plan)
     assert solved.code == 0, solved.out + solved.err
     epoch = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     exported = gpuplan("export", "slurm", plan, "--instance", instance, "-o", out,
-                       "--rehearse", "true", "--epoch", epoch)
+                       "--rehearse", "true", "--epoch", epoch, *flags)
     assert exported.code == 0, exported.err
     # Scripts asking for the same node, GPUs and memory are one ask; of those, the one
     # with the longest --time (D-HH:MM:SS sorts as text) stands for them.
@@ -167,3 +174,58 @@ def test_a_plan_of_sleep_jobs_runs_as_planned(
     assert diff.code == 0
     changes = json.loads(diff.out)
     assert (changes["moved"], changes["later"], changes["unchanged"]) == ([], [], 7)
+
+
+def test_a_plan_with_gangs_racks_and_shards_runs_as_planned(
+        slurm: Callable[[str], Slurm], tmp_path: Path, live_runs: LiveRuns) -> None:
+    """The racks plan runs on the emulated cluster with topology.conf and shards, as planned.
+
+    Each 2- and 4-node gang runs on its planned nodes, all at once; the two jobs planned
+    on the one L4 run on it at the same time (by shards); a CPU-only job runs on its node;
+    none before its --begin, each within the scheduler's granularity of its plan; what ran
+    reads back (import sacct) as a schedule that verifies.
+    """
+    run = slurm("racks")
+    if isinstance(live_runs, Exception):
+        raise live_runs
+    assert live_runs is not None
+    epoch, ids = live_runs["racks"]
+    rows = _wait_until_done(run, ids, 90)
+    states = [line.split("|")[2] for line in rows.splitlines()[1:]]
+    assert states == ["COMPLETED"] * 6, rows
+    (tmp_path / "racks.txt").write_text(rows)
+    instance = read_instance(SLURM / "racks.json")
+    ran = {s.job: s for s in read_sacct(tmp_path / "racks.txt", instance, epoch).segments}
+    planned = {s.job: s for s in Schedule.read(SLURM / "racks_plan.json").segments}
+    for job, want in planned.items():
+        got = ran[job]
+        assert {g.split("/")[0] for g in got.gpu_ids} == {g.split("/")[0] for g in
+                                                          want.gpu_ids}, rows
+        assert (got.node, len(got.gpu_ids)) == (want.node, len(want.gpu_ids)), rows
+        assert want.start_s <= got.start_s <= want.start_s + GRANULARITY_S, rows
+    together = ran["infer-1"], ran["infer-2"]
+    assert max(s.start_s for s in together) < min(s.end_s for s in together), rows
+    schedule = read_sacct(tmp_path / "racks.txt", instance, epoch)
+    assert verify_schedule(_as_ran(instance, schedule), schedule).ok, rows
+
+
+def test_switches_keep_a_gang_under_one_leaf_switch(
+        gpuplan: Gpuplan, slurm: Callable[[str], Slurm], tmp_path: Path) -> None:
+    """With topology.conf loaded, Slurm takes the gang's --switches=1 script as exported.
+
+    The same script with its nodes moved to two racks is refused: the exported
+    --switches=1 holds a gang within a leaf switch (a rack).
+    """
+    epoch = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    assert gpuplan("export", "slurm", SLURM / "racks_plan.json", "--instance",
+                   SLURM / "racks.json", "-o", tmp_path, "--epoch", epoch,
+                   "--gpu-sharing", "shard").code == 0
+    script = tmp_path / "jobs" / "1-gang.sbatch"
+    assert "#SBATCH --switches=1" in script.read_text()
+    run = slurm("racks")
+    accepted = run("sbatch", "--test-only", script)
+    assert accepted.returncode == 0, accepted.stderr
+    assert "on nodes h[3-4]" in accepted.stderr
+    spread = tmp_path / "spread.sbatch"
+    spread.write_text(script.read_text().replace("--nodelist=h3,h4", "--nodelist=h2,h3"))
+    assert run("sbatch", "--test-only", spread).returncode != 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from gpuplan.core.errors import InputError
-from gpuplan.readers.kubernetes import quantity, read_kubernetes_fleet
+from gpuplan.readers.kubernetes import parse_level_labels, quantity, read_kubernetes_fleet
 from tests.conftest import INSTANCES
 
 NODES = INSTANCES / "clusters" / "nodes.json"
@@ -57,3 +58,43 @@ def test_bad_node_lists_name_the_json_path(tmp_path: Path, document: dict[str, A
         read_kubernetes_fleet(tmp_path / "nodes.json")
     assert error.value.path == path
     assert problem in str(error.value)
+
+
+def _labelled(*labels: dict[str, str]) -> dict[str, Any]:
+    return {"kind": "List", "items": [
+        {"kind": "Node", "metadata": {"name": f"n{k}", "labels": node},
+         "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi"}}}
+        for k, node in enumerate(labels, start=1)]}
+
+
+BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
+
+
+def test_topology_labels_become_levels(tmp_path: Path) -> None:
+    """Each node's labels at the levels, widest first, down to the first it lacks."""
+    (tmp_path / "nodes.json").write_text(json.dumps(_labelled(
+        {BLOCK: "b1", RACK: "r1"}, {BLOCK: "b1"}, {RACK: "r9"}, {})))
+    fleet = read_kubernetes_fleet(tmp_path / "nodes.json", parse_level_labels(
+        f"block={BLOCK},rack={RACK}"))
+    assert fleet["topology"] == {"levels": ["block", "rack"]}
+    assert [n.get("topology") for n in fleet["nodes"]] == [
+        {"block": "b1", "rack": "r1"}, {"block": "b1"}, None, None]
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("rack", "expected LEVEL=LABEL"),
+    ("rack=a b", "'a b' is not a Kubernetes label key"),
+    ("rack=x,rack=y", "level 'rack' is named twice"),
+    (f"rack={'x' * 64}", "is not a Kubernetes label key"),
+])
+def test_bad_level_labels_say_what_is_wrong(text: str, problem: str) -> None:
+    """Not LEVEL=KEY, a key Kubernetes refuses, a level named twice."""
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        parse_level_labels(text)
+
+
+def test_a_topology_label_no_node_has_is_refused(tmp_path: Path) -> None:
+    """A label no GPU node carries is a typo, not a topology: refused, naming it."""
+    (tmp_path / "nodes.json").write_text(json.dumps(_labelled({BLOCK: "b1"})))
+    with pytest.raises(InputError, match=r"no GPU node has the label 'acme\.io/rack'"):
+        read_kubernetes_fleet(tmp_path / "nodes.json", (("rack", "acme.io/rack"),))

@@ -137,3 +137,76 @@ def test_jobs_that_never_started_are_unplaced_with_their_state(tmp_path: Path) -
     ran = read_sacct(tmp_path / "sacct.txt", read_instance(SLEEPERS), SLEEPERS_EPOCH)
     assert [(u.job, u.reason) for u in ran.unplaced] == [
         ("evaluate", "Slurm state CANCELLED by 0")]
+
+
+#: A switch tree of uneven depth: leaf3 hangs from the core directly.
+TOPOLOGY = """# leaves, a spine over two of them, a core over the spine and the third leaf
+SwitchName=leaf1 Nodes=n[1-2]
+SwitchName=leaf2 Nodes=n3
+SwitchName=spine Switches=leaf[1-2] LinkSpeed=100
+switchname=leaf3 nodes=n4
+SwitchName=core Switches=spine,leaf3
+"""
+NODES = "NodeName=n[1-4] Gres=gpu:a100:4 CPUs=64 RealMemory=512000\nNodeName=login\n"
+
+
+def test_topology_conf_reads_as_tiers_of_switches(tmp_path: Path) -> None:
+    """Each node is labelled with its switch at each tier, counted from the leaves.
+
+    A tree of uneven depth nests still: n4's leaf hangs from the core, which is its
+    tier-2 domain too. Host lists, any case of the keys, LinkSpeed and comments read as
+    Slurm reads them.
+    """
+    (tmp_path / "slurm.conf").write_text(NODES)
+    (tmp_path / "topology.conf").write_text(TOPOLOGY)
+    fleet = read_slurm_fleet(tmp_path / "slurm.conf", topology=tmp_path / "topology.conf")
+    assert fleet["topology"] == {"levels": ["tier3", "tier2", "tier1"]}
+    labels = {n["id"]: n["topology"] for n in fleet["nodes"]}
+    assert labels["n1"] == {"tier3": "core", "tier2": "spine", "tier1": "leaf1"}
+    assert labels["n3"] == {"tier3": "core", "tier2": "spine", "tier1": "leaf2"}
+    assert labels["n4"] == {"tier3": "core", "tier2": "core", "tier1": "leaf3"}
+
+
+@pytest.mark.parametrize(("text", "line", "problem"), [
+    ("SwitchName=s1 Nodes=n9\n", "line 1 Nodes", "node 'n9' is not in slurm.conf"),
+    ("SwitchName=s1 Nodes=n1 Speed=1\n", "line 1", "unknown topology.conf key 'speed'"),
+    ("Nodes=n1\n", "line 1", "names a switch"),
+    ("SwitchName=s1 Nodes=n1 Switches=s2\n", "line 1", "one of them"),
+    ("SwitchName=s1\n", "line 1", "one of them"),
+    ("SwitchName=s1 Nodes=n1\nSwitchName=s1 Nodes=n2\n", "line 2", "defined twice"),
+    ("SwitchName=top Switches=s[1-2]\nSwitchName=s1 Nodes=n1\n", "line 1 Switches",
+     "switch 's2' is not defined"),
+    ("SwitchName=s1 Nodes=n1\nSwitchName=a Switches=s1\nSwitchName=b Switches=s1\n",
+     "line 3 Switches", "switch 's1' is under 'a' and 'b'"),
+    ("SwitchName=s1 Nodes=n1\nSwitchName=s2 Nodes=n1\n", "line 2 Nodes",
+     "node 'n1' is under the leaf switches 's1' and 's2'"),
+    ("SwitchName=a Switches=b\nSwitchName=b Switches=a\n", "line 1", "in a cycle"),
+])
+def test_bad_topology_lines_name_the_file_line_and_key(tmp_path: Path, text: str,
+                                                       line: str, problem: str) -> None:
+    """An unknown node or key, a switch that is not a tree's: refused with file and line."""
+    (tmp_path / "slurm.conf").write_text(NODES)
+    (tmp_path / "topology.conf").write_text(text)
+    with pytest.raises(InputError) as error:
+        read_slurm_fleet(tmp_path / "slurm.conf", topology=tmp_path / "topology.conf")
+    assert Path(error.value.source).name == "topology.conf"
+    assert error.value.path == line
+    assert problem in str(error.value)
+
+
+def test_gangs_over_nodes_and_shards_read_back_as_they_ran() -> None:
+    """Real sacct output of the racks plan (Slurm 22.05): host lists and shards.
+
+    A job over h[3-4] holds 4 GPUs on each node and names the first; the two jobs that
+    shared the L4 by shards hold it both; what ran verifies.
+    """
+    instance = read_instance(DATA / "slurm" / "racks.json")
+    ran = read_sacct(DATA / "slurm" / "racks_sacct.txt", instance,
+                     datetime(2026, 12, 7, 13, 47, 33, tzinfo=UTC))
+    by_job = {s.job: s for s in ran.segments}
+    assert (by_job["gang"].node, by_job["gang"].gpu_ids) == (
+        "h3", ["h3/0", "h3/1", "h3/2", "h3/3", "h4/0", "h4/1", "h4/2", "h4/3"])
+    assert len(by_job["wide"].gpu_ids) == 16
+    assert by_job["infer-1"].gpu_ids == by_job["infer-2"].gpu_ids == ["l1/0"]
+    assert (by_job["cpu"].node, by_job["cpu"].gpu_ids) == ("h4", [])
+    assert verify_schedule(instance, ran).ok
