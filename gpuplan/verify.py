@@ -311,8 +311,13 @@ def _check_gang_nodes(instance: Instance, j: int, n: int, gpus: list[int], segme
     me = segment.job
     if not gpus:
         return [n]
-    nodes, counts = np.unique(instance.gpu_node[gpus], return_counts=True)
     per_node, wanted = int(instance.gpus_per_node[j]), int(instance.gang_nodes[j])
+    hosts = instance.gpu_node[gpus]
+    bound = bool(instance.levels) and instance.required_level[j] >= 0
+    if wanted == 1 and len(gpus) == per_node and not bound and (hosts == n).all():
+        # The common case, a whole gang on the segment's node: nothing more to check.
+        return [n]
+    nodes, counts = np.unique(hosts, return_counts=True)
     if n not in nodes:
         out.add(ViolationKind.GANG, f"job {me!r}: node {segment.node!r} holds none of its "
                 f"GPUs ({_ids(instance, gpus)})")
@@ -323,7 +328,7 @@ def _check_gang_nodes(instance: Instance, j: int, n: int, gpus: list[int], segme
                  f"{per_node} on each of {wanted} nodes (gpus_per_node)")
         out.add(ViolationKind.GANG, f"job {me!r} runs its {len(gpus)} GPUs as {spread}, but "
                 f"its gang takes {shape}")
-    if instance.levels and instance.required_level[j] >= 0:
+    if bound:
         level = int(instance.required_level[j])
         domains = instance.node_domain[nodes, level]
         if (domains < 0).any() or (domains != domains[0]).any():
@@ -1215,11 +1220,12 @@ def _topology_facts(instance: Instance, placed: _Placed) -> TopologyFacts:
             spans.append(GangSpan(job=instance.job_ids[j], level=name, domains=sorted(
                 {instance.domain_ids[level][d] if d >= 0 else "-" for d in domains.tolist()})))
     _, gpu, start, end = _gpu_entries(instance, placed)
+    # The plan's span (outages may last for good); GPUs down or held count as busy in it.
+    horizon = 1.0 if instance.objective.is_static else float(end.max(initial=0.0))
     held = [(o.gpus, o.start_s, o.end_s) for o in instance.outages]
     gpu = np.concatenate([gpu, *(g for g, _, _ in held)]).astype(np.int64)
     start = np.concatenate([start, *(np.full(g.size, s) for g, s, _ in held)])
     end = np.concatenate([end, *(np.full(g.size, e) for g, _, e in held)])
-    horizon = 1.0 if instance.objective.is_static else float(end.max(initial=0.0))
     free = [_free_domains(instance, level, gpu, start, end, horizon)
             for level in range(len(instance.levels))]
     return TopologyFacts(spans=spans, free=free)

@@ -36,6 +36,7 @@ from gpuplan.parts.plan_encodings import (
     AssignmentState,
     Crossover,
     PriorityEncoding,
+    encoding_features,
     moves_option,
 )
 
@@ -93,14 +94,8 @@ class GeneticMethod(MethodDefaults):
     keeps: ClassVar[bool] = True
 
     def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
-        """All of them over time; multi-node gangs and topology for static objectives.
-
-        Over time the list scheduler decodes the keys; the static block encoding prices GPU
-        loads only, not node resources.
-        """
-        if objective.is_static:
-            return frozenset({Feature.MULTI_NODE, Feature.TOPOLOGY})
-        return frozenset(Feature)
+        """Those of the encodings it searches (:func:`encoding_features`)."""
+        return encoding_features(objective)
 
     def solve(self, instance: Instance, options: GeneticOptions, context: Context) -> Result:
         """Evolve until the budget is spent; return the best valid plan.

@@ -39,7 +39,12 @@ from gpuplan.models.bounds import objective_bound
 from gpuplan.parts import gap_tabu
 from gpuplan.parts.construct import best_fit_decreasing
 from gpuplan.parts.local_search import Progress, StaticSearch, static_result, timed_result
-from gpuplan.parts.plan_encodings import AssignmentState, PriorityEncoding, moves_option
+from gpuplan.parts.plan_encodings import (
+    AssignmentState,
+    PriorityEncoding,
+    encoding_features,
+    moves_option,
+)
 from gpuplan.parts.static_plans import placements
 from gpuplan.parts.static_plans import static_result as placed_result
 
@@ -78,14 +83,8 @@ class AnnealingMethod(MethodDefaults):
     keeps: ClassVar[bool] = True
 
     def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
-        """All of them over time; multi-node gangs and topology for static objectives.
-
-        Over time the list scheduler decodes the keys; the static block encoding prices GPU
-        loads only, not node resources.
-        """
-        if objective.is_static:
-            return frozenset({Feature.MULTI_NODE, Feature.TOPOLOGY})
-        return frozenset(Feature)
+        """Those of the encodings it searches (:func:`encoding_features`)."""
+        return encoding_features(objective)
 
     def solve(self, instance: Instance, options: AnnealingOptions, context: Context) -> Result:
         """Anneal until the budget is spent; return the best valid plan.

@@ -219,18 +219,8 @@ class AssignmentModel:
         # Capacity, only where the jobs that may use a GPU could exceed it.
         demand = instance.packing_demand[x_job, gpu_type[x_gpu]]
         capacity = instance.packing_capacity[gpu_type]
-        total = np.zeros((n_gpus, len(instance.packing_resources)))
-        np.add.at(total, x_gpu, demand)
-        binding = total > capacity * (1 + 1e-12)
-        kept_g, kept_r = np.nonzero(binding)
-        row_id = np.full(binding.shape, -1)
-        row_id[kept_g, kept_r] = np.arange(kept_g.size)
-        entry_rows, entry_cols, entry_vals = [], [], []
-        for r in range(len(instance.packing_resources)):
-            mask = binding[x_gpu, r] & (demand[:, r] > 0)
-            entry_rows.append(row_id[x_gpu[mask], r])
-            entry_cols.append(np.flatnonzero(mask))
-            entry_vals.append(demand[mask, r])
+        kept_g, kept_r, entry_rows, entry_cols, entry_vals = _binding_entries(
+            x_gpu, np.arange(nx), demand, capacity)
         upper = capacity[kept_g, kept_r]
         if uses_u:
             entry_rows.append(np.arange(kept_g.size))
@@ -253,6 +243,8 @@ class AssignmentModel:
                 LazyNames(nx, lambda k: f"used[{job_names[x_job[k]]},{gpu_names[x_gpu[k]]}]"),
             )
         if z_col >= 0:
+            total = np.zeros(capacity.shape)
+            np.add.at(total, x_gpu, demand)
             load_g, load_r = np.nonzero(total > 0)
             load_id = np.full(total.shape, -1)
             load_id[load_g, load_r] = np.arange(load_g.size)
@@ -378,6 +370,31 @@ def _choices(instance: Instance, y_job: IntArray,
     return unique // (n_types * stride), unique % (n_types * stride), y_choice
 
 
+def _binding_entries(key: IntArray, col: IntArray, amount: FloatArray, capacity: FloatArray
+                     ) -> tuple[IntArray, IntArray, list[IntArray], list[IntArray],
+                                list[FloatArray]]:
+    """Capacity rows where the draws could exceed it: the kept pairs and the rows' entries.
+
+    ``key`` (the GPU or node each draw is on), ``col`` (its column) and ``amount``
+    (``(E, R)``) list the draws; ``capacity`` is ``(K, R)``. Returns the kept (key,
+    resource) pairs, row ``i`` for the ``i``-th, and each resource's row numbers, columns
+    and coefficients.
+    """
+    total = np.zeros(capacity.shape)
+    np.add.at(total, key, amount)
+    binding = total > capacity * (1 + 1e-12)
+    kept_k, kept_r = np.nonzero(binding)
+    row_id = np.full(binding.shape, -1)
+    row_id[kept_k, kept_r] = np.arange(kept_k.size)
+    entry_rows, entry_cols, entry_vals = [], [], []
+    for r in range(capacity.shape[1]):
+        mask = binding[key, r] & (amount[:, r] > 0)
+        entry_rows.append(row_id[key[mask], r])
+        entry_cols.append(col[mask])
+        entry_vals.append(amount[mask, r])
+    return kept_k, kept_r, entry_rows, entry_cols, entry_vals
+
+
 def _node_rows(rows: RowBuilder, instance: Instance, x_job: IntArray, x_gpu: IntArray,
                x_col: IntArray, y_job: IntArray, y_group: IntArray, y_start: int) -> None:
     """Node-resource capacity: a job draws its node demand on each node it uses.
@@ -390,19 +407,8 @@ def _node_rows(rows: RowBuilder, instance: Instance, x_job: IntArray, x_gpu: Int
     node = np.concatenate([instance.gpu_node[x_gpu], y_group // instance.n_types])
     job = np.concatenate([x_job, y_job])
     col = np.concatenate([x_col, y_start + np.arange(y_job.size)])
-    draw = instance.node_demand[job]
-    total = np.zeros(instance.node_capacity.shape)
-    np.add.at(total, node, draw)
-    binding = total > instance.node_capacity * (1 + 1e-12)
-    kept_n, kept_r = np.nonzero(binding)
-    row_id = np.full(binding.shape, -1)
-    row_id[kept_n, kept_r] = np.arange(kept_n.size)
-    entry_rows, entry_cols, entry_vals = [], [], []
-    for r in range(len(instance.node_resources)):
-        mask = binding[node, r] & (draw[:, r] > 0)
-        entry_rows.append(row_id[node[mask], r])
-        entry_cols.append(col[mask])
-        entry_vals.append(draw[mask, r])
+    kept_n, kept_r, entry_rows, entry_cols, entry_vals = _binding_entries(
+        node, col, instance.node_demand[job], instance.node_capacity)
     rows.add(np.concatenate(entry_rows), np.concatenate(entry_cols),
              np.concatenate(entry_vals), np.full(kept_n.size, -np.inf),
              instance.node_capacity[kept_n, kept_r],

@@ -336,18 +336,22 @@ def area_bound(instance: Instance) -> float:
                                                            partial(dff_rounding, k=1)]
     orders = [np.argsort(-offset, kind="stable") for offset in (head, tail)]
     best = _node_area(instance, head, tail, orders)
-    for r in range(len(instance.packing_resources)):
-        for f in functions:
-            held = np.where(instance.eligible, instance.gang[:, None]
-                            * np.nan_to_num(instance.duration) * f(share[:, :, r]), 0.0)
-            # (L, J): each job's least weighted GPU-seconds under each weighing.
-            least = np.where(instance.eligible[None], weights[:, None, :] * held[None],
-                             np.inf).min(axis=2)
-            least = np.where(np.isfinite(least), least, 0.0)
-            for offset, order in zip((head, tail), orders, strict=True):
-                # Jobs by offset, largest first: each prefix waits at least its last's.
-                total = np.cumsum(least[:, order], axis=1) / fleet[:, None]
-                best = max(best, float((offset[order][None] + total).max(initial=0.0)))
+    rows = [(r, f) for r in range(len(instance.packing_resources)) for f in functions]
+    if not instance.shared.any():
+        # Every GPU held whole: the whole-GPU column counts each job at 1 under the
+        # rounding, the most any resource's share can count, so no other row is higher.
+        rows = [(len(instance.packing_resources) - 1, functions[1])]
+    for r, f in rows:
+        held = np.where(instance.eligible, instance.gang[:, None]
+                        * np.nan_to_num(instance.duration) * f(share[:, :, r]), 0.0)
+        # (L, J): each job's least weighted GPU-seconds under each weighing.
+        least = np.where(instance.eligible[None], weights[:, None, :] * held[None],
+                         np.inf).min(axis=2)
+        least = np.where(np.isfinite(least), least, 0.0)
+        for offset, order in zip((head, tail), orders, strict=True):
+            # Jobs by offset, largest first: each prefix waits at least its last's.
+            total = np.cumsum(least[:, order], axis=1) / fleet[:, None]
+            best = max(best, float((offset[order][None] + total).max(initial=0.0)))
     return best
 
 

@@ -91,13 +91,18 @@ class NodeUsage:
 
 @dataclass(frozen=True)
 class Slot:
-    """Where and when a job runs: its start and end, type, GPUs (sorted) and first node."""
+    """Where and when a job runs: its start and end, type, GPUs (sorted) and first node.
+
+    ``seats`` says, per group, how many of its first GPUs (in free-time order) up to
+    which the job's are (for :meth:`FreeGpus.take`); None: find them by id.
+    """
 
     start: float
     end: float
     gpu_type: int
     gpus: IntArray
     node: int
+    seats: tuple[tuple[int, int, int], ...] | None = None
 
 
 class FreeGpus:
@@ -130,6 +135,8 @@ class FreeGpus:
             self.free[q, :size] = ready_at[mine][by_ready]
             self.members[q, :size] = mine[by_ready]
             self.gpu_group[mine] = q
+        #: Per (type, GPUs per node, level): the groups that can take such a share.
+        self._options: dict[tuple[int, int, int], IntArray] = {}
         self.usage = (NodeUsage(instance.node_capacity)
                       if instance.node_resources and instance.node_demand.any() else None)
         if self.usage is not None:
@@ -164,10 +171,7 @@ class FreeGpus:
         """The earliest slot running ``seconds`` within one domain of ``level`` (-1: any)."""
         instance = self.instance
         k, m = int(instance.gpus_per_node[j]), int(instance.gang_nodes[j])
-        options = np.flatnonzero((self.group_type == t) & (self.group_size >= k))
-        if level >= 0:
-            assert self.domain is not None
-            options = options[self.domain[options, level] >= 0]
+        options = self._groups_for(t, k, level)
         if options.size < m:
             return None
         # When each group has k GPUs free: their k-th earliest free time.
@@ -191,12 +195,29 @@ class FreeGpus:
             at = np.maximum(at, start)
         else:
             return None
-        groups = options[chosen]
-        gpus = np.sort(np.concatenate([self._latest_free(int(q), k, start) for q in groups])
-                       ) if k else np.zeros(0, dtype=np.int64)
-        slow = instance.spread_factor(j, np.unique(self.group_node[groups]))
+        groups = options[chosen].tolist()
+        # The k GPUs of each group that became free last by the start: taking those keeps
+        # GPUs free since earlier open for jobs that fit there sooner.
+        seats = tuple((q, last - k, last) for q in groups
+                      for last in [int(np.searchsorted(self.free[q], start, side="right"))])
+        gpus = (np.sort(np.concatenate([self.members[q, lo:hi] for q, lo, hi in seats]))
+                if k else np.zeros(0, dtype=np.int64))
+        nodes = self.group_node[groups]
+        slow = instance.spread_factor(j, nodes) if m > 1 else 1.0
         return Slot(start, start + float(instance.duration[j, t]) * slow, t, gpus,
-                    int(self.group_node[groups].min()))
+                    int(nodes.min()) if m > 1 else int(nodes[0]), seats if k else None)
+
+    def _groups_for(self, t: int, k: int, level: int) -> IntArray:
+        """The groups of type ``t`` with ``k`` GPUs, labelled at ``level`` (-1: any)."""
+        key = (t, k, level)
+        options = self._options.get(key)
+        if options is None:
+            options = np.flatnonzero((self.group_type == t) & (self.group_size >= k))
+            if level >= 0:
+                assert self.domain is not None
+                options = options[self.domain[options, level] >= 0]
+            self._options[key] = options
+        return options
 
     def _choose(self, options: IntArray, at: FloatArray, m: int, level: int) -> IntArray | None:
         """Positions in ``options`` of the ``m`` groups that start the job earliest.
@@ -204,6 +225,10 @@ class FreeGpus:
         All in one domain of ``level`` (-1: anywhere); None if no domain has ``m`` that
         ever can. Ties go to the best fit (see the module).
         """
+        if m == 1 and level < 0 and self.domain is None:
+            # The earliest; ties go to the lowest group (options are in increasing order).
+            best = int(np.argmin(at))
+            return np.array([best]) if np.isfinite(at[best]) else None
         finite = np.isfinite(at)
         if int(finite.sum()) < m:
             return None
@@ -254,15 +279,6 @@ class FreeGpus:
                         .astype(np.int64))
         return tuple(keys)
 
-    def _latest_free(self, q: int, k: int, start: float) -> IntArray:
-        """The ``k`` GPUs of group ``q`` that became free last by ``start``.
-
-        Taking those keeps GPUs free since earlier open for jobs that fit there sooner.
-        """
-        last = int(np.searchsorted(self.free[q], start, side="right"))
-        gpus: IntArray = self.members[q, last - k:last].copy()
-        return gpus
-
     def kept(self, j: int, gpus: IntArray, start: float, ready: float) -> Slot | None:
         """Job ``j`` on its previous GPUs from its previous start, if that still fits.
 
@@ -296,13 +312,21 @@ class FreeGpus:
 
     def take(self, j: int, slot: Slot) -> None:
         """Book job ``j`` in ``slot``: its GPUs busy until its end, its node demand drawn."""
-        for q in np.unique(self.gpu_group[slot.gpus]).tolist():
-            taken = np.isin(self.members[q], slot.gpus)
-            self.free[q, taken] = slot.end
-            resort = np.argsort(self.free[q], kind="stable")
-            self.free[q], self.members[q] = self.free[q, resort], self.members[q, resort]
+        if slot.seats is not None:
+            for q, lo, hi in slot.seats:
+                self.free[q, lo:hi] = slot.end
+                self._resort(q)
+        else:
+            for q in np.unique(self.gpu_group[slot.gpus]).tolist():
+                self.free[q, np.isin(self.members[q], slot.gpus)] = slot.end
+                self._resort(q)
         if self.usage is not None:
             nodes = (np.unique(self.instance.gpu_node[slot.gpus]) if slot.gpus.size
                      else np.array([slot.node]))
             for n in nodes.tolist():
                 self.usage.add(n, slot.start, slot.end, self.instance.node_demand[j])
+
+    def _resort(self, q: int) -> None:
+        """Keep group ``q``'s GPUs in free-time order after a booking."""
+        resort = np.argsort(self.free[q], kind="stable")
+        self.free[q], self.members[q] = self.free[q, resort], self.members[q, resort]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.instance import BoolArray, Feature, FloatArray, Instance, IntArray
 from gpuplan.core.keep import Keep
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import option
@@ -36,6 +36,18 @@ from gpuplan.parts.construct import (
     repair_keys,
 )
 from gpuplan.parts.static_plans import static_result
+
+
+def encoding_features(objective: ObjectiveKind) -> frozenset[Feature]:
+    """What the encodings plan of the cluster model: all of it over time, less when static.
+
+    Over time the list scheduler decodes the keys; the static block encoding places
+    multi-node gangs in blocks within a domain and prices GPU loads only, not node
+    resources.
+    """
+    if objective.is_static:
+        return frozenset({Feature.MULTI_NODE, Feature.TOPOLOGY})
+    return frozenset(Feature)
 
 
 def parse_moves(text: str) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import Gpuplan
+from conftest import DATA, Gpuplan
 
 from gpuplan.core.errors import InputError
 from gpuplan.core.instance import Outage
@@ -98,6 +98,30 @@ def test_cp_replans_with_a_cap_on_moves_and_the_plan_verifies() -> None:
                   RunSettings(time_limit_s=2), max_changes=1)
     assert done.schedule is not None and done.schedule.verification is not None
     assert done.schedule.verification.ok and len(done.disruption.moved) <= 1
+
+
+@pytest.mark.parametrize("method", ["greedy", "cp"])
+def test_a_rack_fleet_replans_with_its_gangs_and_node_resources(method: str) -> None:
+    """A node of a running 2-node gang fails: the plan of what is left verifies whole.
+
+    The jobs that run on keep their nodes' CPUs and memory (held in the residual), the
+    stopped gang starts again on two nodes of one rack, and the merged plan (history and
+    all) passes the verifier on the changed instance.
+    """
+    document = json.loads((DATA / "racks_small.json").read_text())
+    instance = instance_from_data(document, "racks_small.json")
+    previous = plan(instance, "cp", settings=RunSettings(time_limit_s=5, seed=0))
+    gang = next(s for s in previous.segments if s.job == "train-rack")
+    at = gang.start_s + 600.0
+    failed = gang.gpu_ids[-1].split("/")[0]
+    parsed = Changes.parse({"down": [{"node": failed}]}, "changes.yaml")
+    before, changed = changed_instances(document, "racks_small.json", parsed, at, "c")
+    done = replan(before, changed, previous, at, parsed, method, RunSettings(time_limit_s=2))
+    assert done.schedule is not None and done.schedule.verification is not None
+    assert done.schedule.verification.ok, done.schedule.verification.violations
+    assert "train-rack" in done.disruption.stopped
+    again = [s for s in done.schedule.segments if s.job == "train-rack" and s.start_s >= at]
+    assert again and failed not in {g.split("/")[0] for g in again[0].gpu_ids}
 
 
 @pytest.mark.parametrize(("changes", "at", "where", "says"), [
