@@ -132,6 +132,7 @@ def exclusive_part(limit: float) -> str:
     """Plans that share a GPU held whole (none expected), and tampered copies caught."""
     rows = []
     plans = shared = copies = caught = refused = 0
+    reasons: Counter[tuple[str, str]] = Counter()
     for name, instance in shipped():
         for method_name, method in METHODS.items():
             if instance.objective not in method.objectives:
@@ -139,8 +140,12 @@ def exclusive_part(limit: float) -> str:
             try:
                 schedule = plan(instance, method_name,
                                 settings=RunSettings(time_limit_s=limit, seed=0))
-            except InputError:
+            except InputError as error:
                 refused += 1
+                missing = sorted(instance.features - method.features(instance.objective))
+                # Else the method's own check, as "method 'x' plans ... only".
+                reasons[(method_name, str(missing[0]) if missing else
+                         error.message.split(" (")[0].split(", and")[0])] += 1
                 continue
             if not schedule.status.has_plan:
                 continue
@@ -158,6 +163,9 @@ def exclusive_part(limit: float) -> str:
              "two jobs on a GPU held whole | tampered copies | caught by the verifier |",
              "|---:|---:|---:|---:|---:|",
              f"| {plans} | {refused} | {shared} | {copies} | {caught} |", ""]
+    lines += ["| refused by | why (the first feature it does not plan) | instances |",
+              "|---|---|---:|",
+              *(f"| {m} | {f} | {n} |" for (m, f), n in sorted(reasons.items())), ""]
     if rows:
         lines += ["| instance | method | pairs |", "|---|---|---:|", *rows, ""]
     return "\n".join(lines)
