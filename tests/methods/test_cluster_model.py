@@ -18,7 +18,7 @@ from gpuplan import InputError, ObjectiveKind, RunSettings, Status, plan, read_i
 from gpuplan.core.instance import Feature, Instance
 from gpuplan.methods import METHODS
 
-SETTINGS = RunSettings(time_limit_s=3, seed=0)
+SETTINGS = RunSettings(time_limit_s=1, seed=0)
 
 
 #: The jobs of racks_small.json that fit the fleet all at once (static objectives that
