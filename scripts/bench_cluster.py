@@ -15,7 +15,9 @@ Each part writes its results file under ``docs/results/`` and refreshes the tabl
   every plan with two jobs running at once on GPUs held whole, the copy with one of them
   moved onto the other's GPU, and whether ``gpuplan check``'s verifier reports it.
 - ``cpu`` (cluster_cpu.md): ``generate --library racks --jobs 200`` (16 nodes, CPUs
-  bind) for ``--seeds`` seeds: greedy, and cp at ``--time-limit``; value, bound, gap.
+  bind) for ``--seeds`` seeds, and the same batches on a mixed fleet (``mixed_document``:
+  racks of 192-core and of 48-core nodes, jobs asking 4-32 cores a GPU): greedy, and cp
+  at ``--time-limit``; value, bound, gap.
 - ``gangs`` (cluster_gangs.md): 500 jobs drawn from Microsoft's ITP trace
   (``../shared/benchmarks/gpu-traces/microsoft-itp/raw-traces.tar.gz``, all ten
   clusters) with its gang sizes (1-64 GPUs, by stratified sampling: each size's share of
@@ -173,22 +175,45 @@ def exclusive_part(limit: float) -> str:
 
 # -- cpu ----------------------------------------------------------------------------------
 
+#: The mixed fleet of the cpu part: cores of the racks' nodes, alternating by rack (two
+#: server generations), and the cores per GPU jobs ask for (4-6: language models; 24-32:
+#: data-heavy input pipelines), with their probabilities.
+MIXED_NODE_CORES = (192, 48)
+MIXED_JOB_CORES = ((4, 6, 24, 32), (0.35, 0.25, 0.2, 0.2))
+
+
+def mixed_document(seed: int) -> dict[str, Any]:
+    """``racks_document(200, seed)`` on nodes of two generations, jobs asking 4-32 cores."""
+    document = racks_document(200, seed)
+    document["name"] += "-mixed"
+    for n, node in enumerate(document["nodes"]):
+        node["resources"]["cpu_milli"] = MIXED_NODE_CORES[(n // 4) % 2] * 1000
+    rng = np.random.default_rng(100 + seed)
+    for job in document["jobs"]:
+        cores = int(rng.choice(MIXED_JOB_CORES[0], p=MIXED_JOB_CORES[1]))
+        job["node_demand"]["cpu_milli"] = min(cores * min(job["gpus"], 8) * 1000,
+                                              max(MIXED_NODE_CORES) * 1000)
+    return document
+
+
 def cpu_part(limit: float, seeds: int) -> str:
-    """cp against greedy on racks batches where node CPUs bind."""
+    """cp against greedy on racks batches where node CPUs bind, on one node kind or two."""
     lines = ["| instance | greedy | cp | bound | cp gap % | cp below greedy % | cp seconds |",
              "|---|---:|---:|---:|---:|---:|---:|"]
-    for seed in range(1, seeds + 1):
-        instance = instance_from_data(racks_document(200, seed), f"racks-200-s{seed}")
-        greedy = plan(instance, "greedy")
-        began = time.perf_counter()
-        cp = plan(instance, "cp", settings=RunSettings(time_limit_s=limit, seed=0))
-        seconds = time.perf_counter() - began
-        assert greedy.objective is not None and cp.objective is not None
-        bound = max(cp.bound or 0.0, greedy.bound or 0.0)
-        lines.append(f"| {instance.name} | {greedy.objective:g} | {cp.objective:g} | "
-                     f"{bound:g} | {100 * (cp.objective - bound) / cp.objective:.2f} | "
-                     f"{100 * (greedy.objective - cp.objective) / greedy.objective:.2f} | "
-                     f"{seconds:.1f} |")
+    for make in (lambda seed: racks_document(200, seed), mixed_document):
+        for seed in range(1, seeds + 1):
+            document = make(seed)
+            instance = instance_from_data(document, document["name"])
+            greedy = plan(instance, "greedy")
+            began = time.perf_counter()
+            cp = plan(instance, "cp", settings=RunSettings(time_limit_s=limit, seed=0))
+            seconds = time.perf_counter() - began
+            assert greedy.objective is not None and cp.objective is not None
+            bound = max(cp.bound or 0.0, greedy.bound or 0.0)
+            lines.append(f"| {instance.name} | {greedy.objective:g} | {cp.objective:g} | "
+                         f"{bound:g} | {100 * (cp.objective - bound) / cp.objective:.2f} | "
+                         f"{100 * (greedy.objective - cp.objective) / greedy.objective:.2f}"
+                         f" | {seconds:.1f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -267,6 +267,12 @@ class Instance:
             value = getattr(self, field.name)
             if isinstance(value, np.ndarray):
                 _readonly(value)
+        # With levels, every job has its (perhaps absent) topology request: consumers index
+        # these by job whenever levels exist.
+        if self.levels and any(len(getattr(self, name)) != self.n_jobs for name in
+                               ("required_level", "preferred_level", "spread_slowdown")):
+            raise ValueError("required_level, preferred_level and spread_slowdown must hold "
+                             "a value per job when the instance has topology levels")
 
     @property
     def pair_gain(self) -> float:

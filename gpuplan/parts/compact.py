@@ -4,13 +4,13 @@ A plan's single-GPU jobs may be spread over more racks than their number needs: 
 scheduling appends jobs to GPUs in priority order, not in time order, and a rack whose GPUs
 are promised to later jobs looks full to an earlier one. :func:`compact` takes every
 single-GPU job run whole that draws nothing on its node, and gives it, in order of start,
-a GPU of its type that is free over its whole interval, in the domain (widest level first)
-and then the node with the most GPUs busy at its start, lowest index last. Nothing else
-moves, no time changes, so the objective stays; the plan holds its single-GPU jobs in as
-few domains as interval colouring in start order allows (on a fleet where only such jobs
-run: the fewest there can be, the most of them running at once over a domain's GPUs).
-Where some job finds no GPU free over its interval (held by a job that does not move),
-the plan is returned as it was.
+a GPU of its type that is free over its whole interval (no other job on it, no outage),
+in the domain (widest level first) and then the node with the most GPUs busy at its
+start, lowest index last. Nothing else moves, no time changes, so the objective stays;
+the plan holds its single-GPU jobs in as few domains as interval colouring in start order
+allows (on a fleet where only such jobs run: the fewest there can be, the most of them
+running at once over a domain's GPUs). Where some job finds no GPU free over its interval
+(held by a job that does not move), the plan is returned as it was.
 """
 
 from __future__ import annotations
@@ -39,11 +39,14 @@ def compact(instance: Instance, plan: Result) -> Result:
                else (sizes == 1) & (count[job] == 1))
     if not movable.any():
         return plan
+    # What holds GPUs and does not move: the other jobs, and the outages (failed GPUs, a
+    # re-plan's running work).
     fixed = np.flatnonzero(~movable)
-    fixed_gpu = np.concatenate([plan.gpus[k] for k in fixed]) if fixed.size else np.zeros(
-        0, dtype=np.int64)
-    fixed_start = np.repeat(plan.start[fixed], sizes[fixed])
-    fixed_end = np.repeat(plan.end[fixed], sizes[fixed])
+    held = [(plan.gpus[k], float(plan.start[k]), float(plan.end[k])) for k in fixed.tolist()]
+    held += [(o.gpus, o.start_s, o.end_s) for o in instance.outages]
+    fixed_gpu = np.concatenate([g for g, _, _ in held] + [np.zeros(0, dtype=np.int64)])
+    fixed_start = np.concatenate([np.full(g.size, a) for g, a, _ in held] + [np.zeros(0)])
+    fixed_end = np.concatenate([np.full(g.size, b) for g, _, b in held] + [np.zeros(0)])
     gpus = list(plan.gpus)
     # Movable jobs in start order; each GPU free again from the end of its last one.
     free_from = np.full(instance.n_gpus, -np.inf)

@@ -29,8 +29,6 @@ from gpuplan.core.instance import FloatArray, Instance, IntArray
 
 #: Relative slack within which a node demand counts as fitting (as the greedy's GPUs).
 FIT_EPS = 1e-9
-#: Rounds of re-checking the nodes of a multi-node choice at a later start, at most.
-MAX_ROUNDS = 64
 
 
 class NodeUsage:
@@ -179,7 +177,9 @@ class FreeGpus:
             options.size, ready)
         draw = instance.node_demand[j] if self.usage is not None else None
         at = gpu_ready
-        for _ in range(MAX_ROUNDS):
+        # Each round starts no earlier than the last, at the end of some booking or a
+        # group's free time, so the rounds end: when every chosen group can start then.
+        while True:
             if draw is not None:
                 usage = self.usage
                 assert usage is not None
@@ -193,8 +193,6 @@ class FreeGpus:
                 break
             # A node free earlier may be busy at the later start: ask every group again.
             at = np.maximum(at, start)
-        else:
-            return None
         groups = options[chosen].tolist()
         # The k GPUs of each group that became free last by the start: taking those keeps
         # GPUs free since earlier open for jobs that fit there sooner.

@@ -146,15 +146,17 @@ def _blocks(instance: Instance, gang: int, per_node: int) -> list[IntArray]:
     """The aligned blocks of a gang shape: ``per_node`` GPUs on each of its nodes.
 
     A one-node gang's blocks are GPUs ``[i*k, (i+1)*k)`` of each node's GPUs of a type; a
-    multi-node gang's take slot ``i`` on each of ``m`` consecutive nodes (in the fleet's
-    order) holding the type.
+    multi-node gang's take slot ``i`` on each of ``m`` consecutive nodes holding the type,
+    the nodes in topology order (by their domains, widest level first, then as listed), so
+    that each domain's nodes are consecutive and its own windows exist.
     """
     gpu_type, gpu_node = instance.gpu_type, instance.gpu_node
     m = gang // per_node
+    order = (np.lexsort((np.arange(instance.n_nodes), *instance.node_domain.T[::-1]))
+             if instance.levels else np.arange(instance.n_nodes))
     blocks: list[IntArray] = []
     for t in range(instance.n_types):
-        hosts = [np.flatnonzero((gpu_node == n) & (gpu_type == t))
-                 for n in range(instance.n_nodes)]
+        hosts = [np.flatnonzero((gpu_node == n) & (gpu_type == t)) for n in order.tolist()]
         hosts = [members for members in hosts if members.size >= per_node]
         for first in range(len(hosts) - m + 1):
             window = hosts[first:first + m]

@@ -934,7 +934,7 @@ def _topology(document: InstanceDocument, jobs: dict[int, JobTopologySpec],
                 break
             path.append(label)
             node_domain[n, i] = domain_ids[i].setdefault("/".join(path), len(domain_ids[i]))
-    n_jobs = len(document.jobs) if jobs else 0
+    n_jobs = len(document.jobs)
     required = np.full(n_jobs, -1, dtype=np.int64)
     preferred = np.full(n_jobs, -1, dtype=np.int64)
     slowdown = np.ones(n_jobs)
@@ -955,9 +955,6 @@ def _topology(document: InstanceDocument, jobs: dict[int, JobTopologySpec],
                              "means nothing")
         if spec.spread_slowdown is not None:
             slowdown[j] = spec.spread_slowdown
-    if not jobs:
-        required = preferred = np.zeros(0, dtype=np.int64)
-        slowdown = np.zeros(0)
     return {"levels": levels, "domain_ids": tuple(tuple(d) for d in domain_ids),
             "node_domain": node_domain, "required_level": required,
             "preferred_level": preferred, "spread_slowdown": slowdown}

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
-from conftest import INSTANCES
+from conftest import INSTANCES, instance_from
 
 from gpuplan import Schedule, read_instance, verify_schedule
+from gpuplan.core.instance import Outage
 from gpuplan.core.result import Result
 from gpuplan.parts.compact import compact
 from gpuplan.parts.construct import list_schedule
@@ -41,3 +44,27 @@ def test_without_topology_nothing_moves() -> None:
     instance = read_instance(INSTANCES / "quickstart.json")
     listed = list_schedule(instance)
     assert compact(instance, listed) is listed
+
+
+def test_a_job_is_never_re_seated_on_a_gpu_that_is_down() -> None:
+    """A GPU held by an outage (a failure, a re-plan's running work) takes no re-seated job.
+
+    Rack r1's second GPU is down for the first 500 s: the fuller rack r1 would otherwise
+    take the short job beside the long one. If this broke, greedy would plan a job on a
+    failed GPU and its re-plans would fail verification.
+    """
+    data = {"topology": {"levels": ["rack"]},
+            "gpu_types": [{"id": "H100", "capacity": {"memory_gib": 80}}],
+            "nodes": [{"id": n, "gpus": {"H100": 2}, "topology": {"rack": r}}
+                      for n, r in (("a1", "r1"), ("b1", "r2"))],
+            "jobs": [{"id": "long", "gpus": 1, "duration_s": 1000},
+                     {"id": "short", "gpus": 1, "duration_s": 100},
+                     {"id": "late", "gpus": 1, "duration_s": 50, "release_s": 5000}],
+            "objective": "makespan"}
+    instance = dataclasses.replace(instance_from(data), outages=(
+        Outage(np.array([1]), 0.0, 500.0, "a1/1 is down"),))
+    packed = compact(instance, list_schedule(instance))
+    short = int(np.flatnonzero(packed.job == instance.job_index["short"])[0])
+    assert packed.gpus[short].tolist() != [1]
+    schedule = Schedule.from_result(instance, packed, "greedy", 0.0, 0)
+    assert verify_schedule(instance, schedule).ok

@@ -110,3 +110,24 @@ def test_a_kept_gang_keeps_its_nodes() -> None:
     slot = fleet_gpus.kept(train, gpus, 100.0, 0.0)
     assert slot is not None and slot.start == 100.0 and slot.end == 3700.0
     assert slot.node == instance.node_index["b1"]
+
+
+def test_a_gang_waits_out_any_number_of_alternating_bookings() -> None:
+    """Two nodes busy in turns (100 bookings): the 2-node gang starts when both are free.
+
+    Each later start found on one node is busy on the other; the search keeps moving the
+    start until both are free at once, at 1,000 s. If this broke, greedy would leave a job
+    out saying no node has room for it.
+    """
+    instance = instance_from({
+        "gpu_types": [{"id": "H100", "capacity": {"memory_gib": 80}}],
+        "nodes": [{"id": n, "gpus": {"H100": 8}, "resources": {"cpus": 64}} for n in "ab"],
+        "jobs": [{"id": "gang", "gpus": 16, "gpus_per_node": 8, "duration_s": 5,
+                  "node_demand": {"cpus": 64}}],
+        "objective": "makespan"})
+    fleet = FreeGpus(instance)
+    assert fleet.usage is not None
+    for w in range(100):
+        fleet.usage.add(w % 2, 10.0 * w, 10.0 * w + 10.0, np.array([64.0]))
+    slot = fleet.earliest(0, 0, 0.0)
+    assert slot is not None and slot.start == 1000.0 and slot.gpus.size == 16

@@ -8,7 +8,7 @@ from typing import Any
 
 from conftest import DATA, INSTANCES, instance_from, run_cli
 
-from gpuplan import read_instance
+from gpuplan import RunSettings, plan, read_instance
 from gpuplan.core.instance import WHOLE_GPU
 
 
@@ -67,3 +67,20 @@ def test_validate_says_how_gpus_are_held_and_the_cluster_shape() -> None:
             "nodes); topology rack (2 racks)") in first
     assert "GPUs shared (jobs pack by memory_gib, compute)" in second
 
+
+
+def test_a_labelled_fleet_whose_jobs_ask_nothing_of_it_plans_with_every_method() -> None:
+    """An imported fleet with racks, and jobs with no topology request, plans and verifies.
+
+    This is what ``import slurm --topology`` gives for jobs that name no level; every
+    method and the verifier read the jobs' (absent) requests by job.
+    """
+    data = document()
+    data["jobs"] = [{"id": "one", "gpus": 1, "duration_s": 10},
+                    {"id": "wide", "gpus": 8, "gpus_per_node": 4, "duration_s": 10}]
+    instance = instance_from(data)
+    assert instance.required_level.tolist() == [-1, -1]
+    assert instance.spread_slowdown.tolist() == [1.0, 1.0]
+    for method in ("greedy", "cp", "sa", "ga"):
+        schedule = plan(instance, method, settings=RunSettings(time_limit_s=1, seed=0))
+        assert schedule.verification is not None and schedule.verification.ok, method
