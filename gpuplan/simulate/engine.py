@@ -38,11 +38,10 @@ from enum import IntEnum
 import numpy as np
 
 from gpuplan.core.instance import FloatArray, Instance, IntArray, Outage
-from gpuplan.core.result import Event, EventKind, Result
-from gpuplan.core.status import Status
+from gpuplan.core.result import EventKind, Result
+from gpuplan.core.sim import DOWN, EventQueue, GpuCluster, Recorder
 from gpuplan.simulate.policy import (
     Admission,
-    ClusterView,
     Decision,
     Mode,
     Placement,
@@ -121,8 +120,6 @@ class Failures:
         return bool(self.listed) or self.per_day > 0
 
 
-#: An owner that marks a GPU down.
-DOWN = -2
 #: Seconds in a day, for failure rates.
 DAY_S = 86_400.0
 
@@ -138,47 +135,6 @@ class _Kind(IntEnum):
     WAKE = 4
     #: A job's restore or migration overhead ends: it may be preempted from now on.
     UNLOCK = 5
-
-
-class _Recorder:
-    """The segments and events of the run, as they close."""
-
-    def __init__(self) -> None:
-        self.job: list[int] = []
-        self.gpu_type: list[int] = []
-        self.start: list[float] = []
-        self.end: list[float] = []
-        self.gpus: list[IntArray] = []
-        self.work: list[float] = []
-        self.restore: list[float] = []
-        self.migrate: list[float] = []
-        self.lost: list[float] = []
-        self.events: list[Event] = []
-
-    def segment(self, job: int, gpu_type: int, start: float, end: float, gpus: IntArray,
-                work: float, restore: float, migrate: float, lost: float) -> None:
-        self.job.append(job)
-        self.gpu_type.append(gpu_type)
-        self.start.append(start)
-        self.end.append(end)
-        self.gpus.append(gpus)
-        self.work.append(work)
-        self.restore.append(restore)
-        self.migrate.append(migrate)
-        self.lost.append(lost)
-
-    def event(self, now: float, kind: EventKind, job: int, gpus: IntArray) -> None:
-        self.events.append(Event(now, kind, job, gpus))
-
-    def result(self, solver: str) -> Result:
-        return Result(
-            status=Status.FEASIBLE, objective=None, bound=None, solver=solver,
-            job=np.array(self.job, dtype=np.int64),
-            gpu_type=np.array(self.gpu_type, dtype=np.int64),
-            start=np.array(self.start), end=np.array(self.end), gpus=tuple(self.gpus),
-            work=np.array(self.work), restore_s=np.array(self.restore),
-            migrate_s=np.array(self.migrate),
-            lost=np.array(self.lost) if any(self.lost) else None, events=tuple(self.events))
 
 
 class Engine:
@@ -263,25 +219,14 @@ class Engine:
         self.seg_remaining: FloatArray = np.ones(n)
         self.mark: FloatArray = np.zeros(n)
         self.gpus: list[IntArray | None] = [None] * n
-        self.last_gpus: list[IntArray | None] = [None] * n
         self.version: IntArray = np.zeros(n, dtype=np.int64)
-        self.owner: IntArray = np.full(instance.n_gpus, -1, dtype=np.int64)
-        self.free: IntArray = instance.node_gpus.astype(np.int64).copy()
         self.total: IntArray = instance.node_gpus.sum(axis=0).astype(np.int64)
-        # What each node has left of its node resources; None when no job draws on them.
-        self.room: FloatArray | None = (instance.node_capacity.copy()
-                                        if instance.node_demand.any() else None)
         # Each running job's spread slowdown (its gang spans domains of its preferred
         # level): it runs that many times its duration.
         self.slow: FloatArray = np.ones(n)
-        first = np.concatenate(([0], np.cumsum(instance.node_gpus.ravel())[:-1]))
-        self.cluster = ClusterView(instance, _readonly(self.owner), _readonly(self.free),
-                                   first.reshape(instance.node_gpus.shape).astype(np.int64),
-                                   self.last_gpus,
-                                   None if self.room is None else _readonly(self.room))
-        self.recorder = _Recorder()
-        self.queue: list[tuple[float, int, int, int, int]] = []
-        self.sequence = 0
+        self.cluster = GpuCluster(instance)
+        self.recorder = Recorder()
+        self.queue = EventQueue()
         self.wake_version = 0
         self.finished = 0
         self.decisions = 0
@@ -301,13 +246,22 @@ class Engine:
         #: What a queued failure or repair acts on, by its sequence number: the GPUs
         #: (None for a drawn failure, which picks its node when it happens) and the end.
         self.pending: dict[int, tuple[IntArray | None, float]] = {}
+        #: The engine's own decisions for a scheduler that offers GPUs in a fixed order
+        #: and admits every job (:attr:`~gpuplan.simulate.policy.Scheduler.
+        #: decides_in_fixed_order`); None: the scheduler decides.
+        self.fixed: _FixedOrder | None = None
+        if (getattr(scheduler, "decides_in_fixed_order", False) and not scheduler.preemptive
+                and not admission.holds_back):
+            order = scheduler.fixed_order(self.seen)
+            if order is None:
+                raise SimulationError(f"scheduler {scheduler.name!r} decides in a fixed order "
+                                      "but has none")
+            self.fixed = _FixedOrder(self, order)
 
     # -- the queue ---------------------------------------------------------------------
 
     def _push(self, at: float, kind: _Kind, job: int, version: int) -> int:
-        self.sequence += 1
-        heapq.heappush(self.queue, (at, int(kind), self.sequence, job, version))
-        return self.sequence
+        return self.queue.push(at, int(kind), job, version)
 
     def _handle_until(self, until: float, inclusive: bool) -> bool:
         """Handle every queued event before ``until`` (or at it); whether any counted.
@@ -316,8 +270,8 @@ class Engine:
         replaced, do not count.
         """
         queue, happened = self.queue, False
-        while queue and (queue[0][0] < until or (inclusive and queue[0][0] == until)):
-            at, kind, sequence, job, version = heapq.heappop(queue)
+        while queue.due(until, inclusive):
+            at, kind, sequence, job, version = queue.pop()
             if kind == _Kind.COMPLETE and version == self.version[job]:
                 self._complete(job, at)
                 happened = True
@@ -343,6 +297,13 @@ class Engine:
         self.arrived[job] = True
         self.n_arrived += 1
         if self.preds_left[job] == 0:
+            self._ready(job)
+
+    def _ready(self, job: int) -> None:
+        """The job has arrived and its predecessors are done: it waits for admission."""
+        if self.fixed is not None:
+            self.fixed.add(job)
+        else:
             bisect.insort(self.waiting_ranks, int(self.rank[job]))
 
     def _running(self) -> IntArray:
@@ -363,34 +324,19 @@ class Engine:
         self.received[jobs, kinds] += now - self.mark[jobs]
         self.mark[jobs] = now
 
-    def _occupy(self, job: int, gpus: IntArray | None, holder: int) -> None:
-        if gpus is None:
-            raise SimulationError(f"job {job} holds no GPUs")
-        instance = self.instance
-        self.owner[gpus] = holder
-        kind = int(instance.gpu_type[gpus[0]])
-        sign = -1 if holder >= 0 else 1
-        if instance.gang_nodes[job] == 1:
-            node = int(instance.gpu_node[gpus[0]])
-            self.free[node, kind] += sign * gpus.size
-            nodes: IntArray | list[int] = [node]
-        else:
-            nodes = np.unique(instance.gpu_node[gpus])
-            self.free[nodes, kind] += sign * int(instance.gpus_per_node[job])
-        if self.room is not None:
-            self.room[nodes] += sign * instance.node_demand[job]
-
     def _start(self, job: int, gpu_type: int, gpus: IntArray, now: float) -> None:
         instance = self.instance
-        if (gpus.size != instance.gang[job] or (instance.gpu_type[gpus] != gpu_type).any()
-                or not self.cluster.fits(job, gpus) or not _gang_shape(instance, job, gpus)):
+        nodes = _gang_nodes(instance, job, gpus)
+        if (nodes is None or gpus.size != instance.gang[job]
+                or (instance.gpu_type[gpus] != gpu_type).any()
+                or not self.cluster.fits(job, gpus)):
             raise SimulationError(f"placement {self.placement.name!r} gave job "
                                   f"{instance.job_ids[job]!r} GPUs {gpus.tolist()} that are "
                                   f"not {instance.gang[job]} free GPUs of one type, "
                                   f"{instance.gpus_per_node[job]} on each of "
                                   f"{instance.gang_nodes[job]} node(s) with room for it")
-        self.slow[job] = instance.spread_factor(job, np.unique(instance.gpu_node[gpus]))
-        before = self.last_gpus[job]
+        self.slow[job] = instance.spread_factor(job, nodes)
+        before = self.cluster.previous[job]
         first = before is None
         moved = before is not None and set(gpus.tolist()) != set(before.tolist())
         # A job run whole that a failure stopped starts again from nothing: no overheads.
@@ -403,7 +349,7 @@ class Engine:
         kind = EventKind.START if first else (EventKind.MIGRATE if moved else EventKind.RESUME)
         self.recorder.event(now, kind, job, gpus)
         self.gpus[job] = gpus
-        self._occupy(job, gpus, job)
+        self.cluster.hold(job, gpus)
         self.running_type[job] = gpu_type
         self.running_jobs.add(job)
         self.seg_start[job] = now
@@ -426,12 +372,17 @@ class Engine:
                lost: float = 0.0) -> None:
         gpus = self.gpus[job]
         assert gpus is not None
-        self.recorder.segment(job, int(self.running_type[job]), float(self.seg_start[job]), now,
-                              gpus, work, float(self.seg_restore[job]),
-                              float(self.seg_migrate[job]), lost)
+        start = float(self.seg_start[job])
+        # A failure may stop a job while it pays its overheads: it paid them until then.
+        restore = min(float(self.seg_restore[job]), now - start)
+        migrate = min(float(self.seg_migrate[job]), now - start - restore)
+        self.recorder.segment(job, int(self.running_type[job]), start, now, gpus, work,
+                              restore, migrate, lost)
         self.recorder.event(now, kind, job, gpus)
-        self._occupy(job, gpus, -1)
-        self.last_gpus[job] = gpus
+        self.cluster.give_back(job, gpus)
+        self.cluster.previous[job] = gpus
+        if self.fixed is not None:
+            self.fixed.freed()
         self.gpus[job] = None
         self.running_type[job] = -1
         self.running_jobs.discard(job)
@@ -464,6 +415,8 @@ class Engine:
             self.restart[job] = True
         self.remaining[job] += lost
         self._close(job, now, did, EventKind.PREEMPT, lost)
+        if self.fixed is not None:
+            self.fixed.add(job)
 
     def _fail(self, gpus: IntArray | None, until: float, now: float) -> None:
         """GPUs fail: the jobs on them stop, and they stay down until ``until``.
@@ -479,11 +432,9 @@ class Engine:
             if self.finished < instance.n_jobs:
                 self._draw_failure(now)
         self._settle(now)
-        for job in sorted({int(o) for o in self.owner[gpus].tolist() if o >= 0}):
+        for job in sorted({int(o) for o in self.cluster.owner[gpus].tolist() if o >= 0}):
             self._lose(job, now)
-        fresh = gpus[self.owner[gpus] == -1]
-        self.owner[fresh] = DOWN
-        np.subtract.at(self.free, (instance.gpu_node[fresh], instance.gpu_type[fresh]), 1)
+        self.cluster.down(gpus)
         self.down_until[gpus] = np.maximum(self.down_until[gpus], until)
         nodes = sorted({instance.node_ids[n] for n in instance.gpu_node[gpus].tolist()})
         self.outages.append(Outage(gpus.copy(), now, until, f"{', '.join(nodes)} failed"))
@@ -491,9 +442,10 @@ class Engine:
 
     def _repair(self, gpus: IntArray, now: float) -> None:
         """GPUs whose last failure is over come back."""
-        back = gpus[(self.owner[gpus] == DOWN) & (self.down_until[gpus] <= now)]
-        self.owner[back] = -1
-        np.add.at(self.free, (self.instance.gpu_node[back], self.instance.gpu_type[back]), 1)
+        self.cluster.up(gpus[(self.cluster.owner[gpus] == DOWN)
+                             & (self.down_until[gpus] <= now)])
+        if self.fixed is not None:
+            self.fixed.freed()
 
     def _draw_failure(self, now: float) -> None:
         """Queue the next drawn node failure, an exponential wait after ``now``."""
@@ -509,13 +461,14 @@ class Engine:
         self.remaining[job] = 0.0
         self.finish[job] = now
         self.active[job] = False
-        ranks = self.active_ranks
-        del ranks[bisect.bisect_left(ranks, int(self.rank[job]))]
+        if self.fixed is None:
+            ranks = self.active_ranks
+            del ranks[bisect.bisect_left(ranks, int(self.rank[job]))]
         self.finished += 1
         for successor in self.instance.successors[job]:
             self.preds_left[successor] -= 1
             if self.preds_left[successor] == 0 and self.arrived[successor]:
-                bisect.insort(self.waiting_ranks, int(self.rank[successor]))
+                self._ready(successor)
 
     # -- decisions ---------------------------------------------------------------------
 
@@ -538,14 +491,22 @@ class Engine:
             locked=_readonly(self.locked), first_start=_readonly(self.first_start),
             work_start=_readonly(self.work_start), down_until=_readonly(self.down_until),
             gpus=self.gpus,
-            free=_readonly(self.free.sum(axis=0)), largest=_readonly(self.free.max(axis=0)),
+            free=_readonly(self.cluster.free.sum(axis=0)),
+            largest=_readonly(self.cluster.free.max(axis=0)),
             total=_readonly(self.total),
             round_s=self.config.round_s if self.config.mode is Mode.ROUND else None)
 
-    def _decide(self, now: float) -> View:
-        """Settle the running jobs, admit, ask the scheduler and carry out its decision."""
-        self._settle(now)
+    def _decide(self, now: float) -> View | None:
+        """Settle the running jobs, admit, ask the scheduler and carry out its decision.
+
+        The view the scheduler decided on; None when the engine decided itself
+        (:class:`_FixedOrder`).
+        """
         self.decisions += 1
+        if self.fixed is not None:
+            self.fixed.decide(now)
+            return None
+        self._settle(now)
         if self.waiting_ranks:
             waiting = self.by_arrival[np.array(self.waiting_ranks, dtype=np.int64)].tolist()
             if self.admission.holds_back:
@@ -671,14 +632,14 @@ class Engine:
         for other in walk.candidates(gpu_type):
             gpus = self.gpus[other]
             assert gpus is not None
-            self._occupy(other, gpus, -1)
+            self.cluster.give_back(other, gpus)
             offered.append((other, gpus))
             if self._room_for(job, gpu_type, gpus):
                 reached = True
                 break
         chosen = self.placement.place(self.cluster, job, gpu_type) if reached else None
         for other, gpus in offered:
-            self._occupy(other, gpus, other)
+            self.cluster.hold(other, gpus)
         if chosen is None:
             return None
         chosen = np.asarray(chosen, dtype=np.int64)
@@ -698,9 +659,9 @@ class Engine:
         its node only their node can hold it now.
         """
         instance = self.instance
-        if instance.gang_nodes[job] == 1 and self.room is None and not instance.levels:
+        if instance.gang_nodes[job] == 1 and self.cluster.room is None and not instance.levels:
             node = int(instance.gpu_node[freed[0]])
-            return bool(self.free[node, gpu_type] >= instance.gang[job])
+            return bool(self.cluster.free[node, gpu_type] >= instance.gang[job])
         hosts = self.cluster.hosts(job, gpu_type)
         return instance.pick_nodes(job, hosts, np.zeros(instance.n_nodes)) is not None
 
@@ -744,7 +705,7 @@ class Engine:
     def _events(self) -> None:
         idle = 0
         while self.queue:
-            now = self.queue[0][0]
+            now = self.queue.next_time()
             if not self._handle_until(now, inclusive=True):
                 continue
             view = self._decide(now)
@@ -756,7 +717,8 @@ class Engine:
                 idle += 1
                 if idle > _IDLE_ROUNDS:
                     raise self._stalled(now)
-            wake = self.scheduler.wakeup(view) if view.jobs.size else None
+            wake = (self.scheduler.wakeup(view) if view is not None and view.jobs.size
+                    else None)
             # Only the latest wake-up counts: a decision replaces the plan it came from.
             self.wake_version += 1
             if wake is not None and wake > now:
@@ -774,7 +736,7 @@ class Engine:
         jobs wait that the scheduler does not run yet).
         """
         round_s = self.config.round_s
-        now = self.queue[0][0]
+        now = self.queue.next_time()
         idle = 0
         while True:
             # The last job may complete right at a boundary: then there is nothing to decide.
@@ -802,6 +764,95 @@ class Engine:
                     raise self._stalled(now)
                 end = now + round_s
             now = end
+
+
+class _FixedOrder:
+    """The decisions of a scheduler that offers GPUs in a fixed order and never preempts.
+
+    What the scheduler's decision would be (the waiting jobs in its order, each on its
+    types fastest first) carried out as the engine's walk carries it out, in time that does
+    not grow with the queue: the waiting jobs are kept by *shape* (gang, GPUs per node,
+    eligible types, node demand and required level), each shape's jobs in a heap by their
+    place in the order. A decision offers GPUs to the shapes' first jobs, earliest first;
+    a job that starts makes way for the next of its shape, and a job that does not fit
+    anywhere closes its shape: GPUs and node room only shrink while jobs start, so every
+    other job of that shape would not fit either, in this decision and in the next ones,
+    until GPUs are freed (a job ends or fails, GPUs come back). The jobs that start, and
+    their order, are those of the walk over the whole order.
+
+    Parameters
+    ----------
+    engine
+        The engine.
+    order
+        Every job in the scheduler's order (:meth:`~gpuplan.simulate.policy.Scheduler.
+        fixed_order`).
+    """
+
+    def __init__(self, engine: Engine, order: IntArray) -> None:
+        self.engine = engine
+        instance = engine.instance
+        position = np.empty(instance.n_jobs, dtype=np.int64)
+        position[order] = np.arange(instance.n_jobs)
+        self.position: list[int] = position.tolist()
+        required = (instance.required_level if instance.levels
+                    else np.full(instance.n_jobs, -1, dtype=np.int64))
+        demand = (instance.node_demand if instance.node_demand.size
+                  else np.zeros((instance.n_jobs, 0)))
+        key = np.column_stack([instance.gang, instance.gpus_per_node, instance.eligible,
+                               demand, required]).astype(float)
+        _, shape = np.unique(key, axis=0, return_inverse=True)
+        self.shape: list[int] = shape.reshape(-1).tolist()
+        #: Per shape with jobs waiting: (place in the order, job), a heap.
+        self.waiting: dict[int, list[tuple[int, int]]] = {}
+        #: Shapes whose first job fitted nowhere, with no GPU freed since.
+        self.closed: set[int] = set()
+        # Per job, a gang share that only a node with that many free GPUs of a type holds.
+        self.per_node: list[int] = np.maximum(instance.gpus_per_node, 1).tolist()
+
+    def add(self, job: int) -> None:
+        """The job waits (arrived, predecessors done, or stopped by a failure)."""
+        self.engine.active[job] = True
+        heapq.heappush(self.waiting.setdefault(self.shape[job], []),
+                       (self.position[job], job))
+
+    def freed(self) -> None:
+        """GPUs or node room were freed: every shape may fit again."""
+        self.closed.clear()
+
+    def decide(self, now: float) -> None:
+        """Start the waiting jobs that fit, in the order, as the engine's walk would."""
+        waiting, closed = self.waiting, self.closed
+        heads = [(queue[0][0], shape) for shape, queue in waiting.items()
+                 if shape not in closed]
+        if not heads:
+            return
+        heapq.heapify(heads)
+        engine = self.engine
+        free = engine.cluster.free
+        # The most free GPUs of each type on one node: a share larger fits nowhere.
+        largest: list[int] = free.max(axis=0).tolist()
+        while heads:
+            _, shape = heapq.heappop(heads)
+            queue = waiting[shape]
+            job = queue[0][1]
+            need = self.per_node[job]
+            for gpu_type in engine.fastest_list[job]:
+                if need > largest[gpu_type]:
+                    continue
+                gpus = engine.placement.place(engine.cluster, job, gpu_type)
+                if gpus is None:
+                    continue
+                engine._start(job, gpu_type, np.asarray(gpus, dtype=np.int64), now)
+                largest[gpu_type] = int(free[:, gpu_type].max())
+                heapq.heappop(queue)
+                if queue:
+                    heapq.heappush(heads, (queue[0][0], shape))
+                else:
+                    del waiting[shape]
+                break
+            else:
+                closed.add(shape)
 
 
 class _Walk:
@@ -919,15 +970,25 @@ ESTIMATE_FLOOR = 0.01
 _IDLE_ROUNDS = 100
 
 
-def _gang_shape(instance: Instance, job: int, gpus: IntArray) -> bool:
-    """Whether the GPUs are the job's gang: its GPUs per node on its nodes, in one domain."""
-    nodes, counts = np.unique(instance.gpu_node[gpus], return_counts=True)
-    if nodes.size != instance.gang_nodes[job] or (counts != instance.gpus_per_node[job]).any():
-        return False
+def _gang_nodes(instance: Instance, job: int, gpus: IntArray) -> IntArray | None:
+    """The nodes of the job's gang, if the GPUs are its shape, in one domain; else None.
+
+    Its GPUs per node on each of its nodes; a one-node gang's node is its first GPU's.
+    """
+    hosts = instance.gpu_node[gpus]
+    if instance.gang_nodes[job] == 1:
+        nodes: IntArray = hosts[:1]
+        if not (hosts == hosts[0]).all():
+            return None
+    else:
+        nodes, counts = np.unique(hosts, return_counts=True)
+        if nodes.size != instance.gang_nodes[job] or (
+                counts != instance.gpus_per_node[job]).any():
+            return None
     if not instance.levels or instance.required_level[job] < 0:
-        return True
+        return nodes
     domains = instance.node_domain[nodes, instance.required_level[job]]
-    return bool(domains[0] >= 0 and (domains == domains[0]).all())
+    return nodes if bool(domains[0] >= 0 and (domains == domains[0]).all()) else None
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

@@ -141,6 +141,7 @@ class GavelRounds(ABC):
     preemptive: ClassVar[bool] = True
     calls_solver: ClassVar[bool] = False
     preempts_to_start: ClassVar[bool] = False
+    decides_in_fixed_order: ClassVar[bool] = False
 
     @classmethod
     def fixed_order(cls, instance: Instance) -> IntArray | None:

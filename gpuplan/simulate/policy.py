@@ -42,6 +42,12 @@ import numpy as np
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.options import NoOptions
 from gpuplan.core.settings import RunSettings
+from gpuplan.core.sim import GpuCluster
+
+#: The GPUs as a placement sees them (:class:`~gpuplan.core.sim.GpuCluster`): who holds
+#: each, free counts per node, node room, each job's previous GPUs. Read it, never change
+#: it: the engine does.
+ClusterView = GpuCluster
 
 
 class Mode(StrEnum):
@@ -224,6 +230,11 @@ class Scheduler(Protocol):
     #: instant (it lists every active job in its order and never moves one to another
     #: type); the run log's checker holds its runs to it.
     preempts_to_start: ClassVar[bool]
+    #: Whether its decision is always the waiting jobs in :meth:`fixed_order`, each on
+    #: its eligible types fastest first, never a wake-up (fifo, sjf): the engine then
+    #: makes the decision itself, in time that does not grow with the queue, and never
+    #: calls :meth:`decide`. Only a non-preemptive scheduler with a fixed order may say so.
+    decides_in_fixed_order: ClassVar[bool] = False
 
     @classmethod
     def fixed_order(cls, instance: Instance) -> IntArray | None:
@@ -272,75 +283,3 @@ class Placement(Protocol):
         (:meth:`ClusterView.gang` finds such a set by a rank of the nodes). None when no
         set of nodes has them.
         """
-
-
-@dataclass(frozen=True)
-class ClusterView:
-    """The GPUs as a placement sees them: who holds each, and free counts per node.
-
-    GPUs are numbered node by node and, within a node, type by type
-    (:attr:`Instance.gpu_ids`), so the GPUs of one type on one node are a contiguous range.
-
-    Attributes
-    ----------
-    instance
-        The cluster (``instance.gpu_node``, ``instance.gpu_type``) and the jobs' gangs.
-    owner
-        ``(G,)`` the job holding each GPU, -1 for a free one, -2 for one that is down
-        (read-only).
-    free
-        ``(N, T)`` free GPUs of each type on each node (read-only).
-    first
-        ``(N, T)`` index of the first GPU of each type on each node.
-    previous
-        For each job, the GPUs of its last segment (None before it first ran): resuming
-        there is no migration, and pays no migration overhead.
-    room
-        ``(N, Q)`` what each node has left of its node resources (read-only); None when
-        no job draws on them.
-    """
-
-    instance: Instance
-    owner: IntArray
-    free: IntArray
-    first: IntArray
-    previous: Sequence[IntArray | None]
-    room: FloatArray | None = None
-
-    def hosts(self, job: int, gpu_type: int) -> np.ndarray:
-        """``(N,)`` the nodes that can take the job's share of its gang of ``gpu_type`` now.
-
-        See :meth:`~gpuplan.core.instance.Instance.gang_hosts`.
-        """
-        return self.instance.gang_hosts(job, gpu_type, self.free[:, gpu_type], self.room)
-
-    def gang(self, job: int, gpu_type: int, rank: FloatArray) -> IntArray | None:
-        """The job's gang on the nodes that can take it, lowest ``rank`` first; None if none.
-
-        ``gpus_per_node`` lowest-index free GPUs on each of ``gang_nodes`` nodes, in one
-        domain of its required level (:meth:`~gpuplan.core.instance.Instance.pick_nodes`).
-        """
-        nodes = self.instance.pick_nodes(job, self.hosts(job, gpu_type), rank)
-        if nodes is None:
-            return None
-        per_node = int(self.instance.gpus_per_node[job])
-        gpus: IntArray = np.concatenate([self.free_gpus(int(n), gpu_type)[:per_node]
-                                         for n in nodes.tolist()])
-        return gpus
-
-    def fits(self, job: int, gpus: IntArray) -> bool:
-        """Whether the job could take exactly these GPUs now (free, with node room)."""
-        if (self.owner[gpus] != -1).any():
-            return False
-        if self.room is None:
-            return True
-        nodes = np.unique(self.instance.gpu_node[gpus])
-        return bool((self.room[nodes] - self.instance.node_demand[job] >= -1e-9 * np.maximum(
-            self.instance.node_capacity[nodes], 1.0)).all())
-
-    def free_gpus(self, node: int, gpu_type: int) -> IntArray:
-        """The free GPUs of ``gpu_type`` on ``node``, lowest index first."""
-        start = int(self.first[node, gpu_type])
-        stop = start + int(self.instance.node_gpus[node, gpu_type])
-        mine: IntArray = start + np.flatnonzero(self.owner[start:stop] == -1)
-        return mine

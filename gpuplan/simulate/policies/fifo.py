@@ -30,6 +30,7 @@ class Fifo:
     preemptive: ClassVar[bool] = False
     calls_solver: ClassVar[bool] = False
     preempts_to_start: ClassVar[bool] = True
+    decides_in_fixed_order: ClassVar[bool] = True
 
     @classmethod
     def fixed_order(cls, instance: Instance) -> IntArray | None:

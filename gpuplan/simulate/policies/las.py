@@ -98,6 +98,7 @@ class Las:
     preemptive: ClassVar[bool] = True
     calls_solver: ClassVar[bool] = False
     preempts_to_start: ClassVar[bool] = True
+    decides_in_fixed_order: ClassVar[bool] = False
 
     @classmethod
     def fixed_order(cls, instance: Instance) -> IntArray | None:

@@ -134,6 +134,7 @@ class Replan:
     preemptive: ClassVar[bool] = True
     calls_solver: ClassVar[bool] = True
     preempts_to_start: ClassVar[bool] = False
+    decides_in_fixed_order: ClassVar[bool] = False
 
     @classmethod
     def fixed_order(cls, instance: Instance) -> IntArray | None:

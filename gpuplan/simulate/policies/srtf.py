@@ -22,6 +22,7 @@ class ShortestRemainingFirst(Fifo):
     description: ClassVar[str] = ("shortest remaining time first (on its fastest type), "
                                   "preemptive")
     preemptive: ClassVar[bool] = True
+    decides_in_fixed_order: ClassVar[bool] = False
 
     @classmethod
     def fixed_order(cls, instance: Instance) -> IntArray | None:
