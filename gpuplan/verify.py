@@ -22,18 +22,20 @@ import numpy as np
 
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.objectives import ObjectiveKind
-from gpuplan.core.result import EventKind
+from gpuplan.core.result import EventKind, Result
 from gpuplan.core.schedule import (
     Event,
     FreeDomains,
     GangSpan,
     Plan,
+    ResultSchedule,
     RunRecord,
     Segment,
     TopologyFacts,
     Verification,
     Violation,
     ViolationKind,
+    segment_facts,
 )
 from gpuplan.core.status import OPTIMAL_GAP, TOLERANCE, Status, relative_gap
 
@@ -299,6 +301,140 @@ def _check_each_segment(instance: Instance, schedule: Plan, out: _Collector) -> 
             )
         placed.add(j, t, n, indices, nodes, slow, p)
     return placed
+
+
+def _columns_placed(instance: Instance, schedule: ResultSchedule) -> _Placed | None:
+    """An in-memory run's segments by index, if each keeps :func:`_check_each_segment`'s rules.
+
+    The same rules on the facts the document states (:func:`~gpuplan.core.schedule.
+    segment_facts`), for all segments at once; a gang over several nodes, bound to a
+    topology level or holding no GPU is checked on its own by :func:`_check_gang_nodes`.
+    None when some segment may break a rule: the caller then checks the segments one by
+    one, which names what is wrong.
+    """
+    result = schedule.result
+    facts = segment_facts(instance, result)
+    order = facts.order
+    n_segments = order.size
+    job, kind, node = result.job[order], result.gpu_type[order], facts.node[order]
+    start, end = result.start[order], result.end[order]
+    gpus = [result.gpus[i] for i in order.tolist()]
+    sizes = np.array([g.size for g in gpus], dtype=np.int64)
+    flat = np.concatenate([*gpus, np.zeros(0, dtype=np.int64)]).astype(np.int64)
+    owner = np.repeat(np.arange(n_segments), sizes)
+    if not (((job >= 0) & (job < instance.n_jobs)).all()
+            and ((kind >= 0) & (kind < instance.n_types)).all()
+            and ((node >= 0) & (node < instance.n_nodes)).all()
+            and ((flat >= 0) & (flat < instance.n_gpus)).all()):
+        return None
+    static = instance.objective.is_static
+    restore, migrate = (column[order] for column in result.overheads())
+    lost = result.lost_work()[order]
+    segmented = instance.preemptible[job] & (not static)
+    attempt = ~segmented & (lost > 0)
+    whole_runs = np.bincount(job[~segmented & ~attempt], minlength=instance.n_jobs)
+    twice = np.sort(flat + owner * (instance.n_gpus + 1))
+    if ((whole_runs > 1).any() or (twice[1:] == twice[:-1]).any()
+            or (sizes != instance.gang[job]).any()
+            or (instance.gpu_type[flat] != kind[owner]).any()):
+        return None
+    complex_ = (instance.gang_nodes[job] > 1) | (instance.gang[job] == 0)
+    if instance.levels:
+        complex_ |= instance.required_level[job] >= 0
+    if (instance.gpu_node[flat] != node[owner])[~complex_[owner]].any():
+        return None
+    nodes: list[list[int]] = [[n] for n in node.tolist()]
+    slow = np.ones(n_segments)
+    scratch = _Collector()
+    for k in np.flatnonzero(complex_).tolist():
+        j, t, n = int(job[k]), int(kind[k]), int(node[k])
+        if instance.gang[j] == 0 and instance.node_gpus[n, t] == 0:
+            return None
+        segment = Segment(job=instance.job_ids[j], node=instance.node_ids[n],
+                          gpu_type=instance.type_ids[t],
+                          gpu_ids=[instance.gpu_ids[g] for g in gpus[k].tolist()],
+                          start_s=float(start[k]), end_s=float(end[k]))
+        nodes[k] = _check_gang_nodes(instance, j, n, gpus[k].tolist(), segment, scratch)
+        slow[k] = instance.spread_factor(j, np.asarray(nodes[k], dtype=np.int64))
+    if scratch.counts:
+        return None
+    eligible = instance.eligible[job, kind]
+    takes = np.where(eligible, instance.duration[job, kind], 0.0) * slow
+    length = end - start
+    rounding = 8.0 * np.spacing(np.maximum(np.abs(start), np.abs(end)))
+    broken = ~eligible
+    broken |= (segmented | attempt) & ~(end > start)
+    broken |= attempt & (length > takes + TOLERANCE + rounding)
+    broken |= ~segmented & ~attempt & (np.abs(length - takes) > TOLERANCE + rounding)
+    if static:
+        broken |= start != 0
+    else:
+        broken |= start < instance.release[job] - TOLERANCE - 8.0 * np.spacing(np.abs(start))
+        broken |= end > instance.deadline[job] + TOLERANCE + 8.0 * np.spacing(np.abs(end))
+    if broken.any():
+        return None
+    placed = _Placed()
+    placed.job, placed.gpu_type, placed.node = job.tolist(), kind.tolist(), node.tolist()
+    placed.start, placed.end = start.tolist(), end.tolist()
+    placed.gpus = [g.tolist() for g in gpus]
+    placed.restore, placed.migrate, placed.lost = restore.tolist(), migrate.tolist(), lost.tolist()
+    placed.declared_work = [None if math.isnan(w) else w for w in facts.work[order].tolist()]
+    mates = facts.partner[order]
+    placed.declared_partner = [None if m < 0 else instance.job_ids[result.job[m]]
+                               for m in mates.tolist()]
+    placed.migrated_from = [None if before is None else [instance.gpu_ids[g] for g in before]
+                            for before in (facts.moved_from[i] for i in order.tolist())]
+    placed.nodes, placed.slow = nodes, slow.tolist()
+    return placed
+
+
+#: Event kinds by a number, for sorting them with numpy.
+_KIND_CODE = {kind: code for code, kind in enumerate(EventKind)}
+
+
+def _columns_events_hold(instance: Instance, result: Result, placed: _Placed) -> bool:
+    """Whether an in-memory run's events are in time order and exactly its segments'.
+
+    Every event :func:`_expected_events` calls for (the optional ones at a pause that
+    did not pause included), each once, on its segment's GPUs, at its instant to the
+    bit. True proves what :func:`_check_events` checks; False: the caller checks the
+    events one by one, which names what is wrong (or accepts what is within tolerance).
+    """
+    events = result.events
+    if not events:
+        return not placed.job
+    times = np.array([e.time_s for e in events])
+    latest = np.maximum.accumulate(times)
+    if (times[1:] < latest[:-1] - TOLERANCE - 8.0 * np.spacing(np.abs(latest[:-1]))).any():
+        return False
+    job = np.asarray(placed.job, dtype=np.int64)
+    start, end = np.asarray(placed.start), np.asarray(placed.end)
+    # Each job's segments in start order (as by_job lists them).
+    order = np.lexsort((np.arange(job.size), start, job))
+    ordered = job[order]
+    first = np.r_[True, ordered[1:] != ordered[:-1]]
+    last = np.r_[ordered[1:] != ordered[:-1], True]
+    moved = np.array([placed.migrated_from[k] is not None for k in order.tolist()], dtype=bool)
+    begin_kind = np.where(first, _KIND_CODE[EventKind.START],
+                          np.where(moved, _KIND_CODE[EventKind.MIGRATE],
+                                   _KIND_CODE[EventKind.RESUME]))
+    end_kind = np.where(last, _KIND_CODE[EventKind.COMPLETE], _KIND_CODE[EventKind.PREEMPT])
+    want_job = np.concatenate([ordered, ordered])
+    want_kind = np.concatenate([begin_kind, end_kind])
+    want_time = np.concatenate([start[order], end[order]])
+    want_segment = np.concatenate([order, order])
+    if want_job.size != len(events):
+        return False
+    got_job = np.array([e.job for e in events], dtype=np.int64)
+    got_kind = np.array([_KIND_CODE[e.kind] for e in events], dtype=np.int64)
+    want = np.lexsort((want_time, want_kind, want_job))
+    got = np.lexsort((times, got_kind, got_job))
+    if not (np.array_equal(want_job[want], got_job[got])
+            and np.array_equal(want_kind[want], got_kind[got])
+            and np.array_equal(want_time[want], times[got])):
+        return False
+    return all(np.array_equal(np.sort(events[e].gpus), np.sort(placed.gpus[k]))
+               for e, k in zip(got.tolist(), want_segment[want].tolist(), strict=True))
 
 
 def _check_gang_nodes(instance: Instance, j: int, n: int, gpus: list[int], segment: Segment,
@@ -590,8 +726,9 @@ def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
     A run log splits a job into segments only where the run paused it (the simulator
     never splits a job that keeps running), so every later segment of a job resumed it
     and pays ``run.restart_overhead_s`` of restore, plus ``run.migration_overhead_s`` when
-    it runs on other GPUs than its previous segment did; however short the pause was.
-    Whether it moved is read from the GPUs, and ``migrated_from`` must say the same.
+    it runs on other GPUs than its previous segment did; however short the pause was. A
+    segment shorter than those (a failure stopped it) pays them up to its end. Whether it
+    moved is read from the GPUs, and ``migrated_from`` must say the same.
     """
     restore_s, migrate_s = run.restart_overhead_s, run.migration_overhead_s
     attempts = placed.attempts(instance)
@@ -611,7 +748,10 @@ def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
                         f"{'other GPUs than' if moved else 'the GPUs of'} the job's previous "
                         f"segment, but its migrated_from says it "
                         f"{'did not move' if moved else 'moved'}")
-            owed = (restore, migrate if moved else 0.0)
+            # A segment a failure stopped while it paid its overheads paid them until then.
+            length = placed.end[k] - placed.start[k]
+            owed_restore = min(restore, length)
+            owed = (owed_restore, min(migrate if moved else 0.0, length - owed_restore))
             paid = (placed.restore[k], placed.migrate[k])
             if not all(_close(a, b) for a, b in zip(paid, owed, strict=True)):
                 out.add(ViolationKind.OVERHEAD, f"job {instance.job_ids[j]!r}: the segment "
@@ -1179,7 +1319,10 @@ def verify_schedule(instance: Instance, schedule: Plan) -> Verification:
             f"the schedule was planned for {schedule.objective_kind!r}, the instance asks "
             f"for {instance.objective.value!r}",
         )
-    placed = _check_each_segment(instance, schedule, out)
+    # An in-memory run is checked from its columns at once; only when some segment or
+    # event may break a rule are they checked one by one, for the messages.
+    fast = _columns_placed(instance, schedule) if isinstance(schedule, ResultSchedule) else None
+    placed = fast if fast is not None else _check_each_segment(instance, schedule, out)
     _check_coverage(instance, schedule, placed, out)
     _check_partners(instance, placed, out)
     static = instance.objective.is_static
@@ -1196,7 +1339,9 @@ def verify_schedule(instance: Instance, schedule: Plan) -> Verification:
     if not static:
         _check_segments(instance, placed, out)
         _check_dependencies(instance, placed, out)
-    _check_events(instance, schedule, placed, out)
+    if not (fast is not None and isinstance(schedule, ResultSchedule)
+            and _columns_events_hold(instance, schedule.result, placed)):
+        _check_events(instance, schedule, placed, out)
     _check_outages(instance, placed, out)
     peak = _check_capacity(instance, placed, out)
     _check_node_capacity(instance, placed, out)

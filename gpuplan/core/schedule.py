@@ -769,14 +769,39 @@ def write_document(out: IO[bytes], head: Schedule, segments: Iterable[Segment],
     return digest.digest()
 
 
-def _segments(instance: Instance, result: Result) -> Iterator[Segment]:
-    """A result's segments in ids, by start time, stating every fact.
+@dataclass(frozen=True)
+class SegmentFacts:
+    """What a result's segments state in a schedule document, by segment index.
 
-    See :meth:`Schedule.from_result`.
+    :meth:`ResultSchedule.segments` writes these; the verifier reads them from here
+    when it checks an in-memory run without making every segment a model.
+
+    Attributes
+    ----------
+    order
+        The segments in the document's order: by start, then job.
+    node
+        ``(S,)`` each segment's node.
+    work
+        ``(S,)`` the work share a segment states; NaN where it states none (a segment
+        that does what its run time gives, or a job run whole).
+    partner
+        ``(S,)`` the segment it shares its GPUs with, -1 for none.
+    moved_from
+        Per segment, the GPUs of the job's previous segment when it migrated; else None.
     """
+
+    order: IntArray
+    node: IntArray
+    work: FloatArray
+    partner: IntArray
+    moved_from: list[IntArray | None]
+
+
+def segment_facts(instance: Instance, result: Result) -> SegmentFacts:
+    """The facts a result's segments state in a document (see :class:`SegmentFacts`)."""
     order = np.lexsort((result.job, result.start))
     restore, migrate = result.overheads()
-    lost = result.lost_work()
     partner = result.partners() if result.partner is not None else _paired(instance, result)
     work = result.work if result.work is not None else _work(instance, result, partner)
     migrated: dict[int, list[float]] = {}
@@ -786,28 +811,46 @@ def _segments(instance: Instance, result: Result) -> Iterator[Segment]:
     for times in migrated.values():
         times.sort()
     previous: dict[int, IntArray] = {}
-    nodes = result.nodes(instance)
+    moved_from: list[IntArray | None] = [None] * result.n_segments
+    stated = np.full(result.n_segments, np.nan)
     for i in order.tolist():
         j, gpus, start = int(result.job[i]), result.gpus[i], float(result.start[i])
         before = previous.get(j)
         previous[j] = gpus
-        moved = before is not None and set(before.tolist()) != set(gpus.tolist()) and (
-            migrate[i] > 0 or _migrates_at(migrated.get(j, []), start))
+        if before is not None and (migrate[i] > 0 or _migrates_at(migrated.get(j, []), start)
+                                   ) and set(before.tolist()) != set(gpus.tolist()):
+            moved_from[i] = before
         share = float(work[i])
+        if _stated(share, restore[i] + migrate[i]):
+            stated[i] = min(share, 1.0)
+    return SegmentFacts(order, result.nodes(instance), stated, partner, moved_from)
+
+
+def _segments(instance: Instance, result: Result) -> Iterator[Segment]:
+    """A result's segments in ids, by start time, stating every fact.
+
+    See :meth:`Schedule.from_result`.
+    """
+    facts = segment_facts(instance, result)
+    restore, migrate = result.overheads()
+    lost = result.lost_work()
+    gpu_ids = instance.gpu_ids
+    for i in facts.order.tolist():
+        gpus, before, share, mate = (result.gpus[i], facts.moved_from[i], facts.work[i],
+                                     int(facts.partner[i]))
         yield Segment(
-            job=instance.job_ids[j],
-            node=instance.node_ids[nodes[i]],
+            job=instance.job_ids[result.job[i]],
+            node=instance.node_ids[facts.node[i]],
             gpu_type=instance.type_ids[result.gpu_type[i]],
-            gpu_ids=[instance.gpu_ids[g] for g in gpus],
-            start_s=start,
+            gpu_ids=[gpu_ids[g] for g in gpus],
+            start_s=float(result.start[i]),
             end_s=float(result.end[i]),
-            work=min(share, 1.0) if _stated(share, restore[i] + migrate[i]) else None,
-            partner=instance.job_ids[result.job[partner[i]]] if partner[i] >= 0 else None,
+            work=None if np.isnan(share) else float(share),
+            partner=instance.job_ids[result.job[mate]] if mate >= 0 else None,
             restore_s=float(restore[i]),
             migrate_s=float(migrate[i]),
             lost=float(lost[i]),
-            migrated_from=([instance.gpu_ids[g] for g in before]
-                           if moved and before is not None else None),
+            migrated_from=None if before is None else [gpu_ids[g] for g in before],
         )
 
 
