@@ -98,7 +98,8 @@ def register(commands: Commands) -> None:
     parser.add_argument("--statuses", type=_statuses, metavar="S,...", default=None,
                         help=f"{formats}: keep jobs of these final statuses only (default: "
                         "all; " + "; ".join(f"{name}: {', '.join(trace.statuses)}"
-                                            for name, trace in TRACE_FORMATS.items()) + ")")
+                                            for name, trace in TRACE_FORMATS.items()
+                                            if trace.statuses) + ")")
     parser.set_defaults(run=convert)
 
 

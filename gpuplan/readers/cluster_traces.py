@@ -1,9 +1,10 @@
-"""Public GPU-cluster traces as instance documents: Microsoft Philly, SenseTime Helios, Alibaba PAI.
+"""Public GPU-cluster traces as instance documents: Microsoft Philly, SenseTime Helios, Alibaba PAI,
+Microsoft ITP.
 
 Each reader turns one trace into a gpuplan instance document (the data an instance file
 holds), which ``gpuplan simulate`` plays out: the trace's cluster becomes nodes of one or
 more GPU types, and each job kept becomes a gang of whole GPUs, released at its submit
-time and running for its recorded run time. :data:`TRACE_FORMATS` describes the three
+time and running for its recorded run time. :data:`TRACE_FORMATS` describes the
 readers (their files and settings) for a command line. The mapping, in common:
 
 - **release**: the job's submit time minus the earliest submit time of the jobs kept, in
@@ -103,6 +104,7 @@ from gpuplan.core.errors import InputError, setting
 from gpuplan.core.files import parse_json, read_text
 from gpuplan.core.instance import MAX_GPUS, MAX_JOBS, MAX_TIME_S
 from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.readers.itp import itp_document, itp_elasticflow_document
 
 #: The documented final statuses of Philly's jobs.
 PHILLY_STATUSES = ("Pass", "Killed", "Failed")
@@ -925,4 +927,20 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
          TraceInput("machine_spec", "pai_machine_spec (default: the trace's 1,814 GPU "
                     "machines)", required=False)),
         (), PAI_STATUSES, pai_document),
+    "itp": TraceFormat(
+        "itp", "Microsoft ITP (microsoft/elasticflow-traces): 10 clusters, 69k jobs, 2021",
+        (TraceInput("trace", "clusterNN.csv of the raw trace"),),
+        (TraceInput("node_count", "nodes of 8 GPUs (default: ElasticFlow's size of the "
+                    "cluster the file's name gives)", required=False),
+         TraceInput("types", "GPU types and speeds relative to the first, nodes split "
+                    "evenly, e.g. A100=1,V100=0.5,K80=0.2 (default: A100)", required=False)),
+        (), itp_document),
+    "itp-elasticflow": TraceFormat(
+        "itp-elasticflow", "ITP as ElasticFlow used it (ASPLOS'23): deadlines as due dates",
+        (TraceInput("trace", "ElasticFlow's clusterNN.csv or 195job.csv"),),
+        (TraceInput("node_count", "nodes of 8 GPUs (default: ElasticFlow's size of the "
+                    "cluster the file's name gives)", required=False),
+         TraceInput("types", "GPU types and speeds relative to the first, nodes split "
+                    "evenly, e.g. A100=1,V100=0.5,K80=0.2 (default: A100)", required=False)),
+        (), itp_elasticflow_document),
 }

@@ -437,7 +437,7 @@ def test_trace_formats_describe_the_readers() -> None:
     Broken, a command line built from the registry would pass keywords the reader does not
     take, or leave out ones it needs.
     """
-    assert set(TRACE_FORMATS) == {"philly", "helios", "pai"}
+    assert set(TRACE_FORMATS) == {"philly", "helios", "pai", "itp", "itp-elasticflow"}
     for name, trace in TRACE_FORMATS.items():
         assert trace.name == name
         parameters = inspect.signature(trace.read).parameters

@@ -1,0 +1,468 @@
+"""Microsoft's ITP trace, as ElasticFlow published it, as instance documents.
+
+The trace (microsoft/elasticflow-traces, MIT licence; Gu et al., ElasticFlow, ASPLOS'23)
+holds the deep-learning training jobs of ten of Microsoft's internal ITP clusters, March
+to May 2021: one CSV file per cluster, ``cluster01.csv`` .. ``cluster10.csv``, with a
+header line. It comes in two variants, each with a reader:
+
+- **raw** (:func:`itp_document`, ``gpuplan convert itp``): ``job_id, submission_time,
+  duration, num_gpu``;
+- **ElasticFlow** (:func:`itp_elasticflow_document`, ``gpuplan convert itp-elasticflow``):
+  the same jobs as ElasticFlow used them, plus its 128-GPU testbed trace ``195job.csv``:
+  ``job_id, submission_time, num_iteration, model_name, deadline, batch_size, num_gpu,
+  duration``.
+
+Columns are found by the header's names, so the raw reader also reads ElasticFlow's files.
+The mapping:
+
+- **release**: ``submission_time`` minus the earliest ``submission_time`` of the jobs
+  kept, in seconds. Jobs are listed by submission time (file order among equal times);
+  ``limit`` keeps the first N of them.
+- **duration**: ``duration`` (seconds), as measured on the first GPU type (see types).
+- **gang**: ``num_gpu`` whole GPUs of one type, each with demand ``compute`` 1.0 of its
+  capacity 1.0, so no two jobs share a GPU. A gang of up to 8 GPUs stays on one node, as
+  ElasticFlow's buddy placement gives it; a larger one spans whole 8-GPU nodes
+  (``gpus_per_node`` 8), so ``num_gpu`` above 8 must be a multiple of 8.
+- **fleet**: nodes of :data:`ITP_GPUS_PER_NODE` GPUs, as many as ElasticFlow gave the
+  cluster (:data:`ITP_NODES`, recognised by the file's name as the archives ship it:
+  clusters 01, 02, 03, 05, 06 have 64 nodes; 04, 07, 08, 09 have 128; 10 has 32;
+  ``195job.csv`` has 16). ``node_count`` sets another number of nodes, and a file of
+  another name needs it. The trace names no GPU type: by default every node holds
+  :data:`ITP_TYPE` GPUs.
+- **types**: ``types`` makes the fleet heterogeneous: ``TYPE=SPEED`` pairs such as
+  ``A100=1,V100=0.5,K80=0.2``, the speed of each type relative to the first, the
+  reference type on which the trace's durations were measured (so its speed is 1, and may
+  be left out: ``--types H100`` renames the one type). The nodes are split among the types
+  as evenly as possible, in the order given, the first types taking one more node each
+  when the count does not divide (64 nodes over three types: 22, 21, 21). A job runs
+  ``duration / SPEED`` seconds on a type, and may use every type with nodes enough for
+  its gang.
+- **due date** (ElasticFlow variant): ``deadline``, absolute like ``submission_time``,
+  becomes ``due_s`` from the same origin as the releases: a soft due date, not a hard
+  ``deadline_s``, so a run that misses it is still a valid run. The objective is then
+  tardiness, which counts the lateness; ElasticFlow's own measure, the share of jobs done
+  by their deadline, is read off the run's completion times.
+- every job is preemptible (ElasticFlow and its baselines preempt and restart jobs), of
+  weight 1; the raw variant's objective is weighted completion time, the simulator's
+  measure. ElasticFlow's ``num_iteration``, ``model_name`` and ``batch_size`` (drawn at
+  random by ElasticFlow) have no place in an instance and are not read; nor does an
+  instance scale a job's GPUs as ElasticFlow does: each keeps its ``num_gpu``.
+- the trace records no job status: every row is a job to simulate (the files hold the
+  jobs ElasticFlow kept: not failed, at least 10 minutes, at most 64 GPUs), and
+  ``statuses`` is refused.
+
+Every row is checked: a value that is not a number from 0 (``num_gpu``: a whole number
+from 1; ``duration``: above 0; ``deadline``: not before the submission), a ``num_gpu``
+above 8 that is not whole nodes, a row of another number of fields or a job id used twice
+is an :class:`~gpuplan.core.errors.InputError` naming the file, the line and the field.
+So is a kept job whose gang no type has the nodes for, or whose times pass gpuplan's
+limits. The columns are read and checked as arrays: ``cluster04.csv``'s 15,802 rows read
+in about 0.05 s.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Callable, Collection, Mapping
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpuplan.core.errors import InputError, setting
+from gpuplan.core.files import read_text
+from gpuplan.core.instance import (
+    MAX_GPUS,
+    MAX_JOBS,
+    MAX_TIME_S,
+    MIN_DURATION_S,
+    BoolArray,
+    FloatArray,
+    IntArray,
+)
+from gpuplan.core.objectives import ObjectiveKind
+
+#: GPUs of every node: ElasticFlow's A100 servers.
+ITP_GPUS_PER_NODE = 8
+#: Nodes of each cluster, by its file's name: the cluster sizes of ElasticFlow's
+#: simulations (Fig. 8) and of its 128-GPU testbed (``195job.csv``).
+ITP_NODES = {**{f"cluster{k:02d}.csv": 64 for k in (1, 2, 3, 5, 6)},
+             **{f"cluster{k:02d}.csv": 128 for k in (4, 7, 8, 9)},
+             "cluster10.csv": 32, "195job.csv": 16}
+#: The GPU type of every node when ``types`` is not given: ElasticFlow's.
+ITP_TYPE = "A100"
+
+#: What every job asks of each GPU of its gang: all of it.
+_WHOLE_GPU = 1.0
+#: A GPU type named in ``types``: short (node ids add to it), free of the list's separators.
+_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_TYPES_FORM = ("TYPE[=SPEED],... such as A100=1,V100=0.5,K80=0.2 (the speed relative to "
+               "the first type, whose speed is 1)")
+_COUNT = re.compile(r"[0-9]{1,9}")
+
+#: A type of the fleet: its name, its speed relative to the first, its number of nodes.
+_Type = tuple[str, float, int]
+
+
+def itp_document(trace: Path, node_count: int | str | None = None,
+                 types: str | Mapping[str, float] | None = None, *, limit: int | None = None,
+                 statuses: Collection[str] | None = None) -> dict[str, Any]:
+    """The instance document of one file of Microsoft's raw ITP trace (see the module docstring).
+
+    Parameters
+    ----------
+    trace
+        ``clusterNN.csv`` (``job_id, submission_time, duration, num_gpu``).
+    node_count
+        Nodes of 8 GPUs (a number or digits); None: :data:`ITP_NODES` of the file's name.
+    types
+        GPU types and their speeds relative to the first, as ``"A100=1,V100=0.5"`` or a
+        mapping; None: every node of type :data:`ITP_TYPE`.
+    limit
+        Keep the first ``limit`` jobs by submission time; None: all.
+    statuses
+        Refused unless None: the trace records no status.
+
+    Returns
+    -------
+    dict
+        An instance document; its description says how many jobs were read and kept.
+
+    Raises
+    ------
+    InputError
+        Naming the file, line and field of a malformed row or of a gang the fleet cannot
+        hold; naming the setting (``node_count``, ``types``, ``limit``, ``statuses``) that
+        is not what it should be, or ``node_count`` for a file of another name.
+    """
+    return _document(trace, node_count, types, limit, statuses, due=False)
+
+
+def itp_elasticflow_document(trace: Path, node_count: int | str | None = None,
+                             types: str | Mapping[str, float] | None = None, *,
+                             limit: int | None = None,
+                             statuses: Collection[str] | None = None) -> dict[str, Any]:
+    """The instance document of one file of ElasticFlow's ITP trace, with its due dates.
+
+    As :func:`itp_document`, and each job's ``deadline`` becomes its soft ``due_s``; the
+    objective is tardiness (see the module docstring).
+
+    Parameters
+    ----------
+    trace
+        ``clusterNN.csv`` or ``195job.csv`` of ElasticFlow (``job_id, submission_time,
+        num_iteration, model_name, deadline, batch_size, num_gpu, duration``).
+    node_count
+        Nodes of 8 GPUs (a number or digits); None: :data:`ITP_NODES` of the file's name.
+    types
+        GPU types and their speeds relative to the first, as ``"A100=1,V100=0.5"`` or a
+        mapping; None: every node of type :data:`ITP_TYPE`.
+    limit
+        Keep the first ``limit`` jobs by submission time; None: all.
+    statuses
+        Refused unless None: the trace records no status.
+
+    Returns
+    -------
+    dict
+        An instance document; its description says how many jobs were read and kept.
+
+    Raises
+    ------
+    InputError
+        As :func:`itp_document`, and for a ``deadline`` before its job's submission.
+    """
+    return _document(trace, node_count, types, limit, statuses, due=True)
+
+
+def _document(trace: Path, node_count: int | str | None,
+              types: str | Mapping[str, float] | None, limit: int | None,
+              statuses: Collection[str] | None, *, due: bool) -> dict[str, Any]:
+    """Either variant's document; ``due``: read ``deadline`` as the due date."""
+    if statuses is not None:
+        raise InputError(setting("statuses"), "", "the ITP trace records no job status; "
+                         "every job it lists is kept")
+    if limit is not None and (isinstance(limit, bool) or limit < 1):
+        raise InputError(setting("limit"), "", f"expected a positive number of jobs, got {limit}")
+    # The settings before the file: a wrong one is told before a large file is read.
+    nodes, sized = _node_count(trace, node_count)
+    fleet = _fleet(types, nodes)
+    source = str(trace)
+    lines, columns = _table(trace, ("job_id", "submission_time", "duration", "num_gpu",
+                                    *(("deadline",) if due else ())))
+    ids = _ids(source, lines, columns["job_id"])
+    seconds = "a number of seconds from 0"
+    submit = _numbers(source, lines, "submission_time", columns["submission_time"],
+                      lambda v: v >= 0, seconds)
+    duration = _numbers(source, lines, "duration", columns["duration"], lambda v: v > 0,
+                        "a number of seconds above 0")
+    gang = _gangs(source, lines, ids, columns["num_gpu"])
+    deadline = None
+    if due:
+        deadline = _numbers(source, lines, "deadline", columns["deadline"], lambda v: v >= 0,
+                            seconds)
+        _first_bad(source, lines, deadline < submit, lambda i: (
+            f"deadline is {deadline[i]:g}, before the job's submission_time {submit[i]:g} "
+            f"(job {ids[i]!r})"))
+
+    # Stable, so that jobs submitted at the same time keep the file's order.
+    kept = np.argsort(submit, kind="stable")[:limit]
+    summary = f"{len(ids)} jobs read; {kept.size} kept" + (
+        f", the first {limit} by submission time" if kept.size < len(ids) else "")
+    if kept.size == 0:
+        raise InputError(source, "", "no job to simulate: the file has a header and no rows")
+    if kept.size > MAX_JOBS:
+        raise InputError(source, "", f"{kept.size} jobs kept, and an instance holds at most "
+                         f"{MAX_JOBS:,}: read a slice with `limit`")
+    at, job_ids = lines[kept], [ids[k] for k in kept]
+    origin = submit[kept[0]]
+    release = submit[kept] - origin
+    _first_bad(source, at, release > MAX_TIME_S, lambda i: (
+        f"submission_time is {release[i]:.0f} s after the first job kept's (job "
+        f"{job_ids[i]!r}); gpuplan's times end at {MAX_TIME_S:.0e} s"))
+    due_s = None if deadline is None else deadline[kept] - origin
+    if due_s is not None:
+        _first_bad(source, at, due_s > MAX_TIME_S, lambda i: (
+            f"deadline is {due_s[i]:.0f} s after the first job kept's submission_time (job "
+            f"{job_ids[i]!r}); gpuplan's times end at {MAX_TIME_S:.0e} s"))
+    runs, fits = _runs(source, at, job_ids, duration[kept], gang[kept], fleet)
+
+    names = [name for name, _, _ in fleet]
+    jobs = []
+    for k, (gpus, start, times, where) in enumerate(zip(
+            gang[kept].tolist(), release.tolist(), runs.tolist(), fits.tolist(), strict=True)):
+        job: dict[str, Any] = {"id": job_ids[k], "gpus": gpus}
+        if gpus > ITP_GPUS_PER_NODE:
+            job["gpus_per_node"] = ITP_GPUS_PER_NODE
+        job["demand"] = {"compute": _WHOLE_GPU}
+        # Per type, the types without nodes enough for the gang left out: not allowed.
+        job["duration_s"] = times[0] if len(names) == 1 else {
+            name: time for name, time, fit in zip(names, times, where, strict=True) if fit}
+        job["release_s"] = start
+        if due_s is not None:
+            job["due_s"] = float(due_s[k])
+        job["preemptible"] = True
+        jobs.append(job)
+    about = (f"Microsoft ITP trace, {'ElasticFlow' if due else 'raw'} variant "
+             f"(microsoft/elasticflow-traces), {trace} on {nodes} nodes of "
+             f"{ITP_GPUS_PER_NODE} GPUs ({sized}): " + ", ".join(
+                 f"{share} {name} (speed {speed:g})" for name, speed, share in fleet)
+             + ". Release: submission_time; duration: duration / the type's speed; gang: "
+             f"num_gpu, over whole nodes above {ITP_GPUS_PER_NODE}"
+             + ("; due: deadline." if due else "."))
+    return {
+        "name": f"itp-{'elasticflow-' if due else ''}{trace.name.split('.')[0] or trace.name}",
+        "description": f"{about} {summary}.",
+        "gpu_types": [{"id": name, "capacity": {"compute": _WHOLE_GPU}} for name in names],
+        "nodes": [{"id": f"{name}-{k}", "gpus": {name: ITP_GPUS_PER_NODE}}
+                  for name, _, share in fleet for k in range(share)],
+        "jobs": jobs,
+        "objective": (ObjectiveKind.TARDINESS if due
+                      else ObjectiveKind.WEIGHTED_COMPLETION).value,
+    }
+
+
+def _node_count(trace: Path, node_count: int | str | None) -> tuple[int, str]:
+    """The fleet's number of nodes, and where it comes from (for the description)."""
+    if node_count is None:
+        nodes = ITP_NODES.get(trace.name)
+        if nodes is None:
+            raise InputError(setting("node_count"), "", f"{trace.name!r} is not a file of the "
+                             "ITP trace whose cluster size is known (cluster01.csv .. "
+                             "cluster10.csv, 195job.csv): give the number of nodes of "
+                             f"{ITP_GPUS_PER_NODE} GPUs")
+        return nodes, f"ElasticFlow's size of {trace.name}"
+    most = MAX_GPUS // ITP_GPUS_PER_NODE
+    if isinstance(node_count, bool) or not (isinstance(node_count, int) or (
+            isinstance(node_count, str) and _COUNT.fullmatch(node_count.strip()))):
+        raise InputError(setting("node_count"), "", f"{node_count!r} is not a number of nodes "
+                         f"(1 to {most})")
+    nodes = int(node_count)
+    if not 1 <= nodes <= most:
+        raise InputError(setting("node_count"), "", f"{nodes} nodes; expected 1 to {most}")
+    return nodes, "node_count given"
+
+
+def _fleet(types: str | Mapping[str, float] | None, nodes: int) -> list[_Type]:
+    """The GPU types with their speeds, and the nodes split among them in their order."""
+    if types is None:
+        pairs = [(ITP_TYPE, 1.0)]
+    elif isinstance(types, str):
+        pairs = [_pair(item) for item in types.split(",")]
+    else:
+        pairs = []
+        for name, speed in types.items():
+            if isinstance(speed, bool) or not isinstance(speed, int | float):
+                raise InputError(setting("types"), "", f"the speed of {name!r} is "
+                                 f"{speed!r}; expected a number above 0")
+            pairs.append((name, float(speed)))
+    for k, (name, speed) in enumerate(pairs):
+        if not isinstance(name, str) or not _TYPE_NAME.fullmatch(name):
+            raise InputError(setting("types"), "", f"{name!r} is not a GPU type name (1 to 64 "
+                             "letters, digits, '.', '_', '-', from a letter or digit)")
+        if any(name == other for other, _ in pairs[:k]):
+            raise InputError(setting("types"), "", f"{name!r} is named twice")
+        if not (math.isfinite(speed) and speed > 0):
+            raise InputError(setting("types"), "", f"the speed of {name!r} is {speed:g}; "
+                             "expected a number above 0")
+    if not pairs:
+        raise InputError(setting("types"), "", f"no type given; expected {_TYPES_FORM}")
+    if pairs[0][1] != 1:
+        raise InputError(setting("types"), "", f"the first type, {pairs[0][0]!r}, is the one "
+                         "the trace's durations were measured on: its speed is 1, not "
+                         f"{pairs[0][1]:g}")
+    if len(pairs) > nodes:
+        raise InputError(setting("types"), "", f"{len(pairs)} types and {nodes} nodes: every "
+                         "type needs a node")
+    share, extra = divmod(nodes, len(pairs))
+    return [(name, speed, share + (k < extra)) for k, (name, speed) in enumerate(pairs)]
+
+
+def _pair(item: str) -> tuple[str, float]:
+    """``A100=0.5`` as a type and its speed; ``A100`` alone has speed 1."""
+    name, given, text = item.partition("=")
+    try:
+        speed = float(text) if given else 1.0
+    except ValueError:
+        raise InputError(setting("types"), "", f"{item!r} is not TYPE=SPEED; expected "
+                         f"{_TYPES_FORM}") from None
+    return name.strip(), speed
+
+
+def _table(path: Path, needed: tuple[str, ...]) -> tuple[IntArray, dict[str, list[str]]]:
+    """The line of each data row, and the ``needed`` columns (as text) by name.
+
+    Raises
+    ------
+    InputError
+        At ``line 1`` for an empty file or a header without a needed column; at the line
+        of a row with another number of fields than the header, or that is not CSV.
+    """
+    source = str(path)
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    try:
+        names = [name.strip() for name in next(reader, [])]
+        if not names:
+            raise InputError(source, "line 1", "the file is empty; expected a header line "
+                             f"naming {', '.join(needed)}")
+        for row in reader:
+            if row:  # a blank line, as at the end of a file
+                rows.append(row)
+                lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise InputError(source, f"line {reader.line_num}", f"not CSV: {exc}") from None
+    missing = [name for name in needed if name not in names]
+    if missing:
+        raise InputError(source, "line 1", f"missing column {', '.join(missing)} (the header "
+                         f"has {', '.join(names)})")
+    at = np.array(lines, dtype=np.int64)
+    widths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    _first_bad(source, at, widths != len(names), lambda i: (
+        f"{widths[i]} fields; expected {len(names)} ({', '.join(names)})"))
+    return at, {name: list(map(itemgetter(names.index(name)), rows)) for name in needed}
+
+
+def _first_bad(source: str, lines: IntArray, bad: BoolArray,
+               message: Callable[[int], str]) -> None:
+    """Raise ``message(i)`` at the line of the first row ``i`` that is ``bad``, if any."""
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(source, f"line {lines[i]}", message(i))
+
+
+def _shown(text: str) -> str:
+    """A field's text as a message quotes it, cut to 40 characters."""
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _numbers(source: str, lines: IntArray, name: str, texts: list[str],
+             good: Callable[[FloatArray], BoolArray], expected: str) -> FloatArray:
+    """A column as numbers, each finite and ``good``, else an error at its line."""
+    try:
+        values = np.array(texts, dtype=np.float64)
+    except ValueError:
+        # Some field is not a number: find which, one by one (only on this error path).
+        values = np.array([_number(text) for text in texts], dtype=np.float64)
+    ok = np.isfinite(values) & good(values)
+    _first_bad(source, lines, ~ok, lambda i: f"{name} is {_shown(texts[i])}; expected {expected}")
+    return values
+
+
+def _number(text: str) -> float:
+    """A field as a number; NaN when it is not one."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def _ids(source: str, lines: IntArray, texts: list[str]) -> list[str]:
+    """The job ids, each 1 to 256 characters (gpuplan's ids) and used once."""
+    ids = [text.strip() for text in texts]
+    sizes = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    _first_bad(source, lines, (sizes < 1) | (sizes > 256), lambda i: (
+        f"job_id is {_shown(texts[i])}; expected an id of 1 to 256 characters"))
+    if len(set(ids)) < len(ids):
+        first: dict[str, int] = {}
+        for i, job in enumerate(ids):
+            if first.setdefault(job, i) != i:
+                raise InputError(source, f"line {lines[i]}", f"job_id {job!r} is also the job "
+                                 f"at line {lines[first[job]]}")
+    return ids
+
+
+def _gangs(source: str, lines: IntArray, ids: list[str], texts: list[str]) -> IntArray:
+    """``num_gpu``: whole numbers from 1, and whole nodes above one node's GPUs."""
+    gpus = _numbers(source, lines, "num_gpu", texts,
+                    lambda v: (v >= 1) & (v <= MAX_GPUS) & (v == np.floor(v)),
+                    f"a whole number of GPUs, 1 to {MAX_GPUS:,}")
+    gang = gpus.astype(np.int64)
+    _first_bad(source, lines, (gang > ITP_GPUS_PER_NODE) & (gang % ITP_GPUS_PER_NODE != 0),
+               lambda i: (f"num_gpu is {gang[i]} (job {ids[i]!r}): a gang of more than "
+                          f"{ITP_GPUS_PER_NODE} GPUs spans whole {ITP_GPUS_PER_NODE}-GPU "
+                          f"nodes; expected 1 to {ITP_GPUS_PER_NODE} or a multiple of "
+                          f"{ITP_GPUS_PER_NODE}"))
+    return gang
+
+
+def _runs(source: str, lines: IntArray, ids: list[str], duration: FloatArray, gang: IntArray,
+          fleet: list[_Type]) -> tuple[FloatArray, BoolArray]:
+    """Each job's run time on each type, and whether the type has nodes for its gang.
+
+    Raises
+    ------
+    InputError
+        At the line of a job that no type has nodes enough for, or whose run time on a type
+        it fits is outside gpuplan's durations.
+    """
+    speeds = np.array([speed for _, speed, _ in fleet])
+    shares = np.array([share for _, _, share in fleet])
+    needs = np.maximum(gang // ITP_GPUS_PER_NODE, 1)  # gangs above 8 are whole nodes
+    fits = needs[:, None] <= shares[None, :]
+
+    def too_big(i: int) -> str:
+        what = (f"the fleet has {shares[0]} node(s)" if len(fleet) == 1 else "no type has "
+                f"more than {shares.max()} node(s) (" + ", ".join(
+                    f"{name} {share}" for name, _, share in fleet) + ")")
+        return (f"num_gpu is {gang[i]} (job {ids[i]!r}): the gang needs {needs[i]} nodes of "
+                f"{ITP_GPUS_PER_NODE} GPUs, but {what}")
+
+    _first_bad(source, lines, fits.sum(axis=1) == 0, too_big)
+    runs = duration[:, None] / speeds[None, :]
+    outside = fits & ((runs < MIN_DURATION_S) | (runs > MAX_TIME_S))
+
+    def out_of_range(i: int) -> str:
+        t = int(np.argmax(outside[i]))
+        return (f"duration is {duration[i]:g} s (job {ids[i]!r}), {runs[i, t]:g} s on "
+                f"{fleet[t][0]} (speed {speeds[t]:g}); gpuplan's durations are "
+                f"{MIN_DURATION_S:g} s to {MAX_TIME_S:.0e} s")
+
+    _first_bad(source, lines, outside.sum(axis=1) > 0, out_of_range)
+    return runs, fits
