@@ -15,6 +15,7 @@ import dataclasses
 import itertools
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -433,8 +434,27 @@ def _columns_events_hold(instance: Instance, result: Result, placed: _Placed) ->
             and np.array_equal(want_kind[want], got_kind[got])
             and np.array_equal(want_time[want], times[got])):
         return False
-    return all(np.array_equal(np.sort(events[e].gpus), np.sort(placed.gpus[k]))
-               for e, k in zip(got.tolist(), want_segment[want].tolist(), strict=True))
+    return _same_gpu_sets([events[e].gpus for e in got.tolist()],
+                          [placed.gpus[k] for k in want_segment[want].tolist()])
+
+
+def _same_gpu_sets(left: Sequence[Sequence[int] | IntArray],
+                   right: Sequence[Sequence[int] | IntArray]) -> bool:
+    """Whether each entry of ``left`` holds the GPUs of its partner in ``right``."""
+    sizes = np.fromiter(map(len, left), dtype=np.int64, count=len(left))
+    if not np.array_equal(sizes, np.fromiter(map(len, right), dtype=np.int64,
+                                             count=len(right))):
+        return False
+    if not sizes.sum():
+        return True
+    group = np.repeat(np.arange(sizes.size), sizes)
+
+    def each_sorted(arrays: Sequence[Sequence[int] | IntArray]) -> IntArray:
+        flat = np.concatenate(arrays).astype(np.int64, copy=False)
+        ordered: IntArray = flat[np.lexsort((flat, group))]
+        return ordered
+
+    return bool(np.array_equal(each_sorted(left), each_sorted(right)))
 
 
 def _check_gang_nodes(instance: Instance, j: int, n: int, gpus: list[int], segment: Segment,
