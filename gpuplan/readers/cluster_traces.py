@@ -1,5 +1,4 @@
-"""Public GPU-cluster traces as instance documents: Microsoft Philly, SenseTime Helios, Alibaba PAI,
-Microsoft ITP.
+"""Public GPU-cluster traces as instance documents: Philly, Helios, PAI 2020 and ITP.
 
 Each reader turns one trace into a gpuplan instance document (the data an instance file
 holds), which ``gpuplan simulate`` plays out: the trace's cluster becomes nodes of one or

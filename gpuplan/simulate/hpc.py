@@ -49,6 +49,7 @@ from gpuplan.core.instance import FloatArray, Instance, IntArray, Outage
 from gpuplan.core.result import Result
 from gpuplan.core.schedule import ResultSchedule
 from gpuplan.core.settings import RunSettings, WarmStart
+from gpuplan.core.sim import Registry
 from gpuplan.core.status import Status
 from gpuplan.methods import METHODS
 from gpuplan.readers import swf
@@ -404,8 +405,8 @@ def _unicep(w: HpcWorkload, jobs: IntArray, wait: FloatArray) -> list[Any]:
     return uni.tolist()  # type: ignore[no-any-return]
 
 
-def _heuristics() -> dict[str, ScoreOrder]:
-    return {p.name: p for p in (
+def _heuristics() -> Registry[ScoreOrder]:
+    return Registry("queue policy", "policy", (
         ScoreOrder("fifo", "first come first served (FCFS): earliest submit first", _fcfs),
         ScoreOrder("sjf", "shortest requested time first, then earliest submit", _sjf),
         ScoreOrder("wfp3", "WFP3 as RLScheduler computes it: -(wait/request)^3 * procs with "
@@ -418,11 +419,11 @@ def _heuristics() -> dict[str, ScoreOrder]:
                    reads_wait=True),
         ScoreOrder("unicep-wait", "UNICEP on the real wait (now - submit)", _unicep,
                    reads_wait=True),
-    )}
+    ))
 
 
 #: The queue-ordering heuristics of the HPC protocol, by name.
-QUEUE_POLICIES: dict[str, ScoreOrder] = _heuristics()
+QUEUE_POLICIES: Registry[ScoreOrder] = _heuristics()
 
 
 @dataclass(frozen=True)

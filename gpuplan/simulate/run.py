@@ -36,7 +36,6 @@ from gpuplan.simulate.policies import (
     build_parts,
     chosen_options,
     options_record,
-    part_class,
 )
 from gpuplan.simulate.policy import Mode, PolicyContext, SolverTimed
 from gpuplan.verify import verify_schedule
@@ -176,7 +175,7 @@ def simulate_run(instance: Instance, spec: RunSpec = RunSpec(),
     check_simulable(instance, config)
     context = PolicyContext(instance, config.mode, config.round_s, spec.seed, spec.settings,
                             restart_overhead_s=config.restart_overhead_s)
-    modes = part_class(SCHEDULERS, spec.scheduler, "scheduler").modes
+    modes = SCHEDULERS.part(spec.scheduler).modes
     if config.mode not in modes:
         raise InputError(setting("mode"), "", f"scheduler {spec.scheduler!r} does not work in "
                          f"{config.mode.value} mode; it takes `mode` "

@@ -9,7 +9,7 @@ adding a part is one module and one line in its registry.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Generic, TypeVar
 
 from gpuplan.core.errors import InputError, setting
@@ -17,7 +17,7 @@ from gpuplan.core.errors import InputError, setting
 _Part = TypeVar("_Part")
 
 
-class Registry(Mapping[str, _Part], Generic[_Part]):
+class Registry(MutableMapping[str, _Part], Generic[_Part]):
     """The parts of one kind, by name, in the order given.
 
     Parameters
@@ -42,6 +42,15 @@ class Registry(Mapping[str, _Part], Generic[_Part]):
 
     def __getitem__(self, name: str) -> _Part:
         return self._parts[name]
+
+    def __setitem__(self, name: str, part: _Part) -> None:
+        """Register a part (a plug-in, or a test's) under its own name."""
+        if getattr(part, "name", None) != name:
+            raise ValueError(f"a {self.kind} is registered under its own name, not {name!r}")
+        self._parts[name] = part
+
+    def __delitem__(self, name: str) -> None:
+        del self._parts[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._parts)

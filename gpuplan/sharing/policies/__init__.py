@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from gpuplan.core.errors import InputError, setting
 from gpuplan.core.options import declared_options, part_options
+from gpuplan.core.sim import Registry
 from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.policies.best_fit import BestFitPolicy
 from gpuplan.sharing.policies.cutting_stock import CuttingStockPolicy
@@ -23,18 +23,9 @@ from gpuplan.sharing.policies.gpu_packing import GpuPackingPolicy
 from gpuplan.sharing.policies.random import RandomPolicy
 
 #: Policy classes by name, in the paper's order.
-POLICIES: dict[str, type[SharePolicy]] = {
-    policy.name: policy
-    for policy in (
-        RandomPolicy,
-        DotProductPolicy,
-        GpuClusteringPolicy,
-        GpuPackingPolicy,
-        BestFitPolicy,
-        FGDPolicy,
-        CuttingStockPolicy,
-    )
-}
+POLICIES: Registry[type[SharePolicy]] = Registry("sharing policy", "policy", (
+    RandomPolicy, DotProductPolicy, GpuClusteringPolicy, GpuPackingPolicy, BestFitPolicy,
+    FGDPolicy, CuttingStockPolicy))
 
 
 def policy_class(policy: str | type[SharePolicy]) -> type[SharePolicy]:
@@ -47,11 +38,7 @@ def policy_class(policy: str | type[SharePolicy]) -> type[SharePolicy]:
     """
     if not isinstance(policy, str):
         return policy
-    try:
-        return POLICIES[policy]
-    except KeyError:
-        raise InputError(setting("policy"), "", f"unknown sharing policy {policy!r}; choose from "
-                         f"{', '.join(POLICIES)}") from None
+    return POLICIES.part(policy)
 
 
 def build_policy(policy: str | type[SharePolicy], context: ShareContext,

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from gpuplan.core.errors import InputError, setting
 from gpuplan.core.options import declared_options, part_options, takes_key
+from gpuplan.core.sim import Registry
 from gpuplan.simulate.policies.admit_all import AdmitAll
 from gpuplan.simulate.policies.best_fit import BestFit
 from gpuplan.simulate.policies.fifo import Fifo
@@ -29,36 +30,19 @@ from gpuplan.simulate.policies.sjf import ShortestJobFirst
 from gpuplan.simulate.policies.srtf import ShortestRemainingFirst
 from gpuplan.simulate.policy import Admission, Placement, PolicyContext, Scheduler
 
-_Part = TypeVar("_Part")
-
 #: Schedulers by name; each class is built with a PolicyContext.
-SCHEDULERS: dict[str, type[Scheduler]] = {part.name: part for part in (
+SCHEDULERS: Registry[type[Scheduler]] = Registry("scheduler", "scheduler", (
     Fifo, ShortestJobFirst, ShortestRemainingFirst, Las, Replan, GavelFifo, GavelFifoAgnostic,
     GavelLas, GavelLasAgnostic, GavelFtf, GavelFtfAgnostic, GavelMakespan,
-    GavelMakespanAgnostic)}
+    GavelMakespanAgnostic))
 #: Placements by name.
-PLACEMENTS: dict[str, type[Placement]] = {part.name: part for part in (BestFit, FirstFit)}
+PLACEMENTS: Registry[type[Placement]] = Registry("placement", "placement", (BestFit, FirstFit))
 #: Admissions by name.
-ADMISSIONS: dict[str, type[Admission]] = {part.name: part for part in (AdmitAll,)}
+ADMISSIONS: Registry[type[Admission]] = Registry("admission", "admission", (AdmitAll,))
 
 #: The registry of each kind of part a run chooses (the kind names the setting too).
-KINDS: dict[str, Mapping[str, type[Any]]] = {
+KINDS: dict[str, Registry[type[Any]]] = {
     "scheduler": SCHEDULERS, "placement": PLACEMENTS, "admission": ADMISSIONS}
-
-
-def part_class(registry: Mapping[str, type[_Part]], name: str, kind: str) -> type[_Part]:
-    """The part called ``name`` in ``registry``.
-
-    Raises
-    ------
-    InputError
-        Naming the setting ``kind`` chooses and the known names, if there is no such part.
-    """
-    try:
-        return registry[name]
-    except KeyError:
-        raise InputError(setting(kind), "", f"unknown {kind} {name!r}; choose one of: "
-                         f"{', '.join(registry)}") from None
 
 
 def option_takers() -> dict[str, tuple[dataclasses.Field[Any], list[str]]]:
@@ -87,7 +71,7 @@ def chosen_options(names: Mapping[str, str], options: Mapping[str, Any],
         An unknown name, an option no chosen part takes (naming the flag and the parts),
         or a bad value.
     """
-    chosen = {kind: part_class(registry, names[kind], kind) for kind, registry in KINDS.items()}
+    chosen = {kind: registry.part(names[kind]) for kind, registry in KINDS.items()}
     stray = [key for key in options
              if not any(takes_key(cls.options_type, key) for cls in chosen.values())]
     if stray:
@@ -122,6 +106,6 @@ def build_parts(names: Mapping[str, str], options: Mapping[str, Any],
     """
     typed = chosen_options(names, options)
     scheduler, placement, admission = (
-        part_class(KINDS[kind], names[kind], kind)(dataclasses.replace(context, options=mine))
+        KINDS[kind].part(names[kind])(dataclasses.replace(context, options=mine))
         for kind, mine in typed.items())
     return scheduler, placement, admission
