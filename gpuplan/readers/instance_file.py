@@ -407,23 +407,19 @@ def _duplicates(ids: list[str], section: str, source: str) -> None:
         first[item] = i
 
 
-def _spread(
-    values: dict[str, float],
-    type_index: dict[str, int],
-    path: str,
-    source: str,
-    fill: float,
-) -> np.ndarray:
-    """Turn a per-type mapping (or ``{ALL_TYPES: v}``) into a ``(T,)`` array."""
-    out = np.full(len(type_index), fill)
+def _spread(values: dict[str, float], row: np.ndarray, type_index: dict[str, int],
+            path: str, source: str) -> None:
+    """Write a per-type mapping (or ``{ALL_TYPES: v}``) into ``row``, a ``(T,)`` view.
+
+    Types the mapping leaves out keep what ``row`` holds (the column's fill).
+    """
     for key, value in values.items():
         if key == ALL_TYPES:
-            out[:] = value
+            row[:] = value
         elif key in type_index:
-            out[type_index[key]] = value
+            row[type_index[key]] = value
         else:
             raise InputError(source, f"{path}.{key}", f"unknown GPU type {key!r}")
-    return out
 
 
 def _find_cycle(predecessors: list[list[int]]) -> list[int] | None:
@@ -691,8 +687,8 @@ def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, i
              resource_index: dict[str, int], price: FloatArray, source: str) -> None:
     """Check job ``j`` on its own and keep what the instance needs of it."""
     where = f"jobs[{j}]"
-    duration = _spread(job.duration_s, type_index, f"{where}.duration_s", source, np.nan)
-    columns.duration[j] = duration
+    duration = columns.duration[j]
+    _spread(job.duration_s, duration, type_index, f"{where}.duration_s", source)
     for resource, values in job.demand.items():
         if resource not in resource_index:
             raise InputError(
@@ -701,15 +697,14 @@ def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, i
                 f"unknown resource {resource!r} (GPU types name: "
                 f"{', '.join(resource_index)})",
             )
-        columns.demand[j, :, resource_index[resource]] = _spread(
-            values, type_index, f"{where}.demand.{resource}", source, 0.0
-        )
+        _spread(values, columns.demand[j, :, resource_index[resource]], type_index,
+                f"{where}.demand.{resource}", source)
     if job.cost is not None:
-        columns.cost[j] = _spread(job.cost, type_index, f"{where}.cost", source, np.nan)
+        _spread(job.cost, columns.cost[j], type_index, f"{where}.cost", source)
     else:
         columns.cost[j] = duration / 3600.0 * job.gpus * price
     if job.profit is not None:
-        columns.profit[j] = _spread(job.profit, type_index, f"{where}.profit", source, np.nan)
+        _spread(job.profit, columns.profit[j], type_index, f"{where}.profit", source)
     if job.allowed_types is not None:
         columns.allowed[j] = False
         for k, type_id in enumerate(job.allowed_types):
