@@ -34,7 +34,6 @@ uses it; a violation is a bug of the replay or a policy, never repaired.
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -46,9 +45,9 @@ import numpy as np
 from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
 from gpuplan.core.objectives import time_objective
-from gpuplan.core.result import Event, EventKind, Result
+from gpuplan.core.result import EventKind, Result
 from gpuplan.core.schedule import Schedule
-from gpuplan.core.status import Status
+from gpuplan.core.sim import EventQueue, Recorder
 from gpuplan.sharing import ShareContext, SharePolicy
 from gpuplan.sharing.cluster import GPU_MILLI, ClusterState
 from gpuplan.sharing.frag import NodeFrag, typical_pods
@@ -170,8 +169,17 @@ class TimelineResult:
     series: tuple[FloatArray, FloatArray]
 
 
+#: Event kinds of the replay, in the order they come at one instant.
+_LEAVE, _ARRIVE = 0, 1
+
+
 class _Replay:
-    """The event loop of one time replay (see the module docstring); :meth:`run` once."""
+    """The event loop of one time replay (see the module docstring); :meth:`run` once.
+
+    Runs on the simulation core: arrivals and departures in one
+    :class:`~gpuplan.core.sim.EventQueue` (departures first at an instant), and each pod's
+    segment and events in a :class:`~gpuplan.core.sim.Recorder` as they happen.
+    """
 
     def __init__(self, state: ClusterState, chooser: SharePolicy, duration: FloatArray) -> None:
         self.state = state
@@ -181,8 +189,9 @@ class _Replay:
         self.start = np.full(state.instance.n_jobs, np.nan)
         # The cluster forgets a pod's place when it leaves; the run log needs it.
         self.node = np.full(state.instance.n_jobs, -1, dtype=np.int64)
-        self.slots = np.full_like(state.pod_gpus, -1)
-        self.departures: list[tuple[float, int]] = []
+        self.gpus: list[IntArray] = [np.zeros(0, dtype=np.int64)] * state.instance.n_jobs
+        self.clock = EventQueue()
+        self.recorder = Recorder()
 
     def place(self, pod: int, now: float) -> bool:
         """Place ``pod`` now if some node passes the filters; whether it was placed."""
@@ -198,9 +207,19 @@ class _Replay:
             gpus = state.whole_gpus(node, int(state.pod_gang[pod]))
         state.place(pod, node, gpus)
         self.start[pod], self.node[pod] = now, node
-        self.slots[pod, :len(gpus)] = gpus
-        heapq.heappush(self.departures, (now + float(self.duration[pod]), pod))
+        self.gpus[pod] = state.global_gpus(node, gpus)
+        self.recorder.event(now, EventKind.START, pod, self.gpus[pod])
+        self.clock.push(now + float(self.duration[pod]), _LEAVE, pod)
         return True
+
+    def leave(self, pod: int, now: float) -> int:
+        """``pod`` leaves at ``now``, its run recorded; the node it freed."""
+        node, _ = self.state.remove(pod)
+        gpus = self.gpus[pod]
+        self.recorder.segment(pod, int(self.state.node_type[node]), float(self.start[pod]),
+                              now, gpus, node=node)
+        self.recorder.event(now, EventKind.COMPLETE, pod, gpus)
+        return node
 
     def retry(self, queue: list[int], freed: IntArray, now: float) -> list[int]:
         """The queue after trying its pods in order, those that may fit on ``freed`` nodes."""
@@ -222,46 +241,30 @@ class _Replay:
             If pods still wait once every pod has left (they fit the empty cluster, so
             this is a bug).
         """
-        state = self.state
-        order = np.lexsort((np.arange(release.size), release)).tolist()
+        clock = self.clock
+        # Pods of one instant arrive in trace order: the queue keeps the order pushed.
+        for pod in range(release.size):
+            clock.push(float(release[pod]), _ARRIVE, pod)
         queue: list[int] = []
-        arrived = 0
-        while arrived < len(order) or self.departures:
-            next_arrival = (float(release[order[arrived]]) if arrived < len(order)
-                            else np.inf)
-            now = min(next_arrival, self.departures[0][0] if self.departures else np.inf)
-            if self.departures and self.departures[0][0] <= now:
-                freed = []
-                while self.departures and self.departures[0][0] <= now:
-                    freed.append(state.remove(heapq.heappop(self.departures)[1])[0])
+        while clock:
+            now = clock.next_time()
+            freed = []
+            while clock.due(now, inclusive=True) and clock.peek_kind() == _LEAVE:
+                freed.append(self.leave(clock.pop()[3], now))
+            if freed:
                 queue = self.retry(queue, np.unique(np.array(freed, dtype=np.int64)), now)
-            while arrived < len(order) and release[order[arrived]] <= now:
-                pod = order[arrived]
-                arrived += 1
+            while clock.due(now, inclusive=True):
+                pod = clock.pop()[3]
                 if not self.place(pod, now):
                     queue.append(pod)
         if queue:
             raise RuntimeError(f"{len(queue)} pod(s) still wait on the empty cluster")
 
-
-def _result(instance: Instance, state: ClusterState, start: FloatArray, node: IntArray,
-            slots: IntArray, solver: str) -> Result:
-    """The run by index: one segment per pod, its start and complete events in time order."""
-    jobs = np.arange(instance.n_jobs, dtype=np.int64)
-    types = state.node_type[node]
-    end = start + instance.duration[jobs, types]
-    gpus = tuple(state.global_gpus(int(n), s[s >= 0]) for n, s in zip(node, slots,
-                                                                     strict=True))
-    # Completions before starts at one instant, as the pods left before others came.
-    times = np.concatenate((end, start))
-    kinds = np.concatenate((np.zeros(jobs.size), np.ones(jobs.size)))
-    events = tuple(
-        Event(float(times[k]), EventKind.COMPLETE if k < jobs.size else EventKind.START,
-              int(k % jobs.size), gpus[k % jobs.size])
-        for k in np.lexsort((kinds, times)).tolist())
-    return Result(status=Status.FEASIBLE, objective=time_objective(instance, jobs, types, end),
-                  bound=None, solver=solver, job=jobs, gpu_type=types, start=start, end=end,
-                  gpus=gpus, node=node, events=events)
+    def result(self, instance: Instance, solver: str) -> Result:
+        """The run: a segment per pod, its start and complete events as they happened."""
+        result = self.recorder.result(solver)
+        return dataclasses.replace(result, objective=time_objective(
+            instance, result.job, result.gpu_type, result.end))
 
 
 def allocated_series(instance: Instance, result: Result) -> tuple[FloatArray, FloatArray]:
@@ -369,7 +372,7 @@ def time_replay(instance: Instance, policy: str | type[SharePolicy], seed: int =
     looping = time.perf_counter()
     loop.run(replayed.release)
     replay_s = time.perf_counter() - looping
-    result = _result(replayed, state, loop.start, loop.node, loop.slots, policy_class.name)
+    result = loop.result(replayed, policy_class.name)
     schedule = Schedule.from_result(replayed, result, f"timeline:{policy_class.name}",
                                     time.perf_counter() - began, seed)
     series = allocated_series(replayed, result)

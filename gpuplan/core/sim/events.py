@@ -40,6 +40,10 @@ class EventQueue:
         """When the earliest event happens; the queue must not be empty."""
         return self._heap[0][0]
 
+    def peek_kind(self) -> int:
+        """The kind of the earliest event; the queue must not be empty."""
+        return self._heap[0][1]
+
     def due(self, until: float, inclusive: bool) -> bool:
         """Whether an event is queued before ``until`` (or at it, when ``inclusive``)."""
         heap = self._heap

@@ -37,7 +37,7 @@ class Registry(MutableMapping[str, _Part], Generic[_Part]):
         for part in parts:
             name: str = getattr(part, "name")  # noqa: B009 - parts are duck-typed
             if name in self._parts:
-                raise ValueError(f"two {kind}s are called {name!r}")
+                raise ValueError(f"{kind} {name!r} is registered twice")
             self._parts[name] = part
 
     def __getitem__(self, name: str) -> _Part:
