@@ -28,6 +28,7 @@ from gpuplan.cli import (
     convert,
     export_model,
     generate,
+    hpc,
     hybrid,
     plot,
     replay,
@@ -49,7 +50,7 @@ from gpuplan.core.errors import (
 __all__ = ["ExitCode", "build_parser", "main", "run"]
 
 #: The commands, in the order ``gpuplan --help`` lists them.
-COMMANDS = (solve, simulate, replay, hybrid, sweep, validate, check, plot, convert, batch,
+COMMANDS = (solve, simulate, hpc, replay, hybrid, sweep, validate, check, plot, convert, batch,
             bench, generate, export_model, schema, rl, cluster)
 
 

@@ -1,13 +1,16 @@
-"""``gpuplan simulate TRACE.swf --protocol rlscheduler``: HPC queue policies on SWF traces.
+"""``gpuplan hpc TRACE.swf --policy NAME``: HPC queue policies on SWF traces.
 
-The flags of the protocol (:func:`add_protocol_flags`) sit beside ``gpuplan simulate``'s;
-:func:`run_protocol_command` runs a queue policy (a heuristic of
-:data:`~gpuplan.simulate.hpc.QUEUE_POLICIES`, ``replan``
+RLScheduler's evaluation protocol (:class:`~gpuplan.simulate.hpc.Protocol`): sequences of
+consecutive jobs of a Parallel Workloads Archive trace, each on an empty machine of whole
+nodes, scored by bounded slowdown and utilization. ``--policy`` names a queue policy: a
+heuristic of :data:`~gpuplan.simulate.hpc.QUEUE_POLICIES`, ``replan``
 (:class:`~gpuplan.simulate.hpc.ReplanOrder`), or ``rl:DIR``, a trained policy of
-:mod:`gpuplan.rl`) over the protocol's sequences, each verified, and writes the report.
+:mod:`gpuplan.rl`. Every sequence is verified; the report is written with ``-o``. The
+command takes only its own flags (the GPU simulator's are ``gpuplan simulate``'s).
 
 Exit codes: 0 every sequence verified (the report written with ``-o``); 1 a sequence
-failed verification (a bug, nothing written); 2 bad input or flags, nothing written.
+failed verification (a bug, nothing written); 2 bad input or flags, nothing written;
+130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -17,7 +20,15 @@ import dataclasses
 import json
 from typing import Any
 
-from gpuplan.cli.common import ExitCode, bounded, console, settings, summary_table
+from gpuplan.cli.common import (
+    Commands,
+    ExitCode,
+    add_settings,
+    bounded,
+    console,
+    settings,
+    summary_table,
+)
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output, write_text_atomic
 from gpuplan.core.objectives import ObjectiveKind
@@ -33,53 +44,43 @@ from gpuplan.simulate.hpc import (
     run_protocol,
 )
 
-#: The protocols ``--protocol`` takes.
-PROTOCOLS = (Protocol.NAME,)
-#: Protocol flags (dest, flag), unset unless given.
-_PROTOCOL_FLAGS = (("backfill", "--backfill"), ("sequences", "--sequences"),
-                   ("length", "--length"), ("first_jobs", "--first-jobs"))
-#: Flags of the engine's runs (dest, flag, default) that a protocol run does not take.
-_ENGINE_FLAGS = (
-    ("preset", "--preset", None), ("mode", "--mode", None), ("round_s", "--round", None),
-    ("restart_overhead_s", "--restart-overhead", None),
-    ("migration_overhead_s", "--migration-overhead", None), ("window", "--window", None),
-    ("cluster", "--cluster", None), ("throughputs", "--throughputs", None),
-    ("metrics_only", "--metrics-only", False), ("failures", "--failures", None),
-    ("fail_per_day", "--fail-per-day", None), ("fail_for", "--fail-for", None),
-    ("checkpoint", "--checkpoint", None), ("actual", "--actual", None),
-    ("write_instance", "--write-instance", None), ("plot", "--plot", None),
-)
 
-
-def add_protocol_flags(parser: argparse.ArgumentParser) -> None:
-    """Add ``--protocol`` and the protocol's own flags (unset unless given)."""
-    unset = argparse.SUPPRESS
+def register(commands: Commands) -> None:
+    """Add ``hpc``: the protocol's flags, and the replan policy's."""
     defaults = Protocol()
-    parser.add_argument("--protocol", choices=PROTOCOLS, default=None,
-                        help="run an SWF trace (.swf, .swf.gz) under RLScheduler's "
-                        "evaluation: sequences of consecutive jobs, each on an empty machine, "
-                        "scored by bounded slowdown and utilization; --policy then names a "
-                        f"queue policy ({', '.join(QUEUE_POLICIES)}), replan (plans the "
-                        "waiting jobs with --replan-method, default cp, --time-limit per "
-                        f"decision, default {REPLAN_CALL_S:g} s) or rl:DIR")
-    parser.add_argument("--backfill", action="store_true", default=unset,
-                        help="protocol: waiting jobs that end before the picked job's "
-                        "reservation start ahead of it (EASY backfilling, FCFS)")
+    parser = commands.add_parser(
+        "hpc", help="run a queue policy on an SWF trace under RLScheduler's protocol",
+        description="Run an HPC queue policy over RLScheduler's evaluation sequences of an "
+        "SWF trace (.swf, .swf.gz): consecutive jobs, each sequence on an empty machine, "
+        "scored by bounded slowdown and utilization; every sequence is verified. Exit "
+        "codes: 0 ok; 1 a sequence failed verification (a bug, nothing written); 2 bad "
+        "input; 130 Ctrl-C.")
+    parser.add_argument("input", metavar="TRACE", help="SWF trace (.swf, .swf.gz)")
+    parser.add_argument("--policy", required=True, metavar="NAME",
+                        help=f"the queue policy: {', '.join(QUEUE_POLICIES)}; replan (plans "
+                        "the waiting jobs with --replan-method, default "
+                        f"{REPLAN_METHOD}, --time-limit per decision, default "
+                        f"{REPLAN_CALL_S:g} s); or rl:DIR, a policy `gpuplan rl train` wrote")
+    parser.add_argument("--backfill", action="store_true",
+                        help="waiting jobs that end before the picked job's reservation start "
+                        "ahead of it (EASY backfilling, FCFS)")
     parser.add_argument("--sequences", type=bounded(int, 1, 10_000), metavar="N",
-                        default=unset, help=f"protocol: sequences to run (default: "
-                        f"{defaults.sequences})")
+                        default=defaults.sequences,
+                        help=f"sequences to run (default: {defaults.sequences})")
     parser.add_argument("--length", type=bounded(int, 2, 1_000_000), metavar="N",
-                        default=unset, help=f"protocol: jobs per sequence (default: "
-                        f"{defaults.length})")
+                        default=defaults.length,
+                        help=f"jobs per sequence (default: {defaults.length})")
     parser.add_argument("--first-jobs", dest="first_jobs", type=bounded(int, 0, 100_000_000),
-                        metavar="N", default=unset, help="protocol: draw sequences from the "
-                        "first N jobs (RLScheduler: 10000 for SDSC-SP2 and HPC2N; default: "
-                        "all)")
-
-
-def protocol_flags_given(args: argparse.Namespace) -> list[str]:
-    """The protocol flags given on the command line."""
-    return [flag for dest, flag in _PROTOCOL_FLAGS if hasattr(args, dest)]
+                        metavar="N", default=defaults.first_jobs,
+                        help="draw sequences from the first N jobs (RLScheduler: 10000 for "
+                        "SDSC-SP2 and HPC2N; default: all)")
+    add_settings(parser, "seed", "time_limit_s", "threads")
+    parser.add_argument("--replan-method", dest="replan_method", metavar="NAME",
+                        default=argparse.SUPPRESS, help="replan: the planning method "
+                        f"(default: {REPLAN_METHOD})")
+    parser.add_argument("-o", "--output", metavar="REPORT.json",
+                        help="write the report (every sequence's starts and metrics)")
+    parser.set_defaults(run=run_protocol_command)
 
 
 #: Flags only ``--policy replan`` takes (dest, flag).
@@ -114,7 +115,7 @@ def load_policy(args: argparse.Namespace, workload: HpcWorkload) -> QueuePolicy:
         An unknown name, a replan flag for another policy; for ``rl:DIR``, the extra not
         installed or a bad folder.
     """
-    name = args.scheduler
+    name = args.policy
     if name == "replan":
         return _replan(args)
     given = [flag for dest, flag in _REPLAN_FLAGS if hasattr(args, dest)]
@@ -125,24 +126,9 @@ def load_policy(args: argparse.Namespace, workload: HpcWorkload) -> QueuePolicy:
 
         return load_queue_policy(name.removeprefix("rl:"), workload)
     if name not in QUEUE_POLICIES:
-        raise InputError("--policy", "", f"unknown queue policy {name!r} for --protocol; "
+        raise InputError("--policy", "", f"unknown queue policy {name!r}; "
                          f"choose from {', '.join(QUEUE_POLICIES)}, replan or rl:DIR")
     return QUEUE_POLICIES[name]
-
-
-def _refuse_engine_flags(args: argparse.Namespace) -> None:
-    from gpuplan.simulate import RunSpec
-
-    spec = RunSpec()
-    given = [flag for dest, flag, default in _ENGINE_FLAGS
-             if getattr(args, dest, default) != default]
-    given += [flag for flag, dest, default in (("--placement", "placement", spec.placement),
-                                               ("--admission", "admission", spec.admission))
-              if getattr(args, dest) != default]
-    if given:
-        raise InputError(given[0], "", f"--protocol {args.protocol} runs whole-node queue "
-                         f"policies on an SWF trace; {given[0]} is a flag of the GPU "
-                         "simulator and would do nothing here")
 
 
 def _summary(report: ProtocolReport) -> list[tuple[str, str]]:
@@ -157,20 +143,13 @@ def _summary(report: ProtocolReport) -> list[tuple[str, str]]:
 
 def run_protocol_command(args: argparse.Namespace) -> int:
     """Check flags and output, read the trace, run the policy over the sequences, write."""
-    if args.protocol is None:
-        raise InputError(args.input, "", "an SWF trace runs under --protocol rlscheduler "
-                         "(whole-node queue policies); the GPU simulator takes instance "
-                         "files and Gavel traces")
     if not is_swf(args.input):
-        raise InputError(args.input, "", f"--protocol {args.protocol} takes an SWF trace "
-                         "(.swf or .swf.gz)")
-    _refuse_engine_flags(args)
+        raise InputError(args.input, "", "gpuplan hpc takes an SWF trace (.swf or .swf.gz); "
+                         "instance files and Gavel traces run under gpuplan simulate")
     output = None if args.output is None else check_output(args.output, [args.input])
-    protocol = Protocol(sequences=getattr(args, "sequences", Protocol.sequences),
-                        length=getattr(args, "length", Protocol.length),
+    protocol = Protocol(sequences=args.sequences, length=args.length,
                         seed=getattr(args, "seed", Protocol.seed),
-                        first_jobs=getattr(args, "first_jobs", Protocol.first_jobs),
-                        backfill=getattr(args, "backfill", False))
+                        first_jobs=args.first_jobs, backfill=args.backfill)
     workload = HpcWorkload.from_trace(read_swf(args.input))
     policy = load_policy(args, workload)
     report = run_protocol(workload, protocol, policy)
@@ -182,7 +161,7 @@ def run_protocol_command(args: argparse.Namespace) -> int:
             raise InputError(args.output, "", f"cannot write the report: {exc}") from None
     backfill = ", backfilling" if protocol.backfill else ""
     console.print(summary_table(
-        f"{workload.name}: {args.scheduler}{backfill}, {protocol.sequences} x "
+        f"{workload.name}: {args.policy}{backfill}, {protocol.sequences} x "
         f"{protocol.length} jobs on {workload.max_nodes} nodes (each verified)",
         _summary(report)))
     return ExitCode.OK

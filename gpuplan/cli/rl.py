@@ -2,8 +2,8 @@
 
 ``gpuplan rl train --env ordering --trace TRACE.swf --steps N --seed S -o POLICY_DIR``
 trains the ordering policy with masked PPO on sequences clear of the protocol's evaluation
-sequences, and writes the policy folder with its learning curve; ``gpuplan simulate
-TRACE.swf --protocol rlscheduler --policy rl:POLICY_DIR`` then runs it like any other
+sequences, and writes the policy folder with its learning curve; ``gpuplan hpc
+TRACE.swf --policy rl:POLICY_DIR`` then runs it like any other
 policy. ``--env placement`` trains on the FGD replay's pods (``--trace PODS.csv --nodes
 NODES.csv``).
 

@@ -41,7 +41,6 @@ from gpuplan.cli.common import (
     settings,
     summary_table,
 )
-from gpuplan.cli.hpc import add_protocol_flags, protocol_flags_given, run_protocol_command
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output, check_output_folder, write_text_atomic
 from gpuplan.core.instance import MAX_GPUS, MAX_TIME_S, Instance
@@ -238,12 +237,12 @@ def register(commands: Commands) -> None:
         "scheduler, placement) with preemption, migration and their overheads; the run log "
         "(a v2 schedule with the run's metrics) is verified before it is written. INPUT is "
         "a gpuplan instance file (its release_s are arrival times), or a Gavel trace (*.trace, "
-        "with --cluster and --throughputs); an SWF trace (*.swf, *.swf.gz) runs under "
-        "--protocol rlscheduler. Exit codes: 0 ok; 1 the "
+        "with --cluster and --throughputs); SWF traces run under gpuplan hpc. Exit codes: 0 "
+        "ok; 1 the "
         "verifier rejected the run (a bug, nothing written); 2 bad input; 130 Ctrl-C.",
     )
-    parser.add_argument("input", metavar="INPUT", help="instance file (.json, .yaml), "
-                        "Gavel trace (.trace) or SWF trace (.swf, .swf.gz, with --protocol)")
+    parser.add_argument("input", metavar="INPUT", help="instance file (.json, .yaml) or "
+                        "Gavel trace (.trace)")
     add_settings(parser, "seed", "threads")
     default = RunSpec().scheduler
     parser.add_argument("--policy", dest="scheduler", default=default, metavar="NAME",
@@ -278,7 +277,6 @@ def register(commands: Commands) -> None:
                         "(jct_cdf.png, timeline.png)")
     parser.add_argument("--progress", action="store_true",
                         help="show the progress bar even when stderr is not a terminal")
-    add_protocol_flags(parser)
     parser.set_defaults(run=run_simulate)
 
 
@@ -407,12 +405,10 @@ def _write(path: str, what: str, write: Callable[[], None]) -> None:
 
 def run_simulate(args: argparse.Namespace) -> int:
     """Check the outputs, read, simulate (or replay a trace), write and summarise."""
-    if args.protocol is not None or is_swf(args.input):
-        return run_protocol_command(args)
-    protocol_flags = protocol_flags_given(args)
-    if protocol_flags:
-        raise InputError(protocol_flags[0], "", "is a flag of --protocol rlscheduler (SWF "
-                         "traces); the GPU simulator does not take it")
+    if is_swf(args.input):
+        raise InputError(args.input, "", "an SWF trace runs under RLScheduler's protocol: "
+                         "gpuplan hpc TRACE --policy NAME (the GPU simulator takes instance "
+                         "files and Gavel traces)")
     if args.scheduler not in SCHEDULERS:
         raise InputError("--policy", "", f"unknown scheduler {args.scheduler!r}; choose from "
                          f"{', '.join(SCHEDULERS)} (sharing policies: gpuplan replay)")

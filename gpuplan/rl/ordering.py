@@ -30,7 +30,7 @@ Episodes
     Sequences of ``length`` consecutive jobs (RLScheduler trains on 256), each on an
     empty machine, drawn with the environment's seed from starts whose jobs do not
     overlap the held-out ranges (by default the protocol's evaluation sequences), so that
-    evaluation under ``--protocol rlscheduler`` is on jobs never trained on.
+    evaluation under ``gpuplan hpc`` is on jobs never trained on.
 """
 
 from __future__ import annotations

@@ -451,7 +451,7 @@ class Protocol:
     first_jobs: int = 0
     backfill: bool = False
 
-    def starts(self, workload: HpcWorkload, source: str = "--protocol") -> list[int]:
+    def starts(self, workload: HpcWorkload, source: str = "--length") -> list[int]:
         """The sequences' first jobs, drawn as RLScheduler draws them.
 
         Raises

@@ -22,7 +22,7 @@ def test_train_then_simulate_with_the_policy(gpuplan: Gpuplan, tmp_path: Path) -
     training = json.loads((folder / "policy.json").read_text())["training"]
     assert training["held_out_starts"][:2] == [1981, 2756] and training["steps"] >= 600
     out = tmp_path / "r.json"
-    ran = gpuplan("simulate", LUBLIN, "--protocol", "rlscheduler", "--policy", f"rl:{folder}",
+    ran = gpuplan("hpc", LUBLIN, "--policy", f"rl:{folder}",
                   "--sequences", "2", "--length", "128", "-o", out)
     assert ran.code == 0, ran.err
     report = json.loads(out.read_text())
@@ -36,7 +36,7 @@ def test_crafted_policy_is_exit_2_and_writes_nothing(gpuplan: Gpuplan, tmp_path:
                    "--length", "32", "-o", folder).code == 0
     (folder / "weights.pt").write_bytes(pickle.dumps(print))
     out = tmp_path / "r.json"
-    ran = gpuplan("simulate", LUBLIN, "--protocol", "rlscheduler", "--policy", f"rl:{folder}",
+    ran = gpuplan("hpc", LUBLIN, "--policy", f"rl:{folder}",
                   "-o", out)
     assert ran.code == 2 and "refused" in ran.err and not out.exists()
 
@@ -67,7 +67,7 @@ def test_without_the_extra_rl_says_how_to_install(gpuplan: Gpuplan,
     assert ran.code == 2 and "pip install -e '.[rl]'" in ran.err
     ran = gpuplan("rl")
     assert ran.code == 2 and "optional extra 'rl'" in ran.err
-    ran = gpuplan("simulate", LUBLIN, "--protocol", "rlscheduler", "--policy", "rl:p")
+    ran = gpuplan("hpc", LUBLIN, "--policy", "rl:p")
     assert ran.code == 2 and "--policy rl:DIR: needs the optional extra" in ran.err
 
 
