@@ -129,6 +129,8 @@ class Point:
                        settings=RunSettings(seed=self.seed, threads=1), window=WINDOW)
         target = (cache / self.scenario
                   / f"{self.policy}_rate{self.rate:g}_seed{self.seed}_jobs{self.jobs}.json")
+        # A fresh cache has no scenario folder; the run log is written there atomically.
+        target.parent.mkdir(parents=True, exist_ok=True)
         return SweepPoint(self.rate, Workload(str(throughputs), CLUSTER, self.jobs), spec,
                           str(target))
 
@@ -278,7 +280,10 @@ def run_points(points: Sequence[Point], cache: Path, throughputs: Path, parallel
             row = json.loads(out.strip().splitlines()[-1])
             if row["status"] != "ok":
                 outcome.error = str(row["error"])
-            elif row["window_end_h"] >= row["last_arrival_h"]:
+                _report(outcome)
+                done(pending)
+                continue
+            if row["window_end_h"] >= row["last_arrival_h"]:
                 point = dataclasses.replace(outcome.point, jobs=outcome.tries[-1])
                 print(f"  {_name(outcome)}: window ends at {row['window_end_h']:.1f} h, "
                       f"last arrival {row['last_arrival_h']:.1f} h: again with "

@@ -13,7 +13,12 @@ at the last one adds the work it did since over its isolated throughput of then
 (``_cumulative_isolated_time``); the jobs of an emptied cluster are forgotten. Like
 Gavel's, the policy ignores priority weights. The agnostic form counts every type at the
 job's throughput on the fleet's fastest type (Gavel's V100) and visits the types in a
-shuffled order each round. The rounds follow Gavel's mechanism
+shuffled order each round. Its program then fixes only each job's total share, not how
+the total is split over the types: gpuplan's LPs return a vertex (each job's share on one
+type, and most jobs none), Gavel's ECOS an interior point that gives a job the same
+share of every type of its 36:36:36 cluster. The agnostic form therefore spreads each
+job's total over its types in proportion to their GPUs (:func:`spread_over_types`), an
+optimum of the same program. The rounds follow Gavel's mechanism
 (:mod:`gpuplan.simulate.gavel_rounds`).
 """
 
@@ -25,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from gpuplan.core.instance import FloatArray, IntArray
-from gpuplan.models.allocation import FairShare, Policy
+from gpuplan.models.allocation import FairShare, Policy, ThroughputData
 from gpuplan.simulate.gavel_rounds import LpRates, LpRounds
 from gpuplan.simulate.policy import PolicyContext, View
 
@@ -70,6 +75,23 @@ class GavelFtf(LpRounds):
         return self.solve(data, now)
 
 
+def spread_over_types(share: FloatArray, data: ThroughputData) -> FloatArray:
+    """Each job's total share spread over the types it may use in proportion to their GPUs.
+
+    Where the program counts every type of a job at one speed, this keeps every job's
+    throughput, so the program's value; a type's GPUs are not exceeded while the jobs'
+    GPU-shares fit the fleet (else ``share`` is returned as it is).
+    """
+    weight = np.where(data.eligible, data.gpus[None, :], 0.0)
+    total = weight.sum(axis=1, keepdims=True)
+    spread: FloatArray = share.sum(axis=1, keepdims=True) * weight / np.where(total > 0,
+                                                                              total, 1.0)
+    used = (data.gang[:, None] * spread).sum(axis=0)
+    if np.any(used > data.gpus * (1.0 + 1e-9) + 1e-9):
+        return share
+    return spread
+
+
 class GavelFtfAgnostic(GavelFtf):
     """Gavel's heterogeneity-agnostic finish-time fairness: every type at the fastest's speed."""
 
@@ -79,3 +101,7 @@ class GavelFtfAgnostic(GavelFtf):
         "the job's speed on the fastest type, types in a shuffled order every round")
     aware: ClassVar[bool] = False
     lp_rates: ClassVar[LpRates] = LpRates.REFERENCE
+
+    def solve(self, data: ThroughputData, now: float) -> FloatArray:
+        """The program's shares with each job's total spread over its types, as Gavel's are."""
+        return spread_over_types(super().solve(data, now), data)
