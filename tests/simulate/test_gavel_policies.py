@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import instance_from
 
@@ -233,3 +234,24 @@ def test_partitions_solve_the_lp_in_parts() -> None:
     schedule = run(instance, "gavel-las", partitions=2)
     assert [first_start(schedule, name) for name in "ab"] == [0, 0]
     assert schedule.objective == 720
+
+
+def test_agnostic_ftf_spreads_each_jobs_share_over_its_types_as_gavels_solver_does() -> None:
+    """Broken, FTF-agnostic at 4.8 jobs/h is 19% off Gavel's (an LP vertex on one type).
+
+    The agnostic program fixes only each job's total share: the share is spread over the
+    job's types by their GPUs, every job's total kept, and an over-full spread is refused.
+    """
+    from gpuplan.models.allocation import ThroughputData
+    from gpuplan.simulate.policies.gavel_ftf import spread_over_types
+
+    data = ThroughputData(
+        rate=np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]]), gang=np.array([1, 2]),
+        gpus=np.array([4.0, 4.0, 2.0]), weight=np.ones(2), release=np.zeros(2),
+        deadline=np.full(2, np.inf), price_per_hour=np.ones(3))
+    vertex = np.array([[0.0, 0.0, 0.5], [1.0, 0.0, 0.0]])
+    spread = spread_over_types(vertex, data)
+    np.testing.assert_allclose(spread.sum(axis=1), vertex.sum(axis=1))
+    np.testing.assert_allclose(spread, [[0.2, 0.2, 0.1], [0.5, 0.5, 0.0]])
+    crowded = np.array([[0.0, 0.0, 1.0], [2.0, 2.0, 0.0]])
+    np.testing.assert_array_equal(spread_over_types(crowded, data), crowded)
