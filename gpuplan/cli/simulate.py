@@ -21,6 +21,8 @@ import dataclasses
 import json
 import math
 import os
+import secrets
+import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -42,7 +44,12 @@ from gpuplan.cli.common import (
     summary_table,
 )
 from gpuplan.core.errors import InputError
-from gpuplan.core.files import check_output, check_output_folder, write_text_atomic
+from gpuplan.core.files import (
+    HOST_TAG,
+    check_output,
+    check_output_folder,
+    write_text_atomic,
+)
 from gpuplan.core.instance import MAX_GPUS, MAX_TIME_S, Instance
 from gpuplan.core.schedule import ResultSchedule
 from gpuplan.exporters.plot import write_figure
@@ -404,7 +411,12 @@ def _write(path: str, what: str, write: Callable[[], None]) -> None:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    """Check the outputs, read, simulate (or replay a trace), write and summarise."""
+    """Check the outputs, read, simulate (or replay a trace), write and summarise.
+
+    A run that fails (exit 1 or 2, or Ctrl-C) writes nothing: no run log, no instance,
+    no picture, and a ``--plot`` folder it made is removed again (one the user had is
+    left as it was).
+    """
     if is_swf(args.input):
         raise InputError(args.input, "", "an SWF trace runs under RLScheduler's protocol: "
                          "gpuplan hpc TRACE --policy NAME (the GPU simulator takes instance "
@@ -416,16 +428,65 @@ def run_simulate(args: argparse.Namespace) -> int:
     spec = run_spec(args, args.scheduler)
     inputs = [args.input, *([args.throughputs] if hasattr(args, "throughputs") else [])]
     log = None if args.output is None else check_output(args.output, inputs)
+    target = None
     if args.write_instance is not None:
         target = check_output(args.write_instance, inputs, "--write-instance")
         if target == log:
             raise InputError(args.write_instance, "", "--write-instance names the run log "
                              f"file {args.output} (-o); choose another file")
-    # Checked (and made) before anything is written, so a bad folder leaves no file.
+    made = None if args.plot is None else missing_folder(Path(args.plot))
+    try:
+        code = _simulate_and_write(args, spec, inputs, log, target)
+    except BaseException:
+        remove_made(args.plot, made)
+        raise
+    if code != ExitCode.OK:
+        remove_made(args.plot, made)
+    return code
+
+
+def missing_folder(folder: Path) -> Path | None:
+    """The outermost folder on the way to ``folder`` that does not exist yet; None if it does."""
+    path, top = Path(os.path.abspath(folder)), None
+    while not os.path.lexists(path):
+        top = path
+        if path.parent == path:
+            break
+        path = path.parent
+    return top
+
+
+def remove_made(folder: str | None, made: Path | None) -> None:
+    """Remove the folders a failed run made, from ``folder`` up to ``made``; only empty ones.
+
+    Nothing when the run made none (``folder`` or ``made`` None): a folder the user had
+    stays.
+    """
+    if folder is None or made is None:
+        return
+    path = Path(os.path.abspath(folder))
+    while True:
+        try:
+            path.rmdir()
+        except OSError:
+            return
+        if path == made or path.parent == path:
+            return
+        path = path.parent
+
+
+def _simulate_and_write(args: argparse.Namespace, spec: RunSpec, inputs: list[str],
+                        log: Path | None, target: Path | None) -> int:
+    """Simulate and write the outputs of :func:`run_simulate`; its exit code.
+
+    The pictures are drawn into a temporary folder inside ``--plot`` before anything is
+    written, and moved in place once the instance and the run log are: a run that fails
+    on the way writes neither.
+    """
+    # Checked (and made) before the run, so a bad folder costs no run.
     folder = None if args.plot is None else check_output_folder(args.plot, inputs, "--plot")
     if folder is not None:
-        outputs = {target for target in (log, args.write_instance and Path(
-            os.path.realpath(args.write_instance))) if target}
+        outputs = {path for path in (log, target) if path}
         for name in PLOT_FILES:
             picture = check_output(folder / name, inputs, "--plot")
             if picture in outputs:
@@ -457,19 +518,32 @@ def run_simulate(args: argparse.Namespace) -> int:
             console.print(f"  {exc}", markup=False)
             return ExitCode.FAILED
     seconds = time.perf_counter() - began
-    if args.write_instance is not None:
-        text = json.dumps(document, indent=1) + "\n"
-        _write(args.write_instance, "instance", lambda: write_text_atomic(target, text))
-    if args.output is not None and args.metrics_only:
-        summary = schedule.summary()
-        _write(args.output, "run summary", lambda: summary.write(args.output))
-    elif args.output is not None:
-        _write(args.output, "run log", lambda: schedule.write(args.output))
+    staging = None if folder is None else folder / (
+        f".gpuplan-{HOST_TAG}-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        if staging is not None:
+            staging.mkdir()
+            write_plots(staging, instance, schedule, args.scheduler)
+        if target is not None:
+            text = json.dumps(document, indent=1) + "\n"
+            _write(args.write_instance, "instance", lambda: write_text_atomic(target, text))
+        if args.output is not None and args.metrics_only:
+            summary = schedule.summary()
+            _write(args.output, "run summary", lambda: summary.write(args.output))
+        elif args.output is not None:
+            _write(args.output, "run log", lambda: schedule.write(args.output))
+        files = []
+        if staging is not None and folder is not None:
+            for name in PLOT_FILES:
+                os.replace(staging / name, folder / name)
+                files.append(folder / name)
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
     written = " and ".join(path for path in (args.output, args.write_instance) if path)
     console.print(summary_table(
         f"{instance.name}: {instance.n_jobs} jobs on {instance.n_gpus} GPUs",
         _summary(instance, schedule, seconds, written or "- (use -o FILE to save)")))
-    if folder is not None:
-        files = write_plots(folder, instance, schedule, args.scheduler)
+    if files:
         console.print(f"pictures: {', '.join(map(str, files))}", markup=False)
     return ExitCode.OK
