@@ -905,6 +905,13 @@ class TraceFormat:
     read: Callable[..., dict[str, Any]]
 
 
+#: The settings of both ITP readers: the fleet's size and its GPU types.
+_ITP_OPTIONS = (
+    TraceInput("node_count", "nodes of 8 GPUs (default: ElasticFlow's size of the cluster "
+               "the file's name gives)", required=False),
+    TraceInput("types", "GPU types and speeds relative to the first, nodes split evenly, "
+               "e.g. A100=1,V100=0.5,K80=0.2 (default: A100)", required=False))
+
 #: The trace readers, by format name.
 TRACE_FORMATS: dict[str, TraceFormat] = {
     "philly": TraceFormat(
@@ -929,17 +936,11 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
     "itp": TraceFormat(
         "itp", "Microsoft ITP (microsoft/elasticflow-traces): 10 clusters, 69k jobs, 2021",
         (TraceInput("trace", "clusterNN.csv of the raw trace"),),
-        (TraceInput("node_count", "nodes of 8 GPUs (default: ElasticFlow's size of the "
-                    "cluster the file's name gives)", required=False),
-         TraceInput("types", "GPU types and speeds relative to the first, nodes split "
-                    "evenly, e.g. A100=1,V100=0.5,K80=0.2 (default: A100)", required=False)),
+        _ITP_OPTIONS,
         (), itp_document),
     "itp-elasticflow": TraceFormat(
         "itp-elasticflow", "ITP as ElasticFlow used it (ASPLOS'23): deadlines as due dates",
         (TraceInput("trace", "ElasticFlow's clusterNN.csv or 195job.csv"),),
-        (TraceInput("node_count", "nodes of 8 GPUs (default: ElasticFlow's size of the "
-                    "cluster the file's name gives)", required=False),
-         TraceInput("types", "GPU types and speeds relative to the first, nodes split "
-                    "evenly, e.g. A100=1,V100=0.5,K80=0.2 (default: A100)", required=False)),
+        _ITP_OPTIONS,
         (), itp_elasticflow_document),
 }

@@ -149,27 +149,10 @@ def itp_elasticflow_document(trace: Path, node_count: int | str | None = None,
     """The instance document of one file of ElasticFlow's ITP trace, with its due dates.
 
     As :func:`itp_document`, and each job's ``deadline`` becomes its soft ``due_s``; the
-    objective is tardiness (see the module docstring).
-
-    Parameters
-    ----------
-    trace
-        ``clusterNN.csv`` or ``195job.csv`` of ElasticFlow (``job_id, submission_time,
-        num_iteration, model_name, deadline, batch_size, num_gpu, duration``).
-    node_count
-        Nodes of 8 GPUs (a number or digits); None: :data:`ITP_NODES` of the file's name.
-    types
-        GPU types and their speeds relative to the first, as ``"A100=1,V100=0.5"`` or a
-        mapping; None: every node of type :data:`ITP_TYPE`.
-    limit
-        Keep the first ``limit`` jobs by submission time; None: all.
-    statuses
-        Refused unless None: the trace records no status.
-
-    Returns
-    -------
-    dict
-        An instance document; its description says how many jobs were read and kept.
+    objective is tardiness (see the module docstring). ``trace`` is ElasticFlow's
+    ``clusterNN.csv`` or ``195job.csv`` (``job_id, submission_time, num_iteration,
+    model_name, deadline, batch_size, num_gpu, duration``); the other parameters and the
+    returned document are :func:`itp_document`'s.
 
     Raises
     ------
