@@ -117,7 +117,8 @@ def main() -> None:
     made: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        points = [("ITP mix", int(size), args.policies) for size in args.sizes.split(",")]
+        points = [("ITP mix", int(size), args.policies) for size in args.sizes.split(",")
+                  if size]
         points += [("saturated", int(size), args.saturated_policies)
                    for size in args.saturated.split(",") if size]
         for name, size, policies in points:
