@@ -453,6 +453,9 @@ class Engine:
         self.pending[self._push(now + wait, _Kind.FAIL, -1, 0)] = (None, math.inf)
 
     def _complete(self, job: int, now: float) -> None:
+        if not self.active[job] or self.running_type[job] < 0:
+            raise SimulationError(f"job {self.instance.job_ids[job]!r} completes at t={now:g} s "
+                                  "but is not running")
         kind = int(self.running_type[job])
         self.received[job, kind] += now - self.mark[job]
         self.attained[job] += self.instance.gang[job] * max(
@@ -617,6 +620,10 @@ class Engine:
                 # Stopped by a job ahead of it: its type first, if it may stay there.
                 before = walk.displaced[job]
                 types = [before, *(t for t in types if t != before)] if before in types else types
+            if not self.active[job]:
+                # Stopping it completed it (its work was done but for float noise): there
+                # is nothing left to start.
+                continue
             walk.start(job, types, now)
 
     def _displace(self, job: int, gpu_type: int, walk: _Walk, now: float) -> IntArray | None:

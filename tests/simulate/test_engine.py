@@ -622,3 +622,42 @@ def test_tampered_run_log_is_caught(monkeypatch: pytest.MonkeyPatch, name: str) 
     tampered = Schedule.from_json(json.dumps(document), "<tampered>")
     verification = verify_schedule(instance.online(), tampered)
     assert kind in {v.kind for v in verification.violations}, verification.violations
+
+
+# -- completion at a round boundary -----------------------------------------------------
+
+
+#: Seconds ``nearly`` runs on A: a round and a hair, so at the first boundary its work
+#: left is float noise (below the engine's threshold) and its completion event is due
+#: just after the boundary, as on long traces where done_at misses a boundary by an ulp.
+NEARLY_S = 100 + 1e-8
+
+
+@pytest.mark.parametrize("how", ["moved", "displaced"])
+def test_job_done_at_a_round_boundary_completes_once(monkeypatch: pytest.MonkeyPatch,
+                                                     how: str) -> None:
+    """A job whose work is done at a boundary, then stopped by the decision, is not restarted.
+
+    ``nearly`` runs on A in the first round; at 100 the decision either moves it to B
+    (``moved``) or puts ``other`` ahead of it on the one A GPU (``displaced``, B still
+    free). Stopping it completes it; it must not then start again on B, which would
+    complete it twice and drop ``other`` from the active jobs.
+    """
+
+    def decide(view: View) -> Decision:
+        names = [view.instance.job_ids[j] for j in view.jobs]
+        first = "nearly" if view.now == 0 or how == "moved" else "other"
+        order = view.jobs[np.argsort([name != first for name in names], kind="stable")]
+        if how == "displaced":
+            return Decision(order)
+        table = np.array([[0, -1] if view.instance.job_ids[j] != "nearly" or view.now == 0
+                          else [1, -1] for j in order], dtype=np.int64)
+        return Decision(order, table)
+
+    instance = cluster({"n1": {"A": 1}, "n2": {"B": 1}}, [
+        job("nearly", {"A": NEARLY_S, "B": 1000}), job("other", {"A": 300})])
+    schedule = run(monkeypatch, instance, decide, mode=Mode.ROUND)
+    assert [(s.gpu_type, s.start_s, s.end_s) for s in segments(schedule, "nearly")] == [
+        ("A", 0, 100)]
+    assert [kind for kind, _, _ in events(schedule, "nearly")] == ["start", "complete"]
+    assert [(s.start_s, s.end_s) for s in segments(schedule, "other")] == [(100, 400)]
