@@ -571,14 +571,11 @@ differ.
   type none of Gavel's policies is slow. On three types gavel-ftf is: 563 s over ten
   clusters, c04 alone 244 s at a 2,967 MiB peak, writing a 565 MB run log (35.5 preemptions a
   job), which `gpuplan check` then takes 196 s to read; gavel-las on c03 68 s at 709 MiB.
-- **Bug** (see Failures): gavel-las on the three-type c04 is rejected by the verifier
-  (exit 1, nothing written), in two runs alike. It reproduces on the first 7,000 jobs
-  (`gpuplan convert itp-elasticflow cluster04.csv --types A100=1,V100=0.5,K80=0.2 --limit
-  7000`, then `gpuplan simulate ... --policy gavel-las --mode round`, about a minute).
-  From the engine's result: job 9d11421a gets a `complete` event at 1,735,560 s (the end
-  of a round on V100), is then started again on A100 for a 90 s segment of only overhead
-  and completes a second time, while job 3dfa3c12 (same gang of 8, similar run time) is
-  preempted at 1,735,920 s with 0.98768 of its work done and never runs again.
+- **A bug this benchmark found, fixed** (commit b61c5eb): gavel-las on the three-type c04
+  was rejected by the verifier (exit 1, nothing written). A job whose work was done but for
+  float noise at a round boundary was moved to another type, completed by the stop, and
+  started again for a segment of overhead only; its second completion dropped another job
+  from the engine's active list. The point was run again with `--retry-failed`.
 - **ElasticFlow's published ratios** come from its own simulator with elastic jobs
   (scaled up to meet deadlines), admission control and its throughput model; they are
   for scale only. Its Tiresias (a 2D-LAS like gpuplan's las) meets 0.35-0.48 of deadlines
