@@ -8,11 +8,11 @@
 - :mod:`~gpuplan.core.sim.registry`: named parts of one kind, the registry shape of every
   simulator's policies.
 
-The simulators are rules over these: the event and round engine of ``gpuplan simulate``
-(:mod:`gpuplan.simulate.engine`), the HPC machine of RLScheduler's protocol
-(:mod:`gpuplan.simulate.hpc`), the GPU-sharing time replay
-(:mod:`gpuplan.sharing.timeline`) and the round planner of the ``balance`` method
-(:mod:`gpuplan.parts.round_plans`). See ``docs/guide/simulation-core.md``.
+The event and round engine of ``gpuplan simulate`` (:mod:`gpuplan.simulate.engine`) and
+the GPU-sharing time replay (:mod:`gpuplan.sharing.timeline`) are rules over these; every
+simulator's policies are registries. RLScheduler's HPC machine (:mod:`gpuplan.simulate.hpc`)
+and the ``balance`` method's round planner (:mod:`gpuplan.parts.round_plans`) keep their
+own clocks for now. See ``docs/guide/simulation-core.md``.
 """
 
 from gpuplan.core.sim.cluster import DOWN, FREE, GpuCluster
