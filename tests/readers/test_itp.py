@@ -8,7 +8,6 @@ ElasticFlow excerpt's at 3,813,258 s.
 
 from __future__ import annotations
 
-import inspect
 import json
 import shutil
 from collections.abc import Callable
@@ -327,22 +326,14 @@ def test_a_run_time_past_gpuplan_limits_on_a_slow_type() -> None:
 
 
 def test_trace_formats_register_both_readers() -> None:
-    """``itp`` and ``itp-elasticflow`` are registered, their inputs the readers' keywords.
+    """``itp`` and ``itp-elasticflow`` are registered, with no statuses to choose from.
 
-    Broken, ``gpuplan convert itp`` would not exist, or would pass keywords the reader does
-    not take.
+    Broken, ``gpuplan convert itp`` would not exist. (That every format's inputs are its
+    reader's keywords is tested for all formats in ``test_cluster_traces.py``.)
     """
     assert TRACE_FORMATS["itp"].read is itp_document
     assert TRACE_FORMATS["itp-elasticflow"].read is itp_elasticflow_document
-    for name in ("itp", "itp-elasticflow"):
-        trace = TRACE_FORMATS[name]
-        assert trace.name == name and trace.statuses == ()
-        parameters = inspect.signature(trace.read).parameters
-        inputs = (*trace.files, *trace.options)
-        assert set(parameters) == {i.parameter for i in inputs} | {"limit", "statuses"}
-        for given in inputs:
-            needed = parameters[given.parameter].default is inspect.Parameter.empty
-            assert given.required == needed, (name, given.parameter)
+    assert TRACE_FORMATS["itp"].statuses == TRACE_FORMATS["itp-elasticflow"].statuses == ()
 
 
 def test_convert_then_validate(tmp_path: Path) -> None:
