@@ -1,5 +1,9 @@
 """File input with clear errors, strict parsing, and safe atomic output.
 
+Inputs are read only when they are regular files of at most :data:`MAX_READ_BYTES`
+(:func:`read_text`, :func:`read_bytes`): a pipe or a device is refused at once, where
+reading it would wait for ever or fill the memory.
+
 A reader of a file gpuplan writes sees the old file or the whole new one, never a part.
 Outputs are checked before any work is done (:func:`check_output`,
 :func:`check_output_folder`): gpuplan never writes over an input of the same command,
@@ -26,11 +30,11 @@ import socket
 import stat
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, compress
 from operator import not_
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import yaml
 
@@ -41,28 +45,74 @@ MAX_DEPTH = 64
 #: Integers with more digits are refused while parsing (shorter ones that are out of range
 #: are refused by the format, with their JSON path).
 MAX_INT_DIGITS = 100
+#: The largest file gpuplan reads: its largest inputs (run logs of millions of segments,
+#: instances of a million jobs) hold well under 1 GiB, and parsing takes several times a
+#: file's size in memory.
+MAX_READ_BYTES = 4 * 2**30
 #: A temporary file whose writer is gone, or that is older than this, is removed.
 STALE_AFTER_S = 3600.0
 
 #: This machine's tag in temporary names: a process id says something only on its host.
 HOST_TAG = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+#: What :func:`_read` returns: the text or the bytes of a file.
+Read = TypeVar("Read", str, bytes)
+
 _TEMPORARY = re.compile(r"^\.gpuplan-([0-9a-f]{6})-(\d+)-[0-9a-f]{8}\.tmp$")
 
 
 def read_text(path: Path) -> str:
-    """Read a whole text file (UTF-8).
+    """Read a whole text file (UTF-8); see :func:`read_bytes`.
 
     Raises
     ------
     InputError
-        If the file is missing or unreadable, naming it.
+        If the file is missing, unreadable, not UTF-8, not a regular file or too large,
+        naming it.
     """
+    return _read(path, lambda checked: checked.read_text(encoding="utf-8"))
+
+
+def read_bytes(path: Path) -> bytes:
+    """Read a whole file, once it is known to be a regular file of at most :data:`MAX_READ_BYTES`.
+
+    Raises
+    ------
+    InputError
+        If the file is missing, unreadable, not a regular file (a pipe, a device, a
+        folder) or larger than :data:`MAX_READ_BYTES`, naming it.
+    """
+    return _read(path, Path.read_bytes)
+
+
+def _read(path: Path, read: Callable[[Path], Read]) -> Read:
+    """``read(path)`` after :func:`_check_readable`, a failure as an error naming the file."""
+    _check_readable(path)
     try:
-        return path.read_text(encoding="utf-8")
+        return read(path)
     except FileNotFoundError:
         raise InputError(str(path), "", "file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(str(path), "", f"cannot read file: {exc}") from None
+
+
+def _check_readable(path: Path) -> None:
+    """Refuse, before opening it, a file that reading would hang on or never finish.
+
+    Opening a pipe waits for a writer, and a device such as ``/dev/zero`` never ends (its
+    bytes fill the memory): only regular files are read, and none past
+    :data:`MAX_READ_BYTES`.
+    """
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise InputError(str(path), "", "file not found") from None
+    except OSError as exc:
+        raise InputError(str(path), "", f"cannot read file: {exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(str(path), "", f"not a regular file (it is {_kind(info.st_mode)})")
+    if info.st_size > MAX_READ_BYTES:
+        raise InputError(str(path), "", f"the file holds {info.st_size / 2**30:.1f} GiB; "
+                         f"gpuplan reads files of up to {MAX_READ_BYTES / 2**30:g} GiB")
 
 
 class _Duplicated(dict[str, Any]):
@@ -274,7 +324,7 @@ def _kind(mode: int) -> str:
                        (stat.S_ISSOCK, "a socket")):
         if test(mode):
             return name
-    return "not a regular file"
+    return "a special file"
 
 
 def _same_file(a: Path, b: Path) -> bool:

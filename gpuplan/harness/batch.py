@@ -72,7 +72,12 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from gpuplan.core.errors import BackendUnavailableError, InputError, VerificationError, setting
-from gpuplan.core.files import csv_text, remove_stale_temporaries, write_text_atomic
+from gpuplan.core.files import (
+    csv_text,
+    read_bytes,
+    remove_stale_temporaries,
+    write_text_atomic,
+)
 from gpuplan.core.instance import Instance
 from gpuplan.core.options import part_options
 from gpuplan.core.schedule import Schedule
@@ -351,9 +356,9 @@ def _task_key(task: BatchTask) -> dict[str, Any] | None:
     why), or an option is not plain data.
     """
     try:
-        data = Path(task.source).read_bytes()
+        data = read_bytes(Path(task.source))
         resolved = str(Path(task.source).resolve())
-    except (OSError, RuntimeError):
+    except (InputError, OSError, RuntimeError):
         return None
     # The typed options, so that a setting given by flag or left at its default is the
     # same key; threads are kept: milp runs its second lane only with two.

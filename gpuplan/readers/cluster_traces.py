@@ -100,7 +100,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.core.errors import InputError, setting
-from gpuplan.core.files import parse_json, read_text
+from gpuplan.core.files import parse_json, read_bytes, read_text
 from gpuplan.core.instance import MAX_GPUS, MAX_JOBS, MAX_TIME_S
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.readers.itp import itp_document, itp_elasticflow_document
@@ -194,15 +194,16 @@ def _read(path: Path) -> str:
     Raises
     ------
     InputError
-        Naming the file when it is missing, unreadable, not UTF-8, or a broken archive
-        or one that does not hold exactly one file.
+        Naming the file when it is missing, unreadable, not a regular file, too large,
+        not UTF-8, or a broken archive or one that does not hold exactly one file.
     """
     name = path.name.lower()
     if not name.endswith((".gz", ".tgz")):
         return read_text(path)
+    packed = read_bytes(path)
     try:
         if name.endswith((".tar.gz", ".tgz")):
-            with tarfile.open(path, "r:gz") as archive:
+            with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as archive:
                 members = [m for m in archive.getmembers() if m.isfile()]
                 if len(members) != 1:
                     raise InputError(str(path), "", f"the archive holds {len(members)} files;"
@@ -210,10 +211,8 @@ def _read(path: Path) -> str:
                 handle = archive.extractfile(members[0])
                 data = handle.read() if handle is not None else b""
         else:
-            data = gzip.decompress(path.read_bytes())
+            data = gzip.decompress(packed)
         return data.decode("utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "", "file not found") from None
     except (OSError, EOFError, zlib.error, tarfile.TarError, UnicodeDecodeError) as exc:
         raise InputError(str(path), "", f"cannot read the compressed file: {exc}") from None
 

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA
+from conftest import DATA, Gpuplan
 
 from gpuplan import cli
 from gpuplan.cli import solve as solve_command
@@ -20,6 +22,7 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.files import (
     HOST_TAG,
     MAX_DEPTH,
+    MAX_READ_BYTES,
     STALE_AFTER_S,
     check_output,
     parse_json,
@@ -222,3 +225,78 @@ def test_a_killed_writers_folder_is_removed(tmp_path: Path) -> None:
     (dead / "jobs" / "1.sbatch").write_text("#!/bin/bash")
     remove_stale_temporaries(tmp_path)
     assert not dead.exists()
+
+
+@contextlib.contextmanager
+def at_most(seconds: float) -> Iterator[None]:
+    """Fail the block, instead of hanging the suite, if it runs longer than ``seconds``."""
+    def late(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"still running after {seconds} s")
+
+    before = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def pipe_in(folder: Path, name: str) -> Path:
+    """A named pipe no one writes to: opening it to read would wait for ever."""
+    path = folder / name
+    os.mkfifo(path)
+    return path
+
+
+def device_as(folder: Path, name: str) -> Path:
+    """``/dev/zero`` under ``name``: a file name that says JSON or gzip, endless zeros inside."""
+    path = folder / name
+    path.symlink_to("/dev/zero")
+    return path
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX named pipes")
+@pytest.mark.parametrize(("make", "name", "command", "kind"), [
+    (pipe_in, "pipe.json", ("solve",), "a pipe"),
+    (device_as, "zero.json", ("solve",), "a device"),
+    (pipe_in, "gap.txt", ("convert", "orlib-gap"), "a pipe"),
+    (device_as, "log.csv.gz", ("convert", "helios", "--cluster", "Venus"), "a device"),
+    (device_as, "jobs.tar.gz", ("convert", "pai", "--task-table", DATA / "valid_small.json"),
+     "a device"),
+], ids=["solve-pipe", "solve-dev-zero", "gap-pipe", "gzip-dev-zero", "tar-dev-zero"])
+def test_a_pipe_or_a_device_is_exit_2_at_once(
+        gpuplan: Gpuplan, tmp_path: Path, make: Callable[[Path, str], Path], name: str,
+        command: tuple[str, ...], kind: str) -> None:
+    """An input that is a pipe or /dev/zero: exit 2 at once, naming the file.
+
+    Reading a pipe used to wait for a writer for ever, and /dev/zero ended in an internal
+    MemoryError.
+    """
+    source = make(tmp_path, name)
+    out = tmp_path / "out"
+    with at_most(5):
+        ran = gpuplan(*command[:2], source, *command[2:], "-o", out)
+    assert ran.code == 2, ran.err
+    assert f"{source}: not a regular file (it is {kind})" in ran.err
+
+
+def test_a_file_past_the_size_limit_is_refused_before_reading(gpuplan: Gpuplan,
+                                                             tmp_path: Path) -> None:
+    """A file larger than gpuplan reads is exit 2, naming its size, without reading it.
+
+    The file is sparse: it takes no room on disk, and reading it would take 4 GiB.
+    """
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as handle:
+        handle.truncate(MAX_READ_BYTES + 1)
+    with at_most(5):
+        ran = gpuplan("solve", huge)
+    assert ran.code == 2
+    assert f"{huge}: the file holds 4.0 GiB; gpuplan reads files of up to 4 GiB" in ran.err
+
+
+def test_a_folder_given_as_a_file_says_so(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A folder where a file belongs is named as a folder, not an OS error number."""
+    ran = gpuplan("solve", tmp_path)
+    assert ran.code == 2 and "not a regular file (it is a folder)" in ran.err

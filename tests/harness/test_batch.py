@@ -107,6 +107,26 @@ def test_batch_isolates_failures_and_resumes(tmp_path: Path) -> None:
     assert verify_schedule(read_instance(edited), Schedule.read(out / "g001.json")).ok
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX named pipes")
+def test_a_pipe_among_the_inputs_is_its_row_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A named pipe given as an instance is an error row saying so; the batch goes on.
+
+    Hashing it for the resume key used to wait for a writer for ever.
+    """
+    inputs = tmp_path / "in"
+    generated(inputs, 1)
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    out = tmp_path / "out"
+    code = cli.main(["batch", str(inputs / "g000.json"), str(pipe), "-o", str(out),
+                     "--workers", "1", "--method", "greedy"])
+    assert code == 1, capsys.readouterr().err
+    rows = {row["instance"]: row for row in json.loads((out / "summary.json").read_text())}
+    assert rows["g000"]["verified"]
+    assert rows["pipe"]["error"] == f"{pipe}: not a regular file (it is a pipe)"
+
+
 def test_batch_leaves_no_partial_files(tmp_path: Path) -> None:
     """Every file in the output folder is a whole, verified schedule or the summary."""
     inputs = tmp_path / "in"
