@@ -16,7 +16,7 @@ from gpuplan.cli.common import (
     settings,
 )
 from gpuplan.core.errors import InputError
-from gpuplan.core.files import check_output_folder
+from gpuplan.core.files import output_folder
 from gpuplan.harness.batch import (
     batch_plan,
     check_scheduler,
@@ -60,17 +60,19 @@ def batch(args: argparse.Namespace) -> int:
     options = {} if args.options is None else options_file(args.options, method)
     workers, threads = batch_plan(args.workers, args.scheduler)
     run = settings(args, threads=threads)
-    out = check_output_folder(args.output, [*sources, *([args.options] if args.options else [])])
-    tasks = make_tasks(sources, out, method.name, options, run)
-    inputs = {os.path.realpath(source) for source in sources}
-    clash = next((t for t in tasks if os.path.realpath(t.target) in inputs), None)
-    if clash is not None:
-        raise InputError(str(out), "", f"the schedule of {clash.source} would be written over "
-                         f"the input {clash.target}; choose another output folder")
-    rows, (as_json, as_csv) = run_with_table(
-        f"planning ({method.name})", [t.source for t in tasks],
-        lambda on_row: run_batch(tasks, workers, args.scheduler, on_row=on_row),
-        lambda finished: write_summary(finished, out))
+    # A folder made for the batch goes again, empty, when it fails before writing a file.
+    with output_folder(args.output,
+                       [*sources, *([args.options] if args.options else [])]) as out:
+        tasks = make_tasks(sources, out, method.name, options, run)
+        inputs = {os.path.realpath(source) for source in sources}
+        clash = next((t for t in tasks if os.path.realpath(t.target) in inputs), None)
+        if clash is not None:
+            raise InputError(str(out), "", f"the schedule of {clash.source} would be written "
+                             f"over the input {clash.target}; choose another output folder")
+        rows, (as_json, as_csv) = run_with_table(
+            f"planning ({method.name})", [t.source for t in tasks],
+            lambda on_row: run_batch(tasks, workers, args.scheduler, on_row=on_row),
+            lambda finished: write_summary(finished, out))
     failed = [r for r in rows if not r["verified"]]
     console.print(f"{len(rows)} instances, {len(rows) - len(failed)} planned and verified, "
                   f"{sum(bool(r['resumed']) for r in rows)} up to date; summary in {as_json} "

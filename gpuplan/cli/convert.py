@@ -16,7 +16,7 @@ from typing import Any
 
 from gpuplan.cli.common import Commands, ExitCode, bounded, console, file_of
 from gpuplan.core.errors import InputError
-from gpuplan.core.files import check_output_folder
+from gpuplan.core.files import output_folder
 from gpuplan.core.instance import MAX_GPUS
 from gpuplan.readers.cluster_traces import TRACE_FORMATS, TraceFormat
 from gpuplan.readers.gavel import PHYSICAL_CLUSTER, gavel_documents
@@ -129,7 +129,7 @@ def _trace_document(args: argparse.Namespace, trace: TraceFormat) -> dict[str, A
 
 
 def convert(args: argparse.Namespace) -> int:
-    """Convert, then write every document or none."""
+    """Convert, then write every document or none; a failure leaves no folder it made."""
     trace = TRACE_FORMATS.get(args.source_format)
     if trace is None:
         given = [flag for flag in ("--limit", "--statuses", *_trace_flags())
@@ -144,20 +144,22 @@ def convert(args: argparse.Namespace) -> int:
               *([args.nodes] if args.nodes else []),
               *(value for dest, _, _ in _trace_flags().values()
                 if (value := getattr(args, dest)) is not None)]
-    out = check_output_folder(args.output, inputs)
     documents: list[dict[str, Any]]
-    if trace is not None:
-        documents = [_trace_document(args, trace)]
-    elif args.source_format == "openb":
-        document = openb_document(args.nodes, args.file)
-        del document["lines"]
-        documents = [document]
-    elif args.source_format == "gavel":
-        documents = gavel_documents(
-            Path(args.file), None if args.throughputs is None else Path(args.throughputs),
-            args.fleet, args.gpus_per_node, args.space_sharing)
-    else:
-        documents = gap_documents(args.file, args.sense)
-    for target in write_documents(documents, args.file, out, inputs):
+    # A folder made for the documents goes again, empty, when reading or writing fails.
+    with output_folder(args.output, inputs) as out:
+        if trace is not None:
+            documents = [_trace_document(args, trace)]
+        elif args.source_format == "openb":
+            document = openb_document(args.nodes, args.file)
+            del document["lines"]
+            documents = [document]
+        elif args.source_format == "gavel":
+            documents = gavel_documents(
+                Path(args.file), None if args.throughputs is None else Path(args.throughputs),
+                args.fleet, args.gpus_per_node, args.space_sharing)
+        else:
+            documents = gap_documents(args.file, args.sense)
+        written = write_documents(documents, args.file, out, inputs)
+    for target in written:
         console.print(f"wrote {target}", markup=False)
     return ExitCode.OK

@@ -11,7 +11,7 @@ Everything from :mod:`gpuplan.rl` is imported inside the functions: without the 
 ``gpuplan rl`` says how to install it and exits 2, and the rest of gpuplan works.
 
 Exit codes: 0 trained and written; 2 bad input or flags, or the extra is missing; 130
-Ctrl-C (nothing written).
+Ctrl-C (nothing written, and a policy folder the command made is removed again).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from gpuplan.cli.common import Commands, ExitCode, bounded, console, positive, summary_table
 from gpuplan.core.errors import InputError
-from gpuplan.core.files import check_output_folder
+from gpuplan.core.files import output_folder
 from gpuplan.readers.swf import is_swf, read_swf
 from gpuplan.simulate.hpc import HpcWorkload, Protocol, QueuePolicy
 
@@ -108,11 +108,12 @@ def run_rl(args: argparse.Namespace) -> int:
     require()
     if args.action is None:
         raise InputError("gpuplan rl", "", "name an action: gpuplan rl train --help")
-    folder = check_output_folder(args.output, [args.trace])
-    if args.env == "ordering":
-        record = _train_ordering(args, folder)
-    else:
-        record = _train_placement(args, folder)
+    # A folder made for the policy goes again, empty, when training fails or is stopped.
+    with output_folder(args.output, [args.trace]) as folder:
+        if args.env == "ordering":
+            record = _train_ordering(args, folder)
+        else:
+            record = _train_placement(args, folder)
     rows = [(key, str(value)) for key, value in record.items() if key != "ppo"]
     rows.append(("written to", str(folder)))
     console.print(summary_table(f"trained {args.env}", rows))

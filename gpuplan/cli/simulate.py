@@ -48,6 +48,8 @@ from gpuplan.core.files import (
     HOST_TAG,
     check_output,
     check_output_folder,
+    missing_folder,
+    remove_made,
     write_text_atomic,
 )
 from gpuplan.core.instance import MAX_GPUS, MAX_TIME_S, Instance
@@ -434,7 +436,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         if target == log:
             raise InputError(args.write_instance, "", "--write-instance names the run log "
                              f"file {args.output} (-o); choose another file")
-    made = None if args.plot is None else missing_folder(Path(args.plot))
+    made = None if args.plot is None else missing_folder(args.plot)
     try:
         code = _simulate_and_write(args, spec, inputs, log, target)
     except BaseException:
@@ -443,36 +445,6 @@ def run_simulate(args: argparse.Namespace) -> int:
     if code != ExitCode.OK:
         remove_made(args.plot, made)
     return code
-
-
-def missing_folder(folder: Path) -> Path | None:
-    """The outermost folder on the way to ``folder`` that does not exist yet; None if it does."""
-    path, top = Path(os.path.abspath(folder)), None
-    while not os.path.lexists(path):
-        top = path
-        if path.parent == path:
-            break
-        path = path.parent
-    return top
-
-
-def remove_made(folder: str | None, made: Path | None) -> None:
-    """Remove the folders a failed run made, from ``folder`` up to ``made``; only empty ones.
-
-    Nothing when the run made none (``folder`` or ``made`` None): a folder the user had
-    stays.
-    """
-    if folder is None or made is None:
-        return
-    path = Path(os.path.abspath(folder))
-    while True:
-        try:
-            path.rmdir()
-        except OSError:
-            return
-        if path == made or path.parent == path:
-            return
-        path = path.parent
 
 
 def _simulate_and_write(args: argparse.Namespace, spec: RunSpec, inputs: list[str],

@@ -7,7 +7,8 @@ reading it would wait for ever or fill the memory.
 A reader of a file gpuplan writes sees the old file or the whole new one, never a part.
 Outputs are checked before any work is done (:func:`check_output`,
 :func:`check_output_folder`): gpuplan never writes over an input of the same command,
-writes through a symbolic link to its target, and writes only regular files. Temporary
+writes through a symbolic link to its target, and writes only regular files; an output
+folder a failed command made is removed again (:func:`output_folder`). Temporary
 files carry the writer's process id, so that a later run removes those a killed run left.
 
 JSON and YAML documents are parsed strictly (:func:`parse_json`, :func:`parse_yaml`): a key
@@ -447,6 +448,53 @@ def check_output_folder(path: str | Path, inputs: Iterable[str | Path] = (),
         raise InputError(str(folder), "", "the folder is not writable")
     remove_stale_temporaries(folder)
     return folder
+
+
+def missing_folder(folder: str | Path) -> Path | None:
+    """The outermost folder on the way to ``folder`` that does not exist yet; None if it does."""
+    path, top = Path(os.path.abspath(folder)), None
+    while not os.path.lexists(path):
+        top = path
+        if path.parent == path:
+            break
+        path = path.parent
+    return top
+
+
+def remove_made(folder: str | Path | None, made: Path | None) -> None:
+    """Remove the folders a failed run made, from ``folder`` up to ``made``; only empty ones.
+
+    Nothing when the run made none (``folder`` or ``made`` None): a folder the user had
+    stays.
+    """
+    if folder is None or made is None:
+        return
+    path = Path(os.path.abspath(folder))
+    while True:
+        try:
+            path.rmdir()
+        except OSError:
+            return
+        if path == made or path.parent == path:
+            return
+        path = path.parent
+
+
+@contextlib.contextmanager
+def output_folder(path: str | Path, inputs: Iterable[str | Path] = (),
+                  option: str = "-o") -> Iterator[Path]:
+    """The checked output folder (:func:`check_output_folder`) for a command's work.
+
+    When the work fails (an exception, Ctrl-C among them), the folders this made are
+    removed again if they are still empty: a failed command leaves no empty folder behind,
+    and never removes one the user had.
+    """
+    made = missing_folder(path)
+    try:
+        yield check_output_folder(path, inputs, option)
+    except BaseException:
+        remove_made(path, made)
+        raise
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -37,3 +37,16 @@ def test_batch_plans_with_the_options_file(gpuplan: Gpuplan, tmp_path: Path) -> 
     assert result.code == 0, result.err
     rows = json.loads((out / "summary.json").read_text())
     assert [row["verified"] for row in rows] == [True]
+
+
+def test_a_batch_refused_after_its_folder_is_checked_leaves_no_folder(
+        gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A setting the method refuses, found once the output folder is made: exit 2, no folder.
+
+    The parents the batch made go too.
+    """
+    out = tmp_path / "new" / "out"
+    result = gpuplan("batch", INSTANCES / "quickstart.json", "-o", out, "--method", "greedy",
+                     "--iterations", "5")
+    assert result.code == 2 and "--iterations" in result.err
+    assert not (tmp_path / "new").exists()

@@ -54,9 +54,30 @@ def test_a_flag_the_format_does_not_take_or_lacks_is_exit_2(
     """A trace flag on the wrong format, or a missing input, names the flag; nothing written.
 
     Broken, a flag would be ignored silently and the instance built from other inputs than
-    the user meant.
+    the user meant. Not even the output folder is left.
     """
     outcome = gpuplan("convert", *arguments, "-o", tmp_path / "out")
     assert outcome.code == 2, outcome.err
     assert named in outcome.err and "Traceback" not in outcome.err
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failed_convert_removes_the_folders_it_made_only(gpuplan: Gpuplan,
+                                                           tmp_path: Path) -> None:
+    """A conversion that fails leaves no empty output folder, nor the parents it made.
+
+    A folder the user had stays, with what was in it. (Every failure used to leave an
+    empty OUTDIR behind.)
+    """
+    broken = tmp_path / "broken.txt"
+    broken.write_text("2 3 not-a-number\n")
+    made = tmp_path / "new" / "deeper"
+    assert gpuplan("convert", "orlib-gap", broken, "-o", made).code == 2
+    assert not (tmp_path / "new").exists()
+    had = tmp_path / "had"
+    had.mkdir()
+    assert gpuplan("convert", "orlib-gap", broken, "-o", had).code == 2
+    assert had.is_dir() and not any(had.iterdir())
+    (had / "kept.txt").write_text("mine")
+    assert gpuplan("convert", "orlib-gap", broken, "-o", had / "sub").code == 2
+    assert [p.name for p in had.iterdir()] == ["kept.txt"]

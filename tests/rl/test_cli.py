@@ -88,3 +88,30 @@ def test_placement_policy_trains_and_replays_like_fgds(gpuplan: Gpuplan, tmp_pat
     ran = gpuplan("replay", "fgd", openb / "pods.csv", "--nodes", openb / "nodes.csv",
                   "--policy", f"rl:{tmp_path / 'none'}", "-o", tmp_path / "x", "--workers", "1")
     assert ran.code == 2 and "not a policy folder" in ran.err
+
+
+def test_a_failed_or_stopped_training_leaves_no_folder_it_made(
+        gpuplan: Gpuplan, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Training refused on its input, or stopped by Ctrl-C, leaves no empty policy folder.
+
+    The parents it made go too; a folder the user had stays.
+    """
+    import gpuplan.rl.train as training
+
+    made = tmp_path / "policies" / "p"
+    ran = gpuplan("rl", "train", "--env", "ordering", "--trace", tmp_path / "x.json",
+                  "--steps", "10", "-o", made)
+    assert ran.code == 2 and not (tmp_path / "policies").exists()
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "train", stopped)
+    ran = gpuplan("rl", "train", "--env", "ordering", "--trace", LUBLIN, "--steps", "10",
+                  "--length", "32", "-o", made)
+    assert ran.code == 130 and not (tmp_path / "policies").exists()
+    had = tmp_path / "had"
+    had.mkdir()
+    ran = gpuplan("rl", "train", "--env", "ordering", "--trace", LUBLIN, "--steps", "10",
+                  "--length", "32", "-o", had)
+    assert ran.code == 130 and had.is_dir()
