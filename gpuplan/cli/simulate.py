@@ -345,8 +345,35 @@ def _summary(instance: Instance, schedule: ResultSchedule, seconds: float,
          f"({round(metrics['preemptions_per_job'] * jobs)} in all)"),
         ("migrations", f"{metrics['migrations_per_job']:.3g} per job "
          f"({round(metrics['migrations_per_job'] * jobs)} in all)"),
+        *_failure_rows(instance, schedule),
         ("wall time", f"{seconds:.3f} s"),
         ("written to", written),
+    ]
+
+
+def _failure_rows(instance: Instance, schedule: ResultSchedule) -> list[tuple[str, str]]:
+    """The run's failures and the work they cost, over the whole run; none without failures.
+
+    A segment's lost share of its job's work, at the speed of its GPU type, times its
+    GPUs, is the GPU time spent again on work a failure undid.
+    """
+    run, result = schedule.run, schedule.result
+    assert run is not None
+    if not run.failures:
+        return []
+    down = sum(len(failure.gpu_ids) for failure in run.failures)
+    for_good = sum(failure.end_s is None for failure in run.failures)
+    hit = np.flatnonzero(result.lost_work() > 0)
+    # The run's actual durations: what the engine ran, and lost shares of.
+    seconds = run.actual(instance).duration[result.job[hit], result.gpu_type[hit]]
+    gpus = np.array([result.gpus[s].size for s in hit.tolist()], dtype=np.float64)
+    gpu_hours = float(np.sum(result.lost_work()[hit] * seconds * gpus)) / 3600
+    jobs = len(set(result.job[hit].tolist()))
+    return [
+        ("failures", f"{len(run.failures)} ({down} GPUs down"
+         + (f"; {for_good} never back" if for_good else "") + ")"),
+        ("lost work", f"{gpu_hours:.4g} GPU-hours ({jobs} job{'s' * (jobs > 1)} set back)"
+         if jobs else "none (no job was running on the GPUs that failed)"),
     ]
 
 

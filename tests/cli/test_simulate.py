@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -343,3 +344,20 @@ def test_progress_into_a_file_is_written_as_lines(gpuplan: Gpuplan, tmp_path: Pa
     assert lines and lines[-1].startswith("simulating fifo: ")
     total = lines[-1].split(" of ")[1].split()[0]
     assert lines[-1].split(": ")[1].startswith(f"{total} of {total} jobs done")
+
+
+def test_the_summary_shows_failures_and_the_work_they_lost(gpuplan: Gpuplan,
+                                                            tmp_path: Path) -> None:
+    """With failures, the summary counts them and the GPU time they undid; without, neither.
+
+    n1 (4 GPUs) fails at 500 s for 300 s while ``train`` (4 GPUs, 1000 s) has run 50 s
+    since its last resume, without checkpoints: 50 s on 4 GPUs, 200 GPU-seconds, are lost.
+    """
+    failures = tmp_path / "failures.yaml"
+    failures.write_text("failures:\n  - {node: n1, at_s: 500, for_s: 300}\n")
+    ran = gpuplan("simulate", SMALL, "--policy", "srtf", "--failures", failures)
+    assert ran.code == 0, ran.err
+    assert re.search(r"failures +│ 1 \(4 GPUs down\)", ran.err), ran.err
+    assert re.search(r"lost work +│ 0\.05556 GPU-hours \(1 job set back\)", ran.err), ran.err
+    ran = gpuplan("simulate", SMALL, "--policy", "srtf")
+    assert ran.code == 0 and "failures" not in ran.err and "lost work" not in ran.err
