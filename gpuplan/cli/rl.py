@@ -17,10 +17,19 @@ Ctrl-C (nothing written, and a policy folder the command made is removed again).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuplan.cli.common import Commands, ExitCode, bounded, console, positive, summary_table
+from gpuplan.cli.common import (
+    Commands,
+    ExitCode,
+    bounded,
+    console,
+    fmt,
+    positive,
+    summary_table,
+)
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import output_folder
 from gpuplan.readers.swf import is_swf, read_swf
@@ -114,10 +123,59 @@ def run_rl(args: argparse.Namespace) -> int:
             record = _train_ordering(args, folder)
         else:
             record = _train_placement(args, folder)
-    rows = [(key, str(value)) for key, value in record.items() if key != "ppo"]
-    rows.append(("written to", str(folder)))
+    rows = [*training_rows(record), ("written to", str(folder))]
     console.print(summary_table(f"trained {args.env}", rows))
     return ExitCode.OK
+
+
+#: Most items of a list the summary shows.
+_LISTED = 10
+#: Units of the record's keys, by suffix: shown after the value, not in the name.
+_UNITS = (("_minutes", "minutes"), ("_s", "s"))
+
+
+def training_rows(record: Mapping[str, object]) -> list[tuple[str, str]]:
+    """The training record (``policy.json``'s ``training``) as the summary's rows.
+
+    Names in words, units after the value, yes or no, lists joined; PPO's settings stay in
+    ``policy.json``, and a setting that did not apply (no time limit reached) is left out.
+    """
+    rows = []
+    for key, value in record.items():
+        if key == "ppo" or value is None:
+            continue
+        if key == "validation" and isinstance(value, Mapping):
+            rows.append(("validation", _kept_weights(value)))
+            continue
+        name, unit = key, ""
+        for suffix, unit_name in _UNITS:
+            if key.endswith(suffix):
+                name, unit = key.removesuffix(suffix), f" {unit_name}"
+                break
+        rows.append((name.replace("_", " "), _shown(value) + unit))
+    return rows
+
+
+def _kept_weights(validation: Mapping[str, object]) -> str:
+    """Which weights were kept, and their validation score among the checks'."""
+    checks = validation["checks"]
+    assert isinstance(checks, list)
+    best = min(score for _, score in checks)
+    return (f"weights from step {validation['weights_from_step']}, score {fmt(best)}: the "
+            f"best of {len(checks)} check{'s' * (len(checks) > 1)} (lower is better)")
+
+
+def _shown(value: object) -> str:
+    """A value as a reader writes it: yes or no, numbers short, a long list cut."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return fmt(value)
+    if isinstance(value, list):
+        more = len(value) - _LISTED
+        return ", ".join(map(_shown, value[:_LISTED])) + (f" and {more} more" if more > 0
+                                                          else "")
+    return str(value)
 
 
 def _train_ordering(args: argparse.Namespace, folder: Path) -> dict[str, object]:

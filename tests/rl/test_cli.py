@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,19 @@ def test_a_failed_or_stopped_training_leaves_no_folder_it_made(
     ran = gpuplan("rl", "train", "--env", "ordering", "--trace", LUBLIN, "--steps", "10",
                   "--length", "32", "-o", had)
     assert ran.code == 130 and had.is_dir()
+
+
+def test_the_training_table_shows_values_not_python_reprs(gpuplan: Gpuplan,
+                                                          tmp_path: Path) -> None:
+    """The summary says yes/no, joins lists and words the validation; no None, [..], {..}.
+
+    It used to print the record's Python reprs: False, None, a list and a dict.
+    """
+    ran = gpuplan("rl", "train", "--env", "ordering", "--trace", LUBLIN, "--steps", "100",
+                  "--length", "32", "-o", tmp_path / "policy")
+    assert ran.code == 0, ran.err
+    assert re.search(r"backfill +│ no ", ran.err), ran.err
+    assert re.search(r"held out starts +│ 1981, 2756, 4299", ran.err), ran.err
+    assert re.search(r"wall time +│ [0-9.]+ s ", ran.err), ran.err
+    assert re.search(r"validation +│ weights from step 128, score [0-9.]+", ran.err), ran.err
+    assert not re.search(r"None|False|True|[\[\]{}']", ran.err), ran.err
