@@ -15,7 +15,7 @@ from gpuplan.readers.orlib_gap import Sense, gap_documents
 #: File formats ``gpuplan solve --format`` reads.
 FORMATS = ("gpuplan", "orlib-gap")
 
-__all__ = ["FORMATS", "load_data", "read_instance"]
+__all__ = ["FORMATS", "load_data", "parse_data", "read_instance"]
 
 
 def load_data(path: Path) -> Any:
@@ -27,7 +27,17 @@ def load_data(path: Path) -> Any:
         If the file cannot be read or parsed, with line and column where known, or holds a
         key twice, nests too deeply or an integer too long (see :mod:`gpuplan.core.files`).
     """
-    text = read_text(path)
+    return parse_data(read_text(path), path)
+
+
+def parse_data(text: str, path: Path) -> Any:
+    """Parse a JSON or YAML file's text (by ``path``'s suffix) strictly, as :func:`load_data` does.
+
+    Raises
+    ------
+    InputError
+        If the text cannot be parsed, naming ``path``.
+    """
     if path.suffix.lower() in (".yaml", ".yml"):
         return parse_yaml(text, str(path))
     return parse_json(text, str(path))

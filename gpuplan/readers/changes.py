@@ -34,8 +34,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.core.errors import ALL_TYPES, InputError, json_path, validation_message
+from gpuplan.core.files import read_text
 from gpuplan.core.instance import MAX_TIME_S, MAX_WEIGHT, FloatArray, Instance, Outage
-from gpuplan.readers import load_data
+from gpuplan.readers import load_data, parse_data
 from gpuplan.readers.instance_file import (
     DurationPerType,
     Id,
@@ -100,13 +101,18 @@ class Changes(_Strict):
     def read(cls, path: str | Path) -> Changes:
         """Read a changes file (``.yaml``, ``.yml`` or ``.json``).
 
+        A file that holds nothing (empty, white space, YAML comments only, or null) is no
+        change, as ``{}`` is.
+
         Raises
         ------
         InputError
             Naming the file, the path of the field and the problem.
         """
-        data = load_data(Path(path))
-        return cls.parse(data, str(path))
+        text = read_text(Path(path))
+        # An empty file is what a user writes when nothing changed.
+        data = parse_data(text, Path(path)) if text.strip() else None
+        return cls.parse({} if data is None else data, str(path))
 
     @classmethod
     def parse(cls, data: Any, source: str) -> Changes:
