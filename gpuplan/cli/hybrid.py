@@ -28,7 +28,7 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output, write_text_atomic
 from gpuplan.core.instance import MAX_JOBS, MAX_TIME_S
 from gpuplan.core.schedule import Schedule
-from gpuplan.hybrid.compare import diff, eta
+from gpuplan.hybrid.compare import HOW, diff, eta
 from gpuplan.hybrid.replan import changed_instances, replan, whatif
 from gpuplan.hybrid.residual import Costs
 from gpuplan.methods import METHODS, get_method
@@ -89,13 +89,16 @@ def register(commands: Commands) -> None:
 
     parser = commands.add_parser(
         "diff", help="what changes between two schedules of one instance",
-        description="Jobs moved to other GPUs, started earlier or later, preempted more; "
-        "jobs in one schedule only; objective and bound deltas.")
+        description="Jobs moved (placed in both, and B runs them in other pieces: a piece on "
+        "other GPUs or starting more than --same-start-s away, or more or fewer pieces) and "
+        "how, the count of jobs unchanged, jobs in one schedule only, objective and bound "
+        "deltas. Replan counts its moves the same way.")
     parser.add_argument("a", type=Path)
     parser.add_argument("b", type=Path)
-    parser.add_argument("--same-start-s", type=bounded(float, 0, MAX_TIME_S), default=60.0,
-                        metavar="S", help="a start moved by at most S seconds is unchanged "
-                        "(default 60)")
+    parser.add_argument("--same-start-s", type=bounded(float, 0, MAX_TIME_S),
+                        default=defaults.same_start_s, metavar="S",
+                        help="a start moved by at most S seconds is unchanged (default "
+                        f"{defaults.same_start_s:g}, as replan's)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(run=_diff)
 
@@ -167,7 +170,6 @@ def _replan(args: argparse.Namespace) -> int:
     hurt = done.disruption
     if args.json:
         sys.stdout.write(json.dumps({"objective": schedule.objective, "bound": schedule.bound,
-                                     "unchanged": done.unchanged,
                                      "disruption": hurt.as_dict()}, indent=2) + "\n")
         return ExitCode.OK
     console.print(summary_table(
@@ -175,10 +177,11 @@ def _replan(args: argparse.Namespace) -> int:
         [("method", f"{schedule.method} ({schedule.solver})"),
          ("objective", f"{fmt(previous.objective)} -> {fmt(schedule.objective)}"),
          ("bound", fmt(schedule.bound)),
-         ("unchanged", "yes: nothing changed" if done.unchanged else "no"),
+         ("unchanged", f"{hurt.unchanged} job(s) keep their slot"),
+         ("moved", f"{len(hurt.moved)} job(s) to other GPUs or times (start more than "
+          f"{args.same_start_s:g} s away, or in other pieces)"),
          ("stopped", f"{len(hurt.stopped)} running job(s)"),
          ("migrated", f"{len(hurt.migrated)}"),
-         ("moved", f"{len(hurt.moved)} of {len(hurt.moved) + hurt.kept} with a slot"),
          ("re-planned", f"{len(hurt.replanned)} without a slot to keep"),
          ("disruption", f"{hurt.move_cost:g} of objective for moves, {hurt.overhead_s:g} s "
           "of overheads"),
@@ -202,9 +205,11 @@ def _diff(args: argparse.Namespace) -> int:
     table.add_column("what")
     table.add_column("jobs", justify="right")
     table.add_column("first few")
-    for key in ("moved", "earlier", "later", "preempted", "only_a", "only_b"):
+    for key in ("moved", *HOW, "only_a", "only_b"):
         jobs = found[key]
-        table.add_row(key.replace("_", " "), str(len(jobs)), ", ".join(jobs[:5]))
+        # How they moved is indented under moved: a job may move in several ways.
+        label = ("  " if key in HOW else "") + key.replace("_", " ")
+        table.add_row(label, str(len(jobs)), ", ".join(jobs[:5]))
     table.add_row("unchanged", str(found["unchanged"]), "")
     for key in ("objective", "bound"):
         row = found[key]

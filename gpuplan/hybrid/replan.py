@@ -23,6 +23,7 @@ from gpuplan.core.instance import Instance
 from gpuplan.core.result import Result, plan_status
 from gpuplan.core.schedule import Schedule
 from gpuplan.core.settings import RunSettings, WarmStart
+from gpuplan.hybrid.compare import Diff, diff
 from gpuplan.hybrid.residual import Costs, Residual, check_previous
 from gpuplan.methods import METHODS
 from gpuplan.models.bounds import objective_bound
@@ -39,6 +40,10 @@ REPAIR = "greedy"
 class Disruption:
     """What a re-plan changes of the previous plan, by job id.
 
+    ``moved`` and ``unchanged`` are :func:`~gpuplan.hybrid.compare.diff`'s of the previous
+    plan and the new one (at the re-plan's ``same_start_s``), so ``gpuplan diff`` of the
+    two files says the same.
+
     Attributes
     ----------
     stopped
@@ -46,23 +51,24 @@ class Disruption:
     migrated
         Stopped jobs that go on on other GPUs.
     moved
-        Jobs that had a slot in the previous plan and are planned elsewhere or at
-        another time.
+        Jobs placed in both plans whose slot the new plan does not keep (other GPUs,
+        another start, more or fewer pieces; a stopped job is among them).
     replanned
-        Jobs planned anew without a slot to keep (they ran in pieces, or their GPUs
-        went down).
-    kept
-        How many jobs with a slot stay in it.
-    cost
-        What the moves add to the objective, and the overhead seconds the stopped jobs
-        pay.
+        Jobs planned anew without a slot to keep (they ran in pieces, their GPUs went
+        down, or they had none: not started in a record of what ran).
+    unchanged
+        How many jobs placed in both plans keep their slot.
+    move_cost
+        What the moves of jobs that had a slot to keep add to the objective.
+    overhead_s
+        The restore and migration seconds the stopped jobs pay.
     """
 
     stopped: list[str] = field(default_factory=list)
     migrated: list[str] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
     replanned: list[str] = field(default_factory=list)
-    kept: int = 0
+    unchanged: int = 0
     move_cost: float = 0.0
     overhead_s: float = 0.0
 
@@ -81,7 +87,6 @@ class Replanned:
 
     schedule: Schedule | None
     disruption: Disruption
-    unchanged: bool
     wall_time_s: float
     unplaced: dict[str, str] = field(default_factory=dict)
 
@@ -156,8 +161,8 @@ def replan(before: Instance, changed: Instance, previous: Schedule, at: float,
     if changes.empty:
         # Nothing changed: the verified previous plan is the plan.
         check_previous(before, previous, at, sources[0])
-        kept = len({s.job for s in previous.segments})
-        return Replanned(previous, Disruption(kept=kept), True, time.perf_counter() - began)
+        return Replanned(previous, Disruption(unchanged=diff(previous, previous).unchanged),
+                         time.perf_counter() - began)
     residual = Residual.build(before, changed, previous, at, changes, costs, sources,
                               max_changes)
     keep = residual.keep if least_disruption else None
@@ -171,13 +176,15 @@ def replan(before: Instance, changed: Instance, previous: Schedule, at: float,
         if keep is None or _score(residual, found) < _score(residual, repair):
             best = found
     if not best.status.has_plan:
-        return Replanned(None, Disruption(), False, time.perf_counter() - began,
+        return Replanned(None, Disruption(), time.perf_counter() - began,
                          {u.job: u.reason for u in best.unplaced})
     result = best.to_result(residual.plan, best.objective)
     merged = residual.merge(result, f"replan: {best.method} ({best.solver})")
     schedule = _verified(changed, merged, f"replan:{method}", time.perf_counter() - began,
                          settings.seed, previous)
-    return Replanned(schedule, _disruption(residual, result), False,
+    same_start_s = (costs or Costs()).same_start_s
+    return Replanned(schedule, _disruption(residual, result, diff(previous, schedule,
+                                                                   same_start_s)),
                      time.perf_counter() - began)
 
 
@@ -207,14 +214,13 @@ def _verified(instance: Instance, merged: Result, method: str, wall: float, seed
     return final.model_copy(update={"verification": verification})
 
 
-def _disruption(residual: Residual, result: Result) -> Disruption:
-    """What the plan changes: stopped, migrated, moved and re-planned jobs, and the cost."""
+def _disruption(residual: Residual, result: Result, found: Diff) -> Disruption:
+    """What the plan changes: stopped, migrated, moved (as ``found`` says) and re-planned."""
     changed, keep = residual.changed, residual.keep
     ids = changed.job_ids
     first_gpus: dict[int, np.ndarray] = {}
     for i in np.argsort(result.start, kind="stable").tolist():
         first_gpus.setdefault(int(result.job[i]), result.gpus[i])
-    moved = keep.moved(result)
     migrated = []
     overhead = 0.0
     for k, j in enumerate(residual.jobs.tolist()):
@@ -230,9 +236,9 @@ def _disruption(residual: Residual, result: Result) -> Disruption:
     return Disruption(
         stopped=[ids[j] for j in residual.stopped],
         migrated=migrated,
-        moved=[ids[free[k]] for k in np.flatnonzero(moved).tolist()],
+        moved=found.moved,
         replanned=[ids[free[k]] for k in np.flatnonzero(~keep.has_slot).tolist()],
-        kept=int((keep.has_slot & ~moved).sum()),
+        unchanged=found.unchanged,
         move_cost=keep.cost(result),
         overhead_s=overhead)
 

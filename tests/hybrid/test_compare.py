@@ -43,9 +43,31 @@ def test_diff_names_the_jobs_moved_later_and_unchanged() -> None:
     a = _plan([("A", "n0", 0.0), ("B", "n0", 100.0), ("C", "n1", 0.0)])
     b = _plan([("A", "n0", 0.0), ("B", "n1", 100.0), ("C", "n0", 200.0)])
     found = diff(a, b, same_start_s=1.0)
-    assert (found.moved, found.later, found.earlier, found.unchanged) == (
-        ["B", "C"], ["C"], [], 1)
+    assert (found.moved, found.other_gpus, found.later, found.earlier, found.unchanged) == (
+        ["B", "C"], ["B", "C"], ["C"], [], 1)
     assert found.as_dict()["objective"]["delta"] == 100.0
+
+
+def test_a_job_in_other_pieces_moves_even_on_its_gpus_from_its_start() -> None:
+    """A job stopped and resumed on its GPUs moves; run whole again, it moves back.
+
+    C's first piece keeps its GPUs and start in both directions: only its pieces differ.
+    A start within the tolerance is no move.
+    """
+    a = _plan([("A", "n0", 0.0), ("B", "n0", 100.0), ("C", "n1", 0.0)])
+    split = a.model_copy(update={"segments": [
+        s.model_copy(update={"end_s": 50.0, "work": 0.5}) if s.job == "C" else s
+        for s in a.segments] + [a.segments[2].model_copy(update={
+            "start_s": 150.0, "end_s": 200.0, "work": 0.5})]})
+    shifted = _plan([("A", "n0", 0.5), ("B", "n0", 100.0), ("C", "n1", 0.0)])
+    there = diff(a, split, same_start_s=1.0)
+    back = diff(split, a, same_start_s=1.0)
+    assert (there.moved, there.preempted, there.other_gpus, there.unchanged) == (
+        ["C"], ["C"], [], 2)
+    assert (back.moved, back.fewer_pieces) == (["C"], ["C"])
+    assert diff(a, shifted, same_start_s=1.0).unchanged == 3
+    assert diff(a, shifted, same_start_s=0.0).earlier == []
+    assert diff(a, shifted, same_start_s=0.0).later == ["A"]
 
 
 def test_eta_names_the_predecessor_the_gpus_and_an_outage() -> None:

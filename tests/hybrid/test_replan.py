@@ -61,15 +61,16 @@ def test_an_unchanged_world_gives_back_the_previous_plan() -> None:
     Broken, a re-plan on a quiet cluster would shuffle jobs for nothing.
     """
     done = _replan({}, 500.0)
-    assert done.unchanged and done.schedule == _previous()
+    assert done.schedule == _previous() and done.disruption.unchanged == 3
     assert not done.disruption.moved and not done.disruption.stopped
 
 
 def test_a_failed_node_stops_its_job_which_keeps_its_work_and_pays_restore_and_move() -> None:
     """Hand-computed: n1 fails at 500 s; B did half its work and goes on after C on n0.
 
-    B pays 30 s restore and 60 s migration; C keeps its slot; A is done. The plan ends at
-    2000 + 500 + 90 s, and the verifier accepts the whole plan (no work done twice).
+    B pays 30 s restore and 60 s migration, and moves (it runs in two pieces now); C keeps
+    its slot and A, done, is unchanged. The plan ends at 2000 + 500 + 90 s, and the
+    verifier accepts the whole plan (no work done twice).
     """
     done = _replan({"down": [{"node": "n1"}]}, 500.0)
     schedule = done.schedule
@@ -77,7 +78,7 @@ def test_a_failed_node_stops_its_job_which_keeps_its_work_and_pays_restore_and_m
     assert schedule.verification.ok
     assert schedule.objective == pytest.approx(2590.0)
     hurt = done.disruption
-    assert (hurt.stopped, hurt.migrated, hurt.moved, hurt.kept) == (["B"], ["B"], [], 1)
+    assert (hurt.stopped, hurt.migrated, hurt.moved, hurt.unchanged) == (["B"], ["B"], ["B"], 2)
     assert hurt.overhead_s == pytest.approx(90.0)
     b = [s for s in schedule.segments if s.job == "B"]
     assert [(s.start_s, s.end_s) for s in b] == [(0.0, 500.0), (2000.0, 2590.0)]
@@ -212,6 +213,31 @@ def test_the_four_commands_on_the_quickstart(gpuplan: Gpuplan, tmp_path: Path) -
                       "-o", tmp_path / "none.json")
     assert foreign.code == 2 and "other.json" in foreign.err and "instance" in foreign.err
     assert not (tmp_path / "none.json").exists()
+
+
+def test_replan_and_diff_count_the_same_moves(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """Replan's moved and unchanged are diff's of the same two plans, at the same tolerance.
+
+    A node of the quickstart fails for half an hour: some jobs move, a running one is
+    stopped and runs in two pieces. Broken, the summary said "unchanged: no" and "moved
+    5" where diff said 12 unchanged and 6 moved.
+    """
+    instance = Path("instances/quickstart.json")
+    previous, new = tmp_path / "plan.json", tmp_path / "new.json"
+    assert gpuplan("solve", instance, "-o", previous).code == 0
+    changes = tmp_path / "changes.yaml"
+    changes.write_text("down:\n  - node: dgx-b\n    for_s: 1800\n")
+    for tolerance in ("60", "0"):
+        done = gpuplan("replan", instance, previous, "--changes", changes, "--at", "3600",
+                       "--method", "greedy", "--same-start-s", tolerance, "-o", new, "--json")
+        assert done.code == 0, done.err
+        hurt = json.loads(done.out)["disruption"]
+        compared = json.loads(gpuplan("diff", previous, new, "--same-start-s", tolerance,
+                                      "--json").out)
+        assert hurt["moved"] and hurt["stopped"][0] in hurt["moved"]
+        assert (sorted(hurt["moved"]), hurt["unchanged"]) == (compared["moved"],
+                                                               compared["unchanged"])
+        assert hurt["unchanged"] + len(hurt["moved"]) == 20
 
 
 @pytest.mark.parametrize(("node", "at"), [("dgx-a", 5000.0), ("dgx-b", 2000.0),
