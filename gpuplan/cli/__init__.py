@@ -30,6 +30,7 @@ from gpuplan.cli import (
     generate,
     hpc,
     hybrid,
+    live,
     plot,
     replay,
     rl,
@@ -51,7 +52,7 @@ __all__ = ["ExitCode", "build_parser", "main", "run"]
 
 #: The commands, in the order ``gpuplan --help`` lists them.
 COMMANDS = (solve, simulate, hpc, replay, hybrid, sweep, validate, check, plot, convert, batch,
-            bench, generate, export_model, schema, rl, cluster)
+            bench, generate, export_model, schema, rl, cluster, live)
 
 
 def build_parser() -> argparse.ArgumentParser:

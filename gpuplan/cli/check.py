@@ -17,9 +17,12 @@ from gpuplan.cli.common import (
     reading_parser,
 )
 from gpuplan.core.errors import InputError
-from gpuplan.core.instance import MAX_TIME_S
+from gpuplan.core.instance import MAX_TIME_S, Instance
 from gpuplan.core.schedule import Schedule
 from gpuplan.hybrid.replan import changed_instances
+from gpuplan.live.operator import scaled
+from gpuplan.live.runlog import check_log, verify_run
+from gpuplan.live.state import RunState, is_run_log
 from gpuplan.readers import load_data
 from gpuplan.readers.changes import Changes
 from gpuplan.simulate.check import check_run
@@ -38,7 +41,9 @@ def register(commands: Commands) -> None:
         "options they take, keep "
         "the rules those parts promise (a non-preemptive scheduler never preempts, fifo's "
         "order, preemptions only to start a job, round boundaries), and state the metrics "
-        "its segments give.",
+        "its segments give. A run log of gpuplan run (its state.json) is checked as what "
+        "ran (every constraint, over the instance as observed: durations as run, nodes "
+        "down when seen down) and for its claims (which starts were the plan's).",
     )
     parser.add_argument("instance")
     parser.add_argument("schedule", type=Path)
@@ -72,6 +77,8 @@ def check(args: argparse.Namespace) -> int:
                                         args.changes)
         if args.objective is not None:
             instance = instance.with_objective(args.objective)
+    if is_run_log(args.schedule):
+        return _check_live(instance, args.schedule)
     schedule = Schedule.read(args.schedule)
     verification = verify_schedule(instance, schedule)
     console.print(
@@ -90,3 +97,21 @@ def check(args: argparse.Namespace) -> int:
         console.print(f"[red]run record:[/red] {problem}", markup=True, highlight=False)
     ok = verification.ok and schedule.status.has_plan and not record
     return ExitCode.OK if ok else ExitCode.FAILED
+
+
+def _check_live(instance: Instance, path: Path) -> int:
+    """Verify what a live run ran and the claims of its log; exit 1 on any problem."""
+    state = RunState.read(path)
+    instance = scaled(instance, state.speedup)
+    _, verification = verify_run(instance, state)
+    console.print(f"{path}: gpuplan run of {state.instance_name}, "
+                  f"{sum(r.outcome == 'completed' for r in state.jobs.values())} of "
+                  f"{len(state.jobs)} jobs completed, {len(state.plans)} plan(s), "
+                  f"{'finished' if state.finished else 'not finished'}; what ran: objective "
+                  f"{fmt(verification.objective)} for {instance.objective.value}",
+                  markup=False)
+    print_verification(verification)
+    problems = check_log(instance, state)
+    for problem in problems:
+        console.print(f"[red]run log:[/red] {problem}", markup=True, highlight=False)
+    return ExitCode.OK if verification.ok and not problems else ExitCode.FAILED
