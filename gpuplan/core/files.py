@@ -229,16 +229,24 @@ def _find_defects(data: Any, source: str) -> None:
             stack.extend((child, (place, i, True), depth + 1) for i, child in enumerate(value))
 
 
+def _check_not_empty(text: str, source: str) -> None:
+    """Refuse a document with nothing in it: an empty file, not a malformed one."""
+    if not text.strip():
+        raise InputError(source, "", "the file is empty")
+
+
 def parse_json(text: str, source: str) -> Any:
     """Parse JSON strictly.
 
     Raises
     ------
     InputError
-        For malformed JSON (with line and column), a key given twice in one object (with
-        its JSON path and both values), nesting deeper than :data:`MAX_DEPTH`, and integers
-        of more than :data:`MAX_INT_DIGITS` digits.
+        For an empty text (nothing but white space), malformed JSON (with line and
+        column), a key given twice in one object (with its JSON path and both values),
+        nesting deeper than :data:`MAX_DEPTH`, and integers of more than
+        :data:`MAX_INT_DIGITS` digits.
     """
+    _check_not_empty(text, source)
     try:
         data = json.loads(text, object_pairs_hook=_object, parse_int=_integer)
     except json.JSONDecodeError as exc:
@@ -302,8 +310,9 @@ def parse_yaml(text: str, source: str) -> Any:
     Raises
     ------
     InputError
-        With line and column where known.
+        For an empty text (nothing but white space), or with line and column where known.
     """
+    _check_not_empty(text, source)
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: data only
     except yaml.YAMLError as exc:

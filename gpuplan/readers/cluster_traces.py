@@ -242,24 +242,26 @@ def _csv(path: Path, layout: tuple[str, ...], needed: tuple[str, ...], *,
     Raises
     ------
     InputError
-        At ``line 1`` for an empty file or a header without a needed column; at the line
-        of a row with another number of fields or that is not CSV.
+        At ``line 1`` for a file of blank lines only; at the line of a header without a
+        needed column, or of a row with another number of fields or that is not CSV.
     """
     source = str(path)
     reader = csv.reader(io.StringIO(_read(path), newline=""))
     try:
-        first = next(reader, [])
+        # Blank lines before the first row are skipped, as between rows.
+        first = next((row for row in reader if any(field.strip() for field in row)), [])
     except csv.Error as exc:
-        raise InputError(source, "line 1", f"not CSV: {exc}") from None
+        raise InputError(source, f"line {reader.line_num}", f"not CSV: {exc}") from None
     if not first:
         raise InputError(source, "line 1", "the file is empty; expected rows of "
                          f"{', '.join(layout)}")
+    start = reader.line_num
     names = [name.strip() for name in first]
     if header or names[0] == layout[0]:
         missing = [name for name in needed if name not in names]
         if missing:
-            raise InputError(source, "line 1", f"missing column {', '.join(missing)} (the "
-                             f"header has {', '.join(names)})")
+            raise InputError(source, f"line {start}", f"missing column "
+                             f"{', '.join(missing)} (the header has {', '.join(names)})")
         pending: list[str] | None = None
     else:
         names, pending = list(layout), first
@@ -268,7 +270,7 @@ def _csv(path: Path, layout: tuple[str, ...], needed: tuple[str, ...], *,
         width = len(names)
         try:
             for row in reader if pending is None else chain([pending], reader):
-                line = 1 if row is pending else reader.line_num
+                line = start if row is pending else reader.line_num
                 if not row:
                     continue
                 if len(row) != width:
@@ -671,17 +673,19 @@ def helios_document(cluster_log: Path, cluster: str | int | None = None, *,
     Raises
     ------
     InputError
-        Naming the file, line and field of a malformed row, ``line 1`` for a missing
-        column or an empty file, ``cluster`` when it names no cluster, or ``statuses`` and
-        ``limit`` when they are not what they should be.
+        Naming the file, line and field of a malformed row, the header's line for a
+        missing column, ``line 1`` for an empty file, ``cluster`` when it names no cluster,
+        or ``statuses`` and ``limit`` when they are not what they should be.
     """
     keep = _selection("Helios", HELIOS_STATUSES, statuses)
     _check_limit(limit)
-    gpu_type, count = _helios_cluster(cluster, cluster_log)
     source = str(cluster_log)
+    # The file first: one that is missing or empty is the problem, not the cluster its
+    # folder does not name.
     (c_id, c_gpus, c_state, c_submit, c_duration), rows = _csv(
         cluster_log, HELIOS_COLUMNS, ("job_id", "gpu_num", "state", "submit_time", "duration"),
         header=True)
+    gpu_type, count = _helios_cluster(cluster, cluster_log)
     jobs: list[_Job] = []
     dropped: Counter[str] = Counter()
     read = 0
@@ -771,7 +775,7 @@ def pai_document(job_table: Path, task_table: Path, machine_spec: Path | None = 
     ------
     InputError
         Naming the file, line and field of a malformed row, a job listed twice, ``line 1``
-        for an empty file or a header without a needed column, or ``statuses`` and
+        for an empty file, the header's line for a missing column, or ``statuses`` and
         ``limit`` when they are not what they should be.
     """
     keep = _selection("PAI", PAI_STATUSES, statuses)

@@ -62,10 +62,13 @@ def read_orlib_gap(path: Path) -> list[tuple[int, int, np.ndarray, np.ndarray, n
     Raises
     ------
     InputError
-        If the file cannot be read or its numbers do not form GAP problems.
+        If the file cannot be read, is empty, or its numbers do not form GAP problems.
     """
     source = str(path)
     text = read_text(path)
+    if not text.strip():
+        raise InputError(source, "", "the file is empty; expected the numbers of OR-Library "
+                         "GAP problems (m n, costs, demands, capacities)")
     try:
         tokens = np.array([int(token) for token in text.split()], dtype=np.int64)
     except ValueError as exc:

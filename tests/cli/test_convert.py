@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import DATA, Gpuplan
+from conftest import DATA, GAVEL, Gpuplan
 
 from gpuplan.core.schedule import Schedule
 
@@ -81,3 +81,37 @@ def test_a_failed_convert_removes_the_folders_it_made_only(gpuplan: Gpuplan,
     (had / "kept.txt").write_text("mine")
     assert gpuplan("convert", "orlib-gap", broken, "-o", had / "sub").code == 2
     assert [p.name for p in had.iterdir()] == ["kept.txt"]
+
+
+#: Each convert kind with the empty file ("EMPTY") as one of its inputs.
+EMPTY_INPUTS = {
+    "orlib-gap": ["orlib-gap", "EMPTY"],
+    "philly": ["philly", "EMPTY"],
+    "helios": ["helios", "EMPTY"],
+    "pai": ["pai", "EMPTY", "--task-table", TRACES / "pai" / "pai_task_table.csv"],
+    "itp": ["itp", "EMPTY", "--node-count", "2"],
+    "openb": ["openb", DATA / "openb" / "pods.csv", "--nodes", "EMPTY"],
+    "gavel": ["gavel", GAVEL / "traces" / "physical_cluster" / "small_test.trace",
+              "--throughputs", "EMPTY"],
+}
+
+
+@pytest.mark.parametrize(("kind", "content"), [
+    *((kind, "") for kind in EMPTY_INPUTS),
+    # Blank lines only: the readers of these kinds take them for an empty file too.
+    *((kind, " \n\n") for kind in ("orlib-gap", "philly", "helios", "pai", "gavel")),
+])
+def test_an_empty_input_is_named_and_said_to_be_empty(gpuplan: Gpuplan, tmp_path: Path,
+                                                      kind: str, content: str) -> None:
+    """Every convert kind says which file is empty: exit 2, the file named, no folder made.
+
+    An empty Helios log in a folder that names no cluster was blamed on --cluster, and an
+    empty GAP file said "0 numbers do not form 0 problem(s)".
+    """
+    empty = tmp_path / "empty.json"
+    empty.write_text(content)
+    arguments = [empty if item == "EMPTY" else item for item in EMPTY_INPUTS[kind]]
+    ran = gpuplan("convert", *arguments, "-o", tmp_path / "out")
+    assert ran.code == 2, ran.err
+    assert ran.err.startswith(f"error: {empty}: ") and "the file is empty" in ran.err, ran.err
+    assert not (tmp_path / "out").exists()

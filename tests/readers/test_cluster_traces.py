@@ -165,6 +165,39 @@ def test_helios_needs_a_cluster(tmp_path: Path) -> None:
         assert caught.value.source == "`cluster`"
 
 
+@pytest.mark.parametrize("content", [None, "", "\n \n"], ids=["missing", "empty", "blank"])
+def test_a_helios_log_that_is_missing_or_empty_is_blamed_before_the_cluster(
+        tmp_path: Path, content: str | None) -> None:
+    """A missing or empty log outside a cluster's folder names the file, not ``cluster``.
+
+    The folder's name was checked first, so the error blamed the cluster.
+    """
+    log = tmp_path / "cluster_log.csv"
+    if content is not None:
+        log.write_text(content)
+    with pytest.raises(InputError) as caught:
+        helios_document(log)
+    assert caught.value.source == str(log)
+    assert caught.value.message.startswith("file not found" if content is None
+                                           else "the file is empty")
+
+
+def test_blank_lines_before_the_header_are_skipped(tmp_path: Path) -> None:
+    """A table starting with blank lines reads as without them; its header line is named.
+
+    It used to be called empty.
+    """
+    log = tmp_path / "Venus" / "cluster_log.csv"
+    log.parent.mkdir()
+    log.write_text("\n\n" + HELIOS_LOG.read_text())
+    document = helios_document(log)
+    assert ids(document) == ids(helios_document(HELIOS_LOG))
+    log.write_text("\n\n" + _edit_text(",duration,queue", ",queue")(HELIOS_LOG.read_text()))
+    with pytest.raises(InputError) as caught:
+        helios_document(log)
+    assert caught.value.path == "line 3" and "missing column duration" in caught.value.message
+
+
 def test_pai_jobs_on_the_machine_spec() -> None:
     """PAI's job and task rows map as computed by hand, on 18 of the trace's real machines.
 
