@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from gpuplan.cli.common import (
     Commands,
@@ -18,6 +19,7 @@ from gpuplan.cli.common import (
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import output_folder
 from gpuplan.harness.batch import (
+    Row,
     batch_plan,
     check_scheduler,
     expand_inputs,
@@ -50,7 +52,11 @@ def register(commands: Commands) -> None:
 
 
 def batch(args: argparse.Namespace) -> int:
-    """Plan every file with a progress bar; exit 1 unless every one got a verified plan."""
+    """Plan every file with a progress bar; exit 1 unless every one got a verified plan.
+
+    Ctrl-C ends the batch with exit 130, after writing the summary of what finished and
+    saying what is left.
+    """
     sources = expand_inputs(args.inputs)
     if not sources:
         raise InputError(" ".join(args.inputs), "", "no instance files found")
@@ -69,14 +75,41 @@ def batch(args: argparse.Namespace) -> int:
         if clash is not None:
             raise InputError(str(out), "", f"the schedule of {clash.source} would be written "
                              f"over the input {clash.target}; choose another output folder")
-        rows, (as_json, as_csv) = run_with_table(
-            f"planning ({method.name})", [t.source for t in tasks],
-            lambda on_row: run_batch(tasks, workers, args.scheduler, on_row=on_row),
-            lambda finished: write_summary(finished, out))
+        # What was written, kept to report also when Ctrl-C ends the batch:
+        # run_with_table writes the finished rows, then raises KeyboardInterrupt.
+        written: list[tuple[list[Row], tuple[Path, Path]]] = []
+
+        def write(finished: list[Row]) -> tuple[Path, Path]:
+            written.append((finished, write_summary(finished, out)))
+            return written[-1][1]
+
+        try:
+            run_with_table(f"planning ({method.name})", [t.source for t in tasks],
+                           lambda on_row: run_batch(tasks, workers, args.scheduler,
+                                                    on_row=on_row), write)
+        except KeyboardInterrupt:
+            if not written:  # ended before the summary was written: nothing to report
+                raise
+            _report(*written[-1], len(tasks), interrupted=True)
+            return ExitCode.INTERRUPTED
+    rows, summary = written[-1]
+    _report(rows, summary, len(tasks), interrupted=False)
+    return ExitCode.OK if all(r["verified"] for r in rows) else ExitCode.FAILED
+
+
+def _report(rows: list[Row], summary: tuple[Path, Path], total: int,
+            interrupted: bool) -> None:
+    """Say what the batch did, what is left when it was interrupted, and what failed."""
     failed = [r for r in rows if not r["verified"]]
-    console.print(f"{len(rows)} instances, {len(rows) - len(failed)} planned and verified, "
-                  f"{sum(bool(r['resumed']) for r in rows)} up to date; summary in {as_json} "
-                  f"and {as_csv}", markup=False)
+    done = (f"{len(rows) - len(failed)} planned and verified, "
+            f"{sum(bool(r['resumed']) for r in rows)} up to date"
+            + (f", {len(failed)} without a verified plan" if failed else ""))
+    if interrupted:
+        head = (f"interrupted after {len(rows)} of {total} instances: {done}; "
+                f"{total - len(rows)} left, which the same command plans (keeping what is "
+                "done)")
+    else:
+        head = f"{len(rows)} instances, {done}"
+    console.print(f"{head}; summary in {summary[0]} and {summary[1]}", markup=False)
     for row in failed[:10]:
         console.print(f"  {row['file']}: {row['status']} {row['error']}", markup=False)
-    return ExitCode.OK if not failed else ExitCode.FAILED

@@ -30,7 +30,9 @@ Interruption
     writes they had not finished, and :func:`run_batch` reports, before it re-raises, the
     rows of the tasks that had finished and of every schedule this run wrote (its key was
     written since the batch began, matches, and verifies). A summary written from the rows
-    reported therefore lists every schedule file of the run.
+    reported therefore lists every schedule file of the run. A batch that is killed
+    (SIGKILL) can clean nothing up: the next run into the same folder removes the
+    temporary files it left, beside the schedules and among the keys, before it starts.
 
 Workers die with the main process: on Linux through ``PR_SET_PDEATHSIG``, and everywhere
 through a thread that ends the worker as soon as its parent is gone.
@@ -64,7 +66,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -555,6 +557,8 @@ def run_tasks(tasks: Sequence[Task], kind: TaskKind[Task], workers: int,
     """
     rows: dict[int, Row] = {}
     since = time.time()
+    # A killed run's leftovers go before this run writes beside them.
+    _remove_leftovers(kind.target(task) for task in tasks)
 
     def emit(index: int, row: Row) -> None:
         if index not in rows:
@@ -669,6 +673,15 @@ def _stop(pool: ProcessPoolExecutor, targets: Sequence[Path]) -> None:
         with contextlib.suppress(Exception):
             process.join(timeout=10)
     pool.shutdown(wait=True, cancel_futures=True)
+    _remove_leftovers(targets)
+
+
+def _remove_leftovers(targets: Iterable[Path]) -> None:
+    """Remove unfinished writes' temporary files beside the targets and their keys.
+
+    Those of a run that was killed (SIGKILL leaves it no chance to clean up) are removed
+    by the next run into the same folder (:func:`~gpuplan.core.files.remove_stale_temporaries`).
+    """
     for folder in {target.parent for target in targets}:
         remove_stale_temporaries(folder)
         remove_stale_temporaries(folder / KEYS)

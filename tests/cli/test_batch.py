@@ -1,11 +1,18 @@
-"""``gpuplan batch``: the method's options from a file, checked before any work."""
+"""``gpuplan batch``: options checked before any work, and what it says when interrupted."""
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
 from conftest import INSTANCES, Gpuplan
+
+from gpuplan.readers.generate import generate_document
 
 
 def test_batch_refuses_an_options_file_key_before_any_work(gpuplan: Gpuplan,
@@ -50,3 +57,37 @@ def test_a_batch_refused_after_its_folder_is_checked_leaves_no_folder(
                      "--iterations", "5")
     assert result.code == 2 and "--iterations" in result.err
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_reports_what_was_done_and_what_is_left(tmp_path: Path) -> None:
+    """SIGINT once a schedule is written: exit 130, the counts done and left, the summary.
+
+    The summary lists the instances done, and a rerun plans the rest. It used to say only
+    "interrupted".
+    """
+    inputs, out = tmp_path / "in", tmp_path / "out"
+    inputs.mkdir()
+    for seed in range(4):
+        (inputs / f"g{seed}.json").write_text(json.dumps(
+            generate_document(60, 6, seed=seed, dependencies=0.3, deadlines=0.3)))
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gpuplan"), "batch", str(inputs), "-o", str(out),
+         "--workers", "1", "--method", "sa", "--time-limit", "0.3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A suite started in the background of a script inherits Ctrl-C ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 30
+        while not (out / "g0.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    rows = json.loads((out / "summary.json").read_text())
+    assert 1 <= len(rows) < 4 and all(row["verified"] for row in rows)
+    assert (f"interrupted after {len(rows)} of 4 instances: {len(rows)} planned and verified, "
+            f"0 up to date; {4 - len(rows)} left, which the same command plans (keeping what "
+            f"is done); summary in {out / 'summary.json'}") in err

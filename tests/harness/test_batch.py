@@ -20,6 +20,7 @@ from conftest import BENCHMARKS, DATA, INSTANCES, ROOT, run_cli
 
 from gpuplan import Schedule, cli, read_instance
 from gpuplan.core.errors import InputError
+from gpuplan.core.files import HOST_TAG
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.settings import CORES, DEFAULT_THREADS, RunSettings
 from gpuplan.harness import batch
@@ -125,6 +126,29 @@ def test_a_pipe_among_the_inputs_is_its_row_at_once(
     rows = {row["instance"]: row for row in json.loads((out / "summary.json").read_text())}
     assert rows["g000"]["verified"]
     assert rows["pipe"]["error"] == f"{pipe}: not a regular file (it is a pipe)"
+
+
+def test_a_killed_batchs_temporary_files_go_at_the_next_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What a batch killed mid-write left (beside the schedules, among the keys) goes.
+
+    SIGKILL leaves the batch no chance to clean up; the temporary files in the key folder
+    used to stay for good.
+    """
+    inputs, out = tmp_path / "in", tmp_path / "out"
+    generated(inputs, 2)
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+    killed = f".gpuplan-{HOST_TAG}-{finished.stdout.strip()}"
+    (out / KEYS).mkdir(parents=True)
+    left = [out / f"{killed}-0123abcd.tmp", out / KEYS / f"{killed}-4567cdef.tmp"]
+    for path in left:
+        path.write_text('{"half": ')
+    code = cli.main(["batch", str(inputs), "-o", str(out), "--workers", "1",
+                     "--method", "greedy"])
+    assert code == 0, capsys.readouterr().err
+    assert not [p.name for p in out.rglob("*.tmp")]
+    assert sorted(p.name for p in out.glob("g*.json")) == ["g000.json", "g001.json"]
 
 
 def test_batch_leaves_no_partial_files(tmp_path: Path) -> None:
