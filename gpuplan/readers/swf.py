@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from gpuplan.core.errors import InputError
+from gpuplan.core.files import read_bytes, read_text
 from gpuplan.core.instance import FloatArray, IntArray
 
 #: The 18 job fields of SWF, in file order.
@@ -90,16 +92,21 @@ def is_swf(path: str | Path) -> bool:
 
 
 def _read_lines(path: Path) -> list[str]:
-    source = str(path)
+    """The file's lines (a ``.gz`` decompressed), read once it is known to be a regular file.
+
+    Raises
+    ------
+    InputError
+        Naming the file when it is missing, unreadable, not a regular file (a pipe, a
+        device), too large, a broken gzip file, or not UTF-8.
+    """
+    if not path.name.endswith(".gz"):
+        return read_text(path).splitlines()
+    packed = read_bytes(path)
     try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as stream:
-                return stream.read().splitlines()
-        return path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(source, "", "file not found") from None
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise InputError(source, "", f"cannot read the SWF file: {exc}") from None
+        return gzip.decompress(packed).decode("utf-8").splitlines()
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
+        raise InputError(str(path), "", f"cannot read the SWF file: {exc}") from None
 
 
 def _header_value(line: str, number: int, source: str) -> tuple[str, int] | None:

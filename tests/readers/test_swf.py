@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import gzip
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import BENCHMARKS
+from conftest import BENCHMARKS, Gpuplan
+from core.test_files import at_most, device_as, pipe_in
 
 from gpuplan.core.errors import InputError
 from gpuplan.readers.swf import RUN, SUBMIT, is_swf, read_swf
@@ -72,3 +75,23 @@ def test_missing_and_corrupt_files_are_input_errors(tmp_path: Path) -> None:
         read_swf(tmp_path / "none.swf")
     with pytest.raises(InputError, match="cannot read"):
         read_swf(write(tmp_path, "not gzip", "bad.swf.gz"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX named pipes")
+@pytest.mark.parametrize(("make", "name", "kind"), [
+    (pipe_in, "jobs.swf", "a pipe"),
+    (pipe_in, "jobs.swf.gz", "a pipe"),
+    (device_as, "jobs.swf.gz", "a device"),
+], ids=["pipe", "gzip-pipe", "gzip-dev-zero"])
+def test_hpc_on_a_pipe_or_a_device_is_exit_2_at_once(
+        gpuplan: Gpuplan, tmp_path: Path, make: Callable[[Path, str], Path], name: str,
+        kind: str) -> None:
+    """``gpuplan hpc`` on a named pipe or /dev/zero stops at once, naming the file.
+
+    Reading a pipe used to wait for a writer for ever, and /dev/zero to fill the memory.
+    """
+    trace = make(tmp_path, name)
+    with at_most(5):
+        ran = gpuplan("hpc", trace, "--policy", "fifo")
+    assert ran.code == 2
+    assert f"{trace}: not a regular file (it is {kind})" in ran.err
