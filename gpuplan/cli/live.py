@@ -14,7 +14,7 @@ from gpuplan.cli.common import Commands, ExitCode, console, fmt, print_verificat
 from gpuplan.cli.hybrid import _method_arguments
 from gpuplan.cli.solve import given_options
 from gpuplan.core.errors import InputError
-from gpuplan.core.files import check_output_folder
+from gpuplan.core.files import output_folder
 from gpuplan.core.instance import Instance
 from gpuplan.core.options import build_options, option_fields
 from gpuplan.core.schedule import Schedule
@@ -38,7 +38,7 @@ def register(commands: Commands) -> None:
         "corrected from what ran), verify, and change only what moved in Slurm (scontrol "
         "update of a begin time, or cancel and submit again). DIR/state.json is the state "
         "(resume with --resume DIR after Ctrl-C) and, once done, the run log that gpuplan "
-        "check verifies; DIR/ran.json is what ran, verified. Exit 0 when every job "
+        "check verifies (what ran, over the instance as observed). Exit 0 when every job "
         "completed, 1 when some were given up or the run failed verification, 130 when "
         "interrupted (the jobs stay queued in Slurm).")
     parser.add_argument("instance", nargs="?", help="the batch (not with --resume)")
@@ -120,16 +120,17 @@ def run(args: argparse.Namespace) -> int:
             operator.start(plan, args.plan or "")
             _print_dry(cluster)
         return ExitCode.OK
-    folder = check_output_folder(args.output, [args.instance, *(
-        [args.plan] if args.plan else [])])
-    if (folder / "state.json").exists():
-        raise InputError(args.output, "", "holds a run (state.json): go on with it with "
-                         f"--resume {args.output}, or choose another folder")
-    cluster = _cluster(args.slurm_conf, folder, False)
-    operator = Operator(scaled(instance, options.speedup), cluster, folder, state, options,
-                        settings(args), method_options, _say, _watcher(args, options))
-    operator.start(plan, args.plan or "")
-    operator.save()
+    cluster = _cluster(args.slurm_conf, Path(args.output).resolve(), False)
+    inputs = [args.instance, *([args.plan] if args.plan else [])]
+    with output_folder(args.output, inputs) as folder:
+        if (folder / "state.json").exists():
+            raise InputError(args.output, "", "holds a run (state.json): go on with it with "
+                             f"--resume {args.output}, or choose another folder")
+        operator = Operator(scaled(instance, options.speedup), cluster, folder, state,
+                            options, settings(args), method_options, _say,
+                            _watcher(args, options))
+        operator.start(plan, args.plan or "")
+        operator.save()
     console.print(f"submitted {sum(len(r.attempts) for r in state.jobs.values())} Slurm "
                   f"jobs; the batch starts at {state.epoch.isoformat()}; state in "
                   f"{folder / 'state.json'}", markup=False)
@@ -200,11 +201,8 @@ def _print_dry(cluster: Cluster) -> None:
 def _watch(operator: Operator, folder: Path) -> int:
     state = operator.run()
     instance = operator.instance
-    ran, verification = verify_run(instance, state)
+    _, verification = verify_run(instance, state)
     problems = check_log(instance, state)
-    ran = ran.model_copy(update={"verification": verification,
-                                 "objective": verification.objective})
-    ran.write(folder / "ran.json")
     found = figures(instance, state)
     table = Table(title=f"gpuplan run of {state.instance_name} ({folder})")
     table.add_column("")

@@ -89,6 +89,9 @@ class Cluster(Protocol):
     def snapshot(self) -> Snapshot:
         """Every job Slurm still knows and every node that takes no new job."""
 
+    def refuses(self, script: Path) -> str | None:
+        """Why Slurm would refuse the batch script (``sbatch --test-only``); None: it would not."""
+
     def submit(self, script: Path, dependency: Sequence[str]) -> str:
         """Submit a batch script that waits (``afterok``) for these job ids; its id."""
 
@@ -203,7 +206,9 @@ class SlurmCluster:
 
     def _run(self, *command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         try:
-            done = subprocess.run(command, env=self.env, cwd=self.workdir, text=True,
+            # Batch jobs start in the run's folder; until it exists (checks), anywhere.
+            cwd = self.workdir if self.workdir.is_dir() else None
+            done = subprocess.run(command, env=self.env, cwd=cwd, text=True,
                                   capture_output=True, timeout=COMMAND_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
             raise SlurmError(f"{' '.join(command)}: no answer in {COMMAND_TIMEOUT_S:g} s") \
@@ -221,6 +226,13 @@ class SlurmCluster:
         nodes = self._run("sinfo", "-h", "-N", "-o", "%N|%T")
         return Snapshot(now, parse_jobs(jobs.stdout, "scontrol show job"),
                         parse_nodes(nodes.stdout))
+
+    def refuses(self, script: Path) -> str | None:
+        """See :meth:`Cluster.refuses`."""
+        done = self._run("sbatch", "--test-only", str(script), check=False)
+        if done.returncode == 0:
+            return None
+        return (done.stderr or done.stdout).strip().removeprefix("sbatch: error: ")
 
     def submit(self, script: Path, dependency: Sequence[str]) -> str:
         """See :meth:`Cluster.submit`; the job is not requeued by Slurm if its node fails."""
@@ -263,6 +275,10 @@ class DryRun:
         if self.inner is not None:
             return self.inner.snapshot()
         return Snapshot(datetime.now(UTC), {}, frozenset())
+
+    def refuses(self, script: Path) -> str | None:
+        """See :meth:`Cluster.refuses`: the real cluster's answer, if there is one."""
+        return None if self.inner is None else self.inner.refuses(script)
 
     def submit(self, script: Path, dependency: Sequence[str]) -> str:
         """See :meth:`Cluster.submit`."""

@@ -440,6 +440,8 @@ class Operator:
                                      gpu_type=s.gpu_type, nodes=sorted(
                                          {g.rsplit("/", 1)[0] for g in s.gpu_ids} or {s.node}),
                                      gpu_ids=list(s.gpu_ids)))
+        if not self.state.plans:
+            self._refused(scripts)
         self.state.plans.append(record)
         for slot in record.slots:
             self._carry_out(slot, scripts[slot.job], record)
@@ -470,6 +472,26 @@ class Operator:
                             if line.startswith("#SBATCH --job-name="))
                 scripts[name] = text
         return scripts
+
+    def _refused(self, scripts: dict[str, str]) -> None:
+        """Before anything is submitted: every script is one Slurm would take.
+
+        Raises
+        ------
+        InputError
+            Naming the first job Slurm refuses (an unknown partition, account or node, a
+            GPU type it lacks...) and Slurm's reason; nothing is submitted.
+        """
+        with scratch_folder() as folder:
+            for job, text in scripts.items():
+                path = folder / f"{job}.sbatch"
+                path.write_text(text)
+                why = self.cluster.refuses(path)
+                if why is not None:
+                    raise InputError(self.state.instance,
+                                     f"jobs[{self.instance.job_index[job]}]",
+                                     f"Slurm refuses job {job!r} as planned: {why}; nothing "
+                                     "was submitted")
 
     def _carry_out(self, slot: Slot, script: str, record: PlanRecord) -> None:
         """Submit, move or keep one job's Slurm job for its new slot."""

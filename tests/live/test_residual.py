@@ -1,0 +1,81 @@
+"""The live residual: running jobs pinned where they run, done jobs gone, durations corrected."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from gpuplan import read_instance
+from gpuplan.core.instance import Instance
+from gpuplan.core.settings import RunSettings
+from gpuplan.live.residual import MIN_LEFT_S, Running, build, corrections, plan_residual
+from gpuplan.live.state import Attempt, JobRecord, RunState
+from gpuplan.verify import verify_schedule
+from tests.conftest import DATA
+
+
+@pytest.fixture
+def tiny() -> Instance:
+    """The live tests' batch."""
+    return read_instance(DATA / "live" / "tiny.json")
+
+
+def _state(instance: Instance, **records: JobRecord) -> RunState:
+    return RunState(instance="tiny.json", instance_name=instance.name,
+                    epoch=datetime(2026, 1, 1, tzinfo=UTC), slurm_conf=None, method="cp",
+                    time_limit_s=1.0, tolerance_s=5.0,
+                    jobs={job: records.get(job, JobRecord()) for job in instance.job_ids})
+
+
+def _ran(start: float, end: float | None, gpu_type: str, gpus: list[str]) -> Attempt:
+    return Attempt(slurm_id=str(int(start)), submitted_s=0.0, nodes=[gpus[0].split("/")[0]],
+                   gpu_type=gpu_type, begin_s=start, state="COMPLETED" if end else "RUNNING",
+                   start_s=start, end_s=end, ran_on=[gpus[0].split("/")[0]], gpu_ids=gpus)
+
+
+def test_a_running_job_holds_its_gpus_and_its_successor_waits_for_it(tiny: Instance) -> None:
+    """p2 runs on a100-0/0-1 from 2 s: its GPUs are held to its end, and p5 waits for it."""
+    state = _state(tiny)
+    p2 = tiny.job_index["p2"]
+    gpus = np.array([tiny.gpu_index["a100-0/0"], tiny.gpu_index["a100-0/1"]])
+    free = [j for j in range(tiny.n_jobs) if j != p2]
+    live = build(tiny, state, 4.0, free, {p2: Running(0, gpus, np.array([0]), 2.0)}, set(),
+                 set(), 60.0, 2.0)
+    assert live.ends[p2] == pytest.approx(2.0 + 8.0)
+    (held,) = live.instance.outages
+    assert sorted(held.gpus.tolist()) == sorted(gpus.tolist())
+    assert held.start_s == 0.0 and held.end_s == pytest.approx(6.0)
+    k = int(np.flatnonzero(live.jobs == tiny.job_index["p5"])[0])
+    assert live.instance.release[k] == pytest.approx(6.0)
+    schedule = plan_residual(live, "cp", None, RunSettings(time_limit_s=2))
+    assert verify_schedule(live.instance, schedule).ok
+    placed = {s.job: s for s in schedule.segments}
+    assert placed["p5"].start_s >= 6.0 - 1e-9
+    assert not any(set(s.gpu_ids) & {"a100-0/0", "a100-0/1"} and s.start_s < 6.0 - 1e-9
+                   for s in schedule.segments)
+
+
+def test_a_job_past_its_estimate_is_predicted_to_run_on_a_little(tiny: Instance) -> None:
+    """p0 (6 s on A100) started at 0 and still runs at 30 s: it holds its GPU past now."""
+    p0 = tiny.job_index["p0"]
+    live = build(tiny, _state(tiny), 30.0, [], {p0: Running(
+        0, np.array([tiny.gpu_index["a100-1/0"]]), np.array([1]), 0.0)}, set(), set(),
+        60.0, 2.0)
+    assert live.ends[p0] == pytest.approx(30.0 + MIN_LEFT_S)
+
+
+def test_a_down_node_is_out_and_durations_follow_what_ran(tiny: Instance) -> None:
+    """A100 jobs ran 1.5x their estimate: the free jobs' A100 durations are 1.5x too."""
+    state = _state(tiny, p0=JobRecord(attempts=[_ran(0, 9, "A100", ["a100-1/0"])],
+                                      outcome="completed"))
+    factor = corrections(tiny, state)
+    assert factor[tiny.type_index["A100"]] == pytest.approx(1.5)
+    assert factor[tiny.type_index["L4"]] == pytest.approx(1.5)  # no L4 job ran: the mean
+    free = [j for j in range(tiny.n_jobs) if tiny.job_ids[j] != "p0"]
+    live = build(tiny, state, 10.0, free, {}, {tiny.job_index["p0"]}, {0}, 60.0, 2.0)
+    k = int(np.flatnonzero(live.jobs == tiny.job_index["p1"])[0])
+    assert live.instance.duration[k, 0] == pytest.approx(1.5 * 5)
+    schedule = plan_residual(live, "greedy", None, RunSettings())
+    assert not any(g.startswith("a100-0/") for s in schedule.segments for g in s.gpu_ids)
