@@ -14,6 +14,7 @@ data, and a file holding anything but tensors (a crafted pickle) is refused, nev
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +28,13 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
 from gpuplan.core.errors import InputError, json_path, validation_message
-from gpuplan.core.files import parse_json, read_text, write_bytes_atomic, write_text_atomic
+from gpuplan.core.files import (
+    parse_json,
+    read_bytes,
+    read_text,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 
 #: The file names of a policy folder.
 DESCRIPTION_FILE, WEIGHTS_FILE = "policy.json", "weights.pt"
@@ -148,8 +155,6 @@ def build_policy(description: PolicyDescription) -> KernelPolicy:
 
 def save_policy(policy: KernelPolicy, description: PolicyDescription, folder: Path) -> None:
     """Write a policy folder: the description and the weights (tensors only), atomically."""
-    import io
-
     folder.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     torch.save({k: v.detach().cpu() for k, v in policy.state_dict().items()}, buffer)
@@ -182,8 +187,9 @@ def load_policy(folder: str | Path, env: str) -> tuple[KernelPolicy, PolicyDescr
     Raises
     ------
     InputError
-        Naming the folder or file: missing, a description of another environment or of
-        a bad shape, or weights that are not tensors of the described network.
+        Naming the folder or file: missing, not a regular file (a pipe, a device), too
+        large or empty, a description of another environment or of a bad shape, or
+        weights that are not tensors of the described network.
     """
     where = Path(folder)
     if not where.is_dir():
@@ -194,10 +200,14 @@ def load_policy(folder: str | Path, env: str) -> tuple[KernelPolicy, PolicyDescr
         raise InputError(str(where / DESCRIPTION_FILE), "env", f"the policy is for the "
                          f"{description.env} environment, not {env}")
     path = where / WEIGHTS_FILE
+    # Read as every input is (a pipe or a device refused, the size capped), then parsed
+    # from memory: the file torch parses is the one that was checked.
+    packed = read_bytes(path)
+    if not packed:
+        raise InputError(str(path), "", "the file is empty; expected the tensors gpuplan rl "
+                         "train saves")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise InputError(str(path), "", "file not found") from None
+        state = torch.load(io.BytesIO(packed), map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds; each means "refused"
         raise InputError(str(path), "", "refused: not a file of tensors alone (policy "
                          f"weights are loaded with weights_only=True): {exc}") from None

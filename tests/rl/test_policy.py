@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from core.test_files import at_most, device_as, pipe_in
 
 from gpuplan.core.errors import InputError
 from gpuplan.rl.ordering import FEATURES
@@ -98,3 +101,30 @@ def test_missing_folder_or_weights(tmp_path: Path) -> None:
     (folder / WEIGHTS_FILE).unlink()
     with pytest.raises(InputError, match="file not found"):
         load_policy(folder, "ordering")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX named pipes")
+@pytest.mark.parametrize(("make", "kind"), [(pipe_in, "a pipe"), (device_as, "a device")],
+                         ids=["pipe", "dev-zero"])
+def test_weights_that_are_a_pipe_or_a_device_are_refused_at_once(
+        tmp_path: Path, make: Callable[[Path, str], Path], kind: str) -> None:
+    """weights.pt that is a named pipe or /dev/zero is refused before torch opens it.
+
+    torch.load waited for a writer on a pipe for ever, and read /dev/zero until memory ran out.
+    """
+    folder = saved(tmp_path / "p")
+    (folder / WEIGHTS_FILE).unlink()
+    weights = make(folder, WEIGHTS_FILE)
+    with at_most(5), pytest.raises(InputError) as caught:
+        load_policy(folder, "ordering")
+    assert str(caught.value) == f"{weights}: not a regular file (it is {kind})"
+
+
+def test_empty_weights_say_the_file_is_empty(tmp_path: Path) -> None:
+    """An empty weights.pt is named as empty, not as a refused pickle."""
+    folder = saved(tmp_path / "p")
+    weights = folder / WEIGHTS_FILE
+    weights.write_bytes(b"")
+    with pytest.raises(InputError) as caught:
+        load_policy(folder, "ordering")
+    assert str(caught.value).startswith(f"{weights}: the file is empty")
