@@ -204,6 +204,10 @@ def _ineligibility(instance: Instance, j: int, t: int) -> str:
             f"{instance.resources[r]} demand {instance.demand[j, t, r]:g} exceeds the "
             f"capacity {instance.capacity[t, r]:g}"
         )
+    if instance.partition_ids and instance.job_partition[j] >= 0:
+        partition = instance.partition_ids[instance.job_partition[j]]
+        return (f"the job does not allow it, or its partition {partition!r} holds no node "
+                "of the type that fits it")
     return "the job does not allow it"
 
 
@@ -1100,21 +1104,30 @@ def _sweep(keys: IntArray, start: FloatArray, end: FloatArray, amount: FloatArra
     return peak, _Sweep(event_key, load, times[order])
 
 
+def _at_peak(sweep: _Sweep, key: int, column: int,
+             held: tuple[IntArray, IntArray, FloatArray, FloatArray]) -> tuple[float, IntArray]:
+    """The instant the load of ``key`` peaks in ``column``, and the jobs holding it then.
+
+    ``held`` are the swept intervals: their keys, jobs, starts and ends.
+    """
+    mine = np.flatnonzero(sweep.key == key)
+    instant = float(sweep.time[mine[int(np.argmax(sweep.load[mine, column]))]])
+    keys, jobs, start, end = held
+    active: IntArray = jobs[(keys == key) & (start <= instant) & (end > instant)]
+    return instant, active
+
+
 def _report_over(instance: Instance, what: str, names: tuple[str, ...],
                  resources: tuple[str, ...], peak: FloatArray, capacity: FloatArray,
                  sweep: _Sweep,
                  held: tuple[IntArray, IntArray, FloatArray, FloatArray],
                  out: _Collector) -> None:
     """Flag every (key, resource) whose peak load exceeds its capacity, naming the jobs."""
-    event_key, load, event_time = sweep.key, sweep.load, sweep.time
-    key, jobs, start, end = held
     over = peak > capacity * (1 + TOLERANCE) + TOLERANCE
     for k, r in np.argwhere(over):
-        mine = np.flatnonzero(event_key == k)
-        instant = event_time[mine[int(np.argmax(load[mine, r]))]]
-        active = (key == k) & (start <= instant) & (end > instant)
+        instant, active = _at_peak(sweep, int(k), int(r), held)
         held_by = ", ".join(repr(instance.job_ids[j]) if j >= 0 else "work held before"
-                            for j in jobs[active])
+                            for j in active)
         when = "" if instance.objective.is_static else f" at {instant:g} s"
         out.add(
             ViolationKind.CAPACITY,
@@ -1163,12 +1176,9 @@ def _report_shared(instance: Instance, held: FloatArray, sweep: _Sweep,
                    entries: tuple[IntArray, IntArray, FloatArray, FloatArray],
                    out: _Collector) -> None:
     """Flag every GPU held whole that two occupants hold at once, naming the jobs."""
-    gpu, jobs, start, end = entries
     for g in np.flatnonzero(held > 1).tolist():
-        mine = np.flatnonzero(sweep.key == g)
-        instant = sweep.time[mine[int(np.argmax(sweep.load[mine, 0]))]]
-        active = (gpu == g) & (start <= instant) & (end > instant)
-        names = ", ".join(repr(instance.job_ids[j]) for j in jobs[active])
+        instant, active = _at_peak(sweep, g, 0, entries)
+        names = ", ".join(repr(instance.job_ids[j]) for j in active)
         when = "" if instance.objective.is_static else f" at {instant:g} s"
         t = instance.gpu_type[g]
         out.add(ViolationKind.EXCLUSIVE, f"GPU {instance.gpu_ids[g]} is held by "
@@ -1206,6 +1216,60 @@ def _check_node_capacity(instance: Instance, placed: _Placed, out: _Collector) -
     _report_over(instance, "node", instance.node_ids, instance.node_resources, peak,
                  instance.node_capacity,
                  sweep, (node, jobs, start, end), out)
+
+
+def _listed(names: Sequence[str], most: int = 5) -> str:
+    """Names joined, the first ``most`` of them and how many more."""
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _check_partitions(instance: Instance, placed: _Placed, out: _Collector) -> None:
+    """Each job that names a partition runs on the partition's nodes only."""
+    if not instance.partition_ids or not placed.job:
+        return
+    counts = np.array([len(nodes) for nodes in placed.nodes], dtype=np.int64)
+    owner = np.repeat(np.arange(counts.size), counts)
+    node = np.array([n for nodes in placed.nodes for n in nodes], dtype=np.int64)
+    partition = instance.job_partition[np.asarray(placed.job, dtype=np.int64)[owner]]
+    outside = (partition >= 0) & ~instance.partition_nodes[np.maximum(partition, 0), node]
+    for k in np.unique(owner[outside]).tolist():
+        j, p = placed.job[k], int(instance.job_partition[placed.job[k]])
+        away = [instance.node_ids[n] for n in placed.nodes[k]
+                if not instance.partition_nodes[p, n]]
+        members = [instance.node_ids[n] for n in np.flatnonzero(instance.partition_nodes[p])]
+        out.add(ViolationKind.PARTITION, f"job {instance.job_ids[j]!r} runs on "
+                f"{', '.join(away)} over [{placed.start[k]:g}, {placed.end[k]:g}] s, outside "
+                f"its partition {instance.partition_ids[p]!r} (nodes {_listed(members)})")
+
+
+def _check_gpu_limits(instance: Instance, placed: _Placed, out: _Collector) -> None:
+    """At every instant, the running jobs of each account (QOS) hold at most its GPU limit.
+
+    Each running job counts all the GPUs its segment holds, shared or not.
+    """
+    limits = instance.gpu_limits
+    if not limits or not placed.job:
+        return
+    job = np.asarray(placed.job, dtype=np.int64)
+    member = np.zeros((len(limits), instance.n_jobs), dtype=bool)
+    for k, limit in enumerate(limits):
+        member[k, limit.jobs] = True
+    key, segment = np.nonzero(member[:, job])
+    if instance.objective.is_static:
+        # The whole batch holds its GPUs at once.
+        start, end = np.zeros(segment.size), np.ones(segment.size)
+    else:
+        start, end = np.asarray(placed.start)[segment], np.asarray(placed.end)[segment]
+    held = np.array([len(placed.gpus[k]) for k in segment.tolist()], dtype=float)
+    peak, sweep = _sweep(key, start, end, held[:, None], len(limits))
+    caps = np.array([limit.gpus for limit in limits], dtype=float)
+    for k in np.flatnonzero(peak[:, 0] > caps + TOLERANCE).tolist():
+        instant, active = _at_peak(sweep, k, 0, (key, job[segment], start, end))
+        when = "" if instance.objective.is_static else f" at {instant:g} s"
+        out.add(ViolationKind.GPU_LIMIT, f"the jobs of {limits[k]} hold {peak[k, 0]:g} GPUs "
+                f"at once{when} ({', '.join(repr(instance.job_ids[j]) for j in active)}), over "
+                f"its limit of {limits[k].gpus}")
 
 
 def _objective_value(instance: Instance, placed: _Placed, peak: FloatArray) -> float:
@@ -1305,7 +1369,8 @@ def verify_schedule(instance: Instance, schedule: Plan) -> Verification:
     allowed and fits, that durations match the chosen type, release times, deadlines and
     dependency order (time-based objectives), that no named resource of any GPU is exceeded
     at any instant (a space-shared pair counts once with the larger demand and runs at its
-    colocation speeds), and that the reported objective and bound are consistent.
+    colocation speeds), that jobs run within their partitions and accounts and QOS within
+    their GPU limits, and that the reported objective and bound are consistent.
 
     What a segment declares is checked, never used on trust: its work against its interval
     (run time less overheads, at the type's speed and its pair's), its partner against the
@@ -1365,6 +1430,8 @@ def verify_schedule(instance: Instance, schedule: Plan) -> Verification:
     _check_outages(instance, placed, out)
     peak = _check_capacity(instance, placed, out)
     _check_node_capacity(instance, placed, out)
+    _check_partitions(instance, placed, out)
+    _check_gpu_limits(instance, placed, out)
     value = _objective_value(instance, placed, peak)
     _check_certificate(instance, schedule, value, out)
     return out.result(value, _topology_facts(instance, placed) if instance.levels else None)

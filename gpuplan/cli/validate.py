@@ -24,7 +24,7 @@ def describe(instance: Instance) -> str:
     """One line: jobs, gangs, dependencies, GPUs, types, nodes, resources, objective.
 
     Then how GPUs are held (:func:`gpu_mode`) and, where used, node resources, multi-node
-    gangs and topology.
+    gangs, topology, partitions, accounts and QOS (with their GPU limits).
     """
     gangs = int((instance.gang > 1).sum())
     deps = sum(1 for p in instance.predecessors if p)
@@ -39,6 +39,17 @@ def describe(instance: Instance) -> str:
         counts = ", ".join(f"{len(ids)} {level}s" for level, ids in
                            zip(instance.levels, instance.domain_ids, strict=True))
         extra.append(f"topology {' > '.join(instance.levels)} ({counts})")
+    if instance.partition_ids:
+        sizes = instance.partition_nodes.sum(axis=1).tolist()
+        extra.append("partitions " + ", ".join(
+            f"{p} ({n} node{'s' if n > 1 else ''})"
+            for p, n in zip(instance.partition_ids, sizes, strict=True)))
+    for what, ids, caps in (("accounts", instance.account_ids, instance.account_gpus),
+                            ("QOS", instance.qos_ids, instance.qos_gpus)):
+        if ids:
+            extra.append(f"{what} " + ", ".join(
+                name + (f" (at most {cap} GPUs at once)" if cap >= 0 else "")
+                for name, cap in zip(ids, caps.tolist(), strict=True)))
     return (
         f"{instance.n_jobs} jobs ({gangs} gangs, {deps} with dependencies), "
         f"{instance.n_gpus} GPUs of {instance.n_types} types on {instance.n_nodes} nodes, "

@@ -50,7 +50,8 @@ BoolArray = NDArray[np.bool_]
 #: ``command`` are empty in instances without classes, node resources or commands).
 _PER_JOB = ("gang", "demand", "duration", "eligible", "cost", "profit", "weight", "release",
             "deadline", "due", "preemptible", "gpus_per_node", "job_class", "node_demand",
-            "command", "required_level", "preferred_level", "spread_slowdown")
+            "command", "required_level", "preferred_level", "spread_slowdown",
+            "job_partition", "job_account", "job_qos")
 
 #: The name of the column :attr:`Instance.packing_demand` adds for GPUs held whole.
 WHOLE_GPU = "whole GPU"
@@ -78,6 +79,38 @@ class Feature(StrEnum):
     MULTI_NODE = "multi-node gangs"
     #: Gangs that must, or would rather, stay within one topology domain.
     TOPOLOGY = "topology constraints"
+    #: Jobs that may run only on the nodes of their partition.
+    PARTITIONS = "partitions"
+    #: Accounts or QOS whose running jobs hold at most so many GPUs at once.
+    GPU_LIMITS = "account/QOS GPU limits"
+
+
+@dataclass(frozen=True, eq=False)
+class GpuLimit:
+    """A cap on the GPUs some jobs hold at once: an account's or a QOS's.
+
+    Attributes
+    ----------
+    kind
+        ``"account"`` or ``"QOS"``, for messages.
+    id
+        The account's or QOS's id.
+    gpus
+        The most GPUs its running jobs hold at any instant (Slurm's ``GrpTRES=gres/gpu=N``).
+    jobs
+        The jobs under it that hold GPUs, by index.
+    """
+
+    kind: str
+    id: str
+    gpus: int
+    jobs: IntArray
+
+    def __post_init__(self) -> None:
+        _readonly(self.jobs)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id!r}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -216,6 +249,20 @@ class Instance:
     spread_slowdown
         ``(J,)`` how many times longer a job runs when its gang spans several domains of
         its preferred level (1 where it has none); empty without topology.
+    partition_ids
+        Partition ids, length ``P`` (empty: no partitions).
+    partition_nodes
+        ``(P, N)`` whether each partition holds each node.
+    job_partition
+        ``(J,)`` each job's partition, -1 where none (it may use any node); empty without
+        partitions. A job in a partition runs only on its nodes.
+    account_ids, qos_ids
+        Account and QOS ids, lengths ``A`` and ``S`` (empty: none).
+    account_gpus, qos_gpus
+        ``(A,)`` and ``(S,)`` the most GPUs the running jobs of each account (QOS) hold at
+        any instant; -1 where it has no limit.
+    job_account, job_qos
+        ``(J,)`` each job's account and QOS, -1 where none; empty without accounts (QOS).
     """
 
     name: str
@@ -261,6 +308,19 @@ class Instance:
     preferred_level: IntArray = dataclasses.field(
         default_factory=lambda: np.zeros(0, dtype=np.int64))
     spread_slowdown: FloatArray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    partition_ids: tuple[str, ...] = ()
+    partition_nodes: BoolArray = dataclasses.field(
+        default_factory=lambda: np.zeros((0, 0), dtype=bool))
+    job_partition: IntArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64))
+    account_ids: tuple[str, ...] = ()
+    account_gpus: IntArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64))
+    job_account: IntArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64))
+    qos_ids: tuple[str, ...] = ()
+    qos_gpus: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    job_qos: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -273,6 +333,11 @@ class Instance:
                                ("required_level", "preferred_level", "spread_slowdown")):
             raise ValueError("required_level, preferred_level and spread_slowdown must hold "
                              "a value per job when the instance has topology levels")
+        for ids, per_job in ((self.partition_ids, "job_partition"),
+                             (self.account_ids, "job_account"), (self.qos_ids, "job_qos")):
+            if ids and len(getattr(self, per_job)) != self.n_jobs:
+                raise ValueError(f"{per_job} must hold a value per job when the instance "
+                                 "declares any")
 
     @property
     def pair_gain(self) -> float:
@@ -300,7 +365,40 @@ class Instance:
             used.add(Feature.MULTI_NODE)
         if self.levels and bool(((self.required_level >= 0) | (self.preferred_level >= 0)).any()):
             used.add(Feature.TOPOLOGY)
+        if self.partition_ids and bool((self.job_partition >= 0).any()):
+            used.add(Feature.PARTITIONS)
+        if self.gpu_limits:
+            used.add(Feature.GPU_LIMITS)
         return frozenset(used)
+
+    @cached_property
+    def gpu_limits(self) -> tuple[GpuLimit, ...]:
+        """The accounts', then the QOS', GPU limits that some job holding GPUs is under."""
+        limits = []
+        for kind, ids, caps, member in (("account", self.account_ids, self.account_gpus,
+                                         self.job_account),
+                                        ("QOS", self.qos_ids, self.qos_gpus, self.job_qos)):
+            for k in np.flatnonzero(caps >= 0).tolist() if ids else ():
+                jobs = np.flatnonzero((member == k) & (self.gang > 0))
+                if jobs.size:
+                    limits.append(GpuLimit(kind, ids[k], int(caps[k]), jobs))
+        return tuple(limits)
+
+    @cached_property
+    def job_limits(self) -> tuple[tuple[int, ...], ...]:
+        """For each job, the indices in :attr:`gpu_limits` of the limits it is under."""
+        limits: list[list[int]] = [[] for _ in range(self.n_jobs)]
+        for k, limit in enumerate(self.gpu_limits):
+            for j in limit.jobs.tolist():
+                limits[j].append(k)
+        return tuple(tuple(mine) for mine in limits)
+
+    def allowed_nodes(self, job: int) -> BoolArray | None:
+        """``(N,)`` the nodes job ``job`` may run on (its partition's); None: any node."""
+        if not self.partition_ids or self.job_partition[job] < 0:
+            return None
+        nodes: BoolArray = self.partition_nodes[self.job_partition[job]]
+        return nodes
 
     @cached_property
     def gang_nodes(self) -> IntArray:
@@ -582,8 +680,15 @@ class Instance:
         Raises
         ------
         InputError
-            Naming the first job that fits no GPU type of the cluster.
+            Naming the first job that fits no GPU type of the cluster, or the partitions
+            or GPU limits the instance's jobs are under (the simulator plays neither).
         """
+        held = sorted(self.features & {Feature.PARTITIONS, Feature.GPU_LIMITS})
+        if held:
+            raise InputError(self.source, "partitions" if Feature.PARTITIONS in held
+                             else "accounts", f"its jobs are under {' and '.join(held)}, "
+                             "which the simulator does not play out: plan the batch with "
+                             "gpuplan solve instead (greedy and cp honour them)")
         stuck = np.flatnonzero(~self.eligible.any(axis=1))
         if stuck.size:
             j = int(stuck[0])

@@ -84,6 +84,10 @@ class ViolationKind(StrEnum):
     EXCLUSIVE = "exclusive"
     #: A gang outside one domain of its required topology level.
     TOPOLOGY = "topology"
+    #: A segment on a node outside its job's partition.
+    PARTITION = "partition"
+    #: An account's or QOS's running jobs holding more GPUs at once than its limit.
+    GPU_LIMIT = "gpu-limit"
     OBJECTIVE = "objective"
     BOUND = "bound"
     #: The status claims what the schedule does not show (optimal without a proof, a plan

@@ -237,6 +237,15 @@ class JobSpec(_Strict):
         description="Space-sharing class (e.g. the model and batch size): with the "
         "instance's colocation speeds, which jobs may share GPUs and how fast they then run.",
     )
+    partition: Id | None = Field(
+        default=None, description="A partition of the instance's partitions: the job runs "
+        "only on its nodes (Slurm's --partition). Default: any node.")
+    account: Id | None = Field(
+        default=None, description="An account of the instance's accounts (Slurm's "
+        "--account, a Kueue queue), whose GPU limit the job counts against.")
+    qos: Id | None = Field(
+        default=None, description="A QOS of the instance's qos (Slurm's --qos), whose GPU "
+        "limit the job counts against.")
 
     @model_validator(mode="after")
     def _cpu_only_needs_node_demand(self) -> JobSpec:
@@ -283,6 +292,15 @@ class TopologySpec(_Strict):
         if twice:
             raise ValueError(f"level {twice[0]!r} is named twice")
         return levels
+
+
+class GpuLimitSpec(_Strict):
+    """An account or QOS: a group of jobs, and the most GPUs they may hold at once."""
+
+    gpus: Count | None = Field(
+        default=None, description="The most GPUs the group's running jobs hold at any "
+        "instant (Slurm's GrpTRES=gres/gpu=N, a Kueue ClusterQueue's nominal quota). "
+        "Default: no limit.")
 
 
 class ObjectiveSpec(_Strict):
@@ -334,6 +352,18 @@ class InstanceDocument(_Strict):
         description="Class pairs that may share GPUs (same gang size, both preemptible, same "
         "GPUs over the same interval), with their speeds; pairs not listed do not share.",
     )
+    partitions: dict[Id, list[Id]] = Field(
+        default_factory=dict, max_length=MAX_TYPES,
+        description="Partitions by id, each the ids of the nodes it holds (Slurm's "
+        "PartitionName ... Nodes=): a job naming one (jobs[].partition) runs only on them.")
+    accounts: dict[Id, GpuLimitSpec] = Field(
+        default_factory=dict, max_length=MAX_TYPES,
+        description="Accounts by id (jobs[].account), each with the most GPUs its jobs hold "
+        "at once, if limited.")
+    qos: dict[Id, GpuLimitSpec] = Field(
+        default_factory=dict, max_length=MAX_TYPES,
+        description="Slurm QOS by id (jobs[].qos), each with the most GPUs its jobs hold at "
+        "once, if limited.")
     objective: Annotated[
         ObjectiveSpec,
         BeforeValidator(_objective_shorthand),
@@ -536,6 +566,10 @@ class _JobColumns:
         self.colocation_class: list[str | None] = []
         self.command: list[str | None] = []
         self.topology: dict[int, JobTopologySpec] = {}
+        # Only the jobs that name one: a million jobs without keep no entry each.
+        self.partition: dict[int, str] = {}
+        self.account: dict[int, str] = {}
+        self.qos: dict[int, str] = {}
         self.preemptible = np.zeros(n_jobs, dtype=bool)
         self.gang = np.zeros(n_jobs, dtype=np.int64)
         self.gpus_per_node = np.zeros(n_jobs, dtype=np.int64)
@@ -630,6 +664,18 @@ def _build(
                            topology.get("required_level", _NO_LEVELS),
                            topology.get("node_domain", _NO_LEVELS))
     eligible = candidate & fits & gang_fits & node_fits
+    partitions = _partitions(document, columns.partition, n_jobs, source)
+    limits = {**_limits(document.accounts, columns.account, "account", n_jobs, source),
+              **_limits(document.qos, columns.qos, "qos", n_jobs, source)}
+    # What the whole fleet allows, for the message of a job its partition or a limit bars.
+    anywhere = eligible
+    inside = _partition_fits(partitions, per_node, nodes_needed, node_demand, node_gpus,
+                             node_capacity, topology)
+    if inside is not None:
+        eligible = eligible & inside
+    over = _over_limit(gang, limits)
+    if over is not None:
+        eligible = eligible & ~over[:, None]
     unplaceable = np.flatnonzero(~eligible.any(axis=1))
     if unplaceable.size and ObjectiveKind(document.objective.kind).allows_unplaced:
         # A plan may leave jobs out, so one that fits nowhere is simply never placed (a
@@ -638,6 +684,11 @@ def _build(
                        source, unplaceable.size, job_ids[int(unplaceable[0])])
         unplaceable = unplaceable[:0]
     for bad in unplaceable:
+        if over is not None and over[bad]:
+            _explain_over_limit(int(bad), job_at(int(bad)), limits, source)
+        if anywhere[bad].any():
+            _explain_partition(int(bad), job_at(int(bad)), partitions, [n.id for n in nodes],
+                               source)
         if (candidate[bad] & fits[bad] & gang_fits[bad]).any():
             _explain_node_misfit(int(bad), job_at(int(bad)), candidate[bad] & fits[bad],
                                  node_gpus, node_resources, node_capacity, topology, source)
@@ -673,6 +724,8 @@ def _build(
         gpus_per_node=columns.gpus_per_node,
         **_colocation(document, columns.colocation_class, type_index, source),
         **topology,
+        **partitions,
+        **limits,
         node_resources=node_resources,
         node_capacity=node_capacity,
         node_demand=node_demand,
@@ -729,6 +782,10 @@ def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, i
     columns.gpus_per_node[j] = job.gpus if job.gpus_per_node is None else job.gpus_per_node
     if job.topology is not None:
         columns.topology[j] = job.topology
+    for named, value in ((columns.partition, job.partition), (columns.account, job.account),
+                         (columns.qos, job.qos)):
+        if value is not None:
+            named[j] = value
     columns.preemptible[j] = job.preemptible
     columns.times[j] = (job.weight, job.release_s,
                         np.inf if job.deadline_s is None else job.deadline_s,
@@ -1004,6 +1061,141 @@ def _colocation(document: InstanceDocument, classes: list[str | None],
         speed[a, b, t], speed[b, a, t] = entry.speeds
     job_class = np.array([-1 if c is None else index[c] for c in classes], dtype=np.int64)
     return {"class_ids": class_ids, "job_class": job_class, "colocation_speed": speed}
+
+
+def _partitions(document: InstanceDocument, jobs: dict[int, str], n_jobs: int,
+                source: str) -> dict[str, Any]:
+    """The instance's partition arrays: ids, ``(P, N)`` node masks, each job's partition.
+
+    ``jobs`` are the jobs' ``partition`` by job index. Empty without partitions.
+    """
+    declared = document.partitions
+    if not declared:
+        if jobs:
+            j = min(jobs)
+            raise InputError(source, f"jobs[{j}].partition", f"the job names partition "
+                             f"{jobs[j]!r}, but the instance declares none: add partitions "
+                             "(each partition's id and the ids of its nodes)")
+        return {}
+    node_index = {node.id: n for n, node in enumerate(document.nodes)}
+    ids = tuple(declared)
+    holds = np.zeros((len(ids), len(node_index)), dtype=bool)
+    for p, (name, members) in enumerate(declared.items()):
+        if not members:
+            raise InputError(source, f"partitions.{name}", f"partition {name!r} holds no "
+                             "node: list the ids of its nodes")
+        for k, node in enumerate(members):
+            n = node_index.get(node)
+            if n is None:
+                raise InputError(source, f"partitions.{name}[{k}]", f"unknown node {node!r}")
+            if holds[p, n]:
+                raise InputError(source, f"partitions.{name}[{k}]", f"node {node!r} is "
+                                 f"listed twice in partition {name!r}")
+            holds[p, n] = True
+    index = {name: p for p, name in enumerate(ids)}
+    job_partition = np.full(n_jobs, -1, dtype=np.int64)
+    for j, name in jobs.items():
+        if name not in index:
+            raise InputError(source, f"jobs[{j}].partition", f"unknown partition {name!r} "
+                             f"(partitions: {', '.join(ids)})")
+        job_partition[j] = index[name]
+    return {"partition_ids": ids, "partition_nodes": holds, "job_partition": job_partition}
+
+
+#: The instance fields of an account or QOS group: the document's section, the job's field.
+_GROUPS = {"account": ("accounts", "account"), "qos": ("qos", "qos")}
+
+
+def _limits(declared: dict[str, GpuLimitSpec], jobs: dict[int, str], kind: str,
+            n_jobs: int, source: str) -> dict[str, Any]:
+    """The ``{kind}_ids``, ``{kind}_gpus`` (-1: no limit) and ``job_{kind}`` arrays.
+
+    ``kind`` is ``account`` or ``qos``; ``jobs`` are the jobs' ``account`` (``qos``) by job
+    index. Empty when the document declares none.
+    """
+    section, field = _GROUPS[kind]
+    ids = tuple(declared)
+    index = {name: k for k, name in enumerate(ids)}
+    member = np.full(n_jobs, -1, dtype=np.int64)
+    for j, name in jobs.items():
+        if name not in index:
+            known = f"{section}: {', '.join(ids)}" if ids else f"the instance declares no {section}"
+            raise InputError(source, f"jobs[{j}].{field}", f"unknown {field} {name!r} ({known})")
+        member[j] = index[name]
+    if not ids:
+        return {}
+    gpus = np.array([-1 if spec.gpus is None else spec.gpus for spec in declared.values()],
+                    dtype=np.int64)
+    return {f"{kind}_ids": ids, f"{kind}_gpus": gpus, f"job_{kind}": member}
+
+
+def _partition_fits(partitions: dict[str, Any], per_node: IntArray, nodes: IntArray,
+                    node_demand: FloatArray, node_gpus: IntArray, node_capacity: FloatArray,
+                    topology: dict[str, Any]) -> BoolArray | None:
+    """``(J, T)``: whether each job's partition holds nodes for its gang; None: no job has one.
+
+    As :func:`_gang_fits` and :func:`_node_fits` on the partition's nodes alone; True for
+    the jobs without a partition.
+    """
+    job_partition = partitions.get("job_partition")
+    if job_partition is None or not (job_partition >= 0).any():
+        return None
+    required = topology.get("required_level", _NO_LEVELS)
+    fits: BoolArray = np.ones((per_node.size, node_gpus.shape[1]), dtype=bool)
+    for p in np.unique(job_partition[job_partition >= 0]).tolist():
+        rows = np.flatnonzero(job_partition == p)
+        mine = partitions["partition_nodes"][p]
+        fits[rows] = _gang_fits(per_node[rows], nodes[rows], node_gpus[mine]) & _node_fits(
+            per_node[rows], nodes[rows], node_demand[rows], node_gpus[mine],
+            node_capacity[mine], required[rows] if required.size else required,
+            topology["node_domain"][mine] if topology else _NO_LEVELS)
+    return fits
+
+
+def _over_limit(gang: IntArray, limits: dict[str, Any]) -> BoolArray | None:
+    """``(J,)``: whether a job's gang is larger than its account's or QOS's GPU limit.
+
+    None when no account or QOS has a limit.
+    """
+    over: BoolArray | None = None
+    for kind in _GROUPS:
+        caps = limits.get(f"{kind}_gpus")
+        if caps is None or not (caps >= 0).any():
+            continue
+        member = limits[f"job_{kind}"]
+        cap = np.where(member >= 0, caps[np.maximum(member, 0)], -1)
+        mine = (cap >= 0) & (gang > cap)
+        over = mine if over is None else over | mine
+    return over
+
+
+def _explain_over_limit(j: int, job: JobSpec, limits: dict[str, Any], source: str) -> None:
+    """Raise the error that says job ``j``'s gang is larger than a GPU limit it is under."""
+    for kind, (section, field) in _GROUPS.items():
+        name = getattr(job, field)
+        if name is None:
+            continue
+        cap = int(limits[f"{kind}_gpus"][limits[f"{kind}_ids"].index(name)])
+        if 0 <= cap < job.gpus:
+            raise InputError(source, f"jobs[{j}].{field}", f"job {job.id!r} needs {job.gpus} "
+                             f"GPUs at once, but its {field} {name!r} lets its jobs hold at "
+                             f"most {cap} at a time ({section}.{name}.gpus): no plan can run "
+                             "it")
+
+
+def _explain_partition(j: int, job: JobSpec, partitions: dict[str, Any],
+                       node_ids: list[str], source: str) -> None:
+    """Raise the error that says job ``j`` fits the fleet, but not its partition's nodes."""
+    p = int(partitions["job_partition"][j])
+    members = [node_ids[n] for n in np.flatnonzero(partitions["partition_nodes"][p])]
+    listed = ", ".join(members[:5]) + (f" and {len(members) - 5} more" if len(members) > 5
+                                       else "")
+    per_node = job.gpus_per_node or job.gpus
+    shape = (f"no {job.gpus // per_node} nodes have {per_node} GPUs each" if per_node < job.gpus
+             else f"no node has {job.gpus} GPU(s)" if job.gpus else "no node has room")
+    raise InputError(source, f"jobs[{j}].partition", f"job {job.id!r} runs in partition "
+                     f"{job.partition!r} (nodes {listed}), where {shape} of a type it may use "
+                     "(with its node demand and topology); nodes outside the partition do")
 
 
 def _explain_ineligible(

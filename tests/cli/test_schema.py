@@ -14,3 +14,12 @@ def test_schema_prints_json_schema(gpuplan: Gpuplan, which: str) -> None:
     result = gpuplan("schema", which)
     assert result.code == 0
     assert json.loads(result.out)["type"] == "object"
+
+
+def test_instance_schema_shows_partitions_accounts_and_qos(gpuplan: Gpuplan) -> None:
+    """The published instance format has the partitions, accounts and QOS and each job's."""
+    schema = json.loads(gpuplan("schema", "instance").out)
+    assert {"partitions", "accounts", "qos"} <= set(schema["properties"])
+    assert {"partition", "account", "qos"} <= set(schema["$defs"]["JobSpec"]["properties"])
+    limit = schema["$defs"]["GpuLimitSpec"]["properties"]["gpus"]
+    assert "GrpTRES=gres/gpu=N" in limit["description"]

@@ -53,3 +53,20 @@ def test_online_view_names_a_job_that_can_run_nowhere(small: Instance) -> None:
     eligible[3] = False
     with pytest.raises(InputError, match=r"jobs\[3\].*'sweep-a' can run on no GPU type"):
         dataclasses.replace(small, eligible=eligible).online()
+
+
+def test_take_keeps_each_jobs_partition_and_limits() -> None:
+    """A part of quotas.json keeps each job's partition and account: re-plans honour them."""
+    quotas = read_instance(DATA / "quotas.json")
+    part = quotas.take(np.array([7, 0]))
+    assert [part.partition_ids[p] for p in part.job_partition] == ["mixed", "train"]
+    assert [part.account_ids[a] for a in part.job_account] == ["ops", "nlp"]
+    assert [str(limit) for limit in part.gpu_limits] == ["account 'nlp'", "QOS 'urgent'"]
+    assert part.job_limits == ((1,), (0,))
+
+
+def test_online_view_refuses_partitions_and_gpu_limits() -> None:
+    """The simulator plays neither out: exit-2 input naming them, not a run that breaks them."""
+    with pytest.raises(InputError, match="account/QOS GPU limits and partitions, which the "
+                       "simulator does not play out"):
+        read_instance(DATA / "quotas.json").online()

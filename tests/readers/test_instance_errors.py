@@ -92,6 +92,18 @@ EXPECTED: dict[str, tuple[str, str]] = {
                                         "preferred and spread_slowdown go together"),
     "load_balance_of_whole_gpus.json": ("gpu_types[0].sharing",
                                         "GPU type 'H100' is held whole"),
+    # Partitions, accounts and their GPU limits.
+    "unknown_partition.json": ("jobs[4].partition", "unknown partition 'inference' "
+                               "(partitions: train, infer, mixed)"),
+    "partition_unknown_node.json": ("partitions.infer[1]", "unknown node 'l3'"),
+    "unknown_account.json": ("jobs[6].account", "unknown account 'vison' (accounts: nlp, "
+                             "vision, ops)"),
+    "gang_over_limit.json": ("jobs[6].account", "job 'vision-3' needs 2 GPUs at once, but "
+                             "its account 'vision' lets its jobs hold at most 1 at a time "
+                             "(accounts.vision.gpus): no plan can run it"),
+    "partition_too_small.json": ("jobs[3].partition", "job 'nlp-4' runs in partition 'mixed' "
+                                 "(nodes l1, l2), where no node has 4 GPU(s) of a type it may "
+                                 "use"),
 }
 
 

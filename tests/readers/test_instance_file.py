@@ -140,3 +140,29 @@ def test_a_bad_job_in_a_later_chunk_is_named_by_its_place(
     with pytest.raises(InputError) as raised:
         instance_file.instance_from_data(data, "big.json")
     assert where in str(raised.value) and "big.json" in str(raised.value)
+
+
+def test_partitions_accounts_and_qos_read_as_index_arrays() -> None:
+    """quotas.json's partitions become node masks, its accounts and QOS GPU limits per job.
+
+    A job's partition narrows the types it may use to those its nodes hold (vision-1 runs
+    in the L4 partition, nlp-1 in the A100 one); an account without a limit caps nothing.
+    """
+    instance = read_instance(DATA / "quotas.json")
+    assert instance.partition_ids == ("train", "infer", "mixed")
+    assert instance.partition_nodes.tolist() == [[True, True, False, False],
+                                                 [False, False, True, True],
+                                                 [False, True, True, False]]
+    job = instance.job_index
+    assert instance.job_partition[job["vision-1"]] == 1
+    assert instance.job_partition[job["batch-1"]] == -1
+    assert instance.eligible[job["vision-1"]].tolist() == [False, True]
+    assert instance.eligible[job["nlp-1"]].tolist() == [True, False]
+    assert instance.account_ids == ("nlp", "vision", "ops")
+    assert instance.account_gpus.tolist() == [4, 2, -1]
+    assert instance.qos_gpus.tolist() == [2]
+    assert [(str(limit), limit.gpus, [instance.job_ids[j] for j in limit.jobs])
+            for limit in instance.gpu_limits] == [
+        ("account 'nlp'", 4, ["nlp-1", "nlp-2", "nlp-3", "nlp-4"]),
+        ("account 'vision'", 2, ["vision-1", "vision-2", "vision-3"]),
+        ("QOS 'urgent'", 2, ["ops-1", "ops-2"])]
