@@ -10,7 +10,16 @@ from typing import Any
 
 from rich.table import Table
 
-from gpuplan.cli.common import Commands, ExitCode, console, fmt, print_verification, read, settings
+from gpuplan.cli.common import (
+    Commands,
+    ExitCode,
+    console,
+    fmt,
+    print_unplaced,
+    print_verification,
+    read,
+    settings,
+)
 from gpuplan.cli.hybrid import _method_arguments
 from gpuplan.cli.solve import given_options
 from gpuplan.core.errors import InputError
@@ -19,7 +28,7 @@ from gpuplan.core.instance import Instance
 from gpuplan.core.options import build_options, option_fields
 from gpuplan.core.schedule import Schedule
 from gpuplan.live.cluster import Cluster, DryRun, SlurmCluster
-from gpuplan.live.operator import Operator, OperatorOptions, scaled, scratch_folder
+from gpuplan.live.operator import NoPlan, Operator, OperatorOptions, scaled, scratch_folder
 from gpuplan.live.runlog import check_log, figures, verify_run
 from gpuplan.live.state import JobRecord, RunState
 from gpuplan.methods import METHODS, get_method
@@ -122,6 +131,23 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     cluster = _cluster(args.slurm_conf, Path(args.output).resolve(), False)
     inputs = [args.instance, *([args.plan] if args.plan else [])]
+    try:
+        operator = _start(args, instance, cluster, state, options, method_options, plan,
+                          inputs)
+    except NoPlan as exc:
+        console.print(f"[red]no plan[/red] ({exc}): nothing was submitted", markup=True)
+        print_unplaced(exc.schedule)
+        return ExitCode.FAILED
+    console.print(f"submitted {sum(len(r.attempts) for r in state.jobs.values())} Slurm "
+                  f"jobs; the batch starts at {state.epoch.isoformat()}; state in "
+                  f"{operator.path}", markup=False)
+    return _watch(operator, operator.folder)
+
+
+def _start(args: argparse.Namespace, instance: Instance, cluster: Cluster, state: RunState,
+           options: OperatorOptions, method_options: Any, plan: Schedule | None,
+           inputs: list[str]) -> Operator:
+    """The operator with its first plan submitted; no folder is left when that fails."""
     with output_folder(args.output, inputs) as folder:
         if (folder / "state.json").exists():
             raise InputError(args.output, "", "holds a run (state.json): go on with it with "
@@ -131,10 +157,7 @@ def run(args: argparse.Namespace) -> int:
                             _watcher(args, options))
         operator.start(plan, args.plan or "")
         operator.save()
-    console.print(f"submitted {sum(len(r.attempts) for r in state.jobs.values())} Slurm "
-                  f"jobs; the batch starts at {state.epoch.isoformat()}; state in "
-                  f"{folder / 'state.json'}", markup=False)
-    return _watch(operator, folder)
+    return operator
 
 
 def _resume(args: argparse.Namespace) -> int:

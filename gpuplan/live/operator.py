@@ -46,7 +46,7 @@ from gpuplan.core.settings import RunSettings
 from gpuplan.exporters.base import check_plan
 from gpuplan.exporters.slurm import SlurmExporter, SlurmOptions
 from gpuplan.live.cluster import ENDED, HOLDING, Cluster, SlurmError, Snapshot
-from gpuplan.live.residual import Live, Running, build, plan_residual
+from gpuplan.live.residual import Live, Running, build, plan_residual, stuck
 from gpuplan.live.runlog import LOST, decided_by, plan_at
 from gpuplan.live.state import Attempt, JobRecord, NodeDown, PlanRecord, RunState, Slot
 
@@ -103,6 +103,14 @@ def scaled(instance: Instance, speedup: float) -> Instance:
                                release=instance.release / speedup,
                                deadline=instance.deadline / speedup,
                                due=instance.due / speedup)
+
+
+class NoPlan(Exception):  # noqa: N818 (a result, not an error of the code)
+    """The batch has no plan to carry out: nothing was submitted."""
+
+    def __init__(self, schedule: Schedule) -> None:
+        super().__init__(schedule.status.value)
+        self.schedule = schedule
 
 
 class Operator:
@@ -183,6 +191,8 @@ class Operator:
         live = build(self._whole(), self.state, 0.0, list(range(self.instance.n_jobs)), {},
                      set(), set(), self.options.move_s, self.options.same_start_s)
         schedule = plan_residual(live, self.state.method, self.method_options, self.settings)
+        if not schedule.status.has_plan:
+            raise NoPlan(schedule)
         seconds = time.monotonic() - began
         # The batch starts once planned, so that no planned start is already past.
         self.state.epoch = datetime.now(UTC).replace(microsecond=0) + timedelta(
@@ -252,16 +262,25 @@ class Operator:
                 free.append(j)
         down = {self.instance.node_index[n] for n in self.down
                 if n in self.instance.node_index}
-        live = build(self._whole(), self.state, now, free, running, done, down,
-                     self.options.move_s, self.options.same_start_s)
+        waiting = stuck(self.instance, free, down)
+        live = build(self._whole(), self.state, now,
+                     [j for j in free if j not in waiting], running, done | set(waiting),
+                     down, self.options.move_s, self.options.same_start_s, online=True)
         self.predicted = {self.instance.job_ids[j]: end for j, end in live.ends.items()}
         if not free:
             return
         settings = dataclasses.replace(self.settings, time_limit_s=self.options.replan_limit_s)
         planned = time.monotonic()
         schedule = plan_residual(live, self.state.method, self.method_options, settings)
+        if not schedule.status.has_plan:
+            why = "; ".join(f"{u.job}: {u.reason}" for u in schedule.unplaced[:3])
+            self.say(f"{now:7.0f} s  NO PLAN for what is left ({reason}): "
+                     f"{schedule.status.value} ({why}); the jobs stay as they are in Slurm "
+                     "until the next change")
+            return
         self._apply(live, schedule, reason, schedule.method, began,
-                    time.monotonic() - planned)
+                    time.monotonic() - planned,
+                    {self.instance.job_ids[j]: why for j, why in waiting.items()})
 
     # -- what the cluster shows -----------------------------------------------------------
 
@@ -426,8 +445,13 @@ class Operator:
     # -- applying a plan ------------------------------------------------------------------
 
     def _apply(self, live: Live, schedule: Schedule, reason: str, method: str,
-               began: float, plan_seconds: float) -> None:
-        """Put a verified plan of the residual instance in force: only what changed."""
+               began: float, plan_seconds: float,
+               waiting: dict[str, str] | None = None) -> None:
+        """Put a verified plan of the residual instance in force: only what changed.
+
+        ``waiting``: free jobs left out because no node that is up can run them, with why;
+        their pending Slurm jobs are cancelled (held, as the plan's unplaced jobs).
+        """
         now = live.now
         record = PlanRecord(at_s=now, reason=reason, method=method,
                             status=schedule.status.value, objective=schedule.objective,
@@ -445,9 +469,10 @@ class Operator:
         self.state.plans.append(record)
         for slot in record.slots:
             self._carry_out(slot, scripts[slot.job], record)
-        for unplaced in schedule.unplaced:
-            last = self.state.current(unplaced.job)
-            record.held[unplaced.job] = unplaced.reason
+        held = {u.job: u.reason for u in schedule.unplaced} | (waiting or {})
+        for job, why in held.items():
+            last = self.state.current(job)
+            record.held[job] = why
             if last is not None and last.state == "PENDING" and not last.cancelled_because:
                 last.cancelled_because, last.state = "not placed by the plan", "CANCELLED"
                 self._quietly(self.cluster.cancel, last.slurm_id)

@@ -97,9 +97,36 @@ def corrections(instance: Instance, state: RunState) -> FloatArray:
     return clipped
 
 
+def stuck(instance: Instance, free: list[int], down: Set[int]) -> dict[int, str]:
+    """The free jobs no node that is up can run, and those waiting for one, with why.
+
+    A job fits a type when the nodes of that type that are up hold its gang (on one node,
+    or ``gang_nodes`` nodes of ``gpus_per_node``); a job whose predecessor is stuck waits.
+    """
+    up = np.ones(instance.n_nodes, dtype=bool)
+    up[list(down)] = False
+    found: dict[int, str] = {}
+    for j in free:
+        per_node = int(instance.gpus_per_node[j]) or 0
+        need = int(instance.gang_nodes[j])
+        fits = [bool((instance.node_gpus[up, t] >= per_node).sum() >= need)
+                for t in range(instance.n_types) if instance.eligible[j, t]]
+        if not any(fits):
+            found[j] = "no node that is up holds its gang: it waits for one to come back"
+    waiting = True
+    while waiting:
+        waiting = False
+        for j in free:
+            late = [p for p in instance.predecessors[j] if p in found]
+            if j not in found and late:
+                found[j] = f"its predecessor {instance.job_ids[late[0]]} waits for a node"
+                waiting = True
+    return found
+
+
 def build(instance: Instance, state: RunState, now: float, free: list[int],
           running: Mapping[int, Running], done: Set[int], down: Set[int], move_s: float,
-          same_start_s: float) -> Live:
+          same_start_s: float, online: bool = False) -> Live:
     """The residual instance of a live run at ``now``; see the module's description.
 
     Parameters
@@ -118,6 +145,9 @@ def build(instance: Instance, state: RunState, now: float, free: list[int],
         The nodes that take no new job, by index.
     move_s, same_start_s
         The price of moving a job's slot, and how far a start may move and stay.
+    online
+        Deadlines become due dates (a re-plan after a failure cannot promise them; a miss
+        is tardiness, reported), as in a simulation.
     """
     factor = corrections(instance, state)
     ends: dict[int, float] = {}
@@ -139,14 +169,16 @@ def build(instance: Instance, state: RunState, now: float, free: list[int],
         for p in instance.predecessors[j]:
             if p in ends:
                 release[k] = max(release[k], ends[p] - now)
-            elif p not in done and p not in set(free):
+            elif p not in done and p not in free:
                 raise AssertionError(f"job {instance.job_ids[j]}'s predecessor is neither "
                                      "done, running nor free")
     taken = instance.take(jobs)
+    deadline, due = taken.deadline - now, taken.due - now
+    if online:
+        deadline, due = np.full(jobs.size, np.inf), np.minimum(due, deadline)
     residual = dataclasses.replace(
         taken, name=f"{instance.name}@{now:g}s", duration=taken.duration * factor[None, :],
-        release=release, deadline=taken.deadline - now, due=taken.due - now,
-        outages=tuple(held))
+        release=release, deadline=deadline, due=due, outages=tuple(held))
     return Live(residual, now, jobs, _keep(instance, residual, state, jobs, now, down, move_s,
                                            same_start_s), ends)
 

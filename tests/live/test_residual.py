@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 import numpy as np
@@ -10,7 +11,14 @@ import pytest
 from gpuplan import read_instance
 from gpuplan.core.instance import Instance
 from gpuplan.core.settings import RunSettings
-from gpuplan.live.residual import MIN_LEFT_S, Running, build, corrections, plan_residual
+from gpuplan.live.residual import (
+    MIN_LEFT_S,
+    Running,
+    build,
+    corrections,
+    plan_residual,
+    stuck,
+)
 from gpuplan.live.state import Attempt, JobRecord, RunState
 from gpuplan.verify import verify_schedule
 from tests.conftest import DATA
@@ -79,3 +87,21 @@ def test_a_down_node_is_out_and_durations_follow_what_ran(tiny: Instance) -> Non
     assert live.instance.duration[k, 0] == pytest.approx(1.5 * 5)
     schedule = plan_residual(live, "greedy", None, RunSettings())
     assert not any(g.startswith("a100-0/") for s in schedule.segments for g in s.gpu_ids)
+
+
+def test_jobs_no_node_that_is_up_can_run_wait_with_their_successors(tiny: Instance) -> None:
+    """With both A100 nodes down, p3 (8 A100 GPUs) waits, and so does p7 after it."""
+    free = list(range(tiny.n_jobs))
+    waiting = stuck(tiny, free, {tiny.node_index["a100-0"], tiny.node_index["a100-1"]})
+    assert {tiny.job_ids[j] for j in waiting} == {"p3", "p7"}
+    assert "predecessor p3" in waiting[tiny.job_index["p7"]]
+    assert stuck(tiny, free, {tiny.node_index["a100-0"]}) == {}
+
+
+def test_a_re_plan_turns_deadlines_into_due_dates(tiny: Instance) -> None:
+    """Online a missed deadline is tardiness, not a batch without a plan."""
+    tight = dataclasses.replace(tiny, deadline=np.full(tiny.n_jobs, 1.0))
+    live = build(tight, _state(tight), 0.0, list(range(tiny.n_jobs)), {}, set(), set(),
+                 60.0, 2.0, online=True)
+    assert np.isinf(live.instance.deadline).all() and (live.instance.due == 1.0).all()
+    assert plan_residual(live, "greedy", None, RunSettings()).status.has_plan
