@@ -437,7 +437,33 @@ SACCT_READS = (*SACCT_NEEDS, "JobID", "AllocTRES")
 #: The command that writes what :func:`read_sacct` reads (wall-clock times in UTC).
 SACCT_COMMAND = ("TZ=UTC sacct -P -X --format=JobID,JobName,State,Start,End,NodeList,"
                  "AllocTRES -j IDS")
-_NOT_A_TIME = ("Unknown", "None", "")
+_NOT_A_TIME = ("Unknown", "None", "N/A", "")
+
+#: What a schedule of what ran makes of a job, by its Slurm state: its runs are
+#: history (done), it runs where it runs until the instance's duration says it ends
+#: (running), or it is placed nowhere and free to plan (not started; ended unsuccessfully,
+#: to be planned again).
+DONE, RUNNING, NOT_STARTED, ENDED = "done", "running", "not started", "ended unsuccessfully"
+#: Slurm's job states (sacct(1), squeue(1) "JOB STATE CODES") by what they make of a job.
+SLURM_STATES: dict[str, str] = {
+    "COMPLETED": DONE,
+    **dict.fromkeys(("RUNNING", "CONFIGURING", "COMPLETING", "RESIZING", "SIGNALING",
+                     "STAGE_OUT"), RUNNING),
+    **dict.fromkeys(("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"),
+                    NOT_STARTED),
+    **dict.fromkeys(("FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED", "OUT_OF_MEMORY",
+                     "BOOT_FAIL", "DEADLINE", "PREEMPTED", "SPECIAL_EXIT", "REVOKED"), ENDED),
+}
+#: Slurm states of a job that holds its GPUs without running: no plan can say when it ends.
+SLURM_HELD = ("SUSPENDED", "STOPPED")
+#: The ``method`` of a schedule of what ran (:func:`read_sacct`, :func:`read_squeue`): a
+#: record, not a plan (``gpuplan replan`` takes its jobs placed nowhere as free, and the
+#: runs of its done jobs as long as they took).
+RECORDS = ("sacct", "squeue")
+#: The ``squeue`` columns :func:`read_squeue` reads, as its header names them.
+SQUEUE_COLUMNS = ("JOBID", "NAME", "STATE", "START_TIME", "NODELIST", "TRES_PER_NODE")
+#: The command that writes what :func:`read_squeue` reads (start times in UTC).
+SQUEUE_COMMAND = "TZ=UTC squeue -o '%i|%j|%T|%S|%N|%b' -j IDS"
 
 
 def _utc(text: str, source: str, where: str) -> datetime | None:
@@ -488,19 +514,108 @@ def _allocated_type(tres: str, node: int, instance: Instance, source: str,
     return held[0], total, False
 
 
-def read_sacct(path: str | Path, instance: Instance, epoch: datetime) -> Schedule:
-    """What a cluster ran, from ``sacct -P`` output, as an unverified schedule of ``instance``.
+@dataclass(frozen=True)
+class _Row:
+    """One Slurm job of a gpuplan job, as ``sacct`` or ``squeue`` lists it.
+
+    Times are seconds from the epoch (None where Slurm gives none); where it ran is read
+    only for a job that runs or is done.
+    """
+
+    job: str
+    state: str
+    kind: str
+    start: float | None
+    end: float | None
+    nodes: tuple[str, ...]
+    per_node: int
+    gpu_type: str
+    where: str
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What a row is read against: the instance, t = 0, the file and the command that wrote it."""
+
+    instance: Instance
+    epoch: datetime
+    source: str
+    #: ``sacct`` or ``squeue``: the schedule's method.
+    method: str
+
+    def seconds(self, text: str, where: str) -> float | None:
+        """A UTC wall-clock time of the file as seconds from the epoch; None for none."""
+        when = _utc(text, self.source, where)
+        if when is None:
+            return None
+        offset = self.epoch.utcoffset() or timedelta(0)
+        return (when - (self.epoch.replace(tzinfo=None) - offset)).total_seconds()
+
+    def row(self, job: str, state: str, start: str, end: str, nodes: str, tres: str,
+            where: str) -> _Row:
+        """One row, checked: a job of the instance, a known state, its nodes and GPUs."""
+        source, instance = self.source, self.instance
+        if job not in instance.job_index:
+            raise InputError(source, where, f"job name {job!r} is not a job of "
+                             f"{instance.name}; select the plan's jobs by their ids "
+                             f"({self.method} -j; the export's job-ids.csv lists them)")
+        word = state.split(" ", 1)[0]
+        if word in SLURM_HELD:
+            raise InputError(source, where, f"job {job!r} is {word}: it holds its GPUs "
+                             "without running, which no plan can say; resume or cancel it "
+                             "(scontrol resume, scancel), then read the state again")
+        if word not in SLURM_STATES:
+            raise InputError(source, where, f"unknown Slurm state {state!r}; known: "
+                             f"{', '.join(sorted(SLURM_STATES))}, {', '.join(SLURM_HELD)}")
+        kind = SLURM_STATES[word]
+        began, ended = self.seconds(start, where), self.seconds(end, where)
+        if kind not in (DONE, RUNNING):
+            return _Row(job, state, kind, began, ended, (), 0, "", where)
+        if began is None or (kind == DONE and ended is None):
+            raise InputError(source, where, f"job {job!r} is {word} but has no "
+                             f"{'start' if began is None else 'end'} time (running jobs need "
+                             "their start, done ones their start and end)")
+        names = expand_hostlist(nodes, source, where)
+        for node in names:
+            if node not in instance.node_index:
+                raise InputError(source, where, f"node {node!r} is not a node of "
+                                 f"{instance.name}")
+        names.sort(key=instance.node_index.__getitem__)
+        gpu_type, count, shards = _allocated_type(tres, instance.node_index[names[0]],
+                                                  instance, source, where)
+        if gpu_type not in instance.type_index:
+            raise InputError(source, where, f"GPU type {gpu_type!r} is not a type of "
+                             f"{instance.name}")
+        return _Row(job, state, kind, began, ended, tuple(names),
+                    1 if shards else count // len(names), gpu_type, where)
+
+
+def read_sacct(path: str | Path, instance: Instance, epoch: datetime,
+               at: float | None = None) -> Schedule:
+    """What a cluster ran and runs, from ``sacct -P`` output, as a schedule of ``instance``.
 
     Rows are matched to jobs by ``JobName`` (``gpuplan export slurm`` names each Slurm job
-    after its job); steps (``JobID`` with a dot) are skipped. Each row that started is a
-    segment from its ``Start`` to its ``End`` (wall-clock times in UTC, read relative to
-    ``epoch``) on its nodes (``NodeList``, a host list for a multi-node job), on the GPUs
-    of the type ``AllocTRES`` names (the node's only type when it names none), as many on
-    each node, one per node for a job that held shards, numbered from the lowest free, as
-    Slurm gives no GPU index.
-    Jobs with no row that started are unplaced, with their Slurm state as the reason. The
-    work of each segment is left for the verifier to infer from its interval, so a job
-    that ran longer or shorter than the instance says is reported, not hidden.
+    after its job); steps (``JobID`` with a dot) are skipped. Each job is what its Slurm
+    state makes of it (:data:`SLURM_STATES`):
+
+    - **done** (``COMPLETED``): each of its rows is a segment from its ``Start`` to its
+      ``End``, history;
+    - **running** (``RUNNING``, ``Start`` set, ``End`` Unknown): a segment from its start
+      to its planned end, when the work its done rows left takes the instance's duration
+      on its GPUs; a later row of the job still pending (the next segment of a paused
+      plan) is left out, as the segment runs the job to its end;
+    - **not started** (``PENDING`` and the other queued states, or no row at all) and
+      **ended unsuccessfully** (``FAILED``, ``TIMEOUT``, ``NODE_FAIL``, ``CANCELLED``,
+      ...): unplaced, their Slurm state the reason; a re-plan plans them (a failed job
+      from the start).
+
+    Segments are on the row's nodes (``NodeList``, a host list for a multi-node job), on
+    GPUs of the type ``AllocTRES`` names (the node's only type when it names none), as
+    many on each node, one per node for a job that held shards, numbered from the lowest
+    free, as Slurm gives no GPU index; times are wall-clock UTC, read relative to
+    ``epoch``. The work of a done segment is left for the verifier to infer from its
+    interval, so a job that ran longer or shorter than the instance says is reported,
+    not hidden. The schedule's ``method`` is ``sacct`` (one of :data:`RECORDS`).
 
     Parameters
     ----------
@@ -510,13 +625,18 @@ def read_sacct(path: str | Path, instance: Instance, epoch: datetime) -> Schedul
         The instance that was planned.
     epoch
         The plan's time zero.
+    at
+        The instant the output was taken, in seconds from ``epoch``; needed when a job
+        runs.
 
     Raises
     ------
     InputError
         Naming the file and line: a missing column, a row with the wrong number of
-        fields, a job name that is not a job of the instance, an unknown node, an unknown
-        GPU type or a time that does not parse.
+        fields, a job name that is not a job of the instance, an unknown node, GPU type
+        or Slurm state, a time that does not parse or comes after ``at``; a running job
+        without ``at``, or past its planned end at ``at``; a suspended job; a job that
+        ran in part and waits for the rest.
     """
     source = str(path)
     lines = [line for line in read_text(Path(path)).splitlines() if line.strip()]
@@ -528,8 +648,8 @@ def read_sacct(path: str | Path, instance: Instance, epoch: datetime) -> Schedul
         raise InputError(source, "line 1", f"missing column(s) {', '.join(missing)}; write "
                          f"the file with: {SACCT_COMMAND}")
     column = {name: header.index(name) for name in SACCT_READS if name in header}
-    runs: list[_Run] = []
-    states: dict[str, str] = {}
+    reading = _Reading(instance, epoch, source, "sacct")
+    rows: list[_Row] = []
     for number, line in enumerate(lines[1:], start=2):
         where = f"line {number}"
         fields = line.split("|")
@@ -539,75 +659,251 @@ def read_sacct(path: str | Path, instance: Instance, epoch: datetime) -> Schedul
         row = {name: fields[k] for name, k in column.items()}
         if "." in row.get("JobID", ""):
             continue
-        job = row["JobName"]
-        if job not in instance.job_index:
-            raise InputError(source, where, f"JobName {job!r} is not a job of "
-                             f"{instance.name}; select the plan's jobs with sacct -j (the "
-                             "export's job-ids.csv lists them)")
-        states[job] = row["State"]
-        start, end = (_utc(row["Start"], source, where), _utc(row["End"], source, where))
-        if start is None or end is None:
+        rows.append(reading.row(row["JobName"], row["State"], row["Start"], row["End"],
+                                row["NodeList"], row.get("AllocTRES", ""), where))
+    return _record(reading, rows, at, {})
+
+
+def read_squeue(path: str | Path, instance: Instance, epoch: datetime, at: float,
+                plan: Schedule) -> Schedule:
+    """What runs and waits in a cluster, from ``squeue`` output, as a schedule of ``instance``.
+
+    ``squeue`` lists the jobs in the queue, running or waiting, by the format of
+    :data:`SQUEUE_COMMAND` (its header line names the columns :data:`SQUEUE_COLUMNS`).
+    Jobs are matched by name and their states read as :func:`read_sacct` reads them: a
+    running job is a segment from its ``START_TIME`` to its planned end on its
+    ``NODELIST``, with the GPUs ``TRES_PER_NODE`` asks of each node; a waiting one is
+    unplaced, not started. A job ``squeue`` does not list has left the queue, and the
+    plan it was exported from says what it did: it is done as ``plan`` ran it, its
+    planned segments that start before ``at`` cut there (squeue cannot tell a done job
+    from a failed one: read sacct when jobs may have failed); one planned to start at
+    ``at`` or later never started (unplaced). The planned segments that end before a
+    running job starts are its history. The schedule's ``method`` is ``squeue``.
+
+    Parameters
+    ----------
+    path
+        The ``squeue`` output (:data:`SQUEUE_COMMAND`), with its header line.
+    instance
+        The instance that was planned.
+    epoch
+        The plan's time zero.
+    at
+        The instant the output was taken, in seconds from ``epoch``.
+    plan
+        The plan the jobs were exported from.
+
+    Raises
+    ------
+    InputError
+        As :func:`read_sacct` does, and for a header without the columns of
+        :data:`SQUEUE_COLUMNS`.
+    """
+    source = str(path)
+    lines = [line for line in read_text(Path(path)).splitlines() if line.strip()]
+    header = lines[0].split("|") if lines else []
+    if [name.strip() for name in header] != list(SQUEUE_COLUMNS):
+        raise InputError(source, "line 1", f"expected the header {'|'.join(SQUEUE_COLUMNS)}; "
+                         f"write the file with: {SQUEUE_COMMAND}")
+    reading = _Reading(instance, epoch, source, "squeue")
+    rows: list[_Row] = []
+    for number, line in enumerate(lines[1:], start=2):
+        where = f"line {number}"
+        fields = [field.strip() for field in line.split("|")]
+        if len(fields) != len(SQUEUE_COLUMNS):
+            raise InputError(source, where, f"{len(fields)} fields, the header has "
+                             f"{len(SQUEUE_COLUMNS)}; write the file with: {SQUEUE_COMMAND}")
+        _, job, state, start, nodes, per_node = fields
+        count = len(expand_hostlist(nodes, source, where)) if nodes else 1
+        rows.append(reading.row(job, state, start, "", nodes,
+                                _per_node_tres(per_node, count, source, where), where))
+    planned: dict[str, list[Segment]] = defaultdict(list)
+    for segment in plan.segments:
+        planned[segment.job].append(segment)
+    return _record(reading, rows, at, planned)
+
+
+def _per_node_tres(text: str, nodes: int, source: str, where: str) -> str:
+    """The GPUs of ``TRES_PER_NODE`` over ``nodes`` nodes, as ``AllocTRES`` writes them.
+
+    squeue writes ``gres:gpu:TYPE:N`` (Slurm 22.05; ``gres/gpu:TYPE:N`` later), ``gpu:N``
+    without a type and ``shard:N`` for shards, per node.
+    """
+    tres = []
+    for item in filter(None, text.split(",")):
+        if item == "N/A":
             continue
-        nodes = expand_hostlist(row["NodeList"], source, where)
-        for node in nodes:
-            if node not in instance.node_index:
-                raise InputError(source, where, f"node {node!r} is not a node of "
-                                 f"{instance.name}")
-        nodes.sort(key=instance.node_index.__getitem__)
-        gpu_type, count, shards = _allocated_type(row.get("AllocTRES", ""),
-                                                  instance.node_index[nodes[0]], instance,
-                                                  source, where)
-        if gpu_type not in instance.type_index:
-            raise InputError(source, where, f"GPU type {gpu_type!r} is not a type of "
-                             f"{instance.name}")
-        runs.append(_Run(start, end, job, tuple(nodes),
-                         1 if shards else count // len(nodes), gpu_type))
-    segments = _numbered(instance, sorted(runs), epoch)
-    ran = {s.job for s in segments}
-    return Schedule(
-        instance=instance.name, objective_kind=instance.objective.value,
-        status=Status.FEASIBLE, objective=None, bound=None, gap=None, method="sacct",
-        solver="slurm", wall_time_s=0.0, seed=0, gpuplan_version=__version__, epoch=epoch,
-        segments=segments,
-        unplaced=[Unplaced(job=job, reason=f"Slurm state {states.get(job, 'not in sacct')}")
-                  for job in instance.job_ids if job not in ran])
+        parts = item.removeprefix("gres:").removeprefix("gres/").split(":")
+        if parts[0] not in ("gpu", "shard"):
+            continue
+        count = _count(parts[-1], source, where, item) if parts[-1].isdigit() else 1
+        named = parts[1:-1] if parts[-1].isdigit() else parts[1:]
+        kind = f"gres/{parts[0]}" + (f":{named[0]}" if named else "")
+        tres.append(f"{kind}={count * nodes}")
+    return ",".join(tres)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class _Run:
-    """One job as Slurm ran it: its interval, nodes, GPUs per node and GPU type."""
+    """One run of a job, times from the epoch: done, running (``end`` None) or as planned.
 
-    start: datetime
-    end: datetime
+    ``gpus`` are the planned GPUs of a run :func:`read_squeue` takes from the plan; None:
+    numbered from the lowest free. ``where`` is its line, for messages.
+    """
+
+    start: float
     job: str
     nodes: tuple[str, ...]
     per_node: int
     gpu_type: str
+    end: float | None
+    gpus: tuple[str, ...] | None = None
+    where: str = ""
 
 
-def _numbered(instance: Instance, runs: list[_Run], epoch: datetime) -> list[Segment]:
-    """Segments of the runs (by start), each on the lowest-numbered GPUs free at its start.
+def _runs_of(reading: _Reading, job: str, mine: list[_Row], at: float | None,
+             planned: list[Segment]) -> list[_Run] | str:
+    """A job's runs (history, then the one running), or why it is unplaced.
 
-    A run's segment names its first node.
+    ``planned`` are its planned segments, for a job of an output that lists only the
+    queue (squeue's): those that end before a run it lists starts are taken as run as
+    planned, and so are all that start before ``at`` (cut there) when it lists none.
     """
-    free_at: dict[str, datetime] = {}
+    def run(row: _Row) -> _Run:
+        assert row.start is not None
+        return _Run(row.start, job, row.nodes, row.per_node, row.gpu_type, row.end,
+                    where=row.where)
+
+    def as_planned(segment: Segment, end: float) -> _Run:
+        return _Run(segment.start_s, job, (segment.node,), 0, segment.gpu_type, end,
+                    tuple(segment.gpu_ids))
+
+    source = reading.source
+    running = [row for row in mine if row.kind == RUNNING]
+    done = [row for row in mine if row.kind == DONE]
+    if len(running) > 1:
+        raise InputError(source, running[1].where, f"job {job!r} runs twice at once (also "
+                         f"at {running[0].where})")
+    if running:
+        if at is None:
+            raise InputError(source, running[0].where, f"job {job!r} is "
+                             f"{running[0].state}: give the instant this output was taken "
+                             "(`at`), for its planned end")
+        first = running[0].start
+        assert first is not None
+        return [*(as_planned(s, s.end_s) for s in planned if s.end_s <= first),
+                *map(run, done), run(running[0])]
+    if done and mine[-1].kind == DONE:
+        return [run(row) for row in done]
+    if done:
+        raise InputError(source, mine[-1].where, f"job {job!r} ran in part ({done[-1].where}) "
+                         f"and is {mine[-1].state} for the rest: a job paused between its "
+                         "segments is not read; read the state while it runs or once it ended")
+    if mine:
+        return f"{mine[-1].kind}: Slurm state {mine[-1].state}"
+    if at is not None and any(s.start_s < at for s in planned):
+        return [as_planned(s, min(s.end_s, at)) for s in planned if s.start_s < at]
+    return f"{NOT_STARTED}: not in the {reading.method} output"
+
+
+def _record(reading: _Reading, rows: list[_Row], at: float | None,
+            planned: dict[str, list[Segment]]) -> Schedule:
+    """The rows as an unverified schedule of what ran: segments, and unplaced with why."""
+    instance, source = reading.instance, reading.source
+    if at is not None:
+        for row in rows:
+            late = next((t for t in (row.start, row.end) if t is not None and t > at), None)
+            if row.kind in (DONE, RUNNING) and late is not None:
+                raise InputError(source, row.where, f"job {row.job!r} has a time {late:g} s "
+                                 f"from the epoch, after the output was taken (`at` = "
+                                 f"{at:g} s)")
+    by_job: dict[str, list[_Row]] = defaultdict(list)
+    for row in rows:
+        by_job[row.job].append(row)
+    runs: list[_Run] = []
+    unplaced = []
+    for job in instance.job_ids:
+        found = _runs_of(reading, job, by_job.get(job, []), at, planned.get(job, []))
+        if isinstance(found, str):
+            unplaced.append(Unplaced(job=job, reason=found))
+        else:
+            runs.extend(found)
+    runs.sort(key=lambda run: (run.start, run.job))
+    segments = _numbered(instance, runs)
+    # The work each job's earlier runs did, at the instance's durations.
+    done: dict[str, float] = defaultdict(float)
+    for segment, run in zip(segments, runs, strict=True):
+        if run.end is not None:
+            done[run.job] += (segment.end_s - segment.start_s) / _takes(instance, segment)
+    for k, run in enumerate(runs):
+        if run.end is None:
+            assert at is not None
+            segments[k] = _planned_end(reading, segments[k], done[run.job], at, run.where)
+    return Schedule(
+        instance=instance.name, objective_kind=instance.objective.value,
+        status=Status.FEASIBLE, objective=None, bound=None, gap=None, method=reading.method,
+        solver="slurm", wall_time_s=0.0, seed=0, gpuplan_version=__version__,
+        epoch=reading.epoch, segments=segments, unplaced=unplaced)
+
+
+def _takes(instance: Instance, segment: Segment) -> float:
+    """Seconds the whole job takes where the segment runs it (its spread slowdown too)."""
+    j, t = instance.job_index[segment.job], instance.type_index[segment.gpu_type]
+    seconds = float(instance.duration[j, t])
+    if not segment.gpu_ids:
+        return seconds
+    # One GPU of each node: the nodes the gang spans, each once.
+    per_node = {instance.gpu_node[instance.gpu_index[g]]: instance.gpu_index[g]
+                for g in segment.gpu_ids}
+    return seconds * instance.spread_factor(j, instance.gpu_node[list(per_node.values())])
+
+
+def _planned_end(reading: _Reading, segment: Segment, done: float, at: float,
+                 where: str) -> Segment:
+    """A running segment to when the work its job's earlier runs left (``done``) is done.
+
+    Raises
+    ------
+    InputError
+        If that is not after ``at``: the job runs longer than the instance says.
+    """
+    takes = _takes(reading.instance, segment)
+    end = segment.start_s + max(0.0, 1.0 - done) * takes
+    if end <= at:
+        raise InputError(reading.source, where, f"job {segment.job!r} started at "
+                         f"{segment.start_s:g} s and still runs at {at:g} s, past its planned "
+                         f"end at {end:g} s (it takes {takes:g} s on {segment.gpu_type} in "
+                         f"{reading.instance.name}): the state would have it done; raise its "
+                         "duration_s in the instance file to what it will take, then read the "
+                         "state again")
+    return segment.model_copy(update={"end_s": end})
+
+
+def _numbered(instance: Instance, runs: list[_Run]) -> list[Segment]:
+    """Segments of the runs (in start order), each on the lowest-numbered GPUs free then.
+
+    A run's segment names its first node; a planned run keeps its GPUs; a running one
+    holds its GPUs to the end (its segment ends where it starts, for the caller to set).
+    """
+    free_at: dict[str, float] = {}
     segments = []
-    offset = epoch.utcoffset() or timedelta(0)
-    zero = epoch.replace(tzinfo=None) - offset
     for run in runs:
-        t = instance.type_index[run.gpu_type]
-        gpus = []
-        for node in run.nodes:
-            n = instance.node_index[node]
-            first = sum(int(instance.node_gpus[n, k]) for k in range(t))
-            own = [f"{node}/{first + k}" for k in range(int(instance.node_gpus[n, t]))]
-            idle = [g for g in own if free_at.get(g, run.start) <= run.start]
-            # Too few idle means Slurm ran more than the node holds (or shards shared a
-            # GPU): keep the overlap, so that the verifier judges it.
-            gpus += (idle + [g for g in own if g not in idle])[:run.per_node]
+        if run.gpus is not None:
+            gpus = list(run.gpus)
+        else:
+            t = instance.type_index[run.gpu_type]
+            gpus = []
+            for node in run.nodes:
+                n = instance.node_index[node]
+                first = sum(int(instance.node_gpus[n, k]) for k in range(t))
+                own = [f"{node}/{first + k}" for k in range(int(instance.node_gpus[n, t]))]
+                idle = [g for g in own if free_at.get(g, run.start) <= run.start]
+                # Too few idle means Slurm ran more than the node holds (or shards shared a
+                # GPU): keep the overlap, so that the verifier judges it.
+                gpus += (idle + [g for g in own if g not in idle])[:run.per_node]
         for gpu in gpus:
-            free_at[gpu] = run.end
+            free_at[gpu] = float("inf") if run.end is None else run.end
         segments.append(Segment(job=run.job, node=run.nodes[0], gpu_type=run.gpu_type,
-                                gpu_ids=gpus, start_s=(run.start - zero).total_seconds(),
-                                end_s=(run.end - zero).total_seconds()))
+                                gpu_ids=gpus, start_s=run.start,
+                                end_s=run.start if run.end is None else run.end))
     return segments

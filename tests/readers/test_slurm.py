@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from gpuplan import read_instance
 from gpuplan.core.errors import InputError
-from gpuplan.readers.slurm import expand_hostlist, read_sacct, read_slurm_fleet
+from gpuplan.core.schedule import Schedule, ViolationKind
+from gpuplan.readers.slurm import expand_hostlist, read_sacct, read_slurm_fleet, read_squeue
 from gpuplan.verify import verify_schedule
 from tests.conftest import DATA, INSTANCES
 
 CLUSTERS = INSTANCES / "clusters"
-SLEEPERS = DATA / "slurm" / "sleepers.json"
+SLURM = DATA / "slurm"
+SLEEPERS = SLURM / "sleepers.json"
 #: When the sleepers plan of tests/data/slurm/sleepers_sacct.txt was started (its epoch).
 SLEEPERS_EPOCH = datetime(2026, 12, 7, 4, 29, 42, tzinfo=UTC)
+#: The snapshot plan's instance, its epoch and when its sacct and squeue outputs were
+#: taken (tests/data/slurm/README.md).
+SNAPSHOT = SLURM / "snapshot.json"
+SNAPSHOT_EPOCH = datetime(2026, 12, 7, 19, 29, 19, tzinfo=UTC)
+SNAPSHOT_AT = 61.0
+PAUSED_EPOCH = datetime(2026, 12, 7, 6, 0, 0, tzinfo=UTC)
 
 
 def test_host_lists_expand_as_slurm_expands_them() -> None:
@@ -109,7 +117,7 @@ def test_what_slurm_ran_reads_back_as_a_schedule_that_verifies() -> None:
     ("JobID|JobName|State\n", "missing column(s) Start, End, NodeList"),
     ("JobID|JobName|State|Start|End|NodeList\n1|prepare|COMPLETED|x|y\n", "5 fields"),
     ("JobID|JobName|State|Start|End|NodeList\n1|other|COMPLETED|2026-12-07T04:29:42|"
-     "2026-12-07T04:29:48|dgx-a\n", "JobName 'other' is not a job"),
+     "2026-12-07T04:29:48|dgx-a\n", "job name 'other' is not a job"),
     ("JobID|JobName|State|Start|End|NodeList\n1|prepare|COMPLETED|2026-12-07T04:29:42|"
      "2026-12-07T04:29:48|gpu99\n", "node 'gpu99'"),
     ("JobID|JobName|State|Start|End|NodeList\n1|prepare|COMPLETED|yesterday|"
@@ -136,7 +144,103 @@ def test_jobs_that_never_started_are_unplaced_with_their_state(tmp_path: Path) -
     (tmp_path / "sacct.txt").write_text("\n".join(lines) + "\n")
     ran = read_sacct(tmp_path / "sacct.txt", read_instance(SLEEPERS), SLEEPERS_EPOCH)
     assert [(u.job, u.reason) for u in ran.unplaced] == [
-        ("evaluate", "Slurm state CANCELLED by 0")]
+        ("evaluate", "ended unsuccessfully: Slurm state CANCELLED by 0")]
+
+
+def _snapshot(folder: Path, text: str, at: float | None = SNAPSHOT_AT) -> Schedule:
+    """What a sacct output (a snapshot of the running plan, as it was or edited) reads as."""
+    (folder / "sacct.txt").write_text(text)
+    return read_sacct(folder / "sacct.txt", read_instance(SNAPSHOT), SNAPSHOT_EPOCH, at)
+
+
+def test_a_running_plan_reads_as_done_running_not_started_and_failed(tmp_path: Path) -> None:
+    """Real sacct output of the snapshot plan 61 s in (Slurm 22.05), job by job.
+
+    prepare and embed are done as they ran; train (which started 1 s late) and sweep run
+    to their planned ends at the instance's 900 s; evaluate and report wait, and smoke
+    failed: unplaced, for a re-plan to plan. What ran verifies; only the jobs not placed
+    are missing.
+    """
+    instance = read_instance(SNAPSHOT)
+    ran = _snapshot(tmp_path, (SLURM / "snapshot_sacct.txt").read_text())
+    assert {s.job: (s.start_s, s.end_s) for s in ran.segments} == {
+        "prepare": (0.0, 10.0), "sweep": (0.0, 900.0), "train": (11.0, 911.0),
+        "embed": (20.0, 32.0)}
+    assert {u.job: u.reason for u in ran.unplaced} == {
+        "evaluate": "not started: Slurm state PENDING",
+        "smoke": "ended unsuccessfully: Slurm state FAILED",
+        "report": "not started: Slurm state PENDING"}
+    kinds = {v.kind for v in verify_schedule(instance, ran).violations}
+    assert kinds == {ViolationKind.UNPLACED}
+
+
+def test_squeue_gives_the_same_running_state_and_the_plan_the_rest(tmp_path: Path) -> None:
+    """Real squeue output of the same snapshot: running and waiting jobs as sacct reads them.
+
+    The jobs squeue no longer lists ran as planned (smoke too: squeue cannot tell that it
+    failed).
+    """
+    instance = read_instance(SNAPSHOT)
+    plan = Schedule.read(SLURM / "snapshot_plan.json")
+    queued = read_squeue(SLURM / "snapshot_squeue.txt", instance, SNAPSHOT_EPOCH,
+                         SNAPSHOT_AT, plan)
+    ran = _snapshot(tmp_path, (SLURM / "snapshot_sacct.txt").read_text())
+    running = {"train", "sweep"}
+    assert [s for s in queued.segments if s.job in running] == [
+        s for s in ran.segments if s.job in running]
+    planned = {s.job: s for s in plan.segments}
+    assert [s.model_dump() for s in queued.segments if s.job not in running] == [
+        planned[job].model_copy(update={"work": None}).model_dump()
+        for job in ("prepare", "smoke", "embed")]
+    assert [u.job for u in queued.unplaced] == ["evaluate", "report"]
+    assert verify_schedule(instance, queued).violations[0].kind is ViolationKind.UNPLACED
+
+
+def test_a_job_resumed_in_a_later_slurm_job_runs_what_is_left(tmp_path: Path) -> None:
+    """A preemptible job that did half its work in a first segment runs the other half.
+
+    paused.json's long job (10 s) ran 5 s, then urgent; its second segment runs from 9 s,
+    so it ends at 14 s; the record verifies.
+    """
+    instance = read_instance(SLURM / "paused.json")
+    times = {k: (PAUSED_EPOCH + timedelta(seconds=k)).strftime("%Y-%m-%dT%H:%M:%S")
+             for k in (0, 5, 9)}
+    (tmp_path / "sacct.txt").write_text(
+        "JobID|JobName|State|Start|End|NodeList|AllocTRES\n"
+        f"1|long|COMPLETED|{times[0]}|{times[5]}|l4-01|gres/gpu:l4=1\n"
+        f"2|urgent|COMPLETED|{times[5]}|{times[9]}|l4-01|gres/gpu:l4=2\n"
+        f"3|long|RUNNING|{times[9]}|Unknown|l4-01|gres/gpu:l4=1\n")
+    ran = read_sacct(tmp_path / "sacct.txt", instance, PAUSED_EPOCH, 11.0)
+    assert [(s.job, s.start_s, s.end_s) for s in ran.segments] == [
+        ("long", 0.0, 5.0), ("urgent", 5.0, 9.0), ("long", 9.0, 14.0)]
+    assert verify_schedule(instance, ran).ok
+
+
+@pytest.mark.parametrize(("edit", "at", "where", "says"), [
+    (("", ""), None, "line 5", "job 'train' is RUNNING: give the instant"),
+    (("", ""), 1000.0, "line 3", "still runs at 1000 s, past its planned end at 900 s"),
+    (("", ""), 30.0, "line 6", "has a time 32 s from the epoch, after the output was taken"),
+    (("|RUNNING|2026-12-07T19:29:30|", "|SUSPENDED|2026-12-07T19:29:30|"), SNAPSHOT_AT,
+     "line 5", "job 'train' is SUSPENDED: it holds its GPUs without running"),
+    (("|FAILED|", "|MELTED|"), SNAPSHOT_AT, "line 4", "unknown Slurm state 'MELTED'"),
+    (("5|train|RUNNING|2026-12-07T19:29:30|Unknown|dgx-a|",
+      "5|train|RUNNING|Unknown|Unknown|dgx-a|"), SNAPSHOT_AT, "line 5",
+     "job 'train' is RUNNING but has no start time"),
+    (("8|report|PENDING|", "8|prepare|PENDING|"), SNAPSHOT_AT, "line 8",
+     "job 'prepare' ran in part (line 2) and is PENDING for the rest"),
+])
+def test_a_state_gpuplan_cannot_take_is_refused_naming_the_line(
+        tmp_path: Path, edit: tuple[str, str], at: float | None, where: str, says: str) -> None:
+    """A state that no plan can continue is an InputError naming the file's line.
+
+    No time for a running job, one past its estimate, a time after the snapshot, a
+    suspended job, an unknown state, a running job without a start, a job paused between
+    its segments.
+    """
+    text = (SLURM / "snapshot_sacct.txt").read_text().replace(*edit)
+    with pytest.raises(InputError) as error:
+        _snapshot(tmp_path, text, at)
+    assert (error.value.path, says in error.value.message) == (where, True), error.value
 
 
 #: A switch tree of uneven depth: leaf3 hangs from the core directly.
