@@ -2,31 +2,46 @@
 
 ``import slurm|kubernetes`` reads a cluster's own description (nodes, GPUs, CPUs and
 memory, and the network's topology when asked) into an instance file;
-``import sacct`` reads what a Slurm cluster ran into a schedule, verified against the
-plan's instance. ``export NAME`` writes a verified plan (or, for ``slurm-conf``, the
-fleet) in the files of a registered exporter (:data:`~gpuplan.exporters.EXPORTERS`); each
-exporter's options are its sub-command's flags, so a flag it does not take is refused.
+``import sacct`` and ``import squeue`` read what a Slurm cluster ran and runs into a
+schedule of the plan's instance, a record that ``gpuplan replan`` re-plans from (each
+Slurm state read as :data:`~gpuplan.readers.slurm.SLURM_STATES` says: done, running, not
+started, ended unsuccessfully), checked as what ran. ``export NAME`` writes a verified
+plan (or, for ``slurm-conf``, the fleet) in the files of a registered exporter
+(:data:`~gpuplan.exporters.EXPORTERS`); each exporter's options are its sub-command's
+flags, so a flag it does not take is refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from gpuplan.cli.common import Commands, ExitCode, console, print_verification
+from gpuplan.cli.hybrid import read_document
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output, write_text_atomic
+from gpuplan.core.instance import MAX_TIME_S
 from gpuplan.core.options import option_fields, part_options
 from gpuplan.core.schedule import Schedule, parse_epoch
 from gpuplan.exporters import EXPORTERS
 from gpuplan.exporters.base import check_plan, write_files
+from gpuplan.hybrid.residual import as_ran, verify_previous
 from gpuplan.readers import read_instance
 from gpuplan.readers.fleet import fleet_document
+from gpuplan.readers.instance_file import instance_from_data
 from gpuplan.readers.kubernetes import parse_level_labels, read_kubernetes_fleet
-from gpuplan.readers.slurm import SACCT_COMMAND, read_sacct, read_slurm_fleet
-from gpuplan.verify import verify_schedule
+from gpuplan.readers.slurm import (
+    ENDED,
+    SACCT_COMMAND,
+    SQUEUE_COMMAND,
+    read_sacct,
+    read_slurm_fleet,
+    read_squeue,
+)
 
 
 def register(commands: Commands) -> None:
@@ -78,19 +93,40 @@ def _register_import(commands: Commands) -> None:
         sub.add_argument("-o", "--output", required=True, metavar="INSTANCE.json")
         sub.set_defaults(run=import_fleet)
     sacct = kinds.add_parser(
-        "sacct", help="what Slurm ran (sacct -P), as a schedule of the plan's instance",
+        "sacct", help="what Slurm ran and runs (sacct -P), as a schedule of the plan's "
+        "instance",
         description=f"Read sacct -P output (write it with: {SACCT_COMMAND}) into a "
-        "version-2 schedule of INSTANCE, verify it and write it; exit 1 when what ran "
-        "breaks the instance's constraints (the schedule is written, with its violations). "
-        "Compare it with the plan by gpuplan diff.")
-    sacct.add_argument("conf", metavar="SACCT.txt")
-    sacct.add_argument("--instance", required=True, help="the instance that was planned")
-    times = sacct.add_mutually_exclusive_group(required=True)
-    times.add_argument("--plan", metavar="SCHEDULE.json",
-                       help="the exported plan: its epoch is t = 0")
-    times.add_argument("--epoch", metavar="ISO", help="t = 0 as ISO-8601 with a UTC offset")
-    sacct.add_argument("-o", "--output", required=True, metavar="SCHEDULE.json")
-    sacct.set_defaults(run=import_sacct)
+        "version-2 schedule of INSTANCE: COMPLETED jobs are done (their runs as they ran), "
+        "RUNNING ones run from their start to their planned end at the instance's duration "
+        "(give --at, when the output was taken), PENDING ones are not started, and FAILED, "
+        "TIMEOUT, NODE_FAIL, CANCELLED ones ended unsuccessfully (both unplaced, for "
+        "gpuplan replan to plan). Check it as what ran (done jobs as long as they took) "
+        "and write it; exit 1 when what ran breaks the instance's constraints (the "
+        "schedule is written, with its violations). Compare it with the plan by gpuplan "
+        "diff, or re-plan from it by gpuplan replan INSTANCE OUT --at T.")
+    squeue = kinds.add_parser(
+        "squeue", help="what runs and waits in Slurm (squeue), as a schedule of the plan's "
+        "instance",
+        description=f"Read squeue output (write it with: {SQUEUE_COMMAND}) as sacct's is "
+        "read: RUNNING jobs run to their planned end, PENDING ones are not started. A job of "
+        "--plan that squeue does not list has left the queue: it is done as the plan ran it, "
+        "cut at --at (squeue cannot tell a failed job: read sacct when jobs may have "
+        "failed), or not started if the plan starts it at --at or later.")
+    for sub, what in ((sacct, "SACCT.txt"), (squeue, "SQUEUE.txt")):
+        sub.add_argument("conf", metavar=what)
+        sub.add_argument("--instance", required=True, help="the instance that was planned")
+        sub.add_argument("--plan", metavar="SCHEDULE.json", required=sub is squeue,
+                         help="the exported plan: its epoch is t = 0"
+                         + ("; the jobs squeue does not list ran as it says"
+                            if sub is squeue else ""))
+        sub.add_argument("--epoch", metavar="ISO", help="t = 0 as ISO-8601 with a UTC offset "
+                         "(default: the plan's)")
+        sub.add_argument("--at", metavar="T", required=sub is squeue,
+                         help="when the output was taken: seconds from the epoch, or "
+                         "ISO-8601 with a UTC offset" + ("" if sub is squeue else
+                                                        "; needed when a job runs"))
+        sub.add_argument("-o", "--output", required=True, metavar="SCHEDULE.json")
+        sub.set_defaults(run=import_record)
 
 
 def import_fleet(args: argparse.Namespace) -> int:
@@ -123,30 +159,73 @@ def import_fleet(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def import_sacct(args: argparse.Namespace) -> int:
-    """Read what ran, verify it against the instance, write it; exit 1 on violations."""
+def import_record(args: argparse.Namespace) -> int:
+    """Read what ran and runs, check it as what ran, write it; exit 1 on violations."""
     target = check_output(args.output, [p for p in (args.conf, args.instance, args.plan) if p])
-    instance = read_instance(args.instance)
-    if args.plan is not None:
-        epoch = Schedule.read(args.plan).epoch
-        if epoch is None:
-            raise InputError(args.plan, "epoch", "the plan has no epoch: give the one it "
-                             "was exported with (--epoch ISO)")
-    else:
+    document = read_document(args.instance)
+    instance = instance_from_data(document, args.instance)
+    plan = None if args.plan is None else Schedule.read(args.plan)
+    if args.epoch is not None:
         epoch = parse_epoch(args.epoch, "--epoch")
-    ran = read_sacct(args.conf, instance, epoch)
-    verification = verify_schedule(instance, ran)
+    elif plan is None:
+        raise InputError("--epoch", "", "give t = 0: --plan (the exported plan) or --epoch ISO")
+    elif plan.epoch is None:
+        raise InputError(args.plan, "epoch", "the plan has no epoch: give the one it was "
+                         "exported with (--epoch ISO)")
+    else:
+        epoch = plan.epoch
+    at = None if args.at is None else _instant(args.at, epoch)
+    if args.kind == "squeue":
+        assert plan is not None and at is not None
+        ran = read_squeue(args.conf, instance, epoch, at, plan)
+    else:
+        ran = read_sacct(args.conf, instance, epoch, at)
+    # Checked as what ran: its done jobs as long as they took, its jobs not run unplaced.
+    ran_document, took = as_ran(document, args.instance, ran, math.inf if at is None else at)
+    verification = verify_previous(instance_from_data(ran_document, args.instance), ran)
     ran = ran.model_copy(update={"verification": verification,
                                  "objective": verification.objective})
     try:
         ran.write(target)
     except OSError as exc:
         raise InputError(args.output, "", f"cannot write the schedule: {exc}") from None
-    console.print(f"wrote {args.output}: {len({s.job for s in ran.segments})} of "
-                  f"{instance.n_jobs} jobs ran, in {len(ran.segments)} segment(s)",
-                  markup=False)
+    _print_record(args, instance.n_jobs, ran, at, took)
     print_verification(verification)
     return ExitCode.OK if verification.ok else ExitCode.FAILED
+
+
+def _instant(text: str, epoch: datetime) -> float:
+    """``--at``: seconds from the epoch, or an ISO-8601 time with a UTC offset."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = (parse_epoch(text, "--at") - epoch).total_seconds()
+        except InputError:
+            raise InputError("--at", "", f"{text!r} is neither seconds from the epoch nor "
+                             "an ISO-8601 time with a UTC offset") from None
+    if not 0 <= seconds <= MAX_TIME_S:
+        raise InputError("--at", "", f"{text!r} is {seconds:g} s from the epoch {epoch}; "
+                         f"expected 0 to {MAX_TIME_S:g}")
+    return seconds
+
+
+def _print_record(args: argparse.Namespace, jobs: int, ran: Schedule, at: float | None,
+                  took: dict[str, float]) -> None:
+    """What the record holds, the done jobs that took other than their estimate, what next."""
+    placed = {s.job for s in ran.segments}
+    running = {s.job for s in ran.segments if at is not None and s.end_s > at}
+    again = [u.job for u in ran.unplaced if u.reason.startswith(ENDED)]
+    console.print(f"wrote {args.output}: of {jobs} jobs, {len(placed) - len(running)} done, "
+                  f"{len(running)} running, {len(ran.unplaced) - len(again)} not started, "
+                  f"{len(again)} ended unsuccessfully (to run again)", markup=False)
+    for job, share in list(took.items())[:5]:
+        console.print(f"  {job} took {share:.3g} times its estimate", markup=False)
+    if len(took) > 5:
+        console.print(f"  ... and {len(took) - 5} more jobs took other than their estimate")
+    if at is not None:
+        console.print(f"re-plan from it: gpuplan replan {args.instance} {args.output} "
+                      f"--changes CHANGES.yaml --at {at:g}", markup=False)
 
 
 def _register_export(commands: Commands) -> None:

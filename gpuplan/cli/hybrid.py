@@ -30,7 +30,7 @@ from gpuplan.core.instance import MAX_JOBS, MAX_TIME_S
 from gpuplan.core.schedule import Schedule
 from gpuplan.hybrid.compare import HOW, diff, eta
 from gpuplan.hybrid.replan import changed_instances, replan, whatif
-from gpuplan.hybrid.residual import Costs
+from gpuplan.hybrid.residual import Costs, as_ran, is_record
 from gpuplan.methods import METHODS, get_method
 from gpuplan.readers import load_data
 from gpuplan.readers.changes import Changes, changed_document
@@ -56,10 +56,14 @@ def register(commands: Commands) -> None:
         description="Split PREVIOUS at --at (jobs done stay done, running jobs go on where "
         "their GPUs stay up, the rest is free), apply the changes file, and plan what is "
         "left with --method, minimising the objective plus the price of every job moved "
-        "(--move-s seconds of objective each) with at most --max-changes moves. The whole "
-        "plan is verified against the changed instance before it is written.")
+        "(--move-s seconds of objective each) with at most --max-changes moves. PREVIOUS "
+        "may be what a cluster ran and runs at --at (gpuplan import sacct or squeue with "
+        "that --at): its jobs not started or to run again are planned, and its done jobs "
+        "take what they took. The whole plan is verified against the changed instance "
+        "before it is written.")
     parser.add_argument("instance")
-    parser.add_argument("previous", type=Path, help="the previous schedule (a plan of INSTANCE)")
+    parser.add_argument("previous", type=Path, help="the previous schedule: a plan of INSTANCE, "
+                        "or what ran (gpuplan import sacct or squeue)")
     parser.add_argument("--changes", required=True, metavar="CHANGES.yaml",
                         help="what changed (gpuplan schema changes)")
     parser.add_argument("--at", required=True, type=bounded(float, 0, MAX_TIME_S), metavar="T",
@@ -84,7 +88,8 @@ def register(commands: Commands) -> None:
     parser.add_argument("-o", "--output", metavar="NEW.json", help="write the new schedule here")
     parser.add_argument("--write-instance", metavar="FILE",
                         help="also write the changed instance the new schedule plans (what "
-                        "check, eta and export read beside it)")
+                        "check, eta and export read beside it; from what ran, its done jobs "
+                        "with the durations they took)")
     parser.set_defaults(run=_replan)
 
     parser = commands.add_parser(
@@ -125,7 +130,14 @@ def register(commands: Commands) -> None:
     parser.set_defaults(run=_eta)
 
 
-def _document(path: str) -> dict[str, Any]:
+def read_document(path: str) -> dict[str, Any]:
+    """An instance file's document, as the commands that change an instance read it.
+
+    Raises
+    ------
+    InputError
+        Naming the file, if it does not parse or holds no object.
+    """
     data = load_data(Path(path))
     if not isinstance(data, dict):
         raise InputError(path, "", "an instance file holds one object")
@@ -146,7 +158,10 @@ def _replan(args: argparse.Namespace) -> int:
             raise InputError("--write-instance", "", "names the same file as -o")
     changes = Changes.read(args.changes)
     previous = Schedule.read(args.previous)
-    document = _document(args.instance)
+    document = read_document(args.instance)
+    if is_record(previous):
+        # What ran took what it took: the instance re-planned says so.
+        document, _ = as_ran(document, args.instance, previous, args.at)
     before, changed = changed_instances(document, args.instance, changes, args.at,
                                         args.changes)
     costs = Costs(args.restore_s, args.migrate_s, args.move_s, args.same_start_s)
@@ -222,7 +237,7 @@ def _diff(args: argparse.Namespace) -> int:
 def _whatif(args: argparse.Namespace) -> int:
     method = get_method(args.method)
     options = given_options(args, method)
-    found = whatif(_document(args.instance), args.instance, args.add_gpus, args.remove_node,
+    found = whatif(read_document(args.instance), args.instance, args.add_gpus, args.remove_node,
                    method.name, settings(args), options)
     if args.json:
         sys.stdout.write(json.dumps(found.as_dict(), indent=2) + "\n")

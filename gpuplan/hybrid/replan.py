@@ -6,7 +6,10 @@ previous plan to stay close to (``plans_outages`` and ``keeps``: greedy, sa, ga 
 minimising the objective plus the price of every job it moves, with at most
 ``max_changes`` moves. Greedy's plan is the repair (every job that still fits stays);
 the method starts from it and keeps it when it finds nothing better. The whole plan,
-history and all, is verified against the changed instance before it is returned.
+history and all, is verified against the changed instance before it is returned. The
+previous schedule may be a record of what a cluster ran and runs (``gpuplan import sacct``
+or ``squeue``) instead of a plan: its running jobs are pinned where they run, its done
+jobs are history, and its jobs not started or to run again are planned.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from gpuplan.core.result import Result, plan_status
 from gpuplan.core.schedule import Schedule
 from gpuplan.core.settings import RunSettings, WarmStart
 from gpuplan.hybrid.compare import Diff, diff
-from gpuplan.hybrid.residual import Costs, Residual, check_previous
+from gpuplan.hybrid.residual import Costs, Residual, check_previous, is_record
 from gpuplan.methods import METHODS
 from gpuplan.models.bounds import objective_bound
 from gpuplan.planning import plan
@@ -121,7 +124,11 @@ def replan(before: Instance, changed: Instance, previous: Schedule, at: float,
         The instance the previous plan is for, and as it is after the changes
         (:func:`changed_instances`).
     previous
-        A plan of ``before``; it is verified first.
+        A plan of ``before``, or a record of what ran by ``at`` (``gpuplan import sacct``
+        or ``squeue``: its jobs placed nowhere are planned, even with no change); it is
+        verified first. For a record, build ``before`` and ``changed`` from the
+        document :func:`~gpuplan.hybrid.residual.as_ran` gives, in which its done jobs
+        take what they took.
     at
         The instant of the re-plan, in the plan's time.
     changes
@@ -158,7 +165,7 @@ def replan(before: Instance, changed: Instance, previous: Schedule, at: float,
                          "places the batch at once, with no time to re-plan at; re-plan a "
                          "time-based objective (makespan, weighted-completion, tardiness, "
                          "cost), or plan the changed batch with gpuplan solve")
-    if changes.empty:
+    if changes.empty and not is_record(previous):
         # Nothing changed: the verified previous plan is the plan.
         check_previous(before, previous, at, sources[0])
         return Replanned(previous, Disruption(unchanged=diff(previous, previous).unchanged),

@@ -9,14 +9,26 @@ work it has left and the restore (and, when it must move, migration) overhead it
 go on. The residual instance counts time from ``at``; :meth:`Residual.merge` puts a plan
 of it back behind the history, as one plan of the changed instance, which the verifier
 checks whole.
+
+The previous schedule may also be a **record** of what a cluster ran, as ``gpuplan import
+sacct`` or ``squeue`` reads it at ``at`` (:data:`~gpuplan.readers.slurm.RECORDS`, and
+:data:`~gpuplan.readers.slurm.SLURM_STATES` for how each Slurm state is read): its done
+jobs' segments are history, its running jobs' segments run to their planned end (and
+are pinned where they run, as a plan's running jobs are), and its jobs placed nowhere
+(not started, or ended unsuccessfully: failed, cancelled, timed out) are free, planned
+from the start. A record is not a plan: its done jobs took what they took, which
+:func:`as_ran` writes into the instance as their durations so that the history
+verifies, and it may leave jobs unplaced (:func:`verify_previous`).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -24,9 +36,11 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.instance import Instance, IntArray, Outage
 from gpuplan.core.keep import Keep
 from gpuplan.core.result import Event, EventKind, Result
-from gpuplan.core.schedule import Schedule
+from gpuplan.core.schedule import Schedule, Verification, ViolationKind
 from gpuplan.core.status import Status
 from gpuplan.readers.changes import Changes
+from gpuplan.readers.instance_file import instance_from_data
+from gpuplan.readers.slurm import RECORDS
 
 #: Work share below which a job counts as done (float noise of clipped segments).
 _DONE = 1e-9
@@ -267,8 +281,82 @@ def _seconds(instance: Instance, piece: _Piece) -> float:
         piece.job, np.unique(instance.gpu_node[piece.gpus]))
 
 
+def is_record(schedule: Schedule) -> bool:
+    """Whether the schedule records what a cluster ran (``gpuplan import``), not a plan."""
+    return schedule.method in RECORDS
+
+
+def as_ran(document: dict[str, Any], source: str, record: Schedule,
+           at: float) -> tuple[dict[str, Any], dict[str, float]]:
+    """The instance file's document with the jobs a record did by ``at`` as long as they took.
+
+    A job done in a record (placed, every segment ending by ``at``) did its whole work in
+    its segments' run time, where the instance's durations give a share of it: its
+    ``duration_s`` (on every type alike) is that share times what it was, so that the
+    record verifies. Segments naming what the instance lacks are left for the verifier
+    to report.
+
+    Parameters
+    ----------
+    document
+        The instance file's document (it stays as it is).
+    source
+        Its file, for messages.
+    record
+        A schedule of what ran (:func:`is_record`).
+    at
+        The instant the record was taken: segments that end later still run.
+
+    Returns
+    -------
+    tuple
+        The document as the record ran it (a new one), and each changed job's share:
+        what it took over its estimate.
+    """
+    instance = instance_from_data(document, source)
+    known = record.model_copy(update={"segments": [
+        s for s in record.segments if s.job in instance.job_index
+        and s.gpu_type in instance.type_index and s.node in instance.node_index
+        and all(g in instance.gpu_index for g in s.gpu_ids)]})
+    pieces, _ = _split(instance, known, np.inf)
+    share: dict[str, float] = defaultdict(float)
+    running = set()
+    for piece in pieces:
+        job = instance.job_ids[piece.job]
+        share[job] += _share(instance, piece)
+        if piece.end > at:
+            running.add(job)
+    took = {job: value for job, value in share.items()
+            if job not in running and abs(value - 1.0) > _DONE}
+    ran = copy.deepcopy(document)
+    for job in ran.get("jobs", []):
+        if job.get("id") in took:
+            factor, duration = took[job["id"]], job["duration_s"]
+            job["duration_s"] = ({kind: seconds * factor for kind, seconds in duration.items()}
+                                 if isinstance(duration, dict) else duration * factor)
+    return ran, took
+
+
+def verify_previous(before: Instance, previous: Schedule) -> Verification:
+    """The previous schedule verified as a plan of ``before``.
+
+    A record of what ran (:func:`is_record`) places only what ran and runs: the jobs it
+    lists unplaced (not started, or to run again) break nothing.
+    """
+    from gpuplan.verify import verify_schedule
+
+    verification = verify_schedule(before, previous)
+    if not is_record(previous):
+        return verification
+    broken = [v for v in verification.violations if v.kind is not ViolationKind.UNPLACED]
+    return verification.model_copy(update={"violations": broken, "ok": not broken})
+
+
 def check_previous(before: Instance, previous: Schedule, at: float, source: str) -> None:
     """The previous schedule is a verified plan of ``before``, and ``at`` is not before it.
+
+    A record of what ran (:func:`is_record`) is checked as what ran: ``before`` gives its
+    done jobs the durations they ran (:func:`as_ran`), and it may leave jobs unplaced.
 
     Raises
     ------
@@ -276,12 +364,10 @@ def check_previous(before: Instance, previous: Schedule, at: float, source: str)
         Naming ``source``: a schedule of another instance, one that does not verify or
         holds no plan, or ``at`` before its first start.
     """
-    from gpuplan.verify import verify_schedule
-
     if previous.instance != before.name:
         raise InputError(source, "instance", f"this schedule plans instance "
                          f"{previous.instance!r}, not {before.name!r}")
-    verification = verify_schedule(before, previous)
+    verification = verify_previous(before, previous)
     if not previous.status.has_plan or not verification.ok:
         problem = (f"status {previous.status.value} holds no plan" if not
                    previous.status.has_plan else str(verification.violations[0]))

@@ -242,6 +242,24 @@ def test_import_sacct_takes_the_epoch_from_the_plan(gpuplan: Gpuplan, tmp_path: 
     assert "--epoch ISO" in outcome.err
 
 
+@pytest.mark.parametrize(("at", "says"), [
+    ((), "line 5: job 'train' is RUNNING: give the instant this output was taken (--at)"),
+    (("--at", "noon"), "--at: 'noon' is neither seconds from the epoch nor an ISO-8601"),
+    (("--at", "2026-12-07T19:00:00+00:00"), "--at: '2026-12-07T19:00:00+00:00' is -1759 s"),
+])
+def test_a_snapshot_of_running_jobs_needs_its_instant(gpuplan: Gpuplan, tmp_path: Path,
+                                                      at: tuple[str, ...], says: str) -> None:
+    """Sacct output with a job still running needs --at, seconds or a time after the epoch.
+
+    Each mistake is exit 2 with a one-line message, and nothing is written.
+    """
+    outcome = gpuplan("import", "sacct", SLURM / "snapshot_sacct.txt", "--instance",
+                      SLURM / "snapshot.json", "--epoch", "2026-12-07T19:29:19+00:00", *at,
+                      "-o", tmp_path / "now.json")
+    assert (outcome.code, says in outcome.err) == (2, True), outcome.err
+    assert "Traceback" not in outcome.err and not (tmp_path / "now.json").exists()
+
+
 def test_ids_slurm_would_read_otherwise_are_refused(gpuplan: Gpuplan, tmp_path: Path) -> None:
     """A job id with a space would be two shell words and no sacct JobName: exit 2, named."""
     instance = json.loads((SLURM / "paused.json").read_text())
