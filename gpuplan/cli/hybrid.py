@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ from gpuplan.core.schedule import Schedule
 from gpuplan.hybrid.compare import HOW, diff, eta
 from gpuplan.hybrid.replan import changed_instances, replan, whatif
 from gpuplan.hybrid.residual import Costs, as_ran, is_record
+from gpuplan.live.operator import scaled
+from gpuplan.live.runlog import in_force
+from gpuplan.live.state import RunState, is_run_log
 from gpuplan.methods import METHODS, get_method
 from gpuplan.readers import load_data
 from gpuplan.readers.changes import Changes, changed_document
@@ -254,17 +258,31 @@ def _whatif(args: argparse.Namespace) -> int:
 
 def _eta(args: argparse.Namespace) -> int:
     instance = read(args, args.instance)
-    schedule = Schedule.read(args.schedule)
+    if is_run_log(args.schedule):
+        # A live run (gpuplan run's state.json): the plan as it stands now.
+        state = RunState.read(args.schedule)
+        instance = scaled(instance, state.speedup)
+        schedule = in_force(instance, state)
+    else:
+        schedule = Schedule.read(args.schedule)
     if args.job not in instance.job_index:
         raise InputError(str(args.schedule), "", f"unknown job {args.job!r}")
     found = eta(instance, schedule, args.job)
     if args.json:
-        sys.stdout.write(json.dumps(found.as_dict(), indent=2) + "\n")
+        sys.stdout.write(json.dumps({**found.as_dict(), "epoch": schedule.epoch.isoformat()
+                                     if schedule.epoch else None}, indent=2) + "\n")
         return ExitCode.OK
     console.print(summary_table(f"job {found.job}", [
-        ("start", "-" if found.start is None else f"{found.start:g} s"),
-        ("end", "-" if found.end is None else f"{found.end:g} s"),
+        ("start", "-" if found.start is None else _when(found.start, schedule)),
+        ("end", "-" if found.end is None else _when(found.end, schedule)),
         ("GPUs", ", ".join(found.gpus) or "-"),
         ("held back by", "; ".join(found.held_by))]))
     return ExitCode.OK if found.start is not None else ExitCode.FAILED
 
+
+
+def _when(seconds: float, schedule: Schedule) -> str:
+    """Seconds after the plan's epoch, and the UTC time when the plan has an epoch."""
+    if schedule.epoch is None:
+        return f"{seconds:g} s"
+    return f"{seconds:g} s ({(schedule.epoch + timedelta(seconds=seconds)).isoformat()})"

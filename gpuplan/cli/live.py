@@ -154,7 +154,7 @@ def _start(args: argparse.Namespace, instance: Instance, cluster: Cluster, state
                              f"--resume {args.output}, or choose another folder")
         operator = Operator(scaled(instance, options.speedup), cluster, folder, state,
                             options, settings(args), method_options, _say,
-                            _watcher(args, options))
+                            _watcher(args.instance, options))
         operator.start(plan, args.plan or "")
         operator.save()
     return operator
@@ -178,7 +178,7 @@ def _resume(args: argparse.Namespace) -> int:
     method = get_method(state.method)
     cluster = _cluster(args.slurm_conf or state.slurm_conf, folder, args.dry_run)
     operator = Operator(instance, cluster, folder, state, options, settings(args),
-                        given_options(args, method), _say)
+                        given_options(args, method), _say, _watcher(state.instance, options))
     if args.dry_run:
         operator.step()
         _print_dry(cluster)
@@ -189,12 +189,13 @@ def _resume(args: argparse.Namespace) -> int:
     return _watch(operator, folder)
 
 
-def _watcher(args: argparse.Namespace, options: OperatorOptions) -> Any:
+def _watcher(instance: str, options: OperatorOptions) -> Any:
     """With --watch: the instance file read again when its modification time changes."""
     if not options.watch:
         return None
-    path = Path(args.instance)
-    seen = [path.stat().st_mtime_ns]
+    path = Path(instance)
+    # None: the first look reads it, so a resumed run sees jobs added while it was stopped.
+    seen: list[int | None] = [None]
 
     def reread() -> Instance | None:
         stamp = path.stat().st_mtime_ns

@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Protocol
 
 from gpuplan.core.errors import InputError
-from gpuplan.readers.slurm import expand_hostlist
+from gpuplan.readers.slurm import DONE, RUNNING, SLURM_HELD, SLURM_STATES, expand_hostlist
+from gpuplan.readers.slurm import ENDED as FAILED
 
 #: Slurm job states after which a job holds nothing and will not run again by itself.
-ENDED = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED", "OUT_OF_MEMORY",
-                   "BOOT_FAIL", "DEADLINE", "PREEMPTED", "SPECIAL_EXIT", "REVOKED"})
+ENDED = frozenset(state for state, kind in SLURM_STATES.items() if kind in (DONE, FAILED))
 #: Slurm job states in which a job holds its nodes.
-HOLDING = frozenset({"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED",
-                     "SIGNALING", "STAGE_OUT", "RESIZING"})
+HOLDING = frozenset(state for state, kind in SLURM_STATES.items() if kind == RUNNING) \
+    | frozenset(SLURM_HELD)
 #: Node states (``sinfo %T``, without the flags ``*~#!%$@^-``) in which a node takes no
 #: new job.
 UNAVAILABLE = frozenset({"down", "drained", "draining", "drain", "fail", "failing",

@@ -291,6 +291,10 @@ class Operator:
         fresh = self.reread()
         if fresh is None:
             return []
+        if (fresh.node_ids, fresh.type_ids) != (self.instance.node_ids, self.instance.type_ids):
+            self.say("the instance file's fleet changed: gpuplan run takes jobs added to it, "
+                     "not a new fleet; going on with the jobs as they were")
+            return []
         added = [job for job in fresh.job_ids if job not in self.state.jobs]
         self.instance = fresh
         for job in added:

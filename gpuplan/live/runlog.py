@@ -23,6 +23,7 @@ from gpuplan._version import __version__
 from gpuplan.core.instance import Instance, Outage
 from gpuplan.core.schedule import Schedule, Segment, Unplaced, Verification
 from gpuplan.core.status import Status
+from gpuplan.live.residual import corrections
 from gpuplan.live.state import Attempt, PlanRecord, RunState
 from gpuplan.verify import verify_schedule
 
@@ -94,6 +95,44 @@ def verify_run(instance: Instance, state: RunState) -> tuple[Schedule, Verificat
     """The realised schedule and its verification against the observed instance."""
     schedule = realised(instance, state)
     return schedule, verify_schedule(observed(instance, state), schedule)
+
+
+def in_force(instance: Instance, state: RunState) -> Schedule:
+    """The live plan as it stands, for reading (``gpuplan eta``), not for running.
+
+    Jobs that ended as they ran; jobs that run from their start to their predicted end
+    (their duration on their type, corrected by what ran: :func:`corrections`); jobs not
+    started yet where the plan in force puts them. Jobs given up, or waiting for a node,
+    are unplaced with why.
+    """
+    factor = corrections(instance, state)
+    slots = state.last_plan()
+    held = state.plans[-1].held if state.plans else {}
+    segments: list[Segment] = []
+    unplaced: list[Unplaced] = []
+    for job, record in state.jobs.items():
+        last = record.attempts[-1] if record.attempts else None
+        if last is not None and last.start_s is not None and last.state in ("RUNNING",
+                                                                            "COMPLETED"):
+            t = instance.type_index[last.gpu_type]
+            end = last.end_s if last.end_s is not None else last.start_s + float(
+                instance.duration[instance.job_index[job], t] * factor[t])
+            segments.append(Segment(job=job, node=last.ran_on[0], gpu_type=last.gpu_type,
+                                    gpu_ids=list(last.gpu_ids), start_s=last.start_s,
+                                    end_s=end))
+        elif record.outcome is None and job in slots and job not in held:
+            slot = slots[job]
+            segments.append(Segment(job=job, node=slot.nodes[0], gpu_type=slot.gpu_type,
+                                    gpu_ids=list(slot.gpu_ids), start_s=slot.start_s,
+                                    end_s=slot.end_s))
+        else:
+            unplaced.append(Unplaced(job=job, reason=record.why or held.get(
+                job, "not in the plan in force")))
+    return Schedule(
+        instance=instance.name, objective_kind=instance.objective.value,
+        status=Status.FEASIBLE, objective=None, bound=None, gap=None,
+        method=f"run:{state.method}", solver="slurm", wall_time_s=0.0, seed=0,
+        gpuplan_version=__version__, epoch=state.epoch, segments=segments, unplaced=unplaced)
 
 
 def plan_at(state: RunState, when: float) -> PlanRecord | None:

@@ -66,14 +66,18 @@ def node_back(live_cluster: Path) -> Iterator[None]:
 
 def test_a_plan_runs_through_ctrl_c_a_resume_and_a_failed_node(
         live_cluster: Path, tmp_path: Path, node_back: None) -> None:
-    """Ctrl-C, a resume and a failed node: every job completes, the run log verifies.
+    """Ctrl-C, a resume, a failed node and a job added: all complete, the log verifies.
 
     Ctrl-C leaves the jobs queued (exit 130); the resumed run re-plans around the failed
-    node within 5 s, touching only pending jobs.
+    node within 5 s, touching only pending jobs, and runs the job added to the instance
+    file.
     """
     env = _env(live_cluster)
     folder = tmp_path / "run"
-    first = _gpuplan("run", TINY, "-o", folder, "--time-limit", "2", "--lead", "2", env=env)
+    batch = tmp_path / "batch.json"
+    batch.write_text(TINY.read_text())
+    first = _gpuplan("run", batch, "-o", folder, "--time-limit", "2", "--lead", "2",
+                     "--watch", "true", env=env)
     until = time.monotonic() + 60
     while not (folder / "state.json").exists() and time.monotonic() < until:
         time.sleep(0.1)
@@ -87,7 +91,7 @@ def test_a_plan_runs_through_ctrl_c_a_resume_and_a_failed_node(
                             text=True, capture_output=True, check=True).stdout.split()
     assert queued, "Ctrl-C left no job queued"
 
-    second = _gpuplan("run", "--resume", folder, env=env)
+    second = _gpuplan("run", "--resume", folder, "--watch", "true", env=env)
     # The node fails 3 s into the batch, while the first jobs run on it.
     epoch = datetime.fromisoformat(state["epoch"]).timestamp()
     time.sleep(max(0.0, epoch + 3.0 - time.time()))
@@ -95,11 +99,17 @@ def test_a_plan_runs_through_ctrl_c_a_resume_and_a_failed_node(
     os.kill(pid, signal.SIGKILL)
     subprocess.run(["scontrol", "update", f"nodename={FAILED}", "state=down",
                     "reason=gpuplan-test"], env=env, check=True)
+    # A job added to the instance file while the batch runs is planned and run too.
+    document = json.loads(batch.read_text())
+    document["jobs"].append({"id": "late", "gpus": 2, "duration_s": {"A100": 3, "L4": 6},
+                             "command": "sleep 3"})
+    batch.write_text(json.dumps(document))
     output, _ = second.communicate(timeout=180)
     assert second.returncode == 0, output
     state = json.loads((folder / "state.json").read_text())
     assert state["finished"] and not state["interrupted"]
     assert all(r["outcome"] == "completed" for r in state["jobs"].values())
+    assert "late" in state["jobs"]
     failure = [p for p in state["plans"] if f"node {FAILED} takes no new job" in p["reason"]]
     assert failure and failure[0]["applied_after_s"] <= 5.0
     # Only jobs that had not started may be moved; the others keep their Slurm jobs.
@@ -109,5 +119,5 @@ def test_a_plan_runs_through_ctrl_c_a_resume_and_a_failed_node(
     assert not set(failure[0]["moved"]) & started
     assert any(a["ran_on"] == [FAILED] and a["state"] == "NODE_FAIL"
                for r in state["jobs"].values() for a in r["attempts"]) or not started
-    checked = run_cli("check", TINY, folder / "state.json")
+    checked = run_cli("check", batch, folder / "state.json")
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from gpuplan import read_instance
-from gpuplan.live.runlog import check_log, figures, verify_run
+from gpuplan.live.runlog import check_log, figures, in_force, verify_run
 from gpuplan.live.state import RunState
 from tests.conftest import DATA, Gpuplan
 
@@ -72,3 +72,23 @@ def test_the_log_must_be_of_the_instance_given() -> None:
     other = read_instance(DATA / "valid_small.json")
     problems = check_log(other, RunState.read(LOG))
     assert any("is of instance 'live-tiny'" in p for p in problems)
+
+
+def test_eta_answers_from_the_live_plan(gpuplan: Gpuplan) -> None:
+    """`gpuplan eta` on a run log: when the job ran (here), with the run's clock time."""
+    done = gpuplan("eta", LIVE / "tiny.json", LOG, "p5", "--json")
+    assert done.code == 0
+    found = json.loads(done.out)
+    assert (found["start_s"], found["end_s"]) == (15.0, 20.0)
+    assert found["epoch"] == RunState.read(LOG).epoch.isoformat()
+
+
+def test_the_plan_in_force_puts_running_jobs_to_their_predicted_end() -> None:
+    """A job still running is read to its start plus its duration on its type."""
+    instance = read_instance(LIVE / "tiny.json")
+    state = RunState.read(LOG)
+    last = state.jobs["p5"].attempts[-1]
+    last.state, last.end_s = "RUNNING", None
+    state.jobs["p5"].outcome = None
+    (segment,) = [s for s in in_force(instance, state).segments if s.job == "p5"]
+    assert segment.start_s == 15.0 and segment.end_s > 15.0
