@@ -57,7 +57,7 @@ def main() -> None:
         began = time.perf_counter()
         kept = replan(before, same, previous, at, nothing, "cp")
         lines.append(f"| {Path(path).name} ({previous.objective:,.0f}) | {at:,.0f} | no change "
-                     f"| {previous.objective:,.0f} (unchanged: {kept.unchanged}) | 0 | 0 | 0 | "
+                     f"| {previous.objective:,.0f} (unchanged: {kept.disruption.unchanged}) | 0 | 0 | 0 | "
                      f"{time.perf_counter() - began:.3f} |")
         changes = Changes.parse({"down": [{"node": args.node}]}, "bench")
         before, changed = changed_instances(document, INSTANCE, changes, at, "bench")
@@ -75,7 +75,7 @@ def main() -> None:
             how = f"least disruption (move {move:g} s{cap})" if least else "from scratch"
             lines.append(f"| {Path(path).name} | {at:,.0f} | {how} | "
                          f"{done.schedule.objective:,.0f} | {len(hurt.stopped)} | "
-                         f"{len(hurt.moved)} of {len(hurt.moved) + hurt.kept} | "
+                         f"{len(hurt.moved)} of {len(hurt.moved) + hurt.unchanged} | "
                          f"{len(hurt.replanned)} | {done.wall_time_s:.1f} |")
     head = (f"# Node failure, offline re-plan\n\nWritten by `python "
             f"{shlex.join(['scripts/bench_replan.py', *sys.argv[1:]])}` on this machine's 2 "
