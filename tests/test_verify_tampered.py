@@ -4,7 +4,9 @@ Each case starts from the verified greedy schedule of ``tests/data/valid_small.j
 makespan 1300) and changes one thing a careless or dishonest writer might: the claim of
 what it optimises, its status and bound, or the plan itself. Every case runs on the schedule
 as gpuplan writes it now (v2, segments) and as version 1 wrote it (placements,
-``tests/data/schedule_v1_small.json``): old files are held to the same rules.
+``tests/data/schedule_v1_small.json``): old files are held to the same rules. The
+partitions and account/QOS GPU limits are tampered with on the greedy schedule of
+``tests/data/quotas.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from gpuplan.core.schedule import Schedule
 SMALL = DATA / "valid_small.json"
 V1_SMALL = DATA / "schedule_v1_small.json"
 SEGMENTS_SMALL = DATA / "segments_small.json"
+QUOTAS = DATA / "quotas.json"
 V2_SEGMENTS = DATA / "schedule_v2_segments.json"
 
 Document = dict[str, Any]
@@ -145,6 +148,43 @@ def test_tampered_schedule_is_caught(verified: Document, name: str) -> None:
     schedule = Schedule.from_json(json.dumps(document), name)
     violations = verify_schedule(read_instance(SMALL), schedule).violations
     assert kind in {v.kind.value for v in violations}, [str(v) for v in violations]
+
+
+#: name -> the change to quotas.json's greedy schedule, and the message the verifier gives.
+TAMPERED_QUOTAS: dict[str, tuple[Callable[[Document], None], str]] = {
+    # a1's first two GPUs are free from 3600 s, until nlp-4 takes all four at 7200 s.
+    "a job on a node outside its partition": (
+        _edit("ops-1", node="a1", gpu_ids=["a1/0"], start_s=3600.0, end_s=3900.0),
+        "[partition] job 'ops-1' runs on a1 over [3600, 3900] s, outside its partition "
+        "'mixed' (nodes a2, l1)"),
+    # a2's first two GPUs are free from 600 s.
+    "an account over its GPU limit": (
+        _edit("nlp-3", node="a2", gpu_ids=["a2/0", "a2/1"], start_s=1800.0, end_s=5400.0),
+        "[gpu-limit] the jobs of account 'nlp' hold 6 GPUs at once at 1800 s ('nlp-1', "
+        "'nlp-2', 'nlp-3'), over its limit of 4"),
+    # ops-1 holds a2/1 over [0, 300] s; a2/0 and a2/2 are free then.
+    "a QOS over its GPU limit": (
+        _edit("ops-2", gpu_ids=["a2/0", "a2/2"], start_s=0.0, end_s=300.0),
+        "[gpu-limit] the jobs of QOS 'urgent' hold 3 GPUs at once at 0 s ('ops-1', 'ops-2'), "
+        "over its limit of 2"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TAMPERED_QUOTAS))
+def test_tampered_partition_or_limit_is_caught(name: str) -> None:
+    """A job moved out of its partition, or beside its account's (QOS's) other jobs, is caught.
+
+    The one violation says where, when, which jobs and the limit. If this broke, `gpuplan
+    check` would pass a plan Slurm refuses or holds back.
+    """
+    schedule = plan(read_instance(QUOTAS), "greedy")
+    assert schedule.verification is not None and schedule.verification.ok
+    document = json.loads(schedule.to_json())
+    change, message = TAMPERED_QUOTAS[name]
+    change(document)
+    tampered = Schedule.from_json(json.dumps(document), name)
+    violations = verify_schedule(read_instance(QUOTAS), tampered).violations
+    assert [str(v) for v in violations] == [message]
 
 
 @pytest.mark.parametrize("name", ["claims max-weight and places nothing",

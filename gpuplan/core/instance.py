@@ -387,6 +387,9 @@ class Instance:
     @cached_property
     def job_limits(self) -> tuple[tuple[int, ...], ...]:
         """For each job, the indices in :attr:`gpu_limits` of the limits it is under."""
+        if not self.gpu_limits:
+            # One shared empty tuple: a million jobs under no limit cost nothing here.
+            return ((),) * self.n_jobs
         limits: list[list[int]] = [[] for _ in range(self.n_jobs)]
         for k, limit in enumerate(self.gpu_limits):
             for j in limit.jobs.tolist():

@@ -236,7 +236,11 @@ class CpMethod(MethodDefaults):
     keeps: ClassVar[bool] = True
 
     def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
-        """All of them: the interval model holds a gang's nodes, domains and node resources."""
+        """All of them.
+
+        The interval model holds a gang's nodes, domains, partition and node resources, and
+        a cumulative per account or QOS GPU limit.
+        """
         return frozenset(Feature)
 
     def default_warm(self, instance: Instance, time_limit_s: float | None) -> DefaultWarm | None:

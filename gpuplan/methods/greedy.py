@@ -38,7 +38,11 @@ class GreedyMethod(MethodDefaults):
     keeps: ClassVar[bool] = True
 
     def features(self, objective: ObjectiveKind) -> frozenset[Feature]:
-        """All of them: both passes place gangs on whole nodes, domains and node resources."""
+        """All of them.
+
+        Both passes place gangs on whole nodes, in domains and partitions, within node
+        resources and account/QOS GPU limits.
+        """
         return frozenset(Feature)
 
     def solve(self, instance: Instance, options: NoOptions, context: Context) -> Result:

@@ -15,7 +15,10 @@ type; exactly one of them is present. Capacity is modelled per group:
   (the GPUs of a group are interchangeable).
 
 On exclusive types, a redundant cumulative over all of the type's groups strengthens
-propagation and the solver's bound. Times are integers: see :class:`TickScale`.
+propagation and the solver's bound. A job in a partition has alternatives on the
+partition's nodes only; each account or QOS with a GPU limit its jobs could exceed is a
+cumulative over their alternatives, each holding the job's GPUs on its node. Times are
+integers: see :class:`TickScale`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from numpy.typing import ArrayLike
 
 from gpuplan.core.budget import Budget
 from gpuplan.core.errors import InputError, setting
-from gpuplan.core.instance import BoolArray, FloatArray, Instance, IntArray
+from gpuplan.core.instance import BoolArray, FloatArray, GpuLimit, Instance, IntArray
 from gpuplan.core.keep import SAME_START_S, Keep
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.models.bounds import resource_share
@@ -523,6 +526,10 @@ class SchedulingModel:
                                      + amounts, int(counts[groups[group_type == kind]].sum()))
         exact &= _node_capacity(model, instance, by_group, groups // instance.n_types,
                                 lambda seconds: int(scale.up(np.array([seconds]))[0]))
+        for limit, members in _binding_limits(instance, alternatives):
+            model.add_cumulative([a.interval for a in members],
+                                 [int(instance.gpus_per_node[a.job]) for a in members],
+                                 limit.gpus)
 
         restricted = bool(not share_gpus and shareable[np.unique(group_type)].any())
         built = cls(instance, scale, model, start, end, alternatives,
@@ -659,7 +666,8 @@ class SchedulingModel:
         """Redundant area rows: the work a group takes on fits between its release and ``makespan``.
 
         ``sum(demand * duration * present) <= capacity * (makespan - earliest release)``
-        per exclusive group (in GPUs) and per GPU and resource of a shared group. The
+        per exclusive group (in GPUs), per GPU and resource of a shared group, and per
+        binding GPU limit (in GPUs). The
         cumulatives imply them, but as linear rows they reach CP-SAT's LP relaxation,
         which then sees the load of each machine: on unrelated machines (R||Cmax) this is
         what closes the gap to the optimum.
@@ -690,6 +698,10 @@ class SchedulingModel:
                                     for d, a in zip(demand, members, strict=True)],
                                    capacity, makespan, earliest)
         self._add_node_energy(by_group, makespan, release)
+        for limit, members in _binding_limits(instance, self.alternatives):
+            self._add_area([(int(instance.gpus_per_node[a.job]) * a.duration, a.present)
+                            for a in members], limit.gpus, makespan,
+                           int(min(release[a.job] for a in members)))
 
     def _add_node_energy(self, by_group: list[list[Alternative]], makespan: Any,
                          release: IntArray) -> None:
@@ -1073,17 +1085,33 @@ def alternative_fits(instance: Instance, counts: IntArray, groups: IntArray,
                      group_type: IntArray) -> BoolArray:
     """``(J, groups)`` whether each group may take a job's GPUs on one of its nodes.
 
-    Its type is eligible, it has the job's GPUs per node, and its node is labelled with
-    the job's required topology level.
+    Its type is eligible, it has the job's GPUs per node, its node is labelled with the
+    job's required topology level and is in the job's partition.
     """
     fits: BoolArray = instance.eligible[:, group_type] & (
         counts[groups][None, :] >= instance.gpus_per_node[:, None])
+    node = groups // instance.n_types
     if instance.levels:
         level = instance.required_level
-        node = groups // instance.n_types
         labelled = instance.node_domain[node[None, :], np.maximum(level, 0)[:, None]] >= 0
         fits &= (level[:, None] < 0) | labelled
+    if instance.partition_ids:
+        partition = instance.job_partition
+        inside = instance.partition_nodes[np.maximum(partition, 0)][:, node]
+        fits &= (partition[:, None] < 0) | inside
     return fits
+
+
+def _binding_limits(instance: Instance, alternatives: list[list[Alternative]]
+                    ) -> list[tuple[GpuLimit, list[Alternative]]]:
+    """The GPU limits whose jobs could exceed them together, each with their alternatives.
+
+    An alternative holds the job's GPUs on its node: the present ones of a job hold its
+    gang.
+    """
+    return [(limit, [a for j in limit.jobs.tolist() for a in alternatives[j]])
+            for limit in instance.gpu_limits
+            if int(instance.gang[limit.jobs].sum()) > limit.gpus]
 
 
 def _node_capacity(model: Any, instance: Instance, by_group: list[list[Alternative]],

@@ -4,7 +4,8 @@ A plan's single-GPU jobs may be spread over more racks than their number needs: 
 scheduling appends jobs to GPUs in priority order, not in time order, and a rack whose GPUs
 are promised to later jobs looks full to an earlier one. :func:`compact` takes every
 single-GPU job run whole that draws nothing on its node, and gives it, in order of start,
-a GPU of its type that is free over its whole interval (no other job on it, no outage),
+a GPU of its type (on its partition's nodes) that is free over its whole interval (no
+other job on it, no outage),
 in the domain (widest level first) and then the node with the most GPUs busy at its
 start, lowest index last. Nothing else moves, no time changes, so the objective stays;
 the plan holds its single-GPU jobs in as few domains as interval colouring in start order
@@ -58,7 +59,11 @@ def compact(instance: Instance, plan: Result) -> Result:
         clash = (fixed_start < end) & (fixed_end > start)
         blocked = np.zeros(instance.n_gpus, dtype=bool)
         blocked[fixed_gpu[clash]] = True
-        options = np.flatnonzero((instance.gpu_type == t) & ~blocked & (free_from <= start))
+        free = (instance.gpu_type == t) & ~blocked & (free_from <= start)
+        allowed = instance.allowed_nodes(int(job[k]))
+        if allowed is not None:
+            free &= allowed[instance.gpu_node]
+        options = np.flatnonzero(free)
         if not options.size:
             return plan
         busy = _busy_at(start, free_from, started, fixed_gpu, fixed_start, fixed_end,

@@ -189,7 +189,8 @@ def best_fit_decreasing(
     vector (the dot-product rule for vector packing, which ended far closer to the LP
     bound than the tightest-fit rule when rounding a two-resource fleet; docs/benchmarks.md,
     "LP relaxation and rounding at scale"), except ``min-max-load``, which takes the GPUs
-    left least loaded.
+    left least loaded. A job in a partition takes GPUs of its nodes only; one whose
+    account or QOS has fewer GPUs left within its limit than its gang is left out.
 
     Parameters
     ----------
@@ -210,6 +211,8 @@ def best_fit_decreasing(
     used = np.zeros(instance.n_gpus, dtype=bool)
     group_of = instance.gpu_node * n_types + gpu_type
     node_room = instance.node_capacity.copy() if instance.node_demand.any() else None
+    # The GPUs left within each GPU limit: the batch holds them all at once.
+    limit_room = np.array([limit.gpus for limit in instance.gpu_limits], dtype=np.int64)
 
     if order is None:
         order = _static_order(instance)
@@ -221,6 +224,13 @@ def best_fit_decreasing(
             unplaced.update(dict.fromkeys(order[done:].tolist(), NOT_REACHED))
             break
         k = int(instance.gpus_per_node[j])
+        limits = instance.job_limits[j]
+        full = [q for q in limits if limit_room[q] < instance.gang[j]] if limits else []
+        if full:
+            limit = instance.gpu_limits[full[0]]
+            unplaced[int(j)] = (f"{limit} has {limit_room[full[0]]} of its {limit.gpus} "
+                                f"GPUs left, and the job needs {instance.gang[j]}")
+            continue
         demand = instance.packing_demand[j][gpu_type]
         fits = instance.eligible[j][gpu_type] & (
             residual - demand >= -_FIT_EPS * capacity
@@ -228,6 +238,9 @@ def best_fit_decreasing(
         if k == 0:
             # A CPU-only job holds no GPU: every GPU of a type it may use stands for its node.
             fits = instance.eligible[j][gpu_type].copy()
+        allowed = instance.allowed_nodes(j)
+        if allowed is not None:
+            fits &= allowed[instance.gpu_node]
         if node_room is not None:
             draw = instance.node_demand[j]
             fits &= (node_room - draw >= -_FIT_EPS * instance.node_capacity).all(axis=1)[
@@ -257,6 +270,8 @@ def best_fit_decreasing(
                   np.zeros(0, dtype=np.int64))
         residual[chosen] -= demand[chosen]
         used[chosen] = True
+        if limits:
+            limit_room[list(limits)] -= instance.gang[j]
         nodes = instance.gpu_node[first]
         if node_room is not None:
             node_room[nodes] -= instance.node_demand[j]

@@ -5,8 +5,11 @@ free from the end of the last job placed on it: jobs are appended, never slotted
 earlier gap). A job of type ``t`` needs ``gpus_per_node`` GPUs on each of ``gang_nodes``
 groups of that type, all in one domain of its required topology level, and its node
 demand on each of those nodes for its whole run: node resources are kept as a step
-function of time per node (:class:`NodeUsage`), since jobs on one node's GPUs start and
-end at different times.
+function of time per node (:class:`StepUsage`), since jobs on one node's GPUs start and
+end at different times. A job in a partition takes groups of the partition's nodes only,
+and the GPUs held by the jobs of each account or QOS with a GPU limit are kept as a step
+function of time too: a job starts only when each limit it is under has room for its gang
+for its whole run.
 
 :meth:`FreeGpus.earliest` finds the earliest start of a job on a type (and the groups),
 :meth:`FreeGpus.take` books it. A gang that prefers a topology level is tried within one
@@ -31,35 +34,38 @@ from gpuplan.core.instance import FloatArray, Instance, IntArray
 FIT_EPS = 1e-9
 
 
-class NodeUsage:
-    """What the jobs placed so far draw on each node, as a step function of time.
+class StepUsage:
+    """What the jobs placed so far draw on each of some capacities, as a step function of time.
+
+    The capacities are each node's resources, or each GPU limit's GPUs.
 
     Parameters
     ----------
     capacity
-        ``(N, Q)`` each node's capacity per node resource.
+        ``(K, Q)`` each key's capacity (a node's, per node resource; a GPU limit's, one
+        column).
     """
 
     def __init__(self, capacity: FloatArray) -> None:
         self.capacity = capacity
         n, q = capacity.shape
-        # Per node: breakpoints (the first is -inf) and the usage from each until the next.
+        # Per key: breakpoints (the first is -inf) and the usage from each until the next.
         self.times: list[list[float]] = [[-np.inf] for _ in range(n)]
         self.usage: list[FloatArray] = [np.zeros((1, q)) for _ in range(n)]
         self.slack = FIT_EPS * np.maximum(capacity, 1.0)
 
-    def earliest(self, node: int, start: float, length: float, draw: FloatArray) -> float:
+    def earliest(self, key: int, start: float, length: float, draw: FloatArray) -> float:
         """The earliest time from ``start`` at which ``draw`` fits ``length`` seconds long.
 
-        ``inf`` if it never does (it needs more than the node has).
+        ``inf`` if it never does (it needs more than the key's capacity).
         """
-        capacity = self.capacity[node]
-        if (draw > capacity + self.slack[node]).any():
+        capacity = self.capacity[key]
+        if (draw > capacity + self.slack[key]).any():
             return np.inf
         if not draw.any():
             return start
-        times = self.times[node]
-        over = np.flatnonzero((self.usage[node] + draw > capacity + self.slack[node])
+        times = self.times[key]
+        over = np.flatnonzero((self.usage[key] + draw > capacity + self.slack[key])
                               .any(axis=1))
         at = start
         while True:
@@ -72,11 +78,11 @@ class NodeUsage:
                 return np.inf
             at = times[step + 1]
 
-    def add(self, node: int, start: float, end: float, draw: FloatArray) -> None:
-        """Book ``draw`` on the node over ``[start, end)``."""
+    def add(self, key: int, start: float, end: float, draw: FloatArray) -> None:
+        """Book ``draw`` on the key over ``[start, end)``."""
         if not draw.any():
             return
-        times, usage = self.times[node], self.usage[node]
+        times, usage = self.times[key], self.usage[key]
         for at in (start, end):
             k = bisect.bisect_right(times, at)
             if times[k - 1] != at:
@@ -84,7 +90,7 @@ class NodeUsage:
                 usage = np.insert(usage, k, usage[k - 1], axis=0)
         first, last = times.index(start), times.index(end)
         usage[first:last] += draw
-        self.usage[node] = usage
+        self.usage[key] = usage
 
 
 @dataclass(frozen=True)
@@ -133,9 +139,9 @@ class FreeGpus:
             self.free[q, :size] = ready_at[mine][by_ready]
             self.members[q, :size] = mine[by_ready]
             self.gpu_group[mine] = q
-        #: Per (type, GPUs per node, level): the groups that can take such a share.
-        self._options: dict[tuple[int, int, int], IntArray] = {}
-        self.usage = (NodeUsage(instance.node_capacity)
+        #: Per (type, GPUs per node, level, partition): the groups that can take such a share.
+        self._options: dict[tuple[int, int, int, int], IntArray] = {}
+        self.usage = (StepUsage(instance.node_capacity)
                       if instance.node_resources and instance.node_demand.any() else None)
         if self.usage is not None:
             # Node resources held by work planned before (a re-plan's running jobs).
@@ -144,6 +150,9 @@ class FreeGpus:
                     self.usage.add(n, outage.start_s, outage.end_s, outage.draw)
         #: (G, L) each group's domain per topology level, for best fit; None without.
         self.domain = (instance.node_domain[self.group_node] if instance.levels else None)
+        #: The GPUs each GPU limit's jobs hold over time; None without limits.
+        self.limits = (StepUsage(np.array([[limit.gpus] for limit in instance.gpu_limits],
+                                          dtype=float)) if instance.gpu_limits else None)
 
     def earliest(self, j: int, t: int, ready: float) -> Slot | None:
         """The earliest slot of job ``j`` on type ``t`` from ``ready``; None if none.
@@ -169,7 +178,8 @@ class FreeGpus:
         """The earliest slot running ``seconds`` within one domain of ``level`` (-1: any)."""
         instance = self.instance
         k, m = int(instance.gpus_per_node[j]), int(instance.gang_nodes[j])
-        options = self._groups_for(t, k, level)
+        partition = int(instance.job_partition[j]) if instance.partition_ids else -1
+        options = self._groups_for(t, k, level, partition)
         if options.size < m:
             return None
         # When each group has k GPUs free: their k-th earliest free time.
@@ -189,6 +199,11 @@ class FreeGpus:
             if chosen is None:
                 return None
             start = float(at[chosen].max())
+            allowed = start if self.limits is None else self._within_limits(j, start, seconds)
+            if allowed > start:
+                # Its account or QOS is at its limit then: no group can start it before.
+                at = np.maximum(at, allowed)
+                continue
             if draw is None or (at[chosen] == start).all():
                 break
             # A node free earlier may be busy at the later start: ask every group again.
@@ -205,17 +220,40 @@ class FreeGpus:
         return Slot(start, start + float(instance.duration[j, t]) * slow, t, gpus,
                     int(nodes.min()) if m > 1 else int(nodes[0]), seats if k else None)
 
-    def _groups_for(self, t: int, k: int, level: int) -> IntArray:
-        """The groups of type ``t`` with ``k`` GPUs, labelled at ``level`` (-1: any)."""
-        key = (t, k, level)
+    def _groups_for(self, t: int, k: int, level: int, partition: int) -> IntArray:
+        """The groups of type ``t`` with ``k`` GPUs, labelled at ``level`` (-1: any).
+
+        On the nodes of ``partition`` only (-1: any node).
+        """
+        key = (t, k, level, partition)
         options = self._options.get(key)
         if options is None:
             options = np.flatnonzero((self.group_type == t) & (self.group_size >= k))
             if level >= 0:
                 assert self.domain is not None
                 options = options[self.domain[options, level] >= 0]
+            if partition >= 0:
+                inside = self.instance.partition_nodes[partition, self.group_node[options]]
+                options = options[inside]
             self._options[key] = options
         return options
+
+    def _within_limits(self, j: int, start: float, seconds: float) -> float:
+        """The earliest time from ``start`` at which every GPU limit of job ``j`` has room.
+
+        Room for its gang for ``seconds``; ``start`` itself for a job under none.
+        """
+        mine = self.instance.job_limits[j]
+        if not mine:
+            return start
+        assert self.limits is not None
+        draw = np.array([float(self.instance.gang[j])])
+        at = start
+        while True:
+            later = max(self.limits.earliest(k, at, seconds, draw) for k in mine)
+            if later <= at:
+                return at
+            at = later
 
     def _choose(self, options: IntArray, at: FloatArray, m: int, level: int) -> IntArray | None:
         """Positions in ``options`` of the ``m`` groups that start the job earliest.
@@ -280,13 +318,17 @@ class FreeGpus:
     def kept(self, j: int, gpus: IntArray, start: float, ready: float) -> Slot | None:
         """Job ``j`` on its previous GPUs from its previous start, if that still fits.
 
-        It fits when the GPUs are all up and of one type the job may use, free by then
-        (its node demand too, for its whole run), the job may start then (released,
-        predecessors done) and ends by its deadline. A CPU-only job has no GPUs to keep.
+        It fits when the GPUs are all up, on nodes of its partition and of one type the job
+        may use, free by then (its node demand too, for its whole run, and room within its
+        GPU limits), the job may start then (released, predecessors done) and ends by its
+        deadline. A CPU-only job has no GPUs to keep.
         """
         instance = self.instance
         groups = self.gpu_group[gpus]
         if not gpus.size or (groups < 0).any() or start < ready - 1e-9:
+            return None
+        allowed = instance.allowed_nodes(j)
+        if allowed is not None and not allowed[self.group_node[groups]].all():
             return None
         t = int(instance.gpu_type[gpus[0]])
         if (instance.gpu_type[gpus] != t).any() or not instance.eligible[j, t]:
@@ -306,6 +348,8 @@ class FreeGpus:
                 self.usage.earliest(int(n), begin, seconds, instance.node_demand[j]) > begin
                 for n in nodes.tolist()):
             return None
+        if self._within_limits(j, begin, seconds) > begin:
+            return None
         return Slot(begin, begin + seconds, t, np.sort(gpus), int(nodes.min()))
 
     def take(self, j: int, slot: Slot) -> None:
@@ -323,6 +367,10 @@ class FreeGpus:
                      else np.array([slot.node]))
             for n in nodes.tolist():
                 self.usage.add(n, slot.start, slot.end, self.instance.node_demand[j])
+        if self.limits is not None:
+            gang = np.array([float(self.instance.gang[j])])
+            for k in self.instance.job_limits[j]:
+                self.limits.add(k, slot.start, slot.end, gang)
 
     def _resort(self, q: int) -> None:
         """Keep group ``q``'s GPUs in free-time order after a booking."""

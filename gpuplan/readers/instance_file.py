@@ -782,10 +782,12 @@ def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, i
     columns.gpus_per_node[j] = job.gpus if job.gpus_per_node is None else job.gpus_per_node
     if job.topology is not None:
         columns.topology[j] = job.topology
-    for named, value in ((columns.partition, job.partition), (columns.account, job.account),
-                         (columns.qos, job.qos)):
-        if value is not None:
-            named[j] = value
+    if job.partition is not None:
+        columns.partition[j] = job.partition
+    if job.account is not None:
+        columns.account[j] = job.account
+    if job.qos is not None:
+        columns.qos[j] = job.qos
     columns.preemptible[j] = job.preemptible
     columns.times[j] = (job.weight, job.release_s,
                         np.inf if job.deadline_s is None else job.deadline_s,
@@ -1113,6 +1115,8 @@ def _limits(declared: dict[str, GpuLimitSpec], jobs: dict[int, str], kind: str,
     ``kind`` is ``account`` or ``qos``; ``jobs`` are the jobs' ``account`` (``qos``) by job
     index. Empty when the document declares none.
     """
+    if not declared and not jobs:
+        return {}
     section, field = _GROUPS[kind]
     ids = tuple(declared)
     index = {name: k for k, name in enumerate(ids)}
@@ -1122,8 +1126,6 @@ def _limits(declared: dict[str, GpuLimitSpec], jobs: dict[int, str], kind: str,
             known = f"{section}: {', '.join(ids)}" if ids else f"the instance declares no {section}"
             raise InputError(source, f"jobs[{j}].{field}", f"unknown {field} {name!r} ({known})")
         member[j] = index[name]
-    if not ids:
-        return {}
     gpus = np.array([-1 if spec.gpus is None else spec.gpus for spec in declared.values()],
                     dtype=np.int64)
     return {f"{kind}_ids": ids, f"{kind}_gpus": gpus, f"job_{kind}": member}

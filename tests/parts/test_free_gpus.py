@@ -11,12 +11,12 @@ from conftest import DATA, instance_from
 from gpuplan import read_instance, verify_schedule
 from gpuplan.core.schedule import Schedule
 from gpuplan.parts.construct import list_schedule
-from gpuplan.parts.free_gpus import FreeGpus, NodeUsage, Slot
+from gpuplan.parts.free_gpus import FreeGpus, Slot, StepUsage
 
 
 def test_node_usage_finds_the_first_time_a_draw_fits() -> None:
     """A draw waits for the step that makes room, for its whole length."""
-    usage = NodeUsage(np.array([[10.0]]))
+    usage = StepUsage(np.array([[10.0]]))
     usage.add(0, 0.0, 100.0, np.array([6.0]))
     usage.add(0, 150.0, 200.0, np.array([8.0]))
     assert usage.earliest(0, 0.0, 50.0, np.array([4.0])) == 0.0
