@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import logging
 import re
 import statistics
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gpuplan.core.errors import InputError, setting
-from gpuplan.core.files import write_text_atomic
+from gpuplan.core.files import read_text, write_text_atomic
 from gpuplan.core.instance import Instance
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.core.options import part_options, takes
@@ -65,19 +66,18 @@ def _gap_set(root: Path, family: str, sense: Literal["min", "max"] = "min") -> l
     """GAP problems of ``known_values.csv`` whose file is in ``family``, in one sense."""
     table = root / "gap" / "known_values.csv"
     problems = []
-    with table.open() as handle:
-        for row in csv.DictReader(handle):
-            file = row["file"]
-            kind = ("gap1-12" if file[9:].split(".")[0].isdigit() and file.startswith("orlib/")
-                    else "chu-beasley" if file.startswith("orlib/") else "yagiura")
-            if kind != family:
-                continue
-            spec = f"{root / 'gap' / file}#{row['index_in_file']}"
-            known = row["opt_max"] if sense == "max" else row["best_known_min"]
-            group = (f"{family} {sense}" if family == "gap1-12"
-                     else f"{family} {row['instance'][0].upper()}")
-            problems.append(Problem(row["instance"], _reader(spec, "orlib-gap", sense),
-                                    float(known) if known else None, group))
+    for row in csv.DictReader(io.StringIO(read_text(table), newline="")):
+        file = row["file"]
+        kind = ("gap1-12" if file[9:].split(".")[0].isdigit() and file.startswith("orlib/")
+                else "chu-beasley" if file.startswith("orlib/") else "yagiura")
+        if kind != family:
+            continue
+        spec = f"{root / 'gap' / file}#{row['index_in_file']}"
+        known = row["opt_max"] if sense == "max" else row["best_known_min"]
+        group = (f"{family} {sense}" if family == "gap1-12"
+                 else f"{family} {row['instance'][0].upper()}")
+        problems.append(Problem(row["instance"], _reader(spec, "orlib-gap", sense),
+                                float(known) if known else None, group))
     return problems
 
 
@@ -166,21 +166,22 @@ def read_best_known(path: Path) -> dict[str, Record]:
     Raises
     ------
     InputError
-        Naming the file and line of a row whose objective or numbers do not read.
+        Naming the file: one that is not a regular file (a pipe, a device) or cannot be
+        read, and the line of a row whose objective or numbers do not read.
     """
-    if not path.is_file():
+    if not path.exists():
         return {}
     records = {}
-    with path.open(newline="", encoding="utf-8") as handle:
-        for line, row in enumerate(csv.DictReader(handle), start=2):
-            try:
-                records[row["instance"]] = Record(
-                    ObjectiveKind(row["objective"]),
-                    float(row["best_known"]) if row["best_known"] else None, row["best_method"],
-                    float(row["bound"]) if row["bound"] else None, row["bound_method"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise InputError(str(path), f"line {line}", f"not a best-known row: {exc}"
-                                 ) from None
+    rows = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    for line, row in enumerate(rows, start=2):
+        try:
+            records[row["instance"]] = Record(
+                ObjectiveKind(row["objective"]),
+                float(row["best_known"]) if row["best_known"] else None, row["best_method"],
+                float(row["bound"]) if row["bound"] else None, row["bound_method"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(str(path), f"line {line}", f"not a best-known row: {exc}"
+                             ) from None
     return records
 
 
@@ -551,20 +552,21 @@ def quote_tables(page: Path) -> str:
     Raises
     ------
     InputError
-        When a quoted file does not exist or has fewer than N tables.
+        When a quoted file does not exist, cannot be read (a pipe, a device) or has fewer
+        than N tables, or the page cannot be read.
     """
     def quote(match: re.Match[str]) -> str:
         source = page.parent / match["file"]
-        if not source.is_file():
+        if not source.exists():
             raise InputError(str(page), match["file"], "the quoted results file does not exist")
-        tables = markdown_tables(source.read_text(encoding="utf-8"))
+        tables = markdown_tables(read_text(source))
         index = int(match["index"])
         if not 1 <= index <= len(tables):
             raise InputError(str(page), match["file"], f"table {index} is quoted, but the file "
                              f"has {len(tables)} tables")
         return match["open"] + tables[index - 1] + match["close"]
 
-    return QUOTE.sub(quote, page.read_text(encoding="utf-8"))
+    return QUOTE.sub(quote, read_text(page))
 
 
 def write_results(out: Path, text: str, page: Path | None = None) -> None:
@@ -590,7 +592,7 @@ def refresh_quotes(page: Path) -> bool:
     Returns whether the page changed.
     """
     text = quote_tables(page)
-    if text == page.read_text(encoding="utf-8"):
+    if text == read_text(page):
         return False
     write_text_atomic(page, text)
     return True

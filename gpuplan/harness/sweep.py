@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.core.errors import BackendUnavailableError, InputError
+from gpuplan.core.files import read_bytes
 from gpuplan.core.instance import Instance
 from gpuplan.core.schedule import RunRecord, RunSummary, Schedule
 from gpuplan.harness.batch import (
@@ -199,9 +200,10 @@ def check_points(sweep: Sequence[SweepPoint]) -> None:
 
 
 def _sha256_file(path: str) -> str | None:
+    """The file's SHA-256; None when it cannot be read (the point's run then says why)."""
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_bytes(Path(path))).hexdigest()
+    except InputError:
         return None
 
 

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import INSTANCES, Gpuplan
+from core.test_files import at_most, pipe_in
 
+from gpuplan.core.errors import InputError
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.harness.bench import (
     BEST_KNOWN,
     Record,
     improve_best_known,
+    quote_tables,
     read_best_known,
     write_best_known,
 )
@@ -99,3 +105,44 @@ def test_best_known_values_never_get_worse(tmp_path: Path) -> None:
     maximum, _ = improve_best_known({}, [_row(10.0, 12.0, kind="max-weight"),
                                          _row(9.0, 11.0, kind="max-weight")])
     assert maximum["x"] == Record(ObjectiveKind.MAX_WEIGHT, 10.0, "m", 11.0, "m")
+
+
+def _suite_with_piped_table(folder: Path) -> tuple[tuple[str | Path, ...], Path]:
+    """A suite folder whose best_known.csv is a named pipe: the bench arguments and the pipe."""
+    shutil.copy(INSTANCES / "quickstart.json", folder / "quickstart.json")
+    return (folder,), pipe_in(folder, BEST_KNOWN)
+
+
+def _gap_root_with_piped_table(folder: Path) -> tuple[tuple[str | Path, ...], Path]:
+    """A benchmarks root whose GAP table is a named pipe: the bench arguments and the pipe."""
+    (folder / "gap").mkdir()
+    return ("chu-beasley", "--benchmarks", folder), pipe_in(folder / "gap", "known_values.csv")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX named pipes")
+@pytest.mark.parametrize("make", [_suite_with_piped_table, _gap_root_with_piped_table],
+                         ids=["best-known", "gap-known-values"])
+def test_a_table_that_is_a_pipe_is_exit_2_at_once(
+        gpuplan: Gpuplan, tmp_path: Path,
+        make: Callable[[Path], tuple[tuple[str | Path, ...], Path]]) -> None:
+    """A suite's table that is a named pipe is exit 2 at once, naming it; nothing runs.
+
+    A piped GAP table used to wait for a writer for ever, and a piped best_known.csv was
+    taken for no table at all.
+    """
+    args, pipe = make(tmp_path)
+    with at_most(5):
+        ran = gpuplan("bench", *args, "--methods", "greedy")
+    assert ran.code == 2
+    assert f"{pipe}: not a regular file (it is a pipe)" in ran.err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX named pipes")
+def test_a_quoted_results_file_that_is_a_pipe_is_named_as_one(tmp_path: Path) -> None:
+    """A page quoting a table of a named pipe says it is a pipe, not that it does not exist."""
+    pipe = pipe_in(tmp_path, "results.md")
+    page = tmp_path / "page.md"
+    page.write_text("<!-- table results.md 1 -->\n<!-- end table -->\n")
+    with at_most(5), pytest.raises(InputError) as caught:
+        quote_tables(page)
+    assert str(caught.value) == f"{pipe}: not a regular file (it is a pipe)"

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
+import pytest
 from conftest import GAVEL
+from core.test_files import at_most, pipe_in
 
 from gpuplan.harness.batch import run_tasks
 from gpuplan.harness.sweep import (
@@ -72,3 +75,21 @@ def test_a_failing_point_is_its_row_and_the_table_says_why(tmp_path: Path) -> No
     as_csv, as_md = write_results(rows, tmp_path)
     assert as_csv.read_text().count("\n") == 3
     assert "error: " in as_md.read_text() and "gone.json" in as_md.read_text()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX named pipes")
+def test_a_throughput_file_that_is_a_pipe_fails_its_point_at_once(tmp_path: Path) -> None:
+    """A named pipe as the throughput file is the point's error row, saying so, at once.
+
+    Hashing it for the resume key used to wait for a writer for ever (here until the
+    alarm, whose TimeoutError the hashing took for an unreadable file).
+    """
+    point = tiny(tmp_path)[0]
+    pipe = pipe_in(tmp_path, "throughputs.json")
+    piped = dataclasses.replace(point, workload=dataclasses.replace(point.workload,
+                                                                    throughputs=str(pipe)))
+    with at_most(5):
+        row = run_point(piped)
+    assert row["status"] == "error" and row["seconds"] < 2
+    assert row["error"] == f"{pipe}: not a regular file (it is a pipe)"
+    assert not Path(point.target).exists()
