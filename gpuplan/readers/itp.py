@@ -322,18 +322,22 @@ def _table(path: Path, needed: tuple[str, ...]) -> tuple[IntArray, dict[str, lis
     Raises
     ------
     InputError
-        At ``line 1`` for an empty file or a header without a needed column; at the line
-        of a row with another number of fields than the header, or that is not CSV.
+        At ``line 1`` for a file of blank lines only; at the header's line for a header
+        without a needed column; at the line of a row with another number of fields than
+        the header, or that is not CSV.
     """
     source = str(path)
     reader = csv.reader(io.StringIO(read_text(path), newline=""))
     rows: list[list[str]] = []
     lines: list[int] = []
     try:
-        names = [name.strip() for name in next(reader, [])]
+        # Blank lines before the header are skipped, as between rows.
+        names = [name.strip() for name in next(
+            (row for row in reader if any(field.strip() for field in row)), [])]
         if not names:
             raise InputError(source, "line 1", "the file is empty; expected a header line "
                              f"naming {', '.join(needed)}")
+        header = reader.line_num
         for row in reader:
             if row:  # a blank line, as at the end of a file
                 rows.append(row)
@@ -342,8 +346,8 @@ def _table(path: Path, needed: tuple[str, ...]) -> tuple[IntArray, dict[str, lis
         raise InputError(source, f"line {reader.line_num}", f"not CSV: {exc}") from None
     missing = [name for name in needed if name not in names]
     if missing:
-        raise InputError(source, "line 1", f"missing column {', '.join(missing)} (the header "
-                         f"has {', '.join(names)})")
+        raise InputError(source, f"line {header}", f"missing column {', '.join(missing)} (the "
+                         f"header has {', '.join(names)})")
     at = np.array(lines, dtype=np.int64)
     widths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     _first_bad(source, at, widths != len(names), lambda i: (

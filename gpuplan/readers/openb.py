@@ -47,19 +47,28 @@ MAX_NODE_GPUS = 64
 
 def _rows(path: Path, columns: tuple[str, ...], aliases: dict[str, str]) -> Iterator[
         tuple[int, dict[str, str]]]:
-    """Each data row of a CSV file with its line number, after checking the header."""
+    """Each data row of a CSV file with its line number, after checking the header.
+
+    Raises
+    ------
+    InputError
+        At ``line 1`` for a file of blank lines only; at the header's line for a header
+        without one of ``columns``; at the line of a row with another number of fields
+        than the header, or that is not CSV.
+    """
     reader = csv.reader(io.StringIO(read_text(path), newline=""))
     source = str(path)
     try:
-        header = [aliases.get(name.strip(), name.strip()) for name in next(reader)]
-    except StopIteration:
-        raise InputError(source, "line 1", "the file is empty; expected a header with "
-                         f"{', '.join(columns)}") from None
-    missing = [c for c in columns if c not in header]
-    if missing:
-        raise InputError(source, "line 1", f"missing column {', '.join(missing)} (the "
-                         f"header has {', '.join(header)})")
-    try:
+        # Blank lines before the header are skipped, as between rows.
+        first = next((row for row in reader if any(field.strip() for field in row)), [])
+        if not first:
+            raise InputError(source, "line 1", "the file is empty; expected a header with "
+                             f"{', '.join(columns)}")
+        header = [aliases.get(name.strip(), name.strip()) for name in first]
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise InputError(source, f"line {reader.line_num}", f"missing column "
+                             f"{', '.join(missing)} (the header has {', '.join(header)})")
         for row in reader:
             if not row:
                 continue

@@ -282,6 +282,9 @@ MALFORMED: dict[str, tuple[Path, Callable[[str], str], int | None, str, str]] = 
                        "missing column num_gpu (the header has job_id, submission_time, "
                        "duration, gpus)"),
     "empty file": (RAW, lambda _: "", None, "line 1", "the file is empty"),
+    "blank lines only": (RAW, lambda _: "\n  \n\t\n", None, "line 1", "the file is empty"),
+    "missing column after blank lines": (RAW, lambda text: "\n \n" + text.replace(
+        "duration,num_gpu", "duration,gpus", 1), None, "line 3", "missing column num_gpu"),
     "header only": (RAW, lambda text: text.splitlines()[0] + "\n", None, "",
                     "no job to simulate: the file has a header and no rows"),
     "job twice": (RAW, _set(12, 0, job_id(RAW, 3)), None, "line 12",

@@ -75,6 +75,33 @@ def test_bad_rows_name_file_line_and_field(name: str) -> None:
     assert words in caught.value.message
 
 
+@pytest.mark.parametrize("which", ["nodes", "pods"])
+def test_a_list_of_blank_lines_only_is_named_empty(which: str, tmp_path: Path) -> None:
+    """A node or pod list of blank lines only says it is empty, not that a column is missing."""
+    blank = tmp_path / f"{which}.csv"
+    blank.write_text("\n  \n\n")
+    files = {"nodes": OPENB / "nodes.csv", "pods": OPENB / "pods.csv", which: blank}
+    with pytest.raises(InputError) as caught:
+        read_openb(files["nodes"], files["pods"])
+    assert (caught.value.source, caught.value.path) == (str(blank), "line 1")
+    assert caught.value.message.startswith("the file is empty; expected a header with ")
+
+
+def test_blank_lines_before_the_header_are_skipped(tmp_path: Path) -> None:
+    """Blank lines before the header are skipped, as between rows.
+
+    The pods read as without them, and a header missing a column is named at its own line.
+    """
+    pods = tmp_path / "pods.csv"
+    pods.write_text("\n \n" + (OPENB / "pods.csv").read_text())
+    read = read_openb(OPENB / "nodes.csv", pods)
+    assert read.job_ids == read_openb(OPENB / "nodes.csv", OPENB / "pods.csv").job_ids
+    pods.write_text("\n \n" + (OPENB / "bad" / "missing_column.csv").read_text())
+    with pytest.raises(InputError) as caught:
+        read_openb(OPENB / "nodes.csv", pods)
+    assert caught.value.path == "line 3" and "missing column num_gpu" in caught.value.message
+
+
 def test_bad_row_through_cli_is_exit_2(tmp_path: Path) -> None:
     """`gpuplan convert openb` on a bad row exits 2 with one line and writes nothing."""
     out = tmp_path / "never_written"
