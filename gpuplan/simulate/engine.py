@@ -34,9 +34,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
+from functools import cached_property
 
 import numpy as np
 
+from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import FloatArray, Instance, IntArray, Outage
 from gpuplan.core.result import EventKind, Result
 from gpuplan.core.sim import DOWN, EventQueue, GpuCluster, Recorder
@@ -436,9 +438,66 @@ class Engine:
             self._lose(job, now)
         self.cluster.down(gpus)
         self.down_until[gpus] = np.maximum(self.down_until[gpus], until)
-        nodes = sorted({instance.node_ids[n] for n in instance.gpu_node[gpus].tolist()})
-        self.outages.append(Outage(gpus.copy(), now, until, f"{', '.join(nodes)} failed"))
-        self.pending[self._push(until, _Kind.REPAIR, -1, 0)] = (gpus, until)
+        nodes = ", ".join(sorted({instance.node_ids[n] for n in instance.gpu_node[gpus].tolist()}))
+        self.outages.append(Outage(gpus.copy(), now, until, f"{nodes} failed"))
+        if np.isfinite(until):
+            self.pending[self._push(until, _Kind.REPAIR, -1, 0)] = (gpus, until)
+        else:
+            # Down for good: no repair is queued (one at t=inf would bring the GPUs back
+            # then, and a job left without a node would end at infinity).
+            self._check_finishable(nodes, now)
+
+    @cached_property
+    def shape(self) -> IntArray:
+        """``(J,)`` each job's shape: jobs of one shape fit on the same free GPUs and room.
+
+        The shape is the gang, its GPUs per node, the eligible types, the node demand and
+        the required topology level.
+        """
+        instance = self.instance
+        required = (instance.required_level if instance.levels
+                    else np.full(instance.n_jobs, -1, dtype=np.int64))
+        demand = (instance.node_demand if instance.node_demand.size
+                  else np.zeros((instance.n_jobs, 0)))
+        key = np.column_stack([instance.gang, instance.gpus_per_node, instance.eligible,
+                               demand, required]).astype(float)
+        _, shape = np.unique(key, axis=0, return_inverse=True)
+        found: IntArray = shape.reshape(-1)
+        return found
+
+    def _check_finishable(self, failed: str, now: float) -> None:
+        """Refuse the run when GPUs down for good leave an unfinished job nowhere to run.
+
+        Each job left must run on the GPUs that are up or will come back; one whose gang
+        no node holds among them (on an empty cluster) can never finish, and the run never
+        ends. One job of each shape is tried.
+
+        Raises
+        ------
+        InputError
+            Naming ``failures``, the failure, the first such job by arrival and how many
+            there are.
+        """
+        instance = self.instance
+        left = np.flatnonzero(np.isnan(self.finish))
+        kept = np.isfinite(self.down_until)
+        gpus = np.zeros((instance.n_nodes, instance.n_types), dtype=np.int64)
+        np.add.at(gpus, (instance.gpu_node[kept], instance.gpu_type[kept]), 1)
+        room = None if self.cluster.room is None else instance.node_capacity.astype(float)
+        rank = np.zeros(instance.n_nodes)
+        shapes, first = np.unique(self.shape[left], return_index=True)
+        lost = [shape for shape, job in zip(shapes.tolist(), left[first].tolist(), strict=True)
+                if all(instance.pick_nodes(job, instance.gang_hosts(job, t, gpus[:, t], room),
+                                           rank) is None for t in self.fastest_list[job])]
+        if not lost:
+            return
+        stranded = left[np.isin(self.shape[left], lost)]
+        job = int(stranded[np.argmin(self.rank[stranded])])
+        others = f" (and {stranded.size - 1} other job(s))" if stranded.size > 1 else ""
+        raise InputError(setting("failures"), "", f"{failed} failed for good at t={now:g} s, "
+                         f"after which no node left holds job {instance.job_ids[job]!r}"
+                         f"{others}, which needs {_gang_text(instance, job)}: the run could "
+                         "never finish; give that failure an end (for_s) or leave the job out")
 
     def _repair(self, gpus: IntArray, now: float) -> None:
         """GPUs whose last failure is over come back."""
@@ -685,16 +744,24 @@ class Engine:
     def _stalled(self, now: float) -> SimulationError:
         left = np.flatnonzero(np.isnan(self.finish))
         names = ", ".join(self.instance.job_ids[j] for j in left[:5])
-        gone = int(np.isinf(self.down_until).sum())
-        why = (f"; {gone} GPU(s) failed for good, which may leave them nowhere to run"
-               if gone else "")
+        # Failures for good that leave a job nowhere to run are refused when they happen
+        # (_check_finishable): every job left fits somewhere.
         return SimulationError(
             f"the run is stuck at t={now:g} s: {left.size} job(s) ({names}) wait but nothing "
             f"runs and nothing will arrive; scheduler {self.scheduler.name!r} and admission "
-            f"{self.admission.name!r} start none of them{why}")
+            f"{self.admission.name!r} start none of them")
 
     def run(self) -> Result:
-        """Simulate until every job has completed; the run as segments and events."""
+        """Simulate until every job has completed; the run as segments and events.
+
+        Raises
+        ------
+        InputError
+            When GPUs that fail for good leave a job no node to run on
+            (``failures``): the run could never finish.
+        SimulationError
+            When the policy breaks the engine's contract or starts no job while jobs wait.
+        """
         for job in range(self.instance.n_jobs):
             self._push(float(self.instance.release[job]), _Kind.ARRIVE, job, 0)
         for outage in self.failures.listed:
@@ -802,14 +869,7 @@ class _FixedOrder:
         position = np.empty(instance.n_jobs, dtype=np.int64)
         position[order] = np.arange(instance.n_jobs)
         self.position: list[int] = position.tolist()
-        required = (instance.required_level if instance.levels
-                    else np.full(instance.n_jobs, -1, dtype=np.int64))
-        demand = (instance.node_demand if instance.node_demand.size
-                  else np.zeros((instance.n_jobs, 0)))
-        key = np.column_stack([instance.gang, instance.gpus_per_node, instance.eligible,
-                               demand, required]).astype(float)
-        _, shape = np.unique(key, axis=0, return_inverse=True)
-        self.shape: list[int] = shape.reshape(-1).tolist()
+        self.shape: list[int] = engine.shape.tolist()
         #: Per shape with jobs waiting: (place in the order, job), a heap.
         self.waiting: dict[int, list[tuple[int, int]]] = {}
         #: Shapes whose first job fitted nowhere, with no GPU freed since.
@@ -996,6 +1056,20 @@ def _gang_nodes(instance: Instance, job: int, gpus: IntArray) -> IntArray | None
         return nodes
     domains = instance.node_domain[nodes, instance.required_level[job]]
     return nodes if bool(domains[0] >= 0 and (domains == domains[0]).all()) else None
+
+
+def _gang_text(instance: Instance, job: int) -> str:
+    """What a job's gang needs of the nodes, in words: ``4 GPU(s) of A100 on one node``."""
+    types = " or ".join(instance.type_ids[t] for t in np.flatnonzero(instance.eligible[job]))
+    nodes = int(instance.gang_nodes[job])
+    where = ("on one node" if nodes == 1
+             else f"{instance.gpus_per_node[job]} on each of {nodes} nodes")
+    level = int(instance.required_level[job]) if instance.levels else -1
+    extra = [*(["room for its node demand"] if instance.node_demand.size
+               and instance.node_demand[job].any() else []),
+             *([f"within one {instance.levels[level]}"] if level >= 0 else [])]
+    return (f"{instance.gang[job]} GPU(s) of {types} {where}"
+            + (f", {' and '.join(extra)}" if extra else ""))
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

@@ -164,7 +164,8 @@ def simulate_run(instance: Instance, spec: RunSpec = RunSpec(),
     InputError
         A part name that is not registered, a window out of range, a job that can run
         nowhere, what the simulator does not model (:func:`check_simulable`), too many
-        rounds, or a scheduler that does not work in the chosen mode.
+        rounds, a scheduler that does not work in the chosen mode, or failures for good
+        that leave a job no node to run on (the run could never finish).
     SimulationError
         If the verifier finds the run log broken (a bug of the engine or a policy).
     """

@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import Gpuplan, one_gpu
+from conftest import DATA, Gpuplan, one_gpu
 
-from gpuplan.core.instance import Outage
+from gpuplan.core.errors import InputError
+from gpuplan.core.instance import Instance, Outage
 from gpuplan.core.schedule import Schedule
-from gpuplan.simulate.engine import Failures
+from gpuplan.simulate.engine import Failures, SimulationConfig
+from gpuplan.simulate.policy import Mode
 from gpuplan.simulate.run import RunSpec, simulate, simulate_run
 from gpuplan.verify import verify_schedule
 
@@ -134,3 +136,54 @@ def test_simulate_flags_for_failures_and_actual_durations(gpuplan: Gpuplan,
     bad = gpuplan("simulate", instance, "--failures", stray, "-o", tmp_path / "y.json")
     assert bad.code == 2 and "failures[0].node" in bad.err
     assert not (tmp_path / "y.json").exists()
+
+
+@pytest.mark.parametrize("mode", ["event", "round"])
+def test_a_failure_for_good_that_leaves_a_job_no_node_is_exit_2(
+        gpuplan: Gpuplan, tmp_path: Path, mode: str) -> None:
+    """n1 failing for good while 'train' (4 A100 on one node, only n1 has them) is unfinished.
+
+    The run could never finish: exit 2 naming --failures, the node, the job and what it
+    needs, and no run log. It used to bring n1 back at t=inf, end 'train' there and stop
+    with an internal error on the NaN metrics that gave.
+    """
+    failures = tmp_path / "failures.yaml"
+    failures.write_text("failures: [{node: n1, at_s: 500}]\n")
+    run = tmp_path / "run.json"
+    ran = gpuplan("simulate", DATA / "valid_small.json", "--failures", failures,
+                  "--mode", mode, "-o", run)
+    assert ran.code == 2, ran.err
+    assert ran.err.strip() == (
+        "error: --failures: n1 failed for good at t=500 s, after which no node left holds job "
+        "'train', which needs 4 GPU(s) of A100 on one node: the run could never finish; give "
+        "that failure an end (for_s) or leave the job out")
+    assert not run.exists()
+
+
+def test_a_failure_for_good_names_the_first_job_left_and_how_many() -> None:
+    """Every job that no node left holds counts; the first by arrival is named."""
+    instance = one_gpu(_jobs(1_000, 2_000, 3_000), gpus=1)
+    down = Outage(np.array([0]), 500.0, np.inf, "test")
+    with pytest.raises(InputError) as caught:
+        simulate(instance, RunSpec(scheduler="fifo", failures=Failures((down,))))
+    assert caught.value.source == "`failures`"
+    assert "no node left holds job 'j0' (and 2 other job(s)), which needs 1 GPU(s) of G on " \
+        "one node" in caught.value.message
+
+
+@pytest.mark.parametrize("mode", [Mode.EVENT, Mode.ROUND])
+def test_a_failure_for_good_that_leaves_room_ends_with_finite_metrics(small: Instance,
+                                                                      mode: Mode) -> None:
+    """GPUs down for good that every job can do without: the run ends, verified, all finite.
+
+    n2's two A100s fail for good at 100 s; every job still has n1 (and sweep-b n2's L4s).
+    """
+    a100 = np.flatnonzero((small.gpu_node == small.node_index["n2"])
+                          & (small.gpu_type == small.type_ids.index("A100")))
+    down = Outage(a100, 100.0, np.inf, "test")
+    log = simulate(small, RunSpec(scheduler="fifo", failures=Failures((down,)),
+                                  config=SimulationConfig(mode=mode)))
+    assert log.verification is not None and log.verification.ok
+    assert log.run is not None and [f.end_s for f in log.run.failures] == [None]
+    assert all(np.isfinite(v) for v in log.run.metrics.values())
+    assert max(s.end_s for s in log.segments) < 10_000
