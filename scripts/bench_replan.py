@@ -57,7 +57,8 @@ def main() -> None:
         began = time.perf_counter()
         kept = replan(before, same, previous, at, nothing, "cp")
         lines.append(f"| {Path(path).name} ({previous.objective:,.0f}) | {at:,.0f} | no change "
-                     f"| {previous.objective:,.0f} (unchanged: {kept.disruption.unchanged}) | 0 | 0 | 0 | "
+                     f"| {previous.objective:,.0f} (unchanged: "
+                     f"{kept.disruption.unchanged}) | 0 | 0 | 0 | "
                      f"{time.perf_counter() - began:.3f} |")
         changes = Changes.parse({"down": [{"node": args.node}]}, "bench")
         before, changed = changed_instances(document, INSTANCE, changes, at, "bench")
