@@ -63,9 +63,14 @@ from typing import Any
 import numpy as np
 
 from gpuplan.exporters.base import limit_s
+from gpuplan.harness.bench import write_results
 from gpuplan.live.cluster import parse_jobs
+from gpuplan.live.runlog import plan_at
+from gpuplan.live.state import RunState
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+PAGE = ROOT / "docs" / "benchmarks.md"
 GPUPLAN = str(Path(sys.executable).parent / "gpuplan")
 NODES = {"a100-0": ("A100", 8), "a100-1": ("A100", 8), "l4-0": ("L4", 4), "l4-1": ("L4", 4)}
 FAILED_NODE = "a100-0"
@@ -351,6 +356,27 @@ def point(series: str, seed: int, args: argparse.Namespace, slot: int) -> list[d
     return [results]
 
 
+def eta_error(state_file: Path, jobs: list[str]) -> float | None:
+    """p50 gap between what ``gpuplan eta`` said at ``ESTIMATE_AT_S`` and the actual start.
+
+    For the jobs Slurm's ``squeue --start`` estimated then: the plan in force at that
+    second of gpuplan's run (its epoch), against when each started.
+    """
+    if not state_file.exists():
+        return None
+    state = RunState.read(state_file)
+    plan = plan_at(state, ESTIMATE_AT_S)
+    if plan is None:
+        return None
+    slots = {slot.job: slot.start_s for slot in plan.slots}
+    errors = []
+    for job in jobs:
+        start = state.jobs[job].attempts[-1].start_s
+        if job in slots and start is not None:
+            errors.append(abs(start - slots[job]))
+    return float(np.median(errors)) if errors else None
+
+
 def _pct(mine: float, theirs: float) -> str:
     return f"{100.0 * (mine - theirs) / theirs:+.1f}%"
 
@@ -417,16 +443,20 @@ def render(work: Path, out: Path, load: str) -> None:
                   f"Slurm's `squeue --start`, read {ESTIMATE_AT_S:g} s into its run for the "
                   "jobs then pending, against when they started; gpuplan's first plan against "
                   "when its jobs started.", "",
-                  "| batch | squeue --start: jobs, p50 error (s) | gpuplan first plan p50 "
-                  "error (s) |", "|---|---:|---:|"]
+                  "| batch | squeue --start: jobs, p50 error (s) | gpuplan eta on the same "
+                  "jobs: p50 error (s) | gpuplan first plan, every job: p50 error (s) |",
+                  "|---|---:|---:|---:|"]
         for name, row in estimates:
             s, g = row["slurm"], row["gpuplan-makespan"]
             theirs = s["estimate_error_p50"]
+            ours = eta_error(work / name / "gpuplan-makespan" / "state.json",
+                             s["estimate_jobs"])
             lines.append(f"| {name} | {s['estimated']}, "
                          f"{'-' if theirs is None else f'{theirs:.1f}'} | "
+                         f"{'-' if ours is None else f'{ours:.1f}'} | "
                          f"{g['first_plan_error_p50']:.1f} |")
         lines.append("")
-    out.write_text("\n".join(lines))
+    write_results(out, "\n".join(lines) + "\n", PAGE if out.parent == RESULTS else None)
 
 
 def main() -> None:
@@ -438,7 +468,7 @@ def main() -> None:
     parser.add_argument("--series", default="static,failure,drift")
     parser.add_argument("--limit", type=float, default=10.0)
     parser.add_argument("--work", default="/tmp/gpuplan_bench_live")
-    parser.add_argument("--out", default=str(ROOT / "docs" / "results" / "live.md"))
+    parser.add_argument("--out", default=str(RESULTS / "live.md"))
     parser.add_argument("--render-only", action="store_true")
     args = parser.parse_args()
     work = Path(args.work)

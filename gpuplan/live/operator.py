@@ -90,6 +90,10 @@ class OperatorOptions:
     rehearse: bool = option(False, "--rehearse", "each job sleeps its planned length instead "
                             "of running its command (default: false)", parse=parse_bool,
                             metavar="true|false")
+    improve_s: float = option(0.0, "--improve", "once the first plan is submitted, spend S "
+                              "more seconds improving the plan of the jobs it starts S "
+                              "seconds or more later, while the first ones run (default: 0, "
+                              "off)", parse=parse_number(float, 0, 3600), metavar="S")
     watch: bool = option(False, "--watch", "re-read the instance file when it changes and "
                          "plan the jobs added to it (default: false)", parse=parse_bool,
                          metavar="true|false")
@@ -153,6 +157,7 @@ class Operator:
         self.flagged: set[tuple[str, int]] = set()
         self.failures: dict[str, int] = {}
         self.down: set[str] = {d.node for d in state.down if d.until_s is None}
+        self.improved = False
 
     @property
     def path(self) -> Path:
@@ -239,25 +244,41 @@ class Operator:
             return
         if reasons:
             self.replan(self.now(snapshot.time), "; ".join(reasons), began)
+        elif self.options.improve_s > 0 and len(self.state.plans) == 1 and not self.improved:
+            self.improved = True
+            self.replan(self.now(snapshot.time), "improving the first plan", began,
+                        self.options.improve_s)
 
-    def replan(self, now: float, reason: str, began: float) -> None:
-        """Re-plan what is left at ``now`` and apply the difference."""
+    def replan(self, now: float, reason: str, began: float, ahead: float = 0.0) -> None:
+        """Re-plan what is left at ``now`` and apply the difference.
+
+        With ``ahead``, the re-plan takes that many seconds (its method's limit) and keeps
+        every job the plan in force starts before ``now + ahead`` where it is: it plans
+        only the jobs that start later, from ``now + ahead`` on, so that nothing it plans is
+        already past when it is applied.
+        """
         index = self.instance.job_index
+        slots = self.state.last_plan()
         free: list[int] = []
         running: dict[int, Running] = {}
         done: set[int] = set()
+        staying: list[Slot] = []
         for job, record in self.state.jobs.items():
             j = index[job]
             last = record.attempts[-1] if record.attempts else None
+            slot = slots.get(job)
             if record.outcome is not None:
                 done.add(j)
             elif last is not None and last.state == "RUNNING" and not last.cancelled_because:
-                t = self.instance.type_index[last.gpu_type]
-                gpus = np.array(sorted(self.instance.gpu_index[g] for g in last.gpu_ids),
-                                dtype=np.int64)
-                running[j] = Running(t, gpus, np.array(
-                    [self.instance.node_index[n] for n in last.ran_on], dtype=np.int64),
-                    now if last.start_s is None else last.start_s)
+                running[j] = self._running(last.gpu_type, last.gpu_ids, last.ran_on,
+                                           now if last.start_s is None else last.start_s)
+            elif (ahead and slot is not None and last is not None
+                  and last.state == "PENDING" and not last.cancelled_because
+                  and slot.start_s < now + ahead):
+                # It starts while this re-plan is made: it stays where the plan has it.
+                running[j] = self._running(slot.gpu_type, slot.gpu_ids, slot.nodes,
+                                           slot.start_s)
+                staying.append(slot)
             else:
                 free.append(j)
         down = {self.instance.node_index[n] for n in self.down
@@ -265,11 +286,13 @@ class Operator:
         waiting = stuck(self.instance, free, down)
         live = build(self._whole(), self.state, now,
                      [j for j in free if j not in waiting], running, done | set(waiting),
-                     down, self.options.move_s, self.options.same_start_s, online=True)
-        self.predicted = {self.instance.job_ids[j]: end for j, end in live.ends.items()}
+                     down, self.options.move_s, self.options.same_start_s, online=True,
+                     earliest=ahead)
+        self.predicted.update({self.instance.job_ids[j]: end for j, end in live.ends.items()})
         if not free:
             return
-        settings = dataclasses.replace(self.settings, time_limit_s=self.options.replan_limit_s)
+        settings = dataclasses.replace(
+            self.settings, time_limit_s=ahead or self.options.replan_limit_s)
         planned = time.monotonic()
         schedule = plan_residual(live, self.state.method, self.method_options, settings)
         if not schedule.status.has_plan:
@@ -280,9 +303,17 @@ class Operator:
             return
         self._apply(live, schedule, reason, schedule.method, began,
                     time.monotonic() - planned,
-                    {self.instance.job_ids[j]: why for j, why in waiting.items()})
+                    {self.instance.job_ids[j]: why for j, why in waiting.items()}, staying)
 
     # -- what the cluster shows -----------------------------------------------------------
+
+    def _running(self, gpu_type: str, gpu_ids: list[str], nodes: list[str],
+                 start: float) -> Running:
+        """A job that holds these GPUs from ``start``, by instance index."""
+        instance = self.instance
+        return Running(instance.type_index[gpu_type], np.array(
+            sorted(instance.gpu_index[g] for g in gpu_ids), dtype=np.int64),
+            np.array([instance.node_index[n] for n in nodes], dtype=np.int64), start)
 
     def _new_jobs(self) -> list[str]:
         """With ``watch``: the jobs added to the instance file since the last look."""
@@ -450,11 +481,14 @@ class Operator:
 
     def _apply(self, live: Live, schedule: Schedule, reason: str, method: str,
                began: float, plan_seconds: float,
-               waiting: dict[str, str] | None = None) -> None:
+               waiting: dict[str, str] | None = None,
+               staying: list[Slot] | None = None) -> None:
         """Put a verified plan of the residual instance in force: only what changed.
 
         ``waiting``: free jobs left out because no node that is up can run them, with why;
         their pending Slurm jobs are cancelled (held, as the plan's unplaced jobs).
+        ``staying``: slots of pending jobs the re-plan kept as they were (they start while
+        it is made); they stay in the plan in force, untouched in Slurm.
         """
         now = live.now
         record = PlanRecord(at_s=now, reason=reason, method=method,
@@ -470,9 +504,12 @@ class Operator:
                                      gpu_ids=list(s.gpu_ids)))
         if not self.state.plans:
             self._refused(scripts)
+        record.kept += len(staying or [])
+        record.slots += staying or []
         self.state.plans.append(record)
         for slot in record.slots:
-            self._carry_out(slot, scripts[slot.job], record)
+            if slot.job in scripts:
+                self._carry_out(slot, scripts[slot.job], record)
         held = {u.job: u.reason for u in schedule.unplaced} | (waiting or {})
         for job, why in held.items():
             last = self.state.current(job)

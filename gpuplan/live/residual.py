@@ -126,7 +126,7 @@ def stuck(instance: Instance, free: list[int], down: Set[int]) -> dict[int, str]
 
 def build(instance: Instance, state: RunState, now: float, free: list[int],
           running: Mapping[int, Running], done: Set[int], down: Set[int], move_s: float,
-          same_start_s: float, online: bool = False) -> Live:
+          same_start_s: float, online: bool = False, earliest: float = 0.0) -> Live:
     """The residual instance of a live run at ``now``; see the module's description.
 
     Parameters
@@ -145,6 +145,9 @@ def build(instance: Instance, state: RunState, now: float, free: list[int],
         The nodes that take no new job, by index.
     move_s, same_start_s
         The price of moving a job's slot, and how far a start may move and stay.
+    earliest
+        No free job starts sooner than this many seconds from now (the time the re-plan
+        itself takes).
     online
         Deadlines become due dates (a re-plan after a failure cannot promise them; a miss
         is tardiness, reported), as in a simulation.
@@ -164,7 +167,7 @@ def build(instance: Instance, state: RunState, now: float, free: list[int],
                            instance.node_capacity[n] if instance.node_resources
                            else np.zeros(0)))
     jobs = np.array(sorted(free), dtype=np.int64)
-    release = np.maximum(0.0, instance.release[jobs] - now)
+    release = np.maximum(earliest, instance.release[jobs] - now)
     for k, j in enumerate(jobs.tolist()):
         for p in instance.predecessors[j]:
             if p in ends:

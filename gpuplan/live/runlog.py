@@ -2,7 +2,8 @@
 
 :func:`realised` turns a run log into the schedule of what ran, over the instance as it
 was observed (:func:`observed`): each job's duration on the type it completed on is how
-long it ran, and each node that went down is an outage from when the operator saw it. The
+long it ran, each node that went down is an outage from when the operator saw it, and
+deadlines are due dates (a miss after a failure is tardiness, counted in the figures). The
 verifier then checks every constraint of what Slurm did (GPUs and nodes never overbooked,
 gangs on one type, dependencies, nothing on a node while it was down, a job lost on a
 failed node counted as lost work). :func:`check_log` re-derives the log's own claims:
@@ -50,8 +51,12 @@ def observed(instance: Instance, state: RunState) -> Instance:
                       d.from_s, np.inf if d.until_s is None else d.until_s,
                       f"node {d.node} down") for d in state.down
                if d.node in instance.node_index]
+    # Online, as in a simulation, a deadline is a due date: after a failure it may be out
+    # of reach, and a miss is tardiness (reported), not a run that breaks a constraint.
     return dataclasses.replace(instance, duration=duration, outages=tuple(outages),
-                               preemptible=np.zeros(instance.n_jobs, dtype=bool))
+                               preemptible=np.zeros(instance.n_jobs, dtype=bool),
+                               deadline=np.full(instance.n_jobs, np.inf),
+                               due=np.minimum(instance.due, instance.deadline))
 
 
 def realised(instance: Instance, state: RunState) -> Schedule:
@@ -226,6 +231,8 @@ class Figures:
         Starts the plan decided, and Slurm.
     completed, given_up
         Jobs.
+    late
+        Completed jobs that ended after their deadline or due date.
     """
 
     makespan: float
@@ -241,6 +248,7 @@ class Figures:
     by_slurm: int
     completed: int
     given_up: int
+    late: int
 
 
 def figures(instance: Instance, state: RunState) -> Figures:
@@ -276,4 +284,7 @@ def figures(instance: Instance, state: RunState) -> Figures:
         moved=sum(len(p.moved) for p in state.plans[1:]),
         by_plan=starts.count("plan"), by_slurm=starts.count("slurm"),
         completed=sum(r.outcome == "completed" for r in state.jobs.values()),
-        given_up=sum(r.outcome == "given_up" for r in state.jobs.values()))
+        given_up=sum(r.outcome == "given_up" for r in state.jobs.values()),
+        late=sum(end > min(float(instance.deadline[instance.job_index[job]]),
+                           float(instance.due[instance.job_index[job]])) + 1e-9
+                 for job, end in ends.items()))

@@ -91,7 +91,7 @@ def test_a_plan_runs_through_ctrl_c_a_resume_and_a_failed_node(
                             text=True, capture_output=True, check=True).stdout.split()
     assert queued, "Ctrl-C left no job queued"
 
-    second = _gpuplan("run", "--resume", folder, "--watch", "true", env=env)
+    second = _gpuplan("run", "--resume", folder, "--watch", "true", "--improve", "1", env=env)
     # The node fails 3 s into the batch, while the first jobs run on it.
     epoch = datetime.fromisoformat(state["epoch"]).timestamp()
     time.sleep(max(0.0, epoch + 3.0 - time.time()))
