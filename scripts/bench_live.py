@@ -2,7 +2,8 @@
 
 Usage (as root, with Debian's slurm-wlm, slurmdbd, munge and mariadb-server):
     python scripts/bench_live.py [--seeds 11,12,13] [--jobs 40] [--parallel 4]
-        [--series static,failure,drift] [--limit 10] [--work /tmp/gpuplan_bench_live]
+        [--series static,failure,drift,static-improve] [--limit 10] [--improve 0]
+        [--work /tmp/gpuplan_bench_live]
         [--out docs/results/live.md] [--render-only]
 
 Each batch is generated from its seed (:func:`make_batch`; seeds never used while gpuplan
@@ -23,7 +24,8 @@ empty; the runs of one batch go on side by side, ``--parallel`` batches at a tim
   ``--requeue``; Slurm schedules them.
 - **gpuplan run**: ``gpuplan run BATCH --method cp --time-limit L`` plans the batch and
   carries the plan out (its makespan counts from the moment the command starts, planning
-  and the 2 s lead included).
+  and the 2 s lead included); with ``--improve S``, ``gpuplan run --improve S`` goes on
+  improving the plan of the jobs that start S seconds or more later while the first run.
 
 Series: ``static`` (the batch as generated, once with the makespan objective and once
 with weighted completion; Slurm's run serves both, its submission does not depend on the
@@ -235,13 +237,14 @@ def run_slurm(cluster: Emulated, document: dict[str, Any], folder: Path,
 
 
 def run_gpuplan(cluster: Emulated, instance: Path, document: dict[str, Any], folder: Path,
-                limit: float, fail_at: float | None) -> dict[str, Any]:
+                limit: float, improve: float, fail_at: float | None) -> dict[str, Any]:
     """gpuplan run on the batch; its figures, from its run log."""
     shutil.rmtree(folder, ignore_errors=True)
     t0 = time.time()
     process = subprocess.Popen(
         [GPUPLAN, "run", str(instance), "-o", str(folder), "--method", "cp",
-         "--time-limit", str(limit), "--lead", "2", "--time-margin", str(MARGIN)],
+         "--time-limit", str(limit), "--improve", str(improve), "--lead", "2",
+         "--time-margin", str(MARGIN)],
         env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     failed_at = None
     if fail_at is not None:
@@ -317,13 +320,13 @@ def point(series: str, seed: int, args: argparse.Namespace, slot: int) -> list[d
     drift = series == "drift"
     runs: list[tuple[str, dict[str, Any]]] = [("makespan", make_batch(seed, args.jobs,
                                                                        "makespan", drift)[0])]
-    if series == "static":
+    if series.startswith("static"):
         runs.append(("weighted-completion", make_batch(seed, args.jobs,
                                                        "weighted-completion", False)[0]))
     factors = make_batch(seed, args.jobs, "makespan", drift)[1]
     fail_at = None
     if series == "failure":
-        static = work / f"static-s{seed}.json"
+        static = work / f"static-s{seed}.json"  # Slurm's makespan of the same batch
         base = json.loads(static.read_text()) if static.exists() else None
         fail_at = (base["slurm"]["makespan"] if base else 600.0) / 3
     instances = []
@@ -341,7 +344,7 @@ def point(series: str, seed: int, args: argparse.Namespace, slot: int) -> list[d
                                 fail_at)
             mine = {objective: pool.submit(run_gpuplan, clusters[k + 1], path, document,
                                            folder / f"gpuplan-{objective}", args.limit,
-                                           fail_at)
+                                           args.improve, fail_at)
                     for k, (objective, path, document) in enumerate(instances)}
             results["slurm"] = slurm.result()
             for objective, future in mine.items():
@@ -351,7 +354,8 @@ def point(series: str, seed: int, args: argparse.Namespace, slot: int) -> list[d
     finally:
         for cluster in clusters:
             cluster.stop()
-    results.update(series=series, seed=seed, jobs=args.jobs)
+    results.update(series=series, seed=seed, jobs=args.jobs, limit=args.limit,
+                   improve=args.improve)
     (work / f"{series}-s{seed}.json").write_text(json.dumps(results, indent=1))
     return [results]
 
@@ -390,25 +394,30 @@ def render(work: Path, out: Path, load: str) -> None:
              "submission (gpuplan: from the moment `gpuplan run` starts, its planning "
              "included). Every gpuplan run log verified by `gpuplan check`.", ""]
     for series, title in (("static", "Static batches"),
+                          ("static-improve", "Static batches, the first plan improved while "
+                           "it runs"),
                           ("failure", f"Node {FAILED_NODE} fails a third of the way in"),
                           ("drift", "Durations off by up to 30%")):
         mine = {k: v for k, v in rows.items() if v["series"] == series}
         if not mine:
             continue
         lines += [f"## {title}", "",
-                  "| batch | objective | Slurm makespan | gpuplan makespan | vs Slurm | "
-                  "planned | realised from epoch | Slurm mean C | gpuplan mean C | Slurm "
-                  "weighted C | gpuplan weighted C | vs Slurm | idle Slurm / gpuplan | "
+                  "| batch | objective | gpuplan run | Slurm makespan | gpuplan makespan | "
+                  "vs Slurm | planned | realised from epoch | Slurm mean C | gpuplan mean C | "
+                  "Slurm weighted C | gpuplan weighted C | vs Slurm | idle Slurm / gpuplan | "
                   "start error p50 / max | re-plans (moved) | starts by plan | completed | "
-                  "verified |", "|---|---|" + "---:|" * 16]
+                  "verified |", "|---|---|---|" + "---:|" * 16]
         for name, row in mine.items():
             slurm = row["slurm"]
             for key in sorted(k for k in row if k.startswith("gpuplan-")):
                 g = row[key]
                 idle = (1 - slurm["busy_gpu_s"] / (24 * slurm["makespan"]),
                         1 - g["busy_gpu_s"] / (24 * g["makespan"]))
+                how = f"cp {row.get('limit', 10.0):g} s" + (
+                    f", --improve {row['improve']:g}" if row.get("improve") else "")
                 lines.append(
-                    f"| {name} | {key.removeprefix('gpuplan-')} | {slurm['makespan']:.0f} | "
+                    f"| {name} | {key.removeprefix('gpuplan-')} | {how} | "
+                    f"{slurm['makespan']:.0f} | "
                     f"{g['makespan']:.0f} | {_pct(g['makespan'], slurm['makespan'])} | "
                     f"{g['planned_makespan']:.0f} | {g['from_epoch']:.0f} | "
                     f"{slurm['mean_completion']:.0f} | {g['mean_completion']:.0f} | "
@@ -467,6 +476,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=3)
     parser.add_argument("--series", default="static,failure,drift")
     parser.add_argument("--limit", type=float, default=10.0)
+    parser.add_argument("--improve", type=float, default=0.0,
+                        help="gpuplan run --improve S (default: 0, off)")
     parser.add_argument("--work", default="/tmp/gpuplan_bench_live")
     parser.add_argument("--out", default=str(RESULTS / "live.md"))
     parser.add_argument("--render-only", action="store_true")
@@ -477,7 +488,7 @@ def main() -> None:
     if not args.render_only:
         seeds = [int(s) for s in args.seeds.split(",")]
         for series in args.series.split(","):
-            chosen = seeds if series == "static" else seeds[:2]
+            chosen = seeds if series.startswith("static") else seeds[:2]
             lock = threading.Lock()
             with ThreadPoolExecutor(args.parallel) as pool:
                 futures = [pool.submit(point, series, seed, args, k % args.parallel)
