@@ -234,6 +234,7 @@ def _watch(operator: Operator, folder: Path) -> int:
     for name, value in (
             ("jobs completed", f"{found.completed} of {len(state.jobs)}"),
             ("given up", str(found.given_up)),
+            ("past their deadline or due date", str(found.late)),
             ("makespan (s)", f"{found.makespan:.0f} (first plan {found.planned_makespan:.0f})"),
             ("mean completion (s)", f"{found.mean_completion:.1f}"),
             ("weighted completion (s)", f"{found.weighted_completion:.1f}"),
