@@ -7,7 +7,8 @@ script starts where and when the plan says: ``--nodelist`` (every node of a mult
 gang, ``--nodes`` of them, one task on each), the GPUs' type and count per node, the node
 demand as ``--cpus-per-task`` and ``--mem`` (per node), ``--begin`` at the epoch plus the
 planned start (UTC, which ``submit.sh`` sets), ``--time`` the planned length with a stated
-margin, and ``--switches=1`` for a gang that must stay under one leaf switch. A job the
+margin, ``--switches=1`` for a gang that must stay under one leaf switch, and the job's
+partition, account and QOS as ``--partition``, ``--account`` and ``--qos``. A job the
 plan pauses (preempted or moved) is a chain of segments: each but the last is stopped at
 its planned length (``timeout`` sends SIGTERM, for the job to checkpoint) and the next
 waits for it (``afterany``) and its own ``--begin``; ``GPUPLAN_SEGMENT`` tells the command
@@ -16,11 +17,13 @@ several jobs at once is refused, unless its type is declared sharing and the exp
 for Slurm's shards (``--gpu-sharing shard``), as which those jobs then ask for their
 share of one GPU.
 
-``gpuplan export slurm-conf`` writes the fleet's ``NodeName``, partition and ``gres.conf``
-lines (shards on the sharing GPUs when asked), and ``topology.conf`` for the
-``topology/tree`` plugin when the instance has a topology; with ``--emulate`` a whole
-cluster on one machine (every ``slurmd`` on localhost, fake GPU device files), which is
-how the tests run plans on a real Slurm.
+``gpuplan export slurm-conf`` writes the fleet's ``NodeName``, partition (the default one
+of all nodes, and the instance's) and ``gres.conf`` lines (shards on the sharing GPUs when
+asked), ``topology.conf`` for the ``topology/tree`` plugin when the instance has a
+topology, and ``accounts.sh``, whose ``sacctmgr`` commands create the instance's accounts
+and QOS with their GPU limits (``GrpTRES=gres/gpu=N``); with ``--emulate`` a whole cluster
+on one machine (every ``slurmd`` on localhost, fake GPU device files, the accounts created
+and enforced), which is how the tests run plans on a real Slurm.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+
+import numpy as np
 
 from gpuplan._version import __version__
 from gpuplan.core.errors import InputError, setting
@@ -91,16 +96,42 @@ class SlurmOptions(ShardOptions):
                              "the job planned before it on its GPUs, so that the order on "
                              "every GPU is the plan's (default: false)", parse=parse_bool,
                              metavar="true|false")
-    partition: str | None = option(None, "--partition", "submit to this partition "
-                                   "(default: the cluster's default)", metavar="NAME")
+    partition: str | None = option(None, "--partition", "submit the jobs that name no "
+                                   "partition to this one (default: the cluster's default; "
+                                   "a job's own partition goes first)", metavar="NAME")
 
 
 def _check_fleet(instance: Instance) -> None:
-    """Refuse node and GPU type ids that Slurm would read otherwise (:func:`slurm_name`)."""
+    """Refuse ids that Slurm would read otherwise (:func:`slurm_name`).
+
+    Node and GPU type ids, and the partitions, accounts and QOS the instance declares.
+    """
     for n, node in enumerate(instance.node_ids):
         slurm_name(node, "node", instance.source, f"nodes[{n}].id")
     for t, gpu_type in enumerate(instance.type_ids):
         slurm_name(gpu_type, "GPU type", instance.source, f"gpu_types[{t}].id")
+    for what, section, ids in (("partition", "partitions", instance.partition_ids),
+                               ("account", "accounts", instance.account_ids),
+                               ("QOS", "qos", instance.qos_ids)):
+        for name in ids:
+            slurm_name(name, what, instance.source, f"{section}.{name}")
+
+
+def _groups(instance: Instance, j: int, partition: str | None) -> list[str]:
+    """Job ``j``'s ``--partition``, ``--account`` and ``--qos`` lines, as far as it has them.
+
+    Its own partition, else ``partition`` (the export's, for jobs that name none).
+    """
+    named = [(instance.partition_ids, instance.job_partition, "--partition"),
+             (instance.account_ids, instance.job_account, "--account"),
+             (instance.qos_ids, instance.job_qos, "--qos")]
+    lines = []
+    for ids, member, flag in named:
+        own = ids[member[j]] if ids and member[j] >= 0 else None
+        value = own if own is not None or flag != "--partition" else partition
+        if value is not None:
+            lines.append(f"#SBATCH {flag}={value}")
+    return lines
 
 
 def shards(plan: CheckedPlan, o: SlurmOptions) -> dict[tuple[str, float], int]:
@@ -291,8 +322,7 @@ class SlurmExporter:
                 if amount > 0:
                     lines.append(f"#SBATCH {flag}={math.ceil(amount / scale)}{unit}")
         lines.append(f"#SBATCH --time={_clock(limit)}")
-        if o.partition is not None:
-            lines.append(f"#SBATCH --partition={o.partition}")
+        lines += _groups(instance, j, o.partition)
         work = "1" if segment.work is None else f"{segment.work:.6g}"
         lines.append(f"export GPUPLAN_JOB={shlex.quote(segment.job)} GPUPLAN_SEGMENT={i} "
                      f"GPUPLAN_SEGMENTS={count} GPUPLAN_WORK={work}")
@@ -468,8 +498,11 @@ class SlurmConfExporter:
             *(["TopologyPlugin=topology/tree"] if instance.levels else []),
             *nodes,
             f"PartitionName={o.cluster_name} Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+            *_partitions(instance, o.cluster_name),
         ]
         topology = {"topology.conf": topology_conf(instance, head)} if instance.levels else {}
+        limited = bool(instance.account_ids or instance.qos_ids)
+        accounts = {"accounts.sh": accounts_script(instance, o.cluster_name)} if limited else {}
         if root is None:
             return {
                 "nodes.conf": "\n".join([*head,
@@ -477,6 +510,8 @@ class SlurmConfExporter:
                     "sacct shows each job's GPU type:",
                     f"#   AccountingStorageTRES={tres}",
                     *(["# topology.conf goes beside slurm.conf."] if topology else []),
+                    *(["# accounts.sh creates the accounts and QOS; Slurm enforces their "
+                       "GPU limits with", f"#   {ENFORCE}"] if accounts else []),
                     *fleet]) + "\n",
                 "gres.conf": "\n".join([*head,
                     "# Add File= with each node's device files, or use AutoDetect=nvml.",
@@ -485,13 +520,15 @@ class SlurmConfExporter:
                        "devices are numbered otherwise."] if sharing else []),
                     *gres]) + "\n",
                 **topology,
+                **accounts,
             }
-        return {"slurm.conf": _emulated_conf(o, root, head, fleet, tres),
+        return {"slurm.conf": _emulated_conf(o, root, head, fleet, tres, limited),
                 "gres.conf": "\n".join(head + gres) + "\n",
                 "slurmdbd.conf": _dbd_conf(root, head),
-                "start.sh": _start(o, root, instance.node_ids),
+                "start.sh": _start(o, root, instance.node_ids, limited),
                 "stop.sh": _stop(root),
                 **topology,
+                **accounts,
                 **devices}
 
     @staticmethod
@@ -499,6 +536,80 @@ class SlurmConfExporter:
         if name not in instance.node_resources:
             return 0.0
         return float(instance.node_capacity[n, instance.node_resources.index(name)])
+
+
+def _partitions(instance: Instance, default: str) -> list[str]:
+    """A ``PartitionName`` line per partition of the instance, beside the default one.
+
+    Raises
+    ------
+    InputError
+        For a partition named as the default one (``cluster_name``).
+    """
+    lines = []
+    for p, name in enumerate(instance.partition_ids):
+        if name == default:
+            raise InputError(setting("cluster_name"), "", f"{name!r} names the default "
+                             "partition of all nodes, and a partition of the instance: give "
+                             "another --cluster-name")
+        nodes = [instance.node_ids[n] for n in np.flatnonzero(instance.partition_nodes[p])]
+        lines.append(f"PartitionName={name} Nodes={','.join(nodes)} MaxTime=INFINITE "
+                     "State=UP")
+    return lines
+
+
+#: What makes Slurm hold jobs to their accounts, QOS and GPU limits.
+ENFORCE = "AccountingStorageEnforce=associations,limits,qos"
+
+
+def accounts_script(instance: Instance, cluster: str) -> str:
+    """``accounts.sh``: the instance's accounts and QOS in Slurm's accounting database.
+
+    Each with its GPU limit as ``GrpTRES=gres/gpu=N`` (cleared where it has none, so that
+    running it again sets what the instance says), and the users it is given (by default
+    the one running it) in every account, allowed every QOS. What is there already is left
+    as it is (``sacctmgr add`` fails on it).
+    """
+    def limit(gpus: int) -> str:
+        return f"GrpTRES=gres/gpu={gpus if gpus >= 0 else -1}"
+
+    lines = [
+        "#!/bin/bash",
+        f"# gpuplan {__version__}: the accounts and QOS of {instance.name!r} in Slurm's "
+        f"accounting database (cluster {cluster!r}),",
+        "# each with its GPU limit (GrpTRES=gres/gpu=N; -1: none), and the users who submit "
+        "the plan,",
+        f"# in every account and allowed every QOS. Slurm enforces them with {ENFORCE}",
+        "# in slurm.conf. Run it as a Slurm administrator, and again when the instance "
+        "changes:",
+        "#   ./accounts.sh [USER...]    (default: the user running it)",
+        "set -euo pipefail",
+        f"cluster={shlex.quote(cluster)}",
+        'users=("$@")',
+        '[ ${#users[@]} -gt 0 ] || users=("$(id -un)")',
+        "# Whether sacctmgr lists something (stdin closed: a list never waits for a yes).",
+        'listed() { [ -n "$(sacctmgr -n -P list "$@" </dev/null)" ]; }',
+        'apply() { sacctmgr -i "$@" </dev/null >/dev/null; }',
+    ]
+    for name, gpus in zip(instance.account_ids, instance.account_gpus.tolist(), strict=True):
+        lines += [f"listed association where account={name} cluster=$cluster format=account "
+                  f"|| apply add account {name} cluster=$cluster",
+                  f"apply modify account where name={name} cluster=$cluster set {limit(gpus)}"]
+    for name, gpus in zip(instance.qos_ids, instance.qos_gpus.tolist(), strict=True):
+        lines += [f"listed qos where name={name} format=name || apply add qos {name}",
+                  f"apply modify qos where name={name} set {limit(gpus)}"]
+    lines.append('for user in "${users[@]}"; do')
+    for name in instance.account_ids:
+        lines.append(f'  listed association where user="$user" account={name} '
+                     f'cluster=$cluster format=user || apply add user "$user" account={name} '
+                     "cluster=$cluster")
+    if instance.qos_ids:
+        lines.append(f'  apply modify user where name="$user" cluster=$cluster set '
+                     f'qos+={",".join(instance.qos_ids)}')
+    lines += ["done",
+              f'echo "accounts {" ".join(instance.account_ids) or "-"}, QOS '
+              f'{" ".join(instance.qos_ids) or "-"}: set on cluster $cluster for ${{users[*]}}"']
+    return "\n".join(lines) + "\n"
 
 
 def _device(root: Path | None, node: str, k: int) -> str:
@@ -533,7 +644,7 @@ def topology_conf(instance: Instance, head: list[str]) -> str:
 
 
 def _emulated_conf(o: SlurmConfOptions, root: Path, head: list[str], fleet: list[str],
-                   tres: str) -> str:
+                   tres: str, limited: bool) -> str:
     return "\n".join([*head,
         "# An emulated cluster: every slurmd runs on this machine (slurmd -N NODE).",
         f"ClusterName={o.cluster_name}",
@@ -565,6 +676,8 @@ def _emulated_conf(o: SlurmConfOptions, root: Path, head: list[str], fleet: list
         "AccountingStorageHost=localhost",
         f"AccountingStoragePort={DBD_PORT}",
         f"AccountingStorageTRES={tres}",
+        # Jobs are held to their accounts, QOS and GPU limits (accounts.sh) where it has them.
+        *([ENFORCE] if limited else []),
         # Completed jobs stay in scontrol for an hour, for tests that read them back.
         "MinJobAge=3600",
         *fleet]) + "\n"
@@ -586,7 +699,9 @@ def _dbd_conf(root: Path, head: list[str]) -> str:
         "StorageLoc=gpuplan_slurm_acct"]) + "\n"
 
 
-def _start(o: SlurmConfOptions, root: Path, nodes: Sequence[str]) -> str:
+def _start(o: SlurmConfOptions, root: Path, nodes: Sequence[str], limited: bool) -> str:
+    # The accounts are in the database before slurmctld, which enforces them, starts.
+    accounts = "./accounts.sh\n" if limited else ""
     return f"""#!/bin/bash
 # gpuplan {__version__}: starts the emulated cluster {o.cluster_name!r} written here, as
 # root: munged, MariaDB and slurmdbd (once per machine), slurmctld and one slurmd per
@@ -621,7 +736,7 @@ if ! pgrep -x slurmdbd >/dev/null; then
   wait_for 60 slurmdbd sacctmgr -n list cluster
 fi
 sacctmgr -i add cluster {o.cluster_name} >/dev/null 2>&1 || true
-if scontrol ping 2>/dev/null | grep -q ' is UP'; then
+{accounts}if scontrol ping 2>/dev/null | grep -q ' is UP'; then
   echo "start.sh: a slurmctld already answers on port {o.port}: stop it (its stop.sh) first" >&2
   exit 1
 fi

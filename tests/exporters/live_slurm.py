@@ -20,7 +20,7 @@ SLURM = DATA / "slurm"
 CLUSTER_OF = {"quickstart": "quickstart", "sleepers": "quickstart",
               "gavel_makespan": "makespan", "gavel_cluster_500": "cluster500",
               "gavel_cluster_500_long": "cluster500", "campus": "campus", "paused": "campus",
-              "racks": "racks", "live": "live"}
+              "racks": "racks", "live": "live", "quotas": "quotas"}
 
 Slurm = Callable[..., subprocess.CompletedProcess[str]]
 #: The live plans submitted (each: its epoch and Slurm job ids), why they could not be,

@@ -224,3 +224,72 @@ def test_nodes_labelled_part_way_hang_from_switches_of_their_own(gpuplan: Gpupla
     assert switches[block] == f"Switches={rack},{leaf}"
     assert (switches["unlabelled"], switches["top"]) == ("Nodes=c",
                                                         f"Switches={block},unlabelled")
+
+
+QUOTAS = DATA / "quotas.json"
+
+
+def test_each_job_asks_for_its_partition_account_and_qos(gpuplan: Gpuplan,
+                                                          tmp_path: Path) -> None:
+    """A job's own partition goes first; --partition is for the jobs that name none.
+
+    Its account and QOS become --account and --qos; a job without one asks for neither.
+    """
+    plan = tmp_path / "plan.json"
+    assert gpuplan("solve", QUOTAS, "-o", plan).code == 0
+    assert _export(gpuplan, tmp_path / "out", "--rehearse", "true", "--partition", "batch",
+                   plan=plan, instance=QUOTAS).code == 0
+    asked = {}
+    for script in (tmp_path / "out" / "jobs").glob("*.sbatch"):
+        flags = _directives(script)
+        asked[flags["--job-name"]] = tuple(flags.get(f) for f in ("--partition", "--account",
+                                                                  "--qos"))
+    assert asked["ops-2"] == ("mixed", "ops", "urgent")
+    assert asked["nlp-3"] == ("batch", "nlp", None)
+    assert asked["vision-1"] == ("infer", "vision", None)
+    assert asked["batch-1"] == ("batch", None, None)
+
+
+def test_slurm_conf_writes_partitions_and_the_accounts_with_their_gpu_limits(
+        gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A PartitionName line per partition beside the default; accounts.sh sets GrpTRES.
+
+    An account without a limit has its limit cleared (-1); every QOS is allowed the users.
+    The emulated cluster enforces them, and start.sh runs accounts.sh before slurmctld.
+    """
+    assert gpuplan("export", "slurm-conf", "--instance", QUOTAS, "-o", tmp_path / "a").code == 0
+    nodes = (tmp_path / "a" / "nodes.conf").read_text().splitlines()
+    assert [line for line in nodes if line.startswith("PartitionName=")] == [
+        "PartitionName=gpuplan Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+        "PartitionName=train Nodes=a1,a2 MaxTime=INFINITE State=UP",
+        "PartitionName=infer Nodes=l1,l2 MaxTime=INFINITE State=UP",
+        "PartitionName=mixed Nodes=a2,l1 MaxTime=INFINITE State=UP"]
+    script = (tmp_path / "a" / "accounts.sh").read_text()
+    for line in ("apply modify account where name=nlp cluster=$cluster set GrpTRES=gres/gpu=4",
+                 "apply modify account where name=ops cluster=$cluster set GrpTRES=gres/gpu=-1",
+                 "apply modify qos where name=urgent set GrpTRES=gres/gpu=2",
+                 '  apply modify user where name="$user" cluster=$cluster set qos+=urgent'):
+        assert line in script.splitlines()
+    root = tmp_path / "emulated"
+    assert gpuplan("export", "slurm-conf", "--instance", QUOTAS, "--emulate", root,
+                   "-o", root).code == 0
+    assert "AccountingStorageEnforce=associations,limits,qos" in (
+        root / "slurm.conf").read_text().splitlines()
+    start = (root / "start.sh").read_text()
+    assert start.index("./accounts.sh") < start.index("\nslurmctld\n")
+    quickstart = tmp_path / "quickstart"
+    assert gpuplan("export", "slurm-conf", "--instance", INSTANCES / "quickstart.json",
+                   "--emulate", quickstart, "-o", quickstart).code == 0
+    assert "AccountingStorageEnforce" not in (quickstart / "slurm.conf").read_text()
+    assert not (quickstart / "accounts.sh").exists()
+
+
+def test_a_partition_named_as_the_default_one_is_refused(gpuplan: Gpuplan,
+                                                         tmp_path: Path) -> None:
+    """Partition 'train' and --cluster-name train would be two partitions of one name."""
+    outcome = gpuplan("export", "slurm-conf", "--instance", QUOTAS, "--cluster-name", "train",
+                      "-o", tmp_path)
+    assert outcome.code == 2
+    assert "'train' names the default partition of all nodes, and a partition of the " \
+        "instance: give another --cluster-name" in " ".join(outcome.err.split())
+    assert not list(tmp_path.iterdir())

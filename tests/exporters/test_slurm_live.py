@@ -22,7 +22,7 @@ from gpuplan import Instance, read_instance
 from gpuplan.core.schedule import Schedule
 from gpuplan.readers.slurm import SACCT_COMMAND, read_sacct
 from gpuplan.verify import verify_schedule
-from tests.conftest import INSTANCES, Gpuplan
+from tests.conftest import DATA, INSTANCES, Gpuplan
 from tests.exporters.live_slurm import SLURM, LiveRuns, Slurm, on
 
 pytestmark = pytest.mark.slurm
@@ -97,6 +97,67 @@ def test_every_exported_script_is_accepted(gpuplan: Gpuplan, slurm: Callable[[st
     assert rejected == {}
     if len(asks) == len(list((out / "jobs").glob("*.sbatch"))) <= 100:
         assert run(out / "submit.sh", "--test-only").returncode == 0
+
+
+def test_partitions_accounts_and_qos_reach_slurm_and_slurm_holds_the_limits(
+        gpuplan: Gpuplan, slurm: Callable[[str], Slurm], tmp_path: Path) -> None:
+    """Slurm takes every script of the quotas plan with its partition, account and QOS.
+
+    And the cluster that export slurm-conf wrote (its partitions, accounts.sh run by
+    start.sh, AccountingStorageEnforce) holds them: a job of another partition's nodes, an
+    unknown account or QOS is refused, and an account's or QOS's jobs beyond its GPU limit
+    wait (AssocGrpGRES, QOSGrpGRES) while the first runs.
+    """
+    instance, plan, out = DATA / "quotas.json", tmp_path / "plan.json", tmp_path / "out"
+    assert gpuplan("solve", instance, "--method", "cp", "--time-limit", "1", "-o", plan).code == 0
+    epoch = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    assert gpuplan("export", "slurm", plan, "--instance", instance, "-o", out, "--rehearse",
+                   "true", "--epoch", epoch).code == 0
+    ops = _directives(out / "jobs")["ops-2"]
+    assert {"--partition=mixed", "--account=ops", "--qos=urgent"} <= ops
+    run = slurm("quotas")
+    tested = run(out / "submit.sh", "--test-only")
+    assert tested.returncode == 0, tested.stderr
+    for wrong in (["--partition=infer", "--nodelist=a1"], ["--account=nobody"],
+                  ["--qos=nobody"]):
+        assert run("sbatch", "--test-only", *wrong, "--wrap", "true").returncode == 1, wrong
+    held = {}
+    ids = []
+    for flags, limit in ((["--account=vision", "--gres=gpu:L4:2", "--nodelist=l1"], ""),
+                         (["--account=vision", "--gres=gpu:L4:2", "--nodelist=l2"],
+                          "AssocGrpGRES"),
+                         (["--account=ops", "--qos=urgent", "--gres=gpu:A100:2",
+                           "--nodelist=a1"], ""),
+                         (["--account=ops", "--qos=urgent", "--gres=gpu:A100:1",
+                           "--nodelist=a2"], "QOSGrpGRES")):
+        submitted = run("sbatch", "--parsable", "--time=1", *flags, "--wrap", "sleep 30")
+        assert submitted.returncode == 0, submitted.stderr
+        ids.append(submitted.stdout.strip())
+        held[ids[-1]] = limit
+    try:
+        until = time.monotonic() + 10
+        while True:
+            listed = run("squeue", "-h", "-o", "%i %T %r", "-j", ",".join(ids)).stdout
+            states = {i: (state, reason) for i, state, reason in
+                      (line.split(maxsplit=2) for line in listed.splitlines())}
+            if all(states.get(i, ("",))[0] == ("PENDING" if r else "RUNNING")
+                   for i, r in held.items()) or time.monotonic() > until:
+                break
+            time.sleep(0.5)
+        assert states == {i: ("PENDING", r) if r else ("RUNNING", "None")
+                          for i, r in held.items()}
+    finally:
+        run("scancel", *ids)
+
+
+def _directives(folder: Path) -> dict[str, set[str]]:
+    """Each job's ``#SBATCH`` lines in the scripts of an export's ``jobs/``, by job name."""
+    found = {}
+    for script in folder.glob("*.sbatch"):
+        lines = set(re.findall(r"^#SBATCH (.*)$", script.read_text(), re.MULTILINE))
+        name = next(line for line in lines if line.startswith("--job-name="))
+        found[name.removeprefix("--job-name=")] = lines
+    return found
 
 
 def _wait_until_done(run: Slurm, ids: list[str], seconds: float) -> str:
