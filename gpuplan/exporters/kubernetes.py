@@ -500,6 +500,54 @@ def _covered(instance: Instance, plan: CheckedPlan, o: KubernetesOptions) -> lis
     return covered
 
 
+def _queues(o: KubernetesOptions, name: str, covered: list[str],
+            flavors: list[tuple[str, dict[str, str]]]) -> list[dict[str, Any]]:
+    """A StrictFIFO ClusterQueue with these flavors' nominal quotas, and its LocalQueue."""
+    return [{"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name},
+             "spec": {
+                 "namespaceSelector": {},
+                 "queueingStrategy": "StrictFIFO",
+                 "resourceGroups": [{"coveredResources": covered, "flavors": [
+                     {"name": flavor, "resources": [{"name": key, "nominalQuota": value}
+                                                    for key, value in quota.items()]}
+                     for flavor, quota in flavors]}],
+             }},
+            {"apiVersion": KUEUE_API, "kind": "LocalQueue",
+             "metadata": {"name": name, "namespace": o.namespace},
+             "spec": {"clusterQueue": name}}]
+
+
+def _capped(quota: dict[str, str], gpus: int) -> dict[str, str]:
+    """A flavor's quota with its GPUs at most ``gpus`` (-1: as it is)."""
+    if gpus < 0:
+        return quota
+    return {key: str(min(int(value), gpus)) if key in (GPU_RESOURCE, SHARED_GPU_RESOURCE)
+            else value for key, value in quota.items()}
+
+
+def _account_queues(instance: Instance, o: KubernetesOptions) -> dict[int, str]:
+    """The name of each account's ClusterQueue and LocalQueue (``QUEUE-ACCOUNT``), by index.
+
+    Raises
+    ------
+    InputError
+        For a QOS with a GPU limit that some job is under: a workload goes through one
+        queue, its account's, so Kueue has nothing to hold a second limit with.
+    """
+    qos = next((limit for limit in instance.gpu_limits if limit.kind == "QOS"), None)
+    if qos is not None:
+        raise InputError(instance.source, f"qos.{qos.id}.gpus", f"{qos} limits its jobs' "
+                         "GPUs, which Kueue cannot hold: a workload goes through one queue, "
+                         "its account's; give the limit to an account, or export to Slurm")
+    names = {a: dns_name(f"{o.queue}-{account}", 63)
+             for a, account in enumerate(instance.account_ids)}
+    if o.queue in names.values() or len(set(names.values())) < len(names):
+        raise InputError(setting("queue"), "", f"the queues of the accounts of "
+                         f"{instance.name!r} ({', '.join(names.values())}) and {o.queue!r} "
+                         "must have distinct names: give another --queue")
+    return names
+
+
 def _level_keys(instance: Instance, o: KueueOptions) -> list[str]:
     """The node label key of each topology level: ``--topology-label``'s, else the default.
 
@@ -559,9 +607,10 @@ class KueueExporter(_KubernetesExporter):
 
     name: ClassVar[str] = "kueue"
     description: ClassVar[str] = ("Kueue (v1beta2): a ResourceFlavor per GPU type, a "
-                                  "StrictFIFO ClusterQueue with the fleet's quota, a "
-                                  "LocalQueue, a suspended batch/v1 Job per job, and the "
-                                  "Topology with label-nodes.sh")
+                                  "StrictFIFO ClusterQueue with the fleet's quota and one "
+                                  "per account with its GPU limit, their LocalQueues, a "
+                                  "suspended batch/v1 Job per job, and the Topology with "
+                                  "label-nodes.sh")
     options_type: ClassVar[type[Any]] = KueueOptions
 
     def gate(self, o: KubernetesOptions) -> list[str]:
@@ -630,7 +679,10 @@ class KueueExporter(_KubernetesExporter):
               names: _Names) -> list[dict[str, Any]]:
         """ResourceFlavors, the ClusterQueue, the LocalQueue, WorkloadPriorityClasses.
 
-        With a topology, each flavor names the Topology (``topologyName``).
+        With a topology, each flavor names the Topology (``topologyName``). Each account
+        has a ClusterQueue and LocalQueue of its own (:func:`_account_queues`), whose jobs
+        it admits: with its GPU limit as the nominal quota of each GPU type (Kueue counts
+        quota per flavor; the plan keeps the total over types within the limit).
         """
         api = KUEUE_API
         covered = _covered(instance, plan, o)
@@ -641,27 +693,18 @@ class KueueExporter(_KubernetesExporter):
              "metadata": {"name": names.flavors[instance.type_ids[t]]},
              "spec": {"nodeLabels": {o.gpu_label: instance.type_ids[t]}, **topology}}
             for t in types]
-        queue = {
-            "apiVersion": api, "kind": "ClusterQueue", "metadata": {"name": o.queue},
-            "spec": {
-                "namespaceSelector": {},
-                "queueingStrategy": "StrictFIFO",
-                "resourceGroups": [{"coveredResources": covered, "flavors": [
-                    {"name": names.flavors[instance.type_ids[t]],
-                     "resources": [{"name": name, "nominalQuota": quota}
-                                   for name, quota in _fleet_quota(instance, o, covered,
-                                                                   t).items()]}
-                    for t in types]}],
-            },
-        }
-        local = {"apiVersion": api, "kind": "LocalQueue",
-                 "metadata": {"name": o.queue, "namespace": o.namespace},
-                 "spec": {"clusterQueue": o.queue}}
+
+        fleet = [(names.flavors[instance.type_ids[t]], _fleet_quota(instance, o, covered, t))
+                 for t in types]
+        queues = _queues(o, o.queue, covered, fleet)
+        for a, name in _account_queues(instance, o).items():
+            queues += _queues(o, name, covered, [(flavor, _capped(quota, int(
+                instance.account_gpus[a]))) for flavor, quota in fleet])
         classes = [{"apiVersion": api, "kind": "WorkloadPriorityClass",
                     "metadata": {"name": name}, "value": value,
                     "description": f"gpuplan: jobs of weight {weight:g}"}
                    for weight, (name, value) in names.priority.items()]
-        return [*flavors, queue, local, *classes]
+        return [*flavors, *queues, *classes]
 
     def manifests(self, instance: Instance, plan: CheckedPlan, o: KubernetesOptions,
                   names: _Names, files: dict[str, str]) -> tuple[list[str], list[_Timed]]:
@@ -672,13 +715,16 @@ class KueueExporter(_KubernetesExporter):
         """
         assert isinstance(o, KueueOptions)
         keys = _level_keys(instance, o) if instance.levels else []
+        accounts = _account_queues(instance, o)
         timed = []
         width = len(str(len(plan.jobs)))
         for k, job in enumerate(plan.jobs, start=1):
             pods = _pods(instance, job, one_per_gpu=False)
             annotations = _topology_annotation(instance, keys, job.index)
             name = names.jobs[job.id]
-            labels = {**_labels(job), "kueue.x-k8s.io/queue-name": o.queue,
+            account = int(instance.job_account[job.index]) if instance.account_ids else -1
+            labels = {**_labels(job), "kueue.x-k8s.io/queue-name": accounts.get(account,
+                                                                               o.queue),
                       "kueue.x-k8s.io/priority-class":
                           names.priority[float(instance.weight[job.index])][0]}
             path = _file(k, width, name)

@@ -459,3 +459,48 @@ def test_volcano_splits_a_jobs_node_demand_over_its_pods(gpuplan: Gpuplan,
     assert job["spec"]["tasks"][0]["replicas"] == 2
     assert _pod(job)["spec"]["containers"][0]["resources"] == {
         "limits": {"nvidia.com/gpu": "1"}, "requests": {"cpu": "4000m", "memory": "150Mi"}}
+
+
+def test_kueue_gives_each_account_a_queue_with_its_gpu_limit(gpuplan: Gpuplan,
+                                                             tmp_path: Path) -> None:
+    """Each account's jobs go to its own ClusterQueue, whose GPU quota is its limit.
+
+    quotas.json without its QOS: nlp (4 GPUs) and vision (2) are capped on each GPU type
+    (at most the type's GPUs), ops has the fleet's; a job without an account stays in the
+    plan's queue. Every object passes the CRDs' schemas.
+    """
+    document = json.loads((DATA / "quotas.json").read_text())
+    del document["qos"]
+    for job in document["jobs"]:
+        job.pop("qos", None)
+    instance, plan = tmp_path / "quotas.json", tmp_path / "plan.json"
+    instance.write_text(json.dumps(document))
+    assert gpuplan("solve", instance, "-o", plan).code == 0
+    _export(gpuplan, "kueue", plan, instance, tmp_path / "out", "--rehearse", "true")
+    found = documents(tmp_path / "out")
+    assert {f: manifest_errors(m) for f, m in found if manifest_errors(m)} == {}
+    quotas = {m["metadata"]["name"]: [
+        int(r["nominalQuota"]) for flavor in m["spec"]["resourceGroups"][0]["flavors"]
+        for r in flavor["resources"]] for _, m in found if m["kind"] == "ClusterQueue"}
+    assert quotas == {"gpuplan": [8, 4], "gpuplan-nlp": [4, 4], "gpuplan-vision": [2, 2],
+                      "gpuplan-ops": [8, 4]}
+    local = {m["metadata"]["name"]: m["spec"]["clusterQueue"]
+             for _, m in found if m["kind"] == "LocalQueue"}
+    assert local == {name: name for name in quotas}
+    queue_of = {m["metadata"]["annotations"]["gpuplan.io/job"]:
+                m["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+                for _, m in found if m["kind"] == "Job"}
+    assert (queue_of["nlp-4"], queue_of["vision-3"], queue_of["ops-1"],
+            queue_of["batch-1"]) == ("gpuplan-nlp", "gpuplan-vision", "gpuplan-ops", "gpuplan")
+
+
+def test_kueue_refuses_a_qos_gpu_limit(gpuplan: Gpuplan, tmp_path: Path) -> None:
+    """A job goes through one Kueue queue, its account's: a QOS limit beside it is exit 2."""
+    plan = tmp_path / "plan.json"
+    assert gpuplan("solve", DATA / "quotas.json", "-o", plan).code == 0
+    outcome = gpuplan("export", "kueue", plan, "--instance", DATA / "quotas.json", "-o",
+                      tmp_path / "out", "--epoch", EPOCH, "--rehearse", "true")
+    assert outcome.code == 2
+    assert "qos.urgent.gpus: QOS 'urgent' limits its jobs' GPUs, which Kueue cannot hold" \
+        in " ".join(outcome.err.split())
+    assert not (tmp_path / "out").exists()
