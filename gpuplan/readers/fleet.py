@@ -23,6 +23,11 @@ from gpuplan.readers.instance_file import (
 )
 
 
+def _optional(fleet: dict[str, Any]) -> dict[str, Any]:
+    """What the cluster gives beyond GPU types and nodes: its ``topology``, ``partitions``."""
+    return {key: fleet[key] for key in ("topology", "partitions") if key in fleet}
+
+
 def fleet_document(fleet: dict[str, Any], source: str, name: str,
                    jobs_file: str | Path | None = None,
                    node_resources: bool = False) -> dict[str, Any]:
@@ -31,17 +36,17 @@ def fleet_document(fleet: dict[str, Any], source: str, name: str,
     Parameters
     ----------
     fleet
-        ``gpu_types`` and ``nodes``, and ``topology`` when the cluster has one, as the
-        cluster readers return them.
+        ``gpu_types`` and ``nodes``, and ``topology`` and ``partitions`` when the cluster
+        has them, as the cluster readers return them.
     source
         The cluster file, for messages.
     name
         The instance's name when there is no jobs file.
     jobs_file
         An instance file (JSON or YAML) whose jobs, objective and other fields are kept and
-        whose ``gpu_types``, ``nodes`` (and ``topology``, when the fleet has one) are
-        replaced by the fleet's; a GPU type it also defines keeps its capacity, price and
-        sharing from it.
+        whose ``gpu_types``, ``nodes`` (and ``topology`` and ``partitions``, when the
+        fleet has them) are replaced by the fleet's; a GPU type it also defines keeps its
+        capacity, price and sharing from it.
     node_resources
         Keep the nodes' CPUs and memory (``cpu_milli``, ``memory_mib``), which jobs'
         ``node_demand`` draws on; an instance whose jobs draw none plans as the GPUs alone.
@@ -71,15 +76,13 @@ def fleet_document(fleet: dict[str, Any], source: str, name: str,
         except ValidationError as exc:
             raise InputError(source, "topology.levels", exc.errors()[0]["msg"]) from None
         return {"name": name, "gpu_types": fleet["gpu_types"], "nodes": fleet["nodes"],
-                **({"topology": fleet["topology"]} if "topology" in fleet else {}),
-                "jobs": []}
+                **_optional(fleet), "jobs": []}
     data = load_data(Path(jobs_file))
     if not isinstance(data, dict):
         raise InputError(str(jobs_file), "", "an instance file holds one object")
     known = {t.get("id"): t for t in data.get("gpu_types", []) if isinstance(t, dict)}
     types = [{**t, **{k: v for k, v in known.get(t["id"], {}).items() if k != "id"}}
              for t in fleet["gpu_types"]]
-    document = {**data, "gpu_types": types, "nodes": fleet["nodes"],
-                **({"topology": fleet["topology"]} if "topology" in fleet else {})}
+    document = {**data, "gpu_types": types, "nodes": fleet["nodes"], **_optional(fleet)}
     instance_from_data(document, f"{jobs_file} with the fleet of {source}")
     return document

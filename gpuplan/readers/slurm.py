@@ -2,8 +2,9 @@
 
 :func:`read_slurm_fleet` turns the ``NodeName`` lines (node ranges such as ``gpu[01-16]``,
 ``NodeName=DEFAULT``, typed GPUs in ``Gres=gpu:TYPE:N``, ``CPUs``, ``RealMemory``) into the
-``gpu_types`` and ``nodes`` of an instance file, and the switch tree of ``topology.conf``
-(Slurm's ``topology/tree``) into topology levels. :func:`read_sacct` reads what a cluster
+``gpu_types`` and ``nodes`` of an instance file, the ``PartitionName`` lines into its
+``partitions``, and the switch tree of ``topology.conf`` (Slurm's ``topology/tree``) into
+topology levels. :func:`read_sacct` reads what a cluster
 actually ran into a version-2 schedule of an instance, so that the verifier and ``gpuplan
 diff`` can hold reality against the plan. Every problem is an
 :class:`~gpuplan.core.errors.InputError` naming the file, the line and what is wrong.
@@ -37,6 +38,17 @@ NODE_KEYS = frozenset(k.lower() for k in (
     "CoresPerSocket", "CpuBind", "CPUs", "CPUSpecList", "Features", "Feature", "Gres",
     "MemSpecLimit", "Port", "Procs", "RealMemory", "Reason", "Sockets", "SocketsPerBoard",
     "State", "ThreadsPerCore", "TmpDisk", "Weight", "Parameters", "RestrictedCoresPerGPU"))
+#: ``PartitionName`` keys Slurm 22.05 to 24.x define (slurm.conf(5)); any other is a typo.
+PARTITION_KEYS = frozenset(k.lower() for k in (
+    "PartitionName", "AllocNodes", "AllowAccounts", "AllowGroups", "AllowQos", "Alternate",
+    "CpuBind", "Default", "DefaultTime", "DefCpuPerGPU", "DefMemPerCPU", "DefMemPerGPU",
+    "DefMemPerNode", "DenyAccounts", "DenyQos", "DisableRootJobs", "ExclusiveTopo",
+    "ExclusiveUser", "GraceTime", "Hidden", "JobDefaults", "LLN", "MaxCPUsPerNode",
+    "MaxCPUsPerSocket", "MaxMemPerCPU", "MaxMemPerNode", "MaxNodes", "MaxTime", "MinNodes",
+    "Nodes", "OverSubscribe", "OverTimeLimit", "PowerDownOnIdle", "PreemptMode",
+    "PriorityJobFactor", "PriorityTier", "QOS", "ReqResv", "ResumeTimeout", "RootOnly",
+    "SelectTypeParameters", "Shared", "State", "SuspendTime", "SuspendTimeout",
+    "Topology", "TRESBillingWeights"))
 #: ``topology.conf`` keys of the ``topology/tree`` plugin (topology.conf(5)).
 TOPOLOGY_KEYS = frozenset(k.lower() for k in ("SwitchName", "Switches", "Nodes", "LinkSpeed"))
 #: The topology level of the switches a tier above the leaves (``tier1``: leaf switches).
@@ -234,6 +246,41 @@ def _node_lines(conf: Path) -> dict[str, _Node]:
     return nodes
 
 
+def _partition_lines(conf: Path, known: dict[str, _Node]) -> dict[str, list[str]]:
+    """The partitions of ``slurm.conf`` and their nodes, ``PartitionName=DEFAULT`` applied.
+
+    ``Nodes=ALL`` is every node of ``known``; a partition without ``Nodes`` holds none.
+    """
+    partitions: dict[str, list[str]] = {}
+    defaults: dict[str, str] = {}
+    first: dict[str, str] = {}
+    for line in _lines(conf):
+        if line.first != "partitionname":
+            continue
+        where = f"line {line.number}"
+        unknown = [k for k in line.pairs if k not in PARTITION_KEYS]
+        if unknown:
+            raise InputError(line.source, where, f"unknown PartitionName key {unknown[0]!r}")
+        name = line.pairs["partitionname"]
+        if name.upper() == "DEFAULT":
+            defaults.update({k: v for k, v in line.pairs.items() if k != "partitionname"})
+            continue
+        if name in first:
+            raise InputError(line.source, where, f"partition {name!r} is defined twice "
+                             f"(first at {first[name]})")
+        first[name] = f"{line.source}: {where}"
+        text = {**defaults, **line.pairs}.get("nodes", "")
+        nodes = (list(known) if text.upper() == "ALL" else
+                 expand_hostlist(text, line.source, f"{where} Nodes") if text else [])
+        for node in nodes:
+            if node not in known:
+                raise InputError(line.source, f"{where} Nodes", f"node {node!r} is not in "
+                                 "slurm.conf (gpuplan reads a partition's nodes by name or "
+                                 "host list, not by NodeSet)")
+        partitions[name] = nodes
+    return partitions
+
+
 def _gres_lines(path: Path, known: dict[str, _Node]) -> dict[str, _GresNode]:
     """GPU counts by node and type from ``gres.conf`` (``Count``, else the ``File`` range)."""
     found: dict[str, _GresNode] = defaultdict(_GresNode)
@@ -383,7 +430,8 @@ def read_slurm_fleet(conf: str | Path, gres: str | Path | None = None,
     gets the resources ``cpu_milli`` (``CPUs`` x 1000) and ``memory_mib``
     (``RealMemory``), which jobs' ``node_demand`` draws on. With ``topology.conf``, the
     fleet has its tiers as ``topology`` levels (:func:`read_topology`) and each node its
-    switches.
+    switches. The ``PartitionName`` lines become ``partitions`` (each with its nodes that
+    hold GPUs; one with none is left out), which jobs may name.
 
     Parameters
     ----------
@@ -398,9 +446,10 @@ def read_slurm_fleet(conf: str | Path, gres: str | Path | None = None,
     ------
     InputError
         Naming the file and line: a line that is not ``KEY=VALUE`` pairs, an unknown
-        ``NodeName``, ``gres.conf`` or ``topology.conf`` key, a bad host list or count, a
-        node defined twice, a ``gres.conf`` or ``topology.conf`` node or count that
-        ``slurm.conf`` does not have, switches that do not form a tree, or no GPU at all.
+        ``NodeName``, ``PartitionName``, ``gres.conf`` or ``topology.conf`` key, a bad host
+        list or count, a node or partition defined twice, a partition, ``gres.conf`` or
+        ``topology.conf`` node or count that ``slurm.conf`` does not have, switches that do
+        not form a tree, or no GPU at all.
     """
     conf = Path(conf)
     nodes = _node_lines(conf)
@@ -428,6 +477,11 @@ def read_slurm_fleet(conf: str | Path, gres: str | Path | None = None,
     }
     if levels:
         fleet["topology"] = {"levels": levels}
+    partitions = {name: [node for node in members if node in with_gpus]
+                  for name, members in _partition_lines(conf, nodes).items()}
+    if any(partitions.values()):
+        fleet["partitions"] = {name: members for name, members in partitions.items()
+                               if members}
     return fleet
 
 

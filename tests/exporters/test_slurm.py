@@ -252,7 +252,7 @@ def test_each_job_asks_for_its_partition_account_and_qos(gpuplan: Gpuplan,
 
 def test_slurm_conf_writes_partitions_and_the_accounts_with_their_gpu_limits(
         gpuplan: Gpuplan, tmp_path: Path) -> None:
-    """A PartitionName line per partition beside the default; accounts.sh sets GrpTRES.
+    """A PartitionName line per partition beside the default (read back by import slurm).
 
     An account without a limit has its limit cleared (-1); every QOS is allowed the users.
     The emulated cluster enforces them, and start.sh runs accounts.sh before slurmctld.
@@ -264,6 +264,9 @@ def test_slurm_conf_writes_partitions_and_the_accounts_with_their_gpu_limits(
         "PartitionName=train Nodes=a1,a2 MaxTime=INFINITE State=UP",
         "PartitionName=infer Nodes=l1,l2 MaxTime=INFINITE State=UP",
         "PartitionName=mixed Nodes=a2,l1 MaxTime=INFINITE State=UP"]
+    assert read_slurm_fleet(tmp_path / "a" / "nodes.conf")["partitions"] == {
+        "gpuplan": ["a1", "a2", "l1", "l2"], "train": ["a1", "a2"], "infer": ["l1", "l2"],
+        "mixed": ["a2", "l1"]}
     script = (tmp_path / "a" / "accounts.sh").read_text()
     for line in ("apply modify account where name=nlp cluster=$cluster set GrpTRES=gres/gpu=4",
                  "apply modify account where name=ops cluster=$cluster set GrpTRES=gres/gpu=-1",

@@ -10,6 +10,8 @@ import pytest
 from gpuplan import read_instance
 from gpuplan.core.errors import InputError
 from gpuplan.core.schedule import Schedule, ViolationKind
+from gpuplan.readers.fleet import fleet_document
+from gpuplan.readers.instance_file import instance_from_data
 from gpuplan.readers.slurm import expand_hostlist, read_sacct, read_slurm_fleet, read_squeue
 from gpuplan.verify import verify_schedule
 from tests.conftest import DATA, INSTANCES
@@ -56,6 +58,59 @@ def test_the_campus_fleet_reads_with_types_from_gres_conf() -> None:
     assert nodes["v100-02"]["resources"] == {"cpu_milli": 40000, "memory_mib": 385000}
     assert nodes["l4-01"]["gpus"] == {"l4": 2}
     assert [t["id"] for t in fleet["gpu_types"]] == ["a100", "l4", "v100"]
+
+
+def test_partitions_read_with_their_gpu_nodes() -> None:
+    """PartitionName lines become partitions: DEFAULT applied, host lists and ALL expanded.
+
+    A partition keeps its nodes that hold GPUs (the campus 'gpu' partition of ALL nodes
+    leaves out login01), and one with none (a CPU partition) is left out.
+    """
+    campus = read_slurm_fleet(CLUSTERS / "slurm.conf", CLUSTERS / "gres.conf")
+    assert campus["partitions"] == {"gpu": ["a100-01", "a100-02", "v100-01", "v100-02",
+                                            "v100-03", "l4-01"]}
+
+
+def test_partition_defaults_host_lists_and_cpu_partitions(tmp_path: Path) -> None:
+    """DEFAULT keys apply to the partitions after them; a CPU-only partition is left out."""
+    (tmp_path / "slurm.conf").write_text(
+        "NodeName=g[1-3] Gres=gpu:a:2\nNodeName=c1 CPUs=8\n"
+        "PartitionName=DEFAULT MaxTime=INFINITE State=UP Nodes=g1\n"
+        "PartitionName=small\nPartitionName=big Nodes=g[2-3] Default=YES\n"
+        "PartitionName=cpu Nodes=c1\n")
+    fleet = read_slurm_fleet(tmp_path / "slurm.conf")
+    assert fleet["partitions"] == {"small": ["g1"], "big": ["g2", "g3"]}
+
+
+def test_jobs_put_under_the_fleet_run_in_its_partitions(tmp_path: Path) -> None:
+    """``import slurm --jobs``: a job naming the cluster's partition keeps to its nodes."""
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("objective: makespan\njobs:\n  - {id: a, gpus: 2, duration_s: 60, "
+                    "partition: gpu}\n")
+    document = fleet_document(read_slurm_fleet(CLUSTERS / "slurm.conf",
+                                               CLUSTERS / "gres.conf"),
+                              str(CLUSTERS / "slurm.conf"), "campus", jobs)
+    instance = instance_from_data(document, "campus")
+    assert instance.partition_ids == ("gpu",)
+    assert instance.job_partition.tolist() == [0]
+
+
+@pytest.mark.parametrize(("conf", "line", "problem"), [
+    ("NodeName=n1 Gres=gpu:a:2\nPartitionName=p Nodes=n1 MaxTme=1\n", "line 2",
+     "unknown PartitionName key 'maxtme'"),
+    ("NodeName=n1 Gres=gpu:a:2\nPartitionName=p Nodes=n[1-2]\n", "line 2 Nodes",
+     "node 'n2' is not in slurm.conf"),
+    ("NodeName=n1 Gres=gpu:a:2\nPartitionName=p Nodes=n1\nPartitionName=p Nodes=n1\n",
+     "line 3", "partition 'p' is defined twice"),
+])
+def test_bad_partition_lines_name_the_line(tmp_path: Path, conf: str, line: str,
+                                           problem: str) -> None:
+    """An unknown key, a node slurm.conf does not define, a partition given twice."""
+    (tmp_path / "slurm.conf").write_text(conf)
+    with pytest.raises(InputError) as error:
+        read_slurm_fleet(tmp_path / "slurm.conf")
+    assert error.value.path == line
+    assert problem in str(error.value)
 
 
 def test_untyped_gpus_without_gres_conf_are_type_gpu() -> None:
