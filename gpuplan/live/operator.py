@@ -90,10 +90,11 @@ class OperatorOptions:
     rehearse: bool = option(False, "--rehearse", "each job sleeps its planned length instead "
                             "of running its command (default: false)", parse=parse_bool,
                             metavar="true|false")
-    improve_s: float = option(0.0, "--improve", "once the first plan is submitted, spend S "
-                              "more seconds improving the plan of the jobs it starts S "
-                              "seconds or more later, while the first ones run (default: 0, "
-                              "off)", parse=parse_number(float, 0, 3600), metavar="S")
+    improve_s: float = option(0.0, "--improve", "once the first plan is submitted, and once "
+                              "a node failed or came back, spend S more seconds improving the "
+                              "plan of the jobs it starts S seconds or more later, while the "
+                              "first ones run (default: 0, off)",
+                              parse=parse_number(float, 0, 3600), metavar="S")
     watch: bool = option(False, "--watch", "re-read the instance file when it changes and "
                          "plan the jobs added to it (default: false)", parse=parse_bool,
                          metavar="true|false")
@@ -157,7 +158,8 @@ class Operator:
         self.flagged: set[tuple[str, int]] = set()
         self.failures: dict[str, int] = {}
         self.down: set[str] = {d.node for d in state.down if d.until_s is None}
-        self.improved = False
+        #: Why the plan in force deserves --improve seconds more, once (None: it does not).
+        self.improve: str | None = "the first plan"
 
     @property
     def path(self) -> Path:
@@ -244,9 +246,12 @@ class Operator:
             return
         if reasons:
             self.replan(self.now(snapshot.time), "; ".join(reasons), began)
-        elif self.options.improve_s > 0 and len(self.state.plans) == 1 and not self.improved:
-            self.improved = True
-            self.replan(self.now(snapshot.time), "improving the first plan", began,
+            if any("node" in reason for reason in reasons):
+                # A fleet that changed was re-planned in the short re-plan limit: worth more.
+                self.improve = f"the re-plan at {self.now(snapshot.time):.0f} s"
+        elif self.options.improve_s > 0 and self.improve is not None and self.state.plans:
+            why, self.improve = self.improve, None
+            self.replan(self.now(snapshot.time), f"improving {why}", began,
                         self.options.improve_s)
 
     def replan(self, now: float, reason: str, began: float, ahead: float = 0.0) -> None:
