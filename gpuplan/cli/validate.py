@@ -48,7 +48,8 @@ def describe(instance: Instance) -> str:
                             ("QOS", instance.qos_ids, instance.qos_gpus)):
         if ids:
             extra.append(f"{what} " + ", ".join(
-                name + (f" (at most {cap} GPUs at once)" if cap >= 0 else "")
+                name + (f" (at most {cap} GPU{'s' if cap > 1 else ''} at once)"
+                        if cap >= 0 else "")
                 for name, cap in zip(ids, caps.tolist(), strict=True)))
     return (
         f"{instance.n_jobs} jobs ({gangs} gangs, {deps} with dependencies), "

@@ -1104,8 +1104,10 @@ def _partitions(document: InstanceDocument, jobs: dict[int, str], n_jobs: int,
     return {"partition_ids": ids, "partition_nodes": holds, "job_partition": job_partition}
 
 
-#: The instance fields of an account or QOS group: the document's section, the job's field.
-_GROUPS = {"account": ("accounts", "account"), "qos": ("qos", "qos")}
+#: Of an account or QOS group: the document's section, the job's field, its name in words
+#: (one, several).
+_GROUPS = {"account": ("accounts", "account", "account", "accounts"),
+           "qos": ("qos", "qos", "QOS", "QOS")}
 
 
 def _limits(declared: dict[str, GpuLimitSpec], jobs: dict[int, str], kind: str,
@@ -1117,14 +1119,14 @@ def _limits(declared: dict[str, GpuLimitSpec], jobs: dict[int, str], kind: str,
     """
     if not declared and not jobs:
         return {}
-    section, field = _GROUPS[kind]
+    _, field, one, several = _GROUPS[kind]
     ids = tuple(declared)
     index = {name: k for k, name in enumerate(ids)}
     member = np.full(n_jobs, -1, dtype=np.int64)
     for j, name in jobs.items():
         if name not in index:
-            known = f"{section}: {', '.join(ids)}" if ids else f"the instance declares no {section}"
-            raise InputError(source, f"jobs[{j}].{field}", f"unknown {field} {name!r} ({known})")
+            known = f"{several}: {', '.join(ids)}" if ids else f"the instance declares no {several}"
+            raise InputError(source, f"jobs[{j}].{field}", f"unknown {one} {name!r} ({known})")
         member[j] = index[name]
     gpus = np.array([-1 if spec.gpus is None else spec.gpus for spec in declared.values()],
                     dtype=np.int64)
@@ -1173,14 +1175,14 @@ def _over_limit(gang: IntArray, limits: dict[str, Any]) -> BoolArray | None:
 
 def _explain_over_limit(j: int, job: JobSpec, limits: dict[str, Any], source: str) -> None:
     """Raise the error that says job ``j``'s gang is larger than a GPU limit it is under."""
-    for kind, (section, field) in _GROUPS.items():
+    for kind, (section, field, one, _) in _GROUPS.items():
         name = getattr(job, field)
         if name is None:
             continue
         cap = int(limits[f"{kind}_gpus"][limits[f"{kind}_ids"].index(name)])
         if 0 <= cap < job.gpus:
             raise InputError(source, f"jobs[{j}].{field}", f"job {job.id!r} needs {job.gpus} "
-                             f"GPUs at once, but its {field} {name!r} lets its jobs hold at "
+                             f"GPUs at once, but its {one} {name!r} lets its jobs hold at "
                              f"most {cap} at a time ({section}.{name}.gpus): no plan can run "
                              "it")
 

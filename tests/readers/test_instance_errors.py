@@ -96,6 +96,9 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "unknown_partition.json": ("jobs[4].partition", "unknown partition 'inference' "
                                "(partitions: train, infer, mixed)"),
     "partition_unknown_node.json": ("partitions.infer[1]", "unknown node 'l3'"),
+    "partition_node_twice.json": ("partitions.train[2]", "node 'a1' is listed twice in "
+                                  "partition 'train'"),
+    "unknown_qos.json": ("jobs[8].qos", "unknown QOS 'high' (QOS: urgent)"),
     "unknown_account.json": ("jobs[6].account", "unknown account 'vison' (accounts: nlp, "
                              "vision, ops)"),
     "gang_over_limit.json": ("jobs[6].account", "job 'vision-3' needs 2 GPUs at once, but "
