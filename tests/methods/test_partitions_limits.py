@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import DATA, instance_from
+from conftest import DATA, Gpuplan, instance_from
 
 from gpuplan import InputError, ObjectiveKind, RunSettings, Status, plan, read_instance
 from gpuplan.core.instance import Instance, Outage
@@ -146,3 +146,16 @@ def test_limits_with_gpus_held_by_running_work_are_refused() -> None:
     with pytest.raises(InputError, match="account/QOS GPU limits and GPUs down or held"):
         plan(held, "greedy")
     assert read_instance(DATA / "racks_small.json").gpu_limits == ()
+
+
+def test_the_command_line_refuses_what_a_method_or_the_simulator_cannot_keep(
+        gpuplan: Gpuplan) -> None:
+    """Exit 2 naming the file, the field, the feature, the method and the methods that can."""
+    refused = gpuplan("solve", QUOTAS, "--method", "balance")
+    assert refused.code == 2
+    assert (f"error: {QUOTAS}: accounts, qos: this instance has account/QOS GPU limits, "
+            "which method 'balance' does not plan; methods that plan this instance: greedy, "
+            "cp, sa, ga") in " ".join(refused.err.split())
+    simulated = gpuplan("simulate", QUOTAS, "--policy", "fifo", "-o", "-")
+    assert simulated.code == 2
+    assert "which the simulator does not play out" in " ".join(simulated.err.split())
