@@ -130,7 +130,8 @@ def test_partitions_accounts_and_qos_reach_slurm_and_slurm_holds_the_limits(
                            "--nodelist=a1"], ""),
                          (["--account=ops", "--qos=urgent", "--gres=gpu:A100:1",
                            "--nodelist=a2"], "QOSGrpGRES")):
-        submitted = run("sbatch", "--parsable", "--time=1", *flags, "--wrap", "sleep 30")
+        submitted = run("sbatch", "--parsable", "--time=1", f"--chdir={tmp_path}", *flags,
+                        "--wrap", "sleep 30")
         assert submitted.returncode == 0, submitted.stderr
         ids.append(submitted.stdout.strip())
         held[ids[-1]] = limit
