@@ -69,8 +69,9 @@ class OperatorOptions:
                                 "counts as the plan's (default: 5: Slurm's scheduling "
                                 "granularity here)", parse=parse_number(float, 0, 3600),
                                 metavar="S")
-    move_s: float = option(60.0, "--move-s", "seconds of objective each moved pending job "
-                           "costs a re-plan, as gpuplan replan's (default: 60)",
+    move_s: float = option(10.0, "--move-s", "seconds of objective each moved pending job "
+                           "costs a re-plan, as gpuplan replan's (default: 10: live, a move "
+                           "is one scontrol update, and a job left waiting costs more)",
                            parse=parse_number(float, 0, 1e6), metavar="S")
     same_start_s: float = option(2.0, "--same-start-s", "a begin time moved by at most S "
                                  "seconds is left as it is (default: 2)",

@@ -14,7 +14,8 @@ At the re-plan's instant ``now`` (seconds after the run's epoch) each job is
 
 Unavailable nodes are down from 0 for good (until a snapshot shows them back). The
 residual instance counts time from ``now``; :func:`plan_residual` plans it with the
-method, warm-started from a repair that keeps every slot that still fits.
+method, warm-started from a repair that keeps every slot that still fits, and starts every
+job as early as that plan's order allows (a left shift).
 """
 
 from __future__ import annotations
@@ -28,11 +29,15 @@ import numpy as np
 
 from gpuplan.core.instance import FloatArray, Instance, IntArray, Outage
 from gpuplan.core.keep import Keep
+from gpuplan.core.result import plan_status
 from gpuplan.core.schedule import Schedule
 from gpuplan.core.settings import RunSettings, WarmStart
+from gpuplan.core.status import relative_gap
 from gpuplan.live.state import RunState, Slot
 from gpuplan.methods import METHODS
+from gpuplan.parts.left_shift import left_shift
 from gpuplan.planning import plan
+from gpuplan.verify import verify_schedule
 
 #: Seconds a job running past its estimate is still predicted to hold its GPUs, at least.
 MIN_LEFT_S = 2.0
@@ -218,7 +223,26 @@ def plan_residual(live: Live, method: str, options: Any, settings: RunSettings) 
     chosen = METHODS[method]
     warm = repair if WarmStart.PLAN in chosen.warm_starts and repair.status.has_plan else None
     found = plan(live.instance, method, options, settings=settings, warm=warm, keep=live.keep)
-    return found if _score(live, found) < _score(live, repair) else repair
+    return _shifted(live, found if _score(live, found) < _score(live, repair) else repair)
+
+
+def _shifted(live: Live, schedule: Schedule) -> Schedule:
+    """The plan left-shifted (:func:`~gpuplan.parts.left_shift.left_shift`), verified.
+
+    Live, a job that can start sooner should: an idle GPU is time the batch loses, and a
+    job started early absorbs a later overrun. Kept as it was when the shifted plan breaks
+    a constraint the shift does not look at (node resources, account limits).
+    """
+    if not schedule.status.has_plan:
+        return schedule
+    shifted = left_shift(live.instance, schedule)
+    verification = verify_schedule(live.instance, shifted)
+    if not verification.ok or verification.objective is None:
+        return schedule
+    value = verification.objective
+    return shifted.model_copy(update={
+        "objective": value, "status": plan_status(value, schedule.bound),
+        "gap": relative_gap(value, schedule.bound), "verification": verification})
 
 
 def _score(live: Live, schedule: Schedule) -> float:
