@@ -3,7 +3,7 @@
 Usage (as root, with Debian's slurm-wlm, slurmdbd, munge and mariadb-server):
     python scripts/bench_live.py [--seeds 11,12,13] [--jobs 40] [--parallel 4]
         [--series static,failure,drift,static-improve] [--limit 10] [--improve 0]
-        [--work /tmp/gpuplan_bench_live]
+        [--port 21817] [--work /tmp/gpuplan_bench_live]
         [--out docs/results/live.md] [--render-only]
 
 Each batch is generated from its seed (:func:`make_batch`; seeds never used while gpuplan
@@ -334,7 +334,7 @@ def point(series: str, seed: int, args: argparse.Namespace, slot: int) -> list[d
         path = folder / f"{objective}.json"
         path.write_text(json.dumps(document, indent=1))
         instances.append((objective, path, document))
-    port = FIRST_PORT + 3000 * slot
+    port = args.port + 3000 * slot
     clusters = [Emulated(folder / "clusters", f"{series}{seed}x{k}", port + 1000 * k,
                          instances[0][1]) for k in range(1 + len(instances))]
     results: dict[str, Any] = {}
@@ -480,6 +480,9 @@ def main() -> None:
                         help="gpuplan run --improve S (default: 0, off)")
     parser.add_argument("--work", default="/tmp/gpuplan_bench_live")
     parser.add_argument("--out", default=str(RESULTS / "live.md"))
+    parser.add_argument("--port", type=int, default=FIRST_PORT,
+                        help="the first emulated cluster's port: give two runs of this "
+                        "script on one machine ports 9000 apart (default: %(default)s)")
     parser.add_argument("--render-only", action="store_true")
     args = parser.parse_args()
     work = Path(args.work)
