@@ -183,12 +183,6 @@ def check_method(instance: Instance, method: Method, options: Any,
         raise InputError(setting("method"), "", f"method {method.name!r} does not plan around "
                          "GPUs that are down or held (a re-plan's residual instance); methods "
                          f"that do: {', '.join(able)}")
-    if instance.outages and Feature.GPU_LIMITS in instance.features:
-        # A residual instance's running jobs hold GPUs as outages, which name no account.
-        raise InputError(instance.source, "outages", "this instance has account/QOS GPU "
-                         "limits and GPUs down or held (a re-plan's residual instance), which "
-                         "do not say whose limits the work held counts against: no method "
-                         "plans that yet; plan the batch whole instead")
     if instance.has_later_outages:
         raise InputError(instance.source, "outages", "no planning method takes outages that "
                          "start after time 0; re-plan at their start instead")

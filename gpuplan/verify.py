@@ -1117,6 +1117,12 @@ def _at_peak(sweep: _Sweep, key: int, column: int,
     return instant, active
 
 
+def _holders(instance: Instance, active: IntArray) -> str:
+    """The jobs holding something at an instant, by id; -1 is work held before (an outage)."""
+    return ", ".join(repr(instance.job_ids[j]) if j >= 0 else "work held before"
+                     for j in active.tolist())
+
+
 def _report_over(instance: Instance, what: str, names: tuple[str, ...],
                  resources: tuple[str, ...], peak: FloatArray, capacity: FloatArray,
                  sweep: _Sweep,
@@ -1126,13 +1132,11 @@ def _report_over(instance: Instance, what: str, names: tuple[str, ...],
     over = peak > capacity * (1 + TOLERANCE) + TOLERANCE
     for k, r in np.argwhere(over):
         instant, active = _at_peak(sweep, int(k), int(r), held)
-        held_by = ", ".join(repr(instance.job_ids[j]) if j >= 0 else "work held before"
-                            for j in active)
         when = "" if instance.objective.is_static else f" at {instant:g} s"
         out.add(
             ViolationKind.CAPACITY,
             f"{what} {names[k]}: {resources[r]} load {peak[k, r]:g} exceeds capacity "
-            f"{capacity[k, r]:g}{when} (jobs {held_by})",
+            f"{capacity[k, r]:g}{when} (jobs {_holders(instance, active)})",
         )
 
 
@@ -1246,7 +1250,8 @@ def _check_partitions(instance: Instance, placed: _Placed, out: _Collector) -> N
 def _check_gpu_limits(instance: Instance, placed: _Placed, out: _Collector) -> None:
     """At every instant, the running jobs of each account (QOS) hold at most its GPU limit.
 
-    Each running job counts all the GPUs its segment holds, shared or not.
+    Each running job counts all the GPUs its segment holds, shared or not, and so does the
+    work held before that counts against the limit (a re-plan's running jobs, outages).
     """
     limits = instance.gpu_limits
     if not limits or not placed.job:
@@ -1256,20 +1261,28 @@ def _check_gpu_limits(instance: Instance, placed: _Placed, out: _Collector) -> N
     for k, limit in enumerate(limits):
         member[k, limit.jobs] = True
     key, segment = np.nonzero(member[:, job])
+    jobs = job[segment]
     if instance.objective.is_static:
         # The whole batch holds its GPUs at once.
         start, end = np.zeros(segment.size), np.ones(segment.size)
     else:
         start, end = np.asarray(placed.start)[segment], np.asarray(placed.end)[segment]
     held = np.array([len(placed.gpus[k]) for k in segment.tolist()], dtype=float)
+    before = [(k, o) for o in instance.outages for k in o.limits(instance)]
+    if before:
+        key = np.r_[key, [k for k, _ in before]]
+        jobs = np.r_[jobs, np.full(len(before), -1, dtype=np.int64)]
+        start = np.r_[start, [o.start_s for _, o in before]]
+        end = np.r_[end, [o.end_s for _, o in before]]
+        held = np.r_[held, [float(o.gpus.size) for _, o in before]]
     peak, sweep = _sweep(key, start, end, held[:, None], len(limits))
     caps = np.array([limit.gpus for limit in limits], dtype=float)
     for k in np.flatnonzero(peak[:, 0] > caps + TOLERANCE).tolist():
-        instant, active = _at_peak(sweep, k, 0, (key, job[segment], start, end))
+        instant, active = _at_peak(sweep, k, 0, (key, jobs, start, end))
         when = "" if instance.objective.is_static else f" at {instant:g} s"
         out.add(ViolationKind.GPU_LIMIT, f"the jobs of {limits[k]} hold {peak[k, 0]:g} GPUs "
-                f"at once{when} ({', '.join(repr(instance.job_ids[j]) for j in active)}), over "
-                f"its limit of {limits[k].gpus}")
+                f"at once{when} ({_holders(instance, active)}), over its limit of "
+                f"{limits[k].gpus}")
 
 
 def _objective_value(instance: Instance, placed: _Placed, peak: FloatArray) -> float:

@@ -128,6 +128,9 @@ class Outage:
     nodes, draw
         Nodes whose node resources it holds too, ``draw`` (``(Q,)``) on each: a job that
         runs on holds its node demand (empty: none).
+    account, qos
+        The account and QOS (indices) whose GPU limits its GPUs count against, -1 for
+        none: a job that runs on counts against its own, a failed node against none.
     """
 
     gpus: IntArray
@@ -136,11 +139,32 @@ class Outage:
     reason: str
     nodes: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     draw: FloatArray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    account: int = -1
+    qos: int = -1
 
     def __post_init__(self) -> None:
         _readonly(self.gpus)
         _readonly(self.nodes)
         _readonly(self.draw)
+
+    @classmethod
+    def of_job(cls, instance: Instance, job: int, gpus: IntArray, nodes: IntArray,
+               end_s: float) -> Outage:
+        """What job ``job`` holds from 0 to ``end_s`` as it runs on (a re-plan's held work).
+
+        Its GPUs, its node demand on ``nodes``, and its account's and QOS's GPU limits.
+        """
+        return cls(gpus, 0.0, end_s, f"job {instance.job_ids[job]} runs on", nodes,
+                   instance.node_demand[job],
+                   int(instance.job_account[job]) if instance.account_ids else -1,
+                   int(instance.job_qos[job]) if instance.qos_ids else -1)
+
+    def limits(self, instance: Instance) -> tuple[int, ...]:
+        """The indices in ``instance.gpu_limits`` of the limits its GPUs count against."""
+        under = {("account", instance.account_ids[self.account]) if self.account >= 0
+                 else None, ("QOS", instance.qos_ids[self.qos]) if self.qos >= 0 else None}
+        return tuple(k for k, limit in enumerate(instance.gpu_limits)
+                     if (limit.kind, limit.id) in under)
 
 
 @dataclass(frozen=True, eq=False)

@@ -191,10 +191,8 @@ class Residual:
                 continued = dataclasses.replace(piece, end=max(end, at))
                 history.append(continued)
                 work[j] += _share(changed, continued)
-                held.append(Outage(piece.gpus, 0.0, end - at, f"job {changed.job_ids[j]} "
-                                   "runs on", np.unique(np.r_[changed.gpu_node[piece.gpus],
-                                                             piece.node]),
-                                   changed.node_demand[j]))
+                held.append(Outage.of_job(changed, j, piece.gpus, np.unique(
+                    np.r_[changed.gpu_node[piece.gpus], piece.node]), end - at))
                 continue
             history.append(piece)
             work[j] += _share(changed, piece)

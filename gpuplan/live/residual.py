@@ -163,8 +163,7 @@ def build(instance: Instance, state: RunState, now: float, free: list[int],
     for j, run in running.items():
         estimate = float(instance.duration[j, run.gpu_type] * factor[run.gpu_type])
         ends[j] = max(run.start_s + estimate, now + max(0.1 * estimate, MIN_LEFT_S))
-        held.append(Outage(run.gpus, 0.0, ends[j] - now, f"job {instance.job_ids[j]} "
-                           "runs on", run.nodes, instance.node_demand[j]))
+        held.append(Outage.of_job(instance, j, run.gpus, run.nodes, ends[j] - now))
     for n in sorted(down):
         gpus = np.flatnonzero(instance.gpu_node == n)
         held.append(Outage(gpus, 0.0, np.inf, f"node {instance.node_ids[n]} is down",

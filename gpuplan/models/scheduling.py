@@ -17,8 +17,9 @@ type; exactly one of them is present. Capacity is modelled per group:
 On exclusive types, a redundant cumulative over all of the type's groups strengthens
 propagation and the solver's bound. A job in a partition has alternatives on the
 partition's nodes only; each account or QOS with a GPU limit its jobs could exceed is a
-cumulative over their alternatives, each holding the job's GPUs on its node. Times are
-integers: see :class:`TickScale`.
+cumulative over their alternatives, each holding the job's GPUs on its node, and over
+the GPUs that work held before (a re-plan's running jobs) holds against it until its end.
+Times are integers: see :class:`TickScale`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from numpy.typing import ArrayLike
 
 from gpuplan.core.budget import Budget
 from gpuplan.core.errors import InputError, setting
-from gpuplan.core.instance import BoolArray, FloatArray, GpuLimit, Instance, IntArray
+from gpuplan.core.instance import BoolArray, FloatArray, GpuLimit, Instance, IntArray, Outage
 from gpuplan.core.keep import SAME_START_S, Keep
 from gpuplan.core.objectives import ObjectiveKind
 from gpuplan.models.bounds import resource_share
@@ -526,10 +527,15 @@ class SchedulingModel:
                                      + amounts, int(counts[groups[group_type == kind]].sum()))
         exact &= _node_capacity(model, instance, by_group, groups // instance.n_types,
                                 lambda seconds: int(scale.up(np.array([seconds]))[0]))
-        for limit, members in _binding_limits(instance, alternatives):
-            model.add_cumulative([a.interval for a in members],
-                                 [int(instance.gpus_per_node[a.job]) for a in members],
-                                 limit.gpus)
+        for limit, members, held in _binding_limits(instance, alternatives):
+            # Work held before holds its GPUs until its end (in ticks, rounded up).
+            ends = [int(scale.up(np.array([o.end_s]))[0]) if np.isfinite(o.end_s) else horizon
+                    for o in held]
+            fixed = [model.new_fixed_size_interval_var(0, end, f"held_{limit.kind}_{limit.id}_{i}")
+                     for i, end in enumerate(ends)]
+            model.add_cumulative([a.interval for a in members] + fixed,
+                                 [int(instance.gpus_per_node[a.job]) for a in members]
+                                 + [int(o.gpus.size) for o in held], limit.gpus)
 
         restricted = bool(not share_gpus and shareable[np.unique(group_type)].any())
         built = cls(instance, scale, model, start, end, alternatives,
@@ -698,7 +704,7 @@ class SchedulingModel:
                                     for d, a in zip(demand, members, strict=True)],
                                    capacity, makespan, earliest)
         self._add_node_energy(by_group, makespan, release)
-        for limit, members in _binding_limits(instance, self.alternatives):
+        for limit, members, _ in _binding_limits(instance, self.alternatives):
             self._add_area([(int(instance.gpus_per_node[a.job]) * a.duration, a.present)
                             for a in members], limit.gpus, makespan,
                            int(min(release[a.job] for a in members)))
@@ -1103,15 +1109,22 @@ def alternative_fits(instance: Instance, counts: IntArray, groups: IntArray,
 
 
 def _binding_limits(instance: Instance, alternatives: list[list[Alternative]]
-                    ) -> list[tuple[GpuLimit, list[Alternative]]]:
-    """The GPU limits whose jobs could exceed them together, each with their alternatives.
+                    ) -> list[tuple[GpuLimit, list[Alternative], list[Outage]]]:
+    """The GPU limits whose jobs could exceed them together, with the work held before.
 
-    An alternative holds the job's GPUs on its node: the present ones of a job hold its
-    gang.
+    Each with its jobs' alternatives (an alternative holds the job's GPUs on its node: the
+    present ones of a job hold its gang) and the outages from 0 that count against it (a
+    re-plan's running jobs).
     """
-    return [(limit, [a for j in limit.jobs.tolist() for a in alternatives[j]])
-            for limit in instance.gpu_limits
-            if int(instance.gang[limit.jobs].sum()) > limit.gpus]
+    held = [(o, o.limits(instance)) for o in instance.outages
+            if o.start_s <= 0] if instance.gpu_limits else []
+    binding = []
+    for k, limit in enumerate(instance.gpu_limits):
+        mine = [o for o, under in held if k in under]
+        if int(instance.gang[limit.jobs].sum()) + sum(o.gpus.size for o in mine) > limit.gpus:
+            binding.append((limit, [a for j in limit.jobs.tolist() for a in alternatives[j]],
+                            mine))
+    return binding
 
 
 def _node_capacity(model: Any, instance: Instance, by_group: list[list[Alternative]],

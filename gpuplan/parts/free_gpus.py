@@ -7,9 +7,9 @@ groups of that type, all in one domain of its required topology level, and its n
 demand on each of those nodes for its whole run: node resources are kept as a step
 function of time per node (:class:`StepUsage`), since jobs on one node's GPUs start and
 end at different times. A job in a partition takes groups of the partition's nodes only,
-and the GPUs held by the jobs of each account or QOS with a GPU limit are kept as a step
-function of time too: a job starts only when each limit it is under has room for its gang
-for its whole run.
+and the GPUs held by the jobs of each account or QOS with a GPU limit (and by the work
+held before that counts against it) are kept as a step function of time too: a job starts
+only when each limit it is under has room for its gang for its whole run.
 
 :meth:`FreeGpus.earliest` finds the earliest start of a job on a type (and the groups),
 :meth:`FreeGpus.take` books it. A gang that prefers a topology level is tried within one
@@ -153,6 +153,13 @@ class FreeGpus:
         #: The GPUs each GPU limit's jobs hold over time; None without limits.
         self.limits = (StepUsage(np.array([[limit.gpus] for limit in instance.gpu_limits],
                                           dtype=float)) if instance.gpu_limits else None)
+        if self.limits is not None:
+            # GPUs held by work planned before (a re-plan's running jobs) count against
+            # their account's and QOS's limits.
+            for outage in instance.outages:
+                for k in outage.limits(instance):
+                    self.limits.add(k, outage.start_s, outage.end_s,
+                                    np.array([float(outage.gpus.size)]))
 
     def earliest(self, j: int, t: int, ready: float) -> Slot | None:
         """The earliest slot of job ``j`` on type ``t`` from ``ready``; None if none.

@@ -271,3 +271,37 @@ def test_a_static_objective_has_no_time_to_replan_at() -> None:
     before, changed = changed_instances(document, "two-nodes.json", parsed, 500.0, "c")
     with pytest.raises(InputError, match="places the batch at once"):
         replan(before, changed, _previous(), 500.0, parsed)
+
+
+def _most_held(schedule: Schedule, prefix: str) -> int:
+    """The most GPUs the jobs whose id starts with ``prefix`` hold at one instant."""
+    mine = [s for s in schedule.segments if s.job.startswith(prefix)]
+    return max(sum(len(s.gpu_ids) for s in mine if s.start_s <= t < s.end_s)
+               for t in {s.start_s for s in mine})
+
+
+def test_a_replan_counts_running_jobs_against_their_account(gpuplan: Gpuplan,
+                                                            tmp_path: Path) -> None:
+    """quotas.json's l1 fails at 600 s while nlp-1 and nlp-2 hold nlp's 4 GPUs to 3600 s.
+
+    With moves free, a plan that did not count them would start nlp-3 on a2's idle A100s
+    at once; the re-plan keeps nlp at its limit (nlp-3 waits for them), stays in the
+    partitions (the stopped vision jobs restart on l2), and verifies whole.
+    """
+    instance = DATA / "quotas.json"
+    previous, new = tmp_path / "plan.json", tmp_path / "new.json"
+    assert gpuplan("solve", instance, "--method", "greedy", "-o", previous).code == 0
+    changes = tmp_path / "changes.yaml"
+    changes.write_text("down:\n  - node: l1\n")
+    done = gpuplan("replan", instance, previous, "--changes", changes, "--at", "600",
+                   "--method", "cp", "--move-s", "0", "--time-limit", "5", "-o", new,
+                   "--json")
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["disruption"]["stopped"] == ["vision-1", "vision-2"]
+    schedule = Schedule.read(new)
+    assert schedule.verification is not None and schedule.verification.ok
+    assert _most_held(schedule, "nlp") <= 4 and _most_held(schedule, "vision") <= 2
+    starts = {s.job: s.start_s for s in schedule.segments}
+    assert starts["nlp-3"] >= 3600.0
+    assert {s.node for s in schedule.segments
+            if s.job in ("vision-1", "vision-2") and s.start_s >= 600} == {"l2"}

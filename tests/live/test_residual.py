@@ -105,3 +105,26 @@ def test_a_re_plan_turns_deadlines_into_due_dates(tiny: Instance) -> None:
                  60.0, 2.0, online=True)
     assert np.isinf(live.instance.deadline).all() and (live.instance.due == 1.0).all()
     assert plan_residual(live, "greedy", None, RunSettings()).status.has_plan
+
+
+@pytest.mark.parametrize("method", ["greedy", "cp"])
+def test_running_jobs_count_against_their_account(method: str) -> None:
+    """quotas.json at 600 s: nlp-1 and nlp-2 run on a1 to 3600 s, holding nlp's 4 GPUs.
+
+    Their held GPUs name nlp, so nlp-3 and nlp-4 wait for them (a2's A100s are idle
+    before), and the plan verifies with them counted.
+    """
+    quotas = read_instance(DATA / "quotas.json")
+    running = {quotas.job_index[job]: Running(
+        quotas.type_index["A100"], np.array([quotas.gpu_index[f"a1/{k}"] for k in pair]),
+        np.array([quotas.node_index["a1"]]), 0.0)
+        for job, pair in (("nlp-1", (0, 1)), ("nlp-2", (2, 3)))}
+    free = [j for j in range(quotas.n_jobs) if j not in running]
+    live = build(quotas, _state(quotas), 600.0, free, running, set(), set(), 60.0, 2.0)
+    nlp = quotas.account_ids.index("nlp")
+    assert [(o.account, o.end_s) for o in live.instance.outages] == [(nlp, 3000.0)] * 2
+    schedule = plan_residual(live, method, None, RunSettings(time_limit_s=2, seed=0))
+    assert verify_schedule(live.instance, schedule).ok
+    starts = {s.job: s.start_s for s in schedule.segments}
+    assert starts["nlp-3"] >= 3000.0 - 1e-9 and starts["nlp-4"] >= 3000.0 - 1e-9
+    assert starts["vision-1"] == 0.0

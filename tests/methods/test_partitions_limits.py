@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from conftest import DATA, Gpuplan, instance_from
 
-from gpuplan import InputError, ObjectiveKind, RunSettings, Status, plan, read_instance
+from gpuplan import InputError, ObjectiveKind, RunSettings, Status, plan
 from gpuplan.core.instance import Instance, Outage
 from gpuplan.core.schedule import Schedule
 from gpuplan.methods import METHODS
@@ -135,17 +135,56 @@ def test_static_greedy_leaves_out_what_a_limit_cannot_hold() -> None:
     assert {"vision-1", "vision-2", "ops-1"} <= placed
 
 
-def test_limits_with_gpus_held_by_running_work_are_refused() -> None:
-    """Limits with GPUs held by running work are refused, not planned over.
+def held_a1(account: str | None) -> Instance:
+    """quotas.json with a1's four A100s held until 3000 s by work of ``account``.
 
-    A residual instance's running jobs hold GPUs as outages that name no account: exit 2
-    rather than a re-plan that may put an account over its limit.
+    None: a1 is down until then (a failed node counts against no limit).
     """
-    held = dataclasses.replace(quotas(), outages=(
-        Outage(np.array([0, 1]), 0.0, 600.0, "job x runs on"),))
-    with pytest.raises(InputError, match="account/QOS GPU limits and GPUs down or held"):
-        plan(held, "greedy")
-    assert read_instance(DATA / "racks_small.json").gpu_limits == ()
+    instance = quotas()
+    gpus = np.flatnonzero(instance.gpu_node == instance.node_index["a1"])
+    return dataclasses.replace(instance, outages=(Outage(
+        gpus, 0.0, 3000.0, f"job of {account} runs on" if account else "a1 fails",
+        account=-1 if account is None else instance.account_ids.index(account)),))
+
+
+@pytest.mark.parametrize("name", ["greedy", "cp"])
+def test_gpus_held_by_running_work_count_against_its_account(name: str) -> None:
+    """Work of nlp holding its 4 GPUs until 3000 s keeps every other nlp job waiting.
+
+    a2's A100s are free from 0: with a1 merely down, nlp-1 starts there at once. That
+    plan, checked against the held work, puts nlp over its limit, and the verifier says
+    so, naming the work held before.
+    """
+    settings = RunSettings(time_limit_s=2, seed=0)
+    schedule = plan(held_a1("nlp"), name, settings=settings)
+    assert schedule.verification is not None and schedule.verification.ok
+    nlp = [s for s in schedule.segments if s.job.startswith("nlp")]
+    assert min(s.start_s for s in nlp) >= 3000.0 - 1e-6
+    down = plan(held_a1(None), name, settings=settings)
+    assert down.verification is not None and down.verification.ok
+    assert min(s.start_s for s in down.segments if s.job.startswith("nlp")) == 0.0
+    over = [str(v) for v in verify_schedule(held_a1("nlp"), down).violations]
+    assert over and all(v.startswith("[gpu-limit] the jobs of account 'nlp' hold ")
+                        and v.endswith("work held before), over its limit of 4") for v in over)
+
+
+def test_a_running_job_holds_its_qos_limit_too() -> None:
+    """ops-2 runs on a2 until 1000 s, holding QOS urgent's 2 GPUs: ops-1 waits for it.
+
+    Its account, ops, has no limit: only the QOS's counts. The batch left is the one a
+    re-plan plans, without ops-2.
+    """
+    whole = quotas()
+    ops2 = whole.job_index["ops-2"]
+    running = Outage.of_job(whole, ops2, np.array([whole.gpu_index["a2/0"],
+                                                   whole.gpu_index["a2/1"]]),
+                            np.array([whole.node_index["a2"]]), 1000.0)
+    assert [str(whole.gpu_limits[k]) for k in running.limits(whole)] == ["QOS 'urgent'"]
+    rest = dataclasses.replace(whole.take(np.flatnonzero(np.arange(whole.n_jobs) != ops2)),
+                               outages=(running,))
+    schedule = plan(rest, "greedy")
+    assert schedule.verification is not None and schedule.verification.ok
+    assert next(s.start_s for s in schedule.segments if s.job == "ops-1") >= 1000.0
 
 
 def test_the_command_line_refuses_what_a_method_or_the_simulator_cannot_keep(
