@@ -287,13 +287,14 @@ def whatif(document: dict[str, Any], source: str, add_gpus: list[str], remove_no
     add_gpus
         ``TYPE:N`` each: a new node of ``N`` GPUs of type ``TYPE``.
     remove_nodes
-        Node ids to take out.
+        Node ids to take out, of the partitions too.
 
     Raises
     ------
     InputError
-        Naming ``--add-gpus`` or ``--remove-node`` for an unknown type or node, or the
-        instance for a job the changed fleet cannot run.
+        Naming ``--add-gpus`` or ``--remove-node`` for an unknown type or node, or a
+        partition whose every node it removes while jobs run only there; the instance for
+        a job the changed fleet cannot run.
     """
     types = {t.get("id") for t in document.get("gpu_types", [])}
     nodes = [n.get("id") for n in document.get("nodes", [])]
@@ -309,12 +310,38 @@ def whatif(document: dict[str, Any], source: str, add_gpus: list[str], remove_no
             raise InputError("--remove-node", "", f"unknown node {name!r}")
     if not added and not remove_nodes:
         raise InputError("--add-gpus", "", "give --add-gpus TYPE:N or --remove-node ID")
+    before = instance_from_data(document, source)
     changed_doc = {**document, "nodes": [n for n in document["nodes"]
                                          if n.get("id") not in remove_nodes] + added}
     if not changed_doc["nodes"]:
         raise InputError("--remove-node", "", "that removes every node")
-    before = instance_from_data(document, source)
+    if before.partition_ids:
+        changed_doc["partitions"] = _partitions_without(document, remove_nodes)
     after = dataclasses.replace(instance_from_data(changed_doc, source), name=before.name)
     what = [f"+{text} GPUs" for text in add_gpus] + [f"-node {n}" for n in remove_nodes]
     return WhatIf(what, plan(before, method, options, settings),
                   plan(after, method, options, settings))
+
+
+def _partitions_without(document: dict[str, Any], removed: list[str]) -> dict[str, list[str]]:
+    """The document's partitions without the removed nodes; one left with none is dropped.
+
+    Raises
+    ------
+    InputError
+        Naming ``--remove-node`` when that leaves no node to a partition that jobs name:
+        they could not run anywhere.
+    """
+    kept: dict[str, list[str]] = {}
+    for name, members in document["partitions"].items():
+        left = [node for node in members if node not in removed]
+        if left:
+            kept[name] = left
+            continue
+        jobs = [str(job["id"]) for job in document["jobs"] if job.get("partition") == name]
+        if jobs:
+            more = f" and {len(jobs) - 3} more" if len(jobs) > 3 else ""
+            raise InputError("--remove-node", "", f"that removes every node of partition "
+                             f"{name!r} ({', '.join(members)}), and its jobs run only there: "
+                             f"{', '.join(jobs[:3])}{more} could not run")
+    return kept

@@ -15,7 +15,7 @@ from gpuplan.core.errors import InputError
 from gpuplan.core.instance import Outage
 from gpuplan.core.schedule import Schedule, ViolationKind
 from gpuplan.core.settings import RunSettings
-from gpuplan.hybrid.replan import changed_instances, replan
+from gpuplan.hybrid.replan import changed_instances, replan, whatif
 from gpuplan.planning import plan
 from gpuplan.readers.changes import Changes
 from gpuplan.readers.instance_file import instance_from_data
@@ -305,3 +305,22 @@ def test_a_replan_counts_running_jobs_against_their_account(gpuplan: Gpuplan,
     assert starts["nlp-3"] >= 3600.0
     assert {s.node for s in schedule.segments
             if s.job in ("vision-1", "vision-2") and s.start_s >= 600} == {"l2"}
+
+
+def test_whatif_removes_a_node_from_its_partitions_too(gpuplan: Gpuplan) -> None:
+    """Removing l2 of quotas.json plans the infer partition on l1 alone.
+
+    Removing both of its nodes is exit 2 naming --remove-node, the partition and the
+    jobs that could not run. Broken, whatif said "unknown node" of a partition.
+    """
+    instance = DATA / "quotas.json"
+    fewer = whatif(json.loads(instance.read_text()), str(instance), [], ["l2"], "greedy")
+    assert fewer.changed.verification is not None and fewer.changed.verification.ok
+    assert {s.node for s in fewer.changed.segments
+            if s.job in ("vision-1", "vision-2")} == {"l1"}
+    none = gpuplan("whatif", instance, "--remove-node", "l1", "--remove-node", "l2",
+                   "--method", "greedy")
+    assert none.code == 2
+    assert ("error: --remove-node: that removes every node of partition 'infer' (l1, l2), "
+            "and its jobs run only there: vision-1, vision-2 could not run"
+            in " ".join(none.err.split()))
