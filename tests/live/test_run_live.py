@@ -27,9 +27,11 @@ def _env(cluster: Path) -> dict[str, str]:
 
 
 def _gpuplan(*args: str | Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    # SIGINT as a terminal gives it, even where the test runs in the background (ignored).
     return subprocess.Popen([str(Path(sys.executable).parent / "gpuplan"), *map(str, args)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _alive(cluster: Path) -> bool:
