@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -130,3 +131,16 @@ def gpuplan(capsys: pytest.CaptureFixture[str]) -> Gpuplan:
         captured = capsys.readouterr()
         return Outcome(code, captured.out, captured.err)
     return run
+
+
+@pytest.fixture(scope="session")
+def clusters() -> Path:
+    """The folder of the running emulated Slurm clusters; skip (fail under CI) without it."""
+    from tests.exporters.live_slurm import cluster_folder
+
+    folder, problem = cluster_folder()
+    if folder is None:
+        if os.environ.get("GPUPLAN_REQUIRE_SLURM") == "1":
+            pytest.fail(f"{problem} (GPUPLAN_REQUIRE_SLURM=1: CI runs these tests)")
+        pytest.skip(problem)
+    return folder

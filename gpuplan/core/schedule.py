@@ -463,13 +463,9 @@ class Schedule(_Model):
             raise InputError(source, "summary_of", "this is a run summary (written with "
                              "--metrics-only): it holds no segments or events to read or "
                              "check; simulate with -o and without --metrics-only for a run log")
-        try:
-            if _is_version_1(document):
-                return _ScheduleV1.model_validate_json(text).upgraded()
-            return cls.model_validate_json(text)
-        except ValidationError as exc:
-            error = exc.errors(include_url=False)[0]
-            raise InputError(source, json_path(error["loc"]), validation_message(error)) from None
+        if _is_version_1(document):
+            return validated(_ScheduleV1, text, source).upgraded()
+        return validated(cls, text, source)
 
     @classmethod
     def read(cls, path: str | Path) -> Schedule:
@@ -526,12 +522,7 @@ class RunSummary(_Model):
         """
         text = read_text(Path(path))
         parse_json(text, str(path))
-        try:
-            return cls.model_validate_json(text)
-        except ValidationError as exc:
-            error = exc.errors(include_url=False)[0]
-            raise InputError(str(path), json_path(error["loc"]),
-                             validation_message(error)) from None
+        return validated(cls, text, str(path))
 
     def write(self, path: str | Path) -> None:
         """Write the summary atomically."""
@@ -572,6 +563,22 @@ class Plan(Protocol):
 
 
 _T = TypeVar("_T")
+_Model_T = TypeVar("_Model_T", bound=BaseModel)
+
+
+def validated(model: type[_Model_T], text: str, source: str) -> _Model_T:
+    """JSON text validated as ``model`` (strict JSON mode: ISO times read as datetimes).
+
+    Raises
+    ------
+    InputError
+        Naming ``source``, the JSON path of the first bad field and the problem.
+    """
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        raise InputError(source, json_path(error["loc"]), validation_message(error)) from None
 
 
 @dataclass(frozen=True)

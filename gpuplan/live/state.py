@@ -14,11 +14,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan._version import __version__
-from gpuplan.core.errors import InputError, json_path, validation_message
+from gpuplan.core.errors import InputError
 from gpuplan.core.files import parse_json, read_text, write_text_atomic
+from gpuplan.core.schedule import validated
 
 #: The ``kind`` of the document.
 KIND = "gpuplan-run"
@@ -151,13 +152,7 @@ class RunState(_Strict):
         data = parse_json(text, str(path))
         if not isinstance(data, dict) or data.get("kind") != KIND:
             raise InputError(str(path), "kind", f"not a gpuplan run log (kind {KIND!r})")
-        try:
-            # From the text: strict JSON mode reads the epoch's ISO time.
-            return cls.model_validate_json(text)
-        except ValidationError as exc:
-            error = exc.errors(include_url=False)[0]
-            raise InputError(str(path), json_path(error["loc"]),
-                             validation_message(error)) from None
+        return validated(cls, text, str(path))
 
     def write(self, path: Path) -> None:
         """Write the document atomically."""

@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from tests.exporters.live_slurm import LiveRuns, cluster_folder, submit_live_plans
-
-
-@pytest.fixture(scope="session")
-def clusters() -> Path:
-    """The folder of the running emulated clusters; skip (fail under CI) without it."""
-    folder, problem = cluster_folder()
-    if folder is None:
-        if os.environ.get("GPUPLAN_REQUIRE_SLURM") == "1":
-            pytest.fail(f"{problem} (GPUPLAN_REQUIRE_SLURM=1: CI runs these tests)")
-        pytest.skip(problem)
-    return folder
 
 
 @pytest.fixture(scope="session", autouse=True)

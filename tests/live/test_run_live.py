@@ -47,8 +47,9 @@ def _alive(cluster: Path) -> bool:
 
 
 @pytest.fixture
-def node_back(live_cluster: Path) -> Iterator[None]:
+def node_back(clusters: Path) -> Iterator[None]:
     """Whatever the test does to node a100-0, it is up and idle afterwards."""
+    live_cluster = clusters / "live"
     yield
     env = _env(live_cluster)
     if not _alive(live_cluster):
@@ -67,13 +68,14 @@ def node_back(live_cluster: Path) -> Iterator[None]:
 
 
 def test_a_plan_runs_through_ctrl_c_a_resume_and_a_failed_node(
-        live_cluster: Path, tmp_path: Path, node_back: None) -> None:
+        clusters: Path, tmp_path: Path, node_back: None) -> None:
     """Ctrl-C, a resume, a failed node and a job added: all complete, the log verifies.
 
     Ctrl-C leaves the jobs queued (exit 130); the resumed run re-plans around the failed
     node within 5 s, touching only pending jobs, and runs the job added to the instance
     file.
     """
+    live_cluster = clusters / "live"
     env = _env(live_cluster)
     folder = tmp_path / "run"
     batch = tmp_path / "batch.json"
