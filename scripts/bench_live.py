@@ -390,7 +390,8 @@ def render(work: Path, out: Path, load: str) -> None:
     rows = {p.stem: json.loads(p.read_text()) for p in sorted(work.glob("*-s*.json"))}
     lines = ["# gpuplan run against Slurm's backfill, live (issue 47)", "",
              "Written by `python scripts/bench_live.py` (see its docstring for the protocol); "
-             f"load average before the runs: {load}. Times in seconds from the batch's "
+             f"load average when the page was written: {load}. Times in seconds from the "
+             "batch's "
              "submission (gpuplan: from the moment `gpuplan run` starts, its planning "
              "included). Every gpuplan run log verified by `gpuplan check`.", ""]
     for series, title in (("static", "Static batches"),
