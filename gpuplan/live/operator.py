@@ -214,8 +214,8 @@ class Operator:
 
     # -- the loop -------------------------------------------------------------------------
 
-    def run(self, once: bool = False) -> RunState:
-        """Watch and re-plan until every job has ended (one look with ``once``).
+    def run(self) -> RunState:
+        """Watch and re-plan until every job has ended.
 
         Raises
         ------
@@ -226,7 +226,7 @@ class Operator:
             while not self.state.finished:
                 self.step()
                 self.save()
-                if once or self.state.finished:
+                if self.state.finished:
                     break
                 time.sleep(self.options.poll_s)
         except KeyboardInterrupt:
