@@ -83,6 +83,8 @@ class Feature(StrEnum):
     PARTITIONS = "partitions"
     #: Accounts or QOS whose running jobs hold at most so many GPUs at once.
     GPU_LIMITS = "account/QOS GPU limits"
+    #: Jobs whose GPU count is chosen from a set, at a speed per count and type.
+    ELASTIC = "elastic jobs"
 
 
 @dataclass(frozen=True, eq=False)
@@ -287,6 +289,21 @@ class Instance:
         any instant; -1 where it has no limit.
     job_account, job_qos
         ``(J,)`` each job's account and QOS, -1 where none; empty without accounts (QOS).
+    counts
+        ``(K,)`` the GPU counts, ascending, that some elastic job may run on (empty: every
+        job is rigid).
+    speed
+        ``(J, T, K)`` iterations per second of the whole job on ``counts[k]`` GPUs of type
+        ``t``; 0 where the job may not run on that count of that type. Empty ``(0, 0, 0)``
+        without elastic jobs; a rigid job's row is all 0.
+    work
+        ``(J,)`` iterations of each elastic job, 0 for a rigid one; empty without elastic
+        jobs. An elastic job's :attr:`gang` is its reference count (the one it asked for,
+        which rigid policies give it) and its :attr:`duration` is ``work / speed`` there.
+    rescale_s
+        ``(J,)`` seconds an elastic job makes no progress at the start of each segment that
+        starts it, resumes it or changes its GPUs (checkpoint, restart at the new count);
+        empty without elastic jobs.
     """
 
     name: str
@@ -345,6 +362,10 @@ class Instance:
     qos_ids: tuple[str, ...] = ()
     qos_gpus: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     job_qos: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    counts: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    speed: FloatArray = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0)))
+    work: FloatArray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    rescale_s: FloatArray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -362,6 +383,12 @@ class Instance:
             if ids and len(getattr(self, per_job)) != self.n_jobs:
                 raise ValueError(f"{per_job} must hold a value per job when the instance "
                                  "declares any")
+        if self.counts.size and (self.speed.shape != (self.n_jobs, self.n_types,
+                                                      self.counts.size)
+                                 or self.work.shape != (self.n_jobs,)
+                                 or self.rescale_s.shape != (self.n_jobs,)):
+            raise ValueError("speed must be (J, T, K), work and rescale_s (J,), when the "
+                             "instance has elastic jobs")
 
     @property
     def pair_gain(self) -> float:
@@ -393,7 +420,16 @@ class Instance:
             used.add(Feature.PARTITIONS)
         if self.gpu_limits:
             used.add(Feature.GPU_LIMITS)
+        if bool(self.elastic.any()):
+            used.add(Feature.ELASTIC)
         return frozenset(used)
+
+    @cached_property
+    def elastic(self) -> BoolArray:
+        """``(J,)`` whether each job is elastic (chooses its GPU count from :attr:`counts`)."""
+        if not self.counts.size:
+            return _readonly(np.zeros(self.n_jobs, dtype=bool))
+        return _readonly(self.work > 0)
 
     @cached_property
     def gpu_limits(self) -> tuple[GpuLimit, ...]:
