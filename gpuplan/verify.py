@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuplan.core.instance import FloatArray, Instance, IntArray
-from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.objectives import ObjectiveKind, met_due
 from gpuplan.core.result import EventKind, Result
 from gpuplan.core.schedule import (
     Event,
@@ -1319,6 +1319,8 @@ def _objective_value(instance: Instance, placed: _Placed, peak: FloatArray) -> f
         case ObjectiveKind.TARDINESS:
             late = np.maximum(0.0, end - instance.due[finished])
             return float((instance.weight[finished] * late).sum())
+        case ObjectiveKind.DEADLINES_MET:
+            return float(instance.weight[finished][met_due(end, instance.due[finished])].sum())
     raise AssertionError(f"objective {instance.objective} has no evaluation")
 
 

@@ -24,7 +24,7 @@ def describe(instance: Instance) -> str:
     """One line: jobs, gangs, dependencies, GPUs, types, nodes, resources, objective.
 
     Then how GPUs are held (:func:`gpu_mode`) and, where used, node resources, multi-node
-    gangs, topology, partitions, accounts and QOS (with their GPU limits).
+    gangs, topology, partitions, elastic jobs, accounts and QOS (with their GPU limits).
     """
     gangs = int((instance.gang > 1).sum())
     deps = sum(1 for p in instance.predecessors if p)
@@ -44,6 +44,10 @@ def describe(instance: Instance) -> str:
         extra.append("partitions " + ", ".join(
             f"{p} ({n} node{'s' if n > 1 else ''})"
             for p, n in zip(instance.partition_ids, sizes, strict=True)))
+    elastic = int(instance.elastic.sum())
+    if elastic:
+        counts = instance.counts.tolist()
+        extra.append(f"{elastic} elastic jobs (on {counts[0]} to {counts[-1]} GPUs)")
     for what, ids, caps in (("accounts", instance.account_ids, instance.account_gpus),
                             ("QOS", instance.qos_ids, instance.qos_gpus)):
         if ids:

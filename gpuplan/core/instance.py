@@ -46,12 +46,13 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 
-#: Instance fields indexed by job on their first axis (``job_class``, ``node_demand`` and
-#: ``command`` are empty in instances without classes, node resources or commands).
+#: Instance fields indexed by job on their first axis (``job_class``, ``node_demand``,
+#: ``command``, ``speed``, ``work`` and ``rescale_s`` are empty in instances without classes,
+#: node resources, commands or elastic jobs).
 _PER_JOB = ("gang", "demand", "duration", "eligible", "cost", "profit", "weight", "release",
             "deadline", "due", "preemptible", "gpus_per_node", "job_class", "node_demand",
             "command", "required_level", "preferred_level", "spread_slowdown",
-            "job_partition", "job_account", "job_qos")
+            "job_partition", "job_account", "job_qos", "speed", "work", "rescale_s")
 
 #: The name of the column :attr:`Instance.packing_demand` adds for GPUs held whole.
 WHOLE_GPU = "whole GPU"
@@ -299,11 +300,13 @@ class Instance:
     work
         ``(J,)`` iterations of each elastic job, 0 for a rigid one; empty without elastic
         jobs. An elastic job's :attr:`gang` is its reference count (the one it asked for,
-        which rigid policies give it) and its :attr:`duration` is ``work / speed`` there.
+        which rigid policies give it) and its :attr:`duration` is ``rescale_s + work /
+        speed`` there: run whole, it pays its overhead once, at its start.
     rescale_s
         ``(J,)`` seconds an elastic job makes no progress at the start of each segment that
         starts it, resumes it or changes its GPUs (checkpoint, restart at the new count);
-        empty without elastic jobs.
+        empty without elastic jobs. A segment of an elastic job is a *piece*: the job on
+        ``c`` GPUs of one type over one interval, laid out as :meth:`piece_nodes` says.
     """
 
     name: str
@@ -430,6 +433,101 @@ class Instance:
         if not self.counts.size:
             return _readonly(np.zeros(self.n_jobs, dtype=bool))
         return _readonly(self.work > 0)
+
+    @cached_property
+    def node_size(self) -> IntArray:
+        """``(T,)`` the most GPUs of each type on one node."""
+        return _readonly(self.node_gpus.max(axis=0, initial=0).astype(np.int64))
+
+    def piece_nodes(self, gpu_type: int, count: int) -> int:
+        """How many nodes a piece of ``count`` GPUs of type ``gpu_type`` spans; 0: none can.
+
+        Up to a node's worth (the most GPUs of the type on one node, ``S``) it takes one
+        node; more must be a multiple of ``S`` and takes that many whole nodes of ``S``
+        GPUs (ElasticFlow's buddy rule on 8-GPU nodes), of which the fleet must hold enough.
+        """
+        size = int(self.node_size[gpu_type])
+        if count <= 0 or size == 0:
+            return 0
+        if count <= size:
+            return 1
+        if count % size:
+            return 0
+        nodes = count // size
+        return nodes if int((self.node_gpus[:, gpu_type] == size).sum()) >= nodes else 0
+
+    def count_index(self, count: int) -> int:
+        """The index of ``count`` in :attr:`counts`; -1 where no elastic job may use it."""
+        k = int(np.searchsorted(self.counts, count))
+        return k if k < self.counts.size and int(self.counts[k]) == count else -1
+
+    def run_seconds(self, jobs: IntArray, gpu_types: IntArray, counts: IntArray) -> FloatArray:
+        """Seconds of run time, overheads aside, in which each job does all its work there.
+
+        Per entry: job ``jobs[i]`` on ``counts[i]`` GPUs of type ``gpu_types[i]``. A rigid
+        job's :attr:`duration` on the type (its count is its gang); an elastic job's
+        ``work / speed`` at that count, ``inf`` where it has no speed there.
+        """
+        seconds = self.duration[jobs, gpu_types].astype(float)
+        if not self.counts.size:
+            return seconds
+        elastic = self.elastic[jobs]
+        if elastic.any():
+            k = np.searchsorted(self.counts, counts[elastic])
+            known = k < self.counts.size
+            k = np.minimum(k, self.counts.size - 1)
+            known &= self.counts[k] == counts[elastic]
+            speed = np.where(known, self.speed[jobs[elastic], gpu_types[elastic], k], 0.0)
+            with np.errstate(divide="ignore"):
+                seconds[elastic] = np.where(speed > 0, self.work[jobs[elastic]]
+                                            / np.where(speed > 0, speed, 1.0), np.inf)
+        return seconds
+
+    def whole_seconds(self, job: int, gpu_type: int, count: int) -> float:
+        """Seconds job ``job`` takes run whole on ``count`` GPUs of the type, start included.
+
+        A rigid job's :attr:`duration`; an elastic job's ``rescale_s + work / speed`` at
+        that count (``inf`` where it has no speed there).
+        """
+        run = self.run_seconds(np.array([job]), np.array([gpu_type]), np.array([count]))
+        return float(run[0]) + (float(self.rescale_s[job]) if self.elastic[job] else 0.0)
+
+    def work_left(self, left: FloatArray, extra_s: FloatArray | None = None,
+                  slower: FloatArray | None = None) -> Instance:
+        """The same jobs with only a share of their work left, as a residual batch has.
+
+        Parameters
+        ----------
+        left
+            ``(J,)`` the share of each job's work left, in ``(0, 1]``.
+        extra_s
+            ``(J,)`` seconds each job pays before it works again (a paused job's restore);
+            None: none.
+        slower
+            How many times longer jobs run than the instance says (as observed, or as a
+            run met them): ``(T,)`` per type, or ``(J, 1)`` per job; None: as it says.
+
+        Returns
+        -------
+        Instance
+            A rigid job's duration becomes ``left * duration * slower + extra_s``. An
+            elastic job's work becomes ``left * work`` and its speeds ``speed / slower``;
+            its next piece pays the larger of ``extra_s`` and its ``rescale_s``, which its
+            duration at its reference count then includes.
+        """
+        factor = np.broadcast_to(1.0 if slower is None else slower, self.duration.shape)
+        extra = np.zeros(self.n_jobs) if extra_s is None else extra_s
+        with np.errstate(invalid="ignore"):
+            duration = self.duration * factor * left[:, None] + extra[:, None]
+        if not self.elastic.any():
+            return dataclasses.replace(self, duration=duration)
+        elastic = self.elastic
+        rescale = self.rescale_s[elastic]
+        run = (self.duration[elastic] - rescale[:, None]) * factor[elastic]
+        duration[elastic] = (np.maximum(rescale, extra[elastic])[:, None]
+                             + left[elastic, None] * run)
+        return dataclasses.replace(self, duration=duration, speed=self.speed / factor[:, :, None],
+                                   work=np.where(elastic, self.work * left, 0.0))
 
     @cached_property
     def gpu_limits(self) -> tuple[GpuLimit, ...]:

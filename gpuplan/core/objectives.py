@@ -12,6 +12,8 @@ from typing import Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from gpuplan.core.status import TOLERANCE
+
 
 class ObjectiveKind(StrEnum):
     """What a plan optimises.
@@ -19,7 +21,9 @@ class ObjectiveKind(StrEnum):
     Static objectives place the whole batch at once: every placed job holds its GPUs at the
     same time, so capacity is checked over all of them together and time fields (release,
     deadline, due date, dependencies) play no part. Time-based objectives build a timeline in
-    which jobs start and end and GPUs are reused.
+    which jobs start and end and GPUs are reused. ``deadlines-met`` (time-based) maximises
+    the weight of the jobs that complete by their due date, and may leave jobs out
+    (declined, as admission control declines them).
     """
 
     ASSIGN_COST = "assign-cost"
@@ -32,6 +36,7 @@ class ObjectiveKind(StrEnum):
     WEIGHTED_COMPLETION = "weighted-completion"
     TARDINESS = "tardiness"
     COST = "cost"
+    DEADLINES_MET = "deadlines-met"
 
     @property
     def is_static(self) -> bool:
@@ -41,12 +46,13 @@ class ObjectiveKind(StrEnum):
     @property
     def sense(self) -> Literal["min", "max"]:
         """Whether larger or smaller objective values are better."""
-        return "max" if self in (ObjectiveKind.MAX_WEIGHT, ObjectiveKind.ASSIGN_PROFIT) else "min"
+        return "max" if self in (ObjectiveKind.MAX_WEIGHT, ObjectiveKind.ASSIGN_PROFIT,
+                                 ObjectiveKind.DEADLINES_MET) else "min"
 
     @property
     def allows_unplaced(self) -> bool:
-        """Whether a feasible plan may leave jobs out (only when placed weight is maximised)."""
-        return self is ObjectiveKind.MAX_WEIGHT
+        """Whether a feasible plan may leave jobs out (weight placed, or done in time, counts)."""
+        return self in (ObjectiveKind.MAX_WEIGHT, ObjectiveKind.DEADLINES_MET)
 
     @property
     def needs_job_cost(self) -> bool:
@@ -76,12 +82,15 @@ _STATIC = frozenset(
 )
 
 
-#: Every objective, static and time-based.
-ALL_OBJECTIVES = frozenset(ObjectiveKind)
+#: The objectives that decide which jobs run at all, as admission control does: a method
+#: plans one only if it names it among its objectives (none of the sets below holds it).
+ADMISSION_OBJECTIVES = frozenset({ObjectiveKind.DEADLINES_MET})
+#: Every objective, static and time-based, that a general method plans.
+ALL_OBJECTIVES = frozenset(ObjectiveKind) - ADMISSION_OBJECTIVES
 #: The objectives that place the whole batch at once.
 STATIC_OBJECTIVES = frozenset(k for k in ObjectiveKind if k.is_static)
-#: The objectives with a timeline.
-TIME_OBJECTIVES = frozenset(k for k in ObjectiveKind if not k.is_static)
+#: The objectives with a timeline that a general method plans.
+TIME_OBJECTIVES = frozenset(k for k in ObjectiveKind if not k.is_static) - ADMISSION_OBJECTIVES
 
 
 class Batch(Protocol):
@@ -139,4 +148,17 @@ def time_objective(
         case ObjectiveKind.COST:
             share = np.ones(job.size) if work is None else work
             return float((instance.cost[job, gpu_type] * share).sum())
+        case ObjectiveKind.DEADLINES_MET:
+            return float(instance.weight[done][met_due(finish, instance.due[done])].sum())
     raise AssertionError(f"{kind or instance.objective} is not a time-based objective")
+
+
+def met_due(completion: NDArray[np.float64], due: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Whether each job, completing at ``completion``, is done by its ``due`` date.
+
+    Within the verifier's tolerance on times (a job with no due date, ``inf``, always is).
+    """
+    finite = np.isfinite(due)
+    slack = TOLERANCE + 8.0 * np.spacing(np.abs(np.where(finite, due, 0.0)))
+    met: NDArray[np.bool_] = ~finite | (completion <= due + slack)
+    return met

@@ -288,17 +288,15 @@ class RunRecord(_Model):
             gpus = np.array([instance.gpu_index[g] for g in failure.gpu_ids], dtype=np.int64)
             end = np.inf if failure.end_s is None else failure.end_s
             outages.append(Outage(gpus, failure.start_s, end, f"failure at {failure.start_s:g} s"))
-        duration = instance.duration
         if self.duration_scale is not None:
             scale = np.asarray(self.duration_scale, dtype=float)
             if scale.size != instance.n_jobs or not (scale > 0).all():
                 raise InputError("run", "duration_scale", f"{scale.size} positive factors "
                                  f"are needed, one per job ({instance.n_jobs})")
-            duration = duration * scale[:, None]
-        if not outages and self.duration_scale is None:
+            instance = instance.work_left(np.ones(instance.n_jobs), slower=scale[:, None])
+        if not outages:
             return instance
-        return dataclasses.replace(instance, duration=duration,
-                                   outages=instance.outages + tuple(outages))
+        return dataclasses.replace(instance, outages=instance.outages + tuple(outages))
 
 
 def _stated(work: float, overheads: float) -> bool:

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from gpuplan.core.instance import FloatArray, Instance
-from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.core.objectives import ALL_OBJECTIVES, TIME_OBJECTIVES, ObjectiveKind
 from gpuplan.parts.construct import list_schedule
 from gpuplan.readers.instance_file import instance_from_data
 
@@ -81,8 +81,9 @@ MINUTE_S, ROUND_S = 60.0, 300.0
 PIPELINE_JOBS, DEPENDENCY_WINDOW = 8, 30
 #: The factor a deadline that list scheduling misses grows by (:func:`_loosen`).
 LOOSEN = 1.1
-#: Objectives the batch has data for (it gives no profits).
-OBJECTIVES = tuple(k.value for k in ObjectiveKind if k is not ObjectiveKind.ASSIGN_PROFIT)
+#: Objectives the batch has data for (it gives no profits), and general methods plan.
+OBJECTIVES = tuple(k.value for k in ObjectiveKind if k in ALL_OBJECTIVES
+                   and k is not ObjectiveKind.ASSIGN_PROFIT)
 #: Short file-name suffixes of the objectives other than makespan.
 OBJECTIVE_SUFFIX = {"weighted-completion": "weighted", "max-weight": "maxweight"}
 
@@ -332,7 +333,7 @@ def _loosen(document: dict[str, Any]) -> None:
     """
     jobs = document["jobs"]
     instance = _instance(document)
-    kinds = [k for k in ObjectiveKind if not k.is_static]
+    kinds = [k for k in ObjectiveKind if k in TIME_OBJECTIVES]
     while True:
         missed: set[int] = set()
         for kind in kinds:
@@ -389,7 +390,7 @@ def racks_document(jobs: int = 200, seed: int = 0,
         For an objective the batch has no data for, or fewer than one job.
     """
     usable = [k.value for k in ObjectiveKind
-              if not k.is_static or k is ObjectiveKind.MAX_WEIGHT]
+              if k in TIME_OBJECTIVES or k is ObjectiveKind.MAX_WEIGHT]
     if objective not in usable:
         raise ValueError(f"the batch has no data for objective {objective!r}; choose from "
                          f"{', '.join(usable)}")

@@ -225,13 +225,11 @@ class Residual:
             for p in changed.predecessors[j]:
                 if p not in listed:
                     release[k] = max(release[k], ends.get(p, at) - at)
-        taken = changed.take(jobs)
-        with np.errstate(invalid="ignore"):
-            duration = changed.duration[jobs] * remaining[:, None] + extra[:, None]
+        taken = changed.take(jobs).work_left(remaining, extra)
         down_outages = [Outage(o.gpus, max(0.0, o.start_s - at), o.end_s - at, o.reason)
                         for o in changed.outages if o.end_s > at]
         residual = dataclasses.replace(
-            taken, name=f"{changed.name}@{at:g}s", duration=duration, release=release,
+            taken, name=f"{changed.name}@{at:g}s", release=release,
             deadline=changed.deadline[jobs] - at, due=changed.due[jobs] - at,
             outages=tuple(down_outages + held))
         keep = _slots(changed, previous, jobs, at, down, costs, residual, max_changes)
@@ -274,9 +272,14 @@ def _share(instance: Instance, piece: _Piece, until: float | None = None) -> flo
 
 
 def _seconds(instance: Instance, piece: _Piece) -> float:
-    """How long the piece's job takes where the piece runs (its spread slowdown too)."""
-    return float(instance.duration[piece.job, piece.gpu_type]) * instance.spread_factor(
-        piece.job, np.unique(instance.gpu_node[piece.gpus]))
+    """How long the piece's job takes where the piece runs (its spread slowdown too).
+
+    An elastic job's run time on the piece's count of GPUs.
+    """
+    run = instance.run_seconds(np.array([piece.job]), np.array([piece.gpu_type]),
+                               np.array([piece.gpus.size]))
+    return float(run[0]) * instance.spread_factor(piece.job,
+                                                  np.unique(instance.gpu_node[piece.gpus]))
 
 
 def is_record(schedule: Schedule) -> bool:

@@ -161,7 +161,8 @@ def build(instance: Instance, state: RunState, now: float, free: list[int],
     ends: dict[int, float] = {}
     held: list[Outage] = []
     for j, run in running.items():
-        estimate = float(instance.duration[j, run.gpu_type] * factor[run.gpu_type])
+        estimate = instance.whole_seconds(j, run.gpu_type, run.gpus.size) * float(
+            factor[run.gpu_type])
         ends[j] = max(run.start_s + estimate, now + max(0.1 * estimate, MIN_LEFT_S))
         held.append(Outage.of_job(instance, j, run.gpus, run.nodes, ends[j] - now))
     for n in sorted(down):
@@ -184,7 +185,7 @@ def build(instance: Instance, state: RunState, now: float, free: list[int],
     if online:
         deadline, due = np.full(jobs.size, np.inf), np.minimum(due, deadline)
     residual = dataclasses.replace(
-        taken, name=f"{instance.name}@{now:g}s", duration=taken.duration * factor[None, :],
+        taken.work_left(np.ones(jobs.size), slower=factor), name=f"{instance.name}@{now:g}s",
         release=release, deadline=deadline, due=due, outages=tuple(held))
     return Live(residual, now, jobs, _keep(instance, residual, state, jobs, now, down, move_s,
                                            same_start_s), ends)

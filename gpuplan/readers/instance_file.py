@@ -19,8 +19,10 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     StrictStr,
+    Tag,
     TypeAdapter,
     ValidationError,
     ValidationInfo,
@@ -28,6 +30,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from gpuplan.core.errors import ALL_TYPES, InputError, json_path, validation_message
 from gpuplan.core.files import check_output, write_text_atomic
@@ -170,6 +173,78 @@ class JobTopologySpec(_Strict):
         return self
 
 
+#: Largest number of iterations of an elastic job.
+MAX_WORK = 1e15
+#: Largest speed, in iterations per second of the whole job.
+MAX_SPEED = 1e12
+
+
+class ElasticRangeSpec(_Strict):
+    """Every GPU count from ``min`` to ``max``."""
+
+    min: Count
+    max: Count
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ElasticRangeSpec:
+        if self.max < self.min:
+            raise ValueError(f"max {self.max} is below min {self.min}")
+        return self
+
+
+def _counts_kind(value: Any) -> str:
+    """Which spelling of an elastic job's counts ``value`` is: a range object or a list."""
+    return "range" if isinstance(value, dict) else "list"
+
+
+# Told apart by their JSON kind, so an error names the field of the one the file wrote
+# (not "should be a valid list" for a range).
+ElasticCounts = Annotated[
+    Annotated[list[Count], Tag("list")] | Annotated[ElasticRangeSpec, Tag("range")],
+    Discriminator(_counts_kind),
+]
+
+
+class ElasticSpec(_Strict):
+    """An elastic job: its GPU counts, its work, and its speed on each count and type."""
+
+    gpus: ElasticCounts = Field(
+        description="The GPU counts the job may run on: a list (e.g. the powers of two "
+        "[1, 2, 4, 8, 16]), or {\"min\": 1, \"max\": 8} for every count in between. The "
+        "job's gpus (its reference count, the one it asks for) is one of them.")
+    work: Annotated[float, Field(gt=0, le=MAX_WORK)] | None = Field(
+        default=None, description="Iterations to do (give work or work_s).")
+    work_s: Duration | None = Field(
+        default=None, description="The work as seconds at the reference count (the job's "
+        "gpus) on the first GPU type of speed (give work or work_s).")
+    speed: dict[Id, dict[StrictStr, Annotated[float, Field(gt=0, le=MAX_SPEED)]]] = Field(
+        min_length=1, max_length=MAX_TYPES,
+        description="Iterations per second of the whole job, per GPU type id, per GPU count "
+        "(a string key, e.g. {\"A100\": {\"1\": 10.1, \"2\": 19.6}}). A type listed gives "
+        "every count; a type not listed is not used; every count has a speed on some type.")
+    rescale_s: Seconds = Field(
+        default=0.0, description="Seconds without progress at the start of every piece "
+        "that starts the job, resumes it, or runs it on other GPUs than the piece before "
+        "(a count change): checkpoint, restart, restore.")
+
+    @model_validator(mode="after")
+    def _one_work(self) -> ElasticSpec:
+        if (self.work is None) == (self.work_s is None):
+            raise ValueError("give the job's work as work (iterations) or as work_s "
+                             "(seconds at its reference count), one of the two")
+        if isinstance(self.gpus, list):
+            twice = [c for k, c in enumerate(self.gpus) if c in self.gpus[:k]]
+            if twice:
+                raise ValueError(f"gpus lists count {twice[0]} twice")
+        return self
+
+    def allowed_counts(self) -> list[int]:
+        """The GPU counts the job may run on, ascending."""
+        if isinstance(self.gpus, ElasticRangeSpec):
+            return list(range(self.gpus.min, self.gpus.max + 1))
+        return sorted(self.gpus)
+
+
 class JobSpec(_Strict):
     """A deep-learning job: a gang of GPUs for a time, with per-GPU demands."""
 
@@ -177,7 +252,8 @@ class JobSpec(_Strict):
     gpus: Annotated[int, Field(ge=0, le=MAX_GPUS)] = Field(
         default=1, description="Gang size: GPUs needed at once, all of one type and by "
         "default on one node (see gpus_per_node); 0 for a CPU-only job, which still draws "
-        "its node_demand on one node.")
+        "its node_demand on one node. For an elastic job, the count it asks for (one of "
+        "elastic.gpus), which a plan that does not change counts gives it.")
     gpus_per_node: Count | None = Field(
         default=None, description="GPUs of the gang on each node it uses: the gang spans "
         "gpus / gpus_per_node nodes of one type (Slurm's --nodes and --gpus-per-node), all "
@@ -185,9 +261,17 @@ class JobSpec(_Strict):
     topology: JobTopologySpec | None = Field(
         default=None, description="The topology level the gang's nodes must (required) or "
         "would rather (preferred) stay within.")
-    duration_s: DurationPerType = Field(
+    # Before duration_s, which is required only of a job that is not elastic.
+    elastic: ElasticSpec | None = Field(
+        default=None,
+        description="Makes the job elastic: it runs on any of these GPU counts, changing "
+        "count over time (preemptible) or keeping the one it starts on, at the speed given "
+        "per count and type, until its work is done.")
+    duration_s: DurationPerType | None = Field(
+        default=None, validate_default=True,
         description="Run time in seconds: one value, or a value per GPU type. "
-        "A type with no duration is not allowed for the job."
+        "A type with no duration is not allowed for the job. Required, except for an "
+        "elastic job (whose run time follows from its work and speed)."
     )
     demand: dict[str, DemandPerType] = Field(
         default_factory=dict,
@@ -226,7 +310,9 @@ class JobSpec(_Strict):
         default=False,
         description="Whether the job may be paused and resumed, on other GPUs or another "
         "type (time-based objectives). Its segments then add up to its work: the sum of "
-        "each segment's length over the job's duration on that segment's type is 1.",
+        "each segment's length over the job's duration on that segment's type is 1. An "
+        "elastic job that is preemptible may also change its GPU count from one segment to "
+        "the next; one that is not runs in one segment on one count.",
     )
     command: Annotated[StrictStr, Field(min_length=1, max_length=100_000)] | None = Field(
         default=None,
@@ -246,6 +332,26 @@ class JobSpec(_Strict):
     qos: Id | None = Field(
         default=None, description="A QOS of the instance's qos (Slurm's --qos), whose GPU "
         "limit the job counts against.")
+
+    @field_validator("duration_s")
+    @classmethod
+    def _duration_or_elastic(cls, value: dict[str, float] | None,
+                             info: ValidationInfo) -> dict[str, float] | None:
+        elastic = info.data.get("elastic")
+        if value is None and elastic is None and "elastic" in info.data:
+            # Said as pydantic says a missing field, at the field's path.
+            raise PydanticCustomError("missing", "Field required")
+        if value is not None and elastic is not None:
+            raise ValueError("an elastic job's run time follows from its elastic work and "
+                             "speed: leave duration_s out")
+        return value
+
+    @model_validator(mode="after")
+    def _elastic_layout(self) -> JobSpec:
+        if self.elastic is not None and self.gpus_per_node is not None:
+            raise ValueError("an elastic job's GPUs are laid out by count (one node up to a "
+                             "node's GPUs, whole nodes beyond): leave gpus_per_node out")
+        return self
 
     @model_validator(mode="after")
     def _cpu_only_needs_node_demand(self) -> JobSpec:
@@ -405,10 +511,16 @@ def parse_document(data: Any, source: str) -> InstanceDocument:
         return InstanceDocument.model_validate(data)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        loc = error["loc"]
+        loc = _untagged(error["loc"])
         raise InputError(
             source, json_path(loc) + _named(data, loc), validation_message(error)
         ) from None
+
+
+def _untagged(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """An error's location without the tag of the spelling of elastic counts it is in."""
+    return tuple(part for k, part in enumerate(loc)
+                 if not (part in ("list", "range") and loc[k - 2:k] == ("elastic", "gpus")))
 
 
 def _named(data: Any, loc: tuple[str | int, ...]) -> str:
@@ -509,7 +621,7 @@ def instance_from_data(data: Any, source: str, default_name: str = "instance") -
                 yield _JOBS.validate_python(jobs[first:first + JOB_CHUNK])
             except ValidationError as exc:
                 error = exc.errors(include_url=False)[0]
-                loc = ("jobs", first + int(error["loc"][0]), *error["loc"][1:])
+                loc = ("jobs", first + int(error["loc"][0]), *_untagged(error["loc"][1:]))
                 raise InputError(source, json_path(loc) + _named(data, loc),
                                  validation_message(error)) from None
 
@@ -580,6 +692,8 @@ class _JobColumns:
         self.cost = np.full((n_jobs, n_types), np.nan)
         self.profit = np.full((n_jobs, n_types), np.nan)
         self.allowed = np.ones((n_jobs, n_types), dtype=bool)
+        # The elastic jobs' specs, and whether each gives its cost.
+        self.elastic: dict[int, tuple[ElasticSpec, bool]] = {}
 
 
 def _build(
@@ -647,6 +761,8 @@ def _build(
         names = " -> ".join(repr(job_ids[k]) for k in reversed(cycle))
         raise InputError(source, "jobs", f"dependency cycle: {names}")
 
+    elastic = _elastic_jobs(columns, node_gpus, [g.id for g in gpu_types], type_index, price,
+                            source)
     gang, duration, demand, allowed = (columns.gang, columns.duration, columns.demand,
                                        columns.allowed)
     node_resources, node_capacity, node_demand = _node_resources(
@@ -664,6 +780,9 @@ def _build(
                            topology.get("required_level", _NO_LEVELS),
                            topology.get("node_domain", _NO_LEVELS))
     eligible = candidate & fits & gang_fits & node_fits
+    if elastic:
+        # A type the job may not use, or whose GPU it does not fit, has no speed at any count.
+        elastic["speed"] *= (allowed & fits)[:, :, None]
     partitions = _partitions(document, columns.partition, n_jobs, source)
     limits = {**_limits(document.accounts, columns.account, "account", n_jobs, source),
               **_limits(document.qos, columns.qos, "qos", n_jobs, source)}
@@ -684,6 +803,8 @@ def _build(
                        source, unplaceable.size, job_ids[int(unplaceable[0])])
         unplaceable = unplaceable[:0]
     for bad in unplaceable:
+        if int(bad) in columns.elastic and not (candidate[bad] & fits[bad]).any():
+            _explain_elastic_types(int(bad), job_at(int(bad)), candidate[bad], source)
         if over is not None and over[bad]:
             _explain_over_limit(int(bad), job_at(int(bad)), limits, source)
         if anywhere[bad].any():
@@ -726,6 +847,7 @@ def _build(
         **topology,
         **partitions,
         **limits,
+        **elastic,
         node_resources=node_resources,
         node_capacity=node_capacity,
         node_demand=node_demand,
@@ -741,7 +863,6 @@ def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, i
     """Check job ``j`` on its own and keep what the instance needs of it."""
     where = f"jobs[{j}]"
     duration = columns.duration[j]
-    _spread(job.duration_s, duration, type_index, f"{where}.duration_s", source)
     for resource, values in job.demand.items():
         if resource not in resource_index:
             raise InputError(
@@ -752,9 +873,12 @@ def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, i
             )
         _spread(values, columns.demand[j, :, resource_index[resource]], type_index,
                 f"{where}.demand.{resource}", source)
+    if job.duration_s is not None:
+        _spread(job.duration_s, duration, type_index, f"{where}.duration_s", source)
     if job.cost is not None:
         _spread(job.cost, columns.cost[j], type_index, f"{where}.cost", source)
-    else:
+    elif job.elastic is None:
+        # An elastic job's run time, and so its cost, is known once the fleet's layouts are.
         columns.cost[j] = duration / 3600.0 * job.gpus * price
     if job.profit is not None:
         _spread(job.profit, columns.profit[j], type_index, f"{where}.profit", source)
@@ -772,6 +896,11 @@ def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, i
             f"{where}.deadline_s",
             f"deadline {job.deadline_s:g} s is not after release {job.release_s:g} s",
         )
+    if job.elastic is not None:
+        if job.due_s is not None and job.due_s < job.release_s:
+            raise InputError(source, f"{where}.due_s", f"job {job.id!r} is due at "
+                             f"{job.due_s:g} s, before its release at {job.release_s:g} s")
+        columns.elastic[j] = (job.elastic, job.cost is not None)
     columns.ids.append(job.id)
     # Shared empties: a million jobs without dependencies keep no list each.
     columns.depends_on.append(job.depends_on or _NONE_LISTED)
@@ -792,6 +921,120 @@ def _add_job(columns: _JobColumns, j: int, job: JobSpec, type_index: dict[str, i
     columns.times[j] = (job.weight, job.release_s,
                         np.inf if job.deadline_s is None else job.deadline_s,
                         np.inf if job.due_s is None else job.due_s)
+
+
+def _listed(names: list[str], most: int = 8) -> str:
+    """Names joined by commas, the first ``most`` of them and how many more."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most
+                                      else "")
+
+
+def _count_key(key: str) -> int | None:
+    """The GPU count a speed table's key names (``"16"``); None for any other text."""
+    if key.isascii() and key.isdigit() and str(int(key)) == key:
+        return int(key)
+    return None
+
+
+def _elastic_jobs(columns: _JobColumns, node_gpus: IntArray, type_ids: list[str],
+                  type_index: dict[str, int], price: FloatArray,
+                  source: str) -> dict[str, Any]:
+    """The instance's elastic arrays: ``counts``, ``speed``, ``work``, ``rescale_s``.
+
+    Checks each elastic job's counts and speed table against the fleet, and fills in what
+    rigid code reads of it: its duration at its reference count on each type that lays
+    that count out alike (``rescale_s + work / speed``), its ``gpus_per_node`` there and,
+    unless given, its cost. A count no node layout of a type holds
+    (:meth:`~gpuplan.core.instance.Instance.piece_nodes`) has no speed on that type.
+    Empty without elastic jobs.
+    """
+    if not columns.elastic:
+        return {}
+    size = node_gpus.max(axis=0)
+    full = (node_gpus == size[None, :]).sum(axis=0)
+
+    def layout(t: int, count: int) -> int:
+        # As Instance.piece_nodes, which needs the instance this builds.
+        if count <= size[t]:
+            return 1
+        nodes = count // int(size[t])
+        return nodes if count % size[t] == 0 and full[t] >= nodes else 0
+
+    counts = sorted(set().union(*(spec.allowed_counts() for spec, _ in
+                                  columns.elastic.values())))
+    position = {c: k for k, c in enumerate(counts)}
+    n_jobs, n_types = columns.gang.size, len(type_ids)
+    speed = np.zeros((n_jobs, n_types, len(counts)))
+    work, rescale = np.zeros(n_jobs), np.zeros(n_jobs)
+    for j, (spec, cost_given) in columns.elastic.items():
+        me, where, gang = columns.ids[j], f"jobs[{j}].elastic", int(columns.gang[j])
+        mine = spec.allowed_counts()
+        listed = _listed([str(c) for c in mine])
+        if gang not in mine:
+            raise InputError(source, f"jobs[{j}].gpus", f"job {me!r} asks for {gang} GPUs "
+                             f"(its reference count), which is not one of its elastic GPU "
+                             f"counts ({listed})")
+        types = []
+        for type_id, table in spec.speed.items():
+            t = type_index.get(type_id)
+            if t is None:
+                raise InputError(source, f"{where}.speed.{type_id}",
+                                 f"unknown GPU type {type_id!r}")
+            types.append(t)
+            for key, value in table.items():
+                count = _count_key(key)
+                if count not in position or count not in mine:
+                    raise InputError(source, f"{where}.speed.{type_id}.{key}", f"job {me!r}: "
+                                     f"{key!r} is not one of its GPU counts ({listed})")
+                speed[j, t, position[count]] = value
+            missing = [c for c in mine if str(c) not in table]
+            if missing:
+                raise InputError(source, f"{where}.speed.{type_id}.{missing[0]}", f"job "
+                                 f"{me!r} has no speed for {missing[0]} GPUs of {type_id}: a "
+                                 f"type in the speed table gives every count the job may "
+                                 f"use ({len(missing)} count(s) missing)")
+        for count in mine:
+            if not any(layout(t, count) for t in types):
+                shapes = "; ".join(f"{type_ids[t]}: at most {size[t]} on a node, beyond that "
+                                   f"a multiple of {size[t]} up to {size[t] * full[t]}"
+                                   for t in types)
+                raise InputError(source, f"{where}.gpus", f"job {me!r} may run on {count} "
+                                 f"GPUs, but no node layout holds {count} GPUs of a type in "
+                                 f"its speed table ({shapes}): leave the count out")
+            for t in types:
+                if not layout(t, count):
+                    speed[j, t, position[count]] = 0.0
+        first = type_index[next(iter(spec.speed))]
+        work[j] = (spec.work if spec.work is not None
+                   else spec.work_s * speed[j, first, position[gang]])
+        if not work[j] > 0:
+            raise InputError(source, f"{where}.work_s", f"job {me!r}: its reference count "
+                             f"({gang} GPUs) cannot be laid out on {type_ids[first]}, the "
+                             "type work_s is measured on: give work in iterations")
+        rescale[j] = spec.rescale_s
+        # Rigid code runs the job at its reference count with one gang shape: the largest
+        # share of it one node of a type takes; types that lay it out otherwise it skips.
+        at_gang = speed[j, :, position[gang]]
+        per_type = np.minimum(gang, size)
+        per_node = int(per_type[at_gang > 0].max())
+        alike = (at_gang > 0) & (per_type == per_node)
+        columns.duration[j] = np.where(alike, rescale[j] + work[j] / np.where(
+            alike, at_gang, 1.0), np.nan)
+        columns.gpus_per_node[j] = per_node
+        if not cost_given:
+            columns.cost[j] = columns.duration[j] / 3600.0 * gang * price
+    return {"counts": np.array(counts, dtype=np.int64), "speed": speed, "work": work,
+            "rescale_s": rescale}
+
+
+def _explain_elastic_types(j: int, job: JobSpec, candidate: BoolArray, source: str) -> None:
+    """Raise the error that says elastic job ``j`` may use no type of its speed table."""
+    assert job.elastic is not None
+    listed = ", ".join(job.elastic.speed)
+    why = ("none of them is among its allowed_types" if not candidate.any()
+           else "it fits no GPU of them (its per-GPU demand)")
+    raise InputError(source, f"jobs[{j}].elastic.speed", f"job {job.id!r} has speeds on "
+                     f"{listed}, but {why}")
 
 
 def write_documents(documents: Sequence[Mapping[str, Any]], source: str, out_folder: Path,

@@ -40,13 +40,13 @@ def residual_instance(instance: Instance, jobs: IntArray, remaining: FloatArray,
     -------
     Instance
         Jobs in the order of ``jobs`` (job ``k`` of the result is ``jobs[k]``), the same
-        cluster; durations are ``remaining * duration + resume_s``, releases 0, no
-        dependencies and no hard deadlines.
+        cluster; durations are ``remaining * duration + resume_s`` (an elastic job's work
+        is ``remaining * work``: :meth:`~gpuplan.core.instance.Instance.work_left`),
+        releases 0, no dependencies and no hard deadlines.
     """
     n = jobs.size
-    duration = instance.duration[jobs] * remaining[:, None] + resume_s[:, None]
     return dataclasses.replace(
-        instance.take(jobs), name=f"{instance.name}@{now:g}s", duration=duration,
+        instance.take(jobs).work_left(remaining, resume_s), name=f"{instance.name}@{now:g}s",
         release=np.zeros(n), deadline=np.full(n, np.inf),
         due=np.maximum(0.0, instance.due[jobs] - now), predecessors=((),) * n,
         objective=objective)

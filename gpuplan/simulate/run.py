@@ -185,8 +185,8 @@ def simulate_run(instance: Instance, spec: RunSpec = RunSpec(),
              "admission": spec.admission}
     scheduler, placement, admission = build_parts(names, spec.options, context)
     scale = spec.duration_scale
-    actual = instance if scale is None else dataclasses.replace(
-        instance, duration=instance.duration * np.asarray(scale, dtype=float)[:, None])
+    actual = instance if scale is None else instance.work_left(
+        np.ones(instance.n_jobs), slower=np.asarray(scale, dtype=float)[:, None])
     engine = Engine(actual, config, scheduler, placement, admission, progress,
                     spec.failures, None if scale is None else instance)
     result = engine.run()
