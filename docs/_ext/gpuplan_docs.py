@@ -184,19 +184,28 @@ def features_cell(method: Any, feature: Any, kind: Any) -> Cell:
 
 
 def objectives_cell(objectives: frozenset[Any]) -> Cell:
-    """A method's objectives: all, static, time-based, or each by name."""
-    from gpuplan.core.objectives import ObjectiveKind
+    """A method's objectives: all, static, time-based, or each by name.
 
-    every = frozenset(ObjectiveKind)
-    static = frozenset(k for k in ObjectiveKind if k.is_static)
-    if objectives == every:
-        return "all"
-    if objectives == static:
-        return "static (" + ", ".join(k.value for k in ObjectiveKind if k in objectives) + ")"
-    if objectives == every - static:
-        return "time-based (" + ", ".join(k.value for k in ObjectiveKind
-                                          if k in objectives) + ")"
-    return lits(k.value for k in ObjectiveKind if k in objectives)
+    Then the admission objectives it plans (``deadlines-met``), which no set holds.
+    """
+    from gpuplan.core.objectives import (
+        ALL_OBJECTIVES,
+        STATIC_OBJECTIVES,
+        TIME_OBJECTIVES,
+        ObjectiveKind,
+    )
+
+    general = objectives & ALL_OBJECTIVES
+    admission = [k.value for k in ObjectiveKind if k in objectives - ALL_OBJECTIVES]
+    if not general or general not in (ALL_OBJECTIVES, STATIC_OBJECTIVES, TIME_OBJECTIVES):
+        return lits(k.value for k in ObjectiveKind if k in objectives)
+    named = [k.value for k in ObjectiveKind if k in general]
+    text = ("all" if general == ALL_OBJECTIVES else
+            f"static ({', '.join(named)})" if general == STATIC_OBJECTIVES else
+            f"time-based ({', '.join(named)})")
+    if not admission:
+        return text
+    return [nodes.Text(text + ", and "), *lits(admission)]
 
 
 class MethodsDirective(SphinxDirective):
