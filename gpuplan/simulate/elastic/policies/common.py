@@ -1,0 +1,193 @@
+"""What the elastic policies share: each job's levels, and handing out GPUs left over."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from gpuplan.core.instance import FloatArray, Instance, IntArray
+from gpuplan.simulate.elastic.engine import ElasticDecision, ElasticView
+from gpuplan.simulate.elastic.slots import Levels, Plan, Slots
+
+
+class JobLevels:
+    """Each job's :class:`Levels` on the cluster's one GPU type, built once per job.
+
+    With ``useful`` only the counts faster than every smaller one are levels (ElasticFlow
+    caps each model at the count past which it stops speeding up, its ``max_gpu``).
+    """
+
+    def __init__(self, instance: Instance, useful: bool = False) -> None:
+        self.instance = instance
+        self.useful = useful
+        self.type = int(np.flatnonzero(instance.node_gpus.sum(axis=0) > 0)[0])
+        self._levels: dict[int, Levels] = {}
+
+    def __call__(self, job: int) -> Levels:
+        """The counts ``job`` may run on (0 first), with its speed on each."""
+        found = self._levels.get(job)
+        if found is None:
+            instance = self.instance
+            if instance.elastic[job]:
+                rates = instance.speed[job, self.type]
+                allowed = rates > 0
+                if self.useful:
+                    allowed &= rates > np.maximum.accumulate(
+                        np.concatenate(([0.0], rates[:-1])))
+                counts = np.concatenate(([0], instance.counts[allowed]))
+                speeds = np.concatenate(([0.0], rates[allowed]))
+            else:
+                # A rigid job: its gang, one "iteration" a second (its duration is its work).
+                counts = np.array([0, int(instance.gang[job])])
+                speeds = np.array([0.0, 1.0])
+            found = Levels(counts.astype(np.int64), speeds.astype(float))
+            self._levels[job] = found
+        return found
+
+    def need(self, view: ElasticView, job: int) -> float:
+        """Iterations ``job`` has left (a rigid job's seconds at its gang)."""
+        return float(view.remaining[job])
+
+
+def restart_lengths(view: ElasticView, job: int, n: int, last_s: float,
+                    slot_s: float) -> FloatArray:
+    """Seconds of progress in each of the first ``n`` slots of a plan for ``job``.
+
+    Slots are ``slot_s`` long, the last ending ``last_s`` after the decision; a job not
+    running now pays its restart overhead (``rescale_s``) at the start, a running one
+    what is left of its current one.
+    """
+    lengths = np.full(n, slot_s)
+    lengths[-1] = last_s - (n - 1) * slot_s
+    restart = (float(view.overhead_left[job]) if view.count[job]
+               else float(view.instance.rescale_s[job]))
+    spent = np.minimum(np.maximum(restart - slot_s * np.arange(n), 0.0), lengths)
+    done: FloatArray = lengths - spent
+    return done
+
+
+def hand_out(view: ElasticView, levels: JobLevels, count: dict[int, int],
+             eligible: Mapping[int, float]) -> None:
+    """Give the GPUs no job holds to ``eligible`` jobs one level at a time, most gain first.
+
+    ElasticFlow's leftover rule: the step with the most iterations per second gained per
+    GPU added goes first, again and again while GPUs are left and some step fits.
+    ``eligible`` maps each job that may grow to its weight (gains are multiplied by it).
+    """
+    left = view.gpus - sum(count.values())
+    heap: list[tuple[float, int, int]] = []
+
+    def push(job: int) -> None:
+        mine = levels(job)
+        i = int(np.searchsorted(mine.counts, count.get(job, 0)))
+        if i + 1 < mine.counts.size:
+            added = int(mine.counts[i + 1] - mine.counts[i])
+            gain = float(mine.rates[i + 1] - mine.rates[i]) / added * eligible[job]
+            if gain > 0:
+                heapq.heappush(heap, (-gain, job, added))
+
+    for job in eligible:
+        push(job)
+    while heap and left > 0:
+        _, job, added = heapq.heappop(heap)
+        if added > left:
+            continue
+        mine = levels(job)
+        i = int(np.searchsorted(mine.counts, count.get(job, 0)))
+        count[job] = int(mine.counts[i + 1])
+        left -= added
+        push(job)
+
+
+class SharePlanner:
+    """ElasticFlow's planning: minimum satisfactory shares in deadline order over slots.
+
+    Parameters
+    ----------
+    levels
+        Each job's levels.
+    slot_s
+        Slot length in seconds.
+    """
+
+    def __init__(self, levels: JobLevels, slot_s: float) -> None:
+        self.levels = levels
+        self.slot_s = slot_s
+
+    def plan(self, view: ElasticView, jobs: IntArray) -> tuple[dict[int, Plan], set[int]]:
+        """Each job's plan from an empty future, deadline first; those that would be late.
+
+        A job that cannot meet its deadline is planned to run as soon and as wide as the
+        slots left allow.
+        """
+        instance = view.instance
+        order = sorted(jobs.tolist(), key=lambda j: (instance.due[j], instance.release[j], j))
+        slots = Slots(view.gpus, self.slot_s)
+        plans: dict[int, Plan] = {}
+        late: set[int] = set()
+        for j in order:
+            plan = self.share(view, slots, j)
+            if plan is None:
+                late.add(j)
+                plan = self.widest(view, slots, j)
+            slots.reserve(plan)
+            plans[j] = plan
+        return plans, late
+
+    def share(self, view: ElasticView, slots: Slots, j: int) -> Plan | None:
+        """The job's minimum satisfactory share, or None if no level meets its deadline.
+
+        The smallest level ``q`` such that holding ``q`` (or the largest level the free
+        GPUs of a slot allow) from some slot to the deadline does the job's iterations;
+        the job holds the level below ``q`` until that slot, ``q`` from it, and ends when
+        its iterations are done.
+        """
+        left = float(view.instance.due[j]) - view.now
+        if not left > 0:
+            return None
+        n = slots.slot_of(left)
+        slots.reach(n)
+        levels = self.levels(j)
+        need = float(view.remaining[j])
+        lengths = restart_lengths(view, j, n, left, self.slot_s)
+        room = levels.below(slots.free[:n])
+        for q in range(1, levels.counts.size):
+            cap = np.minimum(room, q)
+            done = np.cumsum((levels.rates[cap] * lengths)[::-1])[::-1]
+            if done[0] < need * (1 - 1e-12):
+                continue
+            point = int(np.flatnonzero(done >= need * (1 - 1e-12))[-1])
+            cap[:point] = np.minimum(room[:point], q - 1)
+            plan = slots.run(levels, cap, need, lengths)
+            if plan.end_s <= left:
+                return plan
+        return None
+
+    def widest(self, view: ElasticView, slots: Slots, j: int) -> Plan:
+        """The plan running the job as soon and as wide as the free slots allow."""
+        levels = self.levels(j)
+        need = float(view.remaining[j])
+        n = max(slots.slot_of(need / float(levels.rates[-1])) + 2, 1)
+        while True:
+            slots.reach(n)
+            lengths = restart_lengths(view, j, n, n * self.slot_s, self.slot_s)
+            plan = slots.run(levels, levels.below(slots.free[:n]), need, lengths)
+            if math.isfinite(plan.end_s):
+                return plan
+            n *= 2
+
+    def decision(self, view: ElasticView, plans: dict[int, Plan],
+                 declined: list[int]) -> ElasticDecision:
+        """Each job's first-slot count, leftovers by marginal gain, and the next change."""
+        count = {j: int(p.counts[0]) for j, p in plans.items() if p.counts.size}
+        hand_out(view, self.levels, count, dict.fromkeys(plans, 1.0))
+        first = math.inf
+        for j, plan in plans.items():
+            changes = np.flatnonzero(plan.counts[1:] != count.get(j, 0))
+            if changes.size:
+                first = min(first, float(changes[0] + 1))
+        wake = view.now + first * self.slot_s if math.isfinite(first) else None
+        return ElasticDecision({j: c for j, c in count.items() if c}, declined, wake)
