@@ -151,12 +151,19 @@ class _Placed:
     def duration(self, instance: Instance) -> FloatArray:
         """``(S,)`` how long each segment's job takes where it runs (1 where it may not).
 
-        Its duration on the type, times the segment's spread slowdown.
+        Its duration on the type, times the segment's spread slowdown; for a piece of an
+        elastic job, the run time in which its count of GPUs does all the job's work
+        (``work / speed``, overheads aside).
         """
         job = np.asarray(self.job, dtype=np.int64)
         kind = np.asarray(self.gpu_type, dtype=np.int64)
         seconds: FloatArray = np.where(instance.eligible[job, kind],
                                        instance.duration[job, kind], 1.0)
+        elastic = instance.elastic[job]
+        if elastic.any():
+            counts = np.array([len(g) for g in self.gpus], dtype=np.int64)
+            run = instance.run_seconds(job[elastic], kind[elastic], counts[elastic])
+            seconds[elastic] = np.where(np.isfinite(run), run, 1.0)
         seconds *= np.asarray(self.slow, dtype=float)
         return seconds
 
@@ -165,8 +172,10 @@ class _Placed:
 
         The run time is the segment's length less its restore and migration overheads. A
         job that is not preemptible (or any job, under a static objective) does all of its
-        work in its one segment; a space-shared segment does its work at its colocation
-        speed, and a gang spread over its preferred topology level at its slowdown.
+        work in its one segment, unless it is elastic (its one piece does what its run
+        time at its count's speed gives); a space-shared segment does its work at its
+        colocation speed, and a gang spread over its preferred topology level at its
+        slowdown.
         """
         job = np.asarray(self.job, dtype=np.int64)
         run = np.maximum(0.0, np.asarray(self.end, dtype=float)
@@ -175,7 +184,9 @@ class _Placed:
         share = run / self.duration(instance)
         if self.speed is not None:
             share = share * self.speed
-        segmented = instance.preemptible[job] & (not instance.objective.is_static)
+        # An elastic job's piece does what its count's speed gives, run whole or not.
+        segmented = ((instance.preemptible[job] | instance.elastic[job])
+                     & (not instance.objective.is_static))
         work: FloatArray = np.where(segmented | self.attempts(instance), share, 1.0)
         return work
 
@@ -243,13 +254,17 @@ def _check_each_segment(instance: Instance, schedule: Plan, out: _Collector) -> 
         if len(set(indices)) != len(indices):
             out.add(ViolationKind.GANG, f"job {p.job!r} lists a GPU more than once")
             continue
-        if len(indices) != instance.gang[j]:
-            out.add(
-                ViolationKind.GANG,
-                f"job {p.job!r} needs {instance.gang[j]} GPUs at once but is given "
-                f"{len(indices)}",
-            )
-        nodes = _check_gang_nodes(instance, j, n, indices, p, out)
+        elastic = bool(instance.elastic[j])
+        if elastic:
+            nodes = _check_piece(instance, j, t, n, indices, p, out)
+        else:
+            if len(indices) != instance.gang[j]:
+                out.add(
+                    ViolationKind.GANG,
+                    f"job {p.job!r} needs {instance.gang[j]} GPUs at once but is given "
+                    f"{len(indices)}",
+                )
+            nodes = _check_gang_nodes(instance, j, n, indices, p, out)
         for g in indices:
             if instance.gpu_type[g] != t:
                 out.add(
@@ -265,7 +280,13 @@ def _check_each_segment(instance: Instance, schedule: Plan, out: _Collector) -> 
         spread = "" if slow == 1.0 else (
             f" spread over {instance.levels[instance.preferred_level[j]]}s (its duration "
             f"{instance.duration[j, t]:g} s times its spread_slowdown {slow:g})")
-        if not instance.eligible[j, t]:
+        if elastic:
+            # Its count and type are checked by _check_piece, its length by the work its
+            # pieces do (_check_segments).
+            if not static and not p.end_s > p.start_s:
+                out.add(ViolationKind.DURATION, f"job {p.job!r} has a piece of length "
+                        f"{p.end_s - p.start_s:g} s")
+        elif not instance.eligible[j, t]:
             out.add(
                 ViolationKind.TYPE,
                 f"job {p.job!r} may not run on {p.gpu_type}: {_ineligibility(instance, j, t)}",
@@ -328,6 +349,8 @@ def _columns_placed(instance: Instance, schedule: ResultSchedule) -> _Placed | N
     flat = np.concatenate([*gpus, np.zeros(0, dtype=np.int64)]).astype(np.int64)
     owner = np.repeat(np.arange(n_segments), sizes)
     if not (((job >= 0) & (job < instance.n_jobs)).all()
+            # An elastic job's pieces are checked one by one (their counts, layouts).
+            and not instance.elastic[job].any()
             and ((kind >= 0) & (kind < instance.n_types)).all()
             and ((node >= 0) & (node < instance.n_nodes)).all()
             and ((flat >= 0) & (flat < instance.n_gpus)).all()):
@@ -462,16 +485,17 @@ def _same_gpu_sets(left: Sequence[Sequence[int] | IntArray],
 
 
 def _check_gang_nodes(instance: Instance, j: int, n: int, gpus: list[int], segment: Segment,
-                      out: _Collector) -> list[int]:
+                      out: _Collector, shape: tuple[int, int] | None = None) -> list[int]:
     """A gang's GPUs fill its nodes evenly, within its required topology domain.
 
     ``gpus_per_node`` GPUs on each of ``gang / gpus_per_node`` nodes, one of which is the
-    segment's ``node``. Returns the gang's nodes (the segment's node for a CPU-only job).
+    segment's ``node`` (``shape``: these two numbers, for an elastic job's piece). Returns
+    the gang's nodes (the segment's node for a CPU-only job).
     """
     me = segment.job
     if not gpus:
         return [n]
-    per_node, wanted = int(instance.gpus_per_node[j]), int(instance.gang_nodes[j])
+    per_node, wanted = shape or (int(instance.gpus_per_node[j]), int(instance.gang_nodes[j]))
     hosts = instance.gpu_node[gpus]
     bound = bool(instance.levels) and instance.required_level[j] >= 0
     if wanted == 1 and len(gpus) == per_node and not bound and (hosts == n).all():
@@ -484,10 +508,12 @@ def _check_gang_nodes(instance: Instance, j: int, n: int, gpus: list[int], segme
     if nodes.size != wanted or (counts != per_node).any():
         spread = ", ".join(f"{c} on {instance.node_ids[m]}"
                            for m, c in zip(nodes.tolist(), counts.tolist(), strict=True))
-        shape = ("all on one node" if wanted == 1 else
-                 f"{per_node} on each of {wanted} nodes (gpus_per_node)")
+        layout = ("all on one node" if wanted == 1 else
+                  f"{per_node} on each of {wanted} nodes"
+                  + (" (a piece of more GPUs than a node holds takes whole nodes)" if shape
+                     else " (gpus_per_node)"))
         out.add(ViolationKind.GANG, f"job {me!r} runs its {len(gpus)} GPUs as {spread}, but "
-                f"its gang takes {shape}")
+                f"its {'piece' if shape else 'gang'} takes {layout}")
     if bound:
         level = int(instance.required_level[j])
         domains = instance.node_domain[nodes, level]
@@ -500,6 +526,27 @@ def _check_gang_nodes(instance: Instance, j: int, n: int, gpus: list[int], segme
                     f"runs on {where}")
     result: list[int] = nodes.tolist()
     return result
+
+
+def _check_piece(instance: Instance, j: int, t: int, n: int, gpus: list[int],
+                 segment: Segment, out: _Collector) -> list[int]:
+    """An elastic job's piece runs on a count of GPUs it has a speed for, laid out as one.
+
+    A count it may use on the type (a speed above 0 there), on one node up to a node's
+    GPUs, on whole nodes beyond (:meth:`~gpuplan.core.instance.Instance.piece_nodes`).
+    Returns the piece's nodes.
+    """
+    me, count = segment.job, len(gpus)
+    at = f"the piece at {segment.start_s:g} s"
+    if instance.piece_speed(j, t, count) <= 0:
+        usable = [str(c) for c in instance.counts.tolist()
+                  if instance.piece_speed(j, t, c) > 0]
+        out.add(ViolationKind.GANG, f"job {me!r}: {at} runs on {count} {segment.gpu_type} "
+                f"GPUs, a count the job has no speed for there (its counts on "
+                f"{segment.gpu_type}: {', '.join(usable) or 'none'})")
+        return sorted(set(instance.gpu_node[gpus].tolist())) if gpus else [n]
+    nodes = instance.piece_nodes(t, count)
+    return _check_gang_nodes(instance, j, n, gpus, segment, out, (count // nodes, nodes))
 
 
 def _check_coverage(
@@ -656,6 +703,13 @@ def _check_overheads(instance: Instance, placed: _Placed, out: _Collector) -> No
         if restore[k] < 0 or migrate[k] < 0:
             out.add(ViolationKind.OVERHEAD, f"job {me!r}: the segment at {start:g} s pays a "
                     f"negative overhead ({paid})")
+        elif instance.elastic[j] and not instance.objective.is_static:
+            # An elastic piece pays its rescale_s where it starts, resumes or changes GPUs
+            # (_check_rescale); here only that it fits in the piece.
+            if restore[k] + migrate[k] > end - start + TOLERANCE + _rounding(start, end):
+                out.add(ViolationKind.OVERHEAD, f"job {me!r}: the piece at {start:g} s pays "
+                        f"{restore[k] + migrate[k]:g} s of overheads ({paid}) but lasts "
+                        f"{end - start:g} s")
         elif instance.objective.is_static or not instance.preemptible[j]:
             why = ("it is not preemptible" if not instance.preemptible[j] else
                    f"objective {instance.objective.value!r} places the batch at once")
@@ -689,8 +743,8 @@ def _check_work(instance: Instance, placed: _Placed, out: _Collector) -> None:
     eligible = instance.eligible[job, kind]
     duration = placed.duration(instance)
     speed = np.ones(job.size) if placed.speed is None else placed.speed
-    whole = (~instance.preemptible[job] | instance.objective.is_static) & ~placed.attempts(
-        instance)
+    whole = ((~instance.preemptible[job] & ~instance.elastic[job])
+             | instance.objective.is_static) & ~placed.attempts(instance)
     rounding = 8.0 * np.spacing(np.maximum(np.abs(start), np.abs(end)))
     slack = np.where(whole, TOLERANCE * np.maximum(1.0, np.maximum(np.abs(declared),
                                                                    np.abs(computed))),
@@ -758,6 +812,9 @@ def _check_charged(instance: Instance, run: RunRecord, placed: _Placed,
     attempts = placed.attempts(instance)
     _check_lost(instance, run, placed, out)
     for j, mine in placed.by_job().items():
+        if instance.elastic[j]:
+            # Its pieces pay its own rescale_s (_check_rescale), not the run's settings.
+            continue
         for before, k in itertools.pairwise(mine):
             if attempts[before]:
                 # A job run whole starts again from nothing: no restore, no move to pay.
@@ -794,13 +851,14 @@ def _check_lost(instance: Instance, run: RunRecord, placed: _Placed, out: _Colle
     """
     lost = np.asarray(placed.lost, dtype=float)
     every = run.checkpoint_s
+    takes = placed.duration(instance)
     for k in np.flatnonzero(lost > 0).tolist():
-        j, t = placed.job[k], placed.gpu_type[k]
+        j = placed.job[k]
         if not instance.preemptible[j]:
             continue
         ran = max(0.0, placed.end[k] - placed.start[k] - placed.restore[k] - placed.migrate[k])
         since = ran if every is None else math.fmod(ran, every)
-        owed = since / (float(instance.duration[j, t]) * placed.slow[k])
+        owed = since / float(takes[k])
         if not _close(owed, float(lost[k])) and abs(owed - lost[k]) > TOLERANCE:
             out.add(ViolationKind.OUTAGE, f"job {instance.job_ids[j]!r}: the segment ending at "
                     f"{placed.end[k]:g} s loses {lost[k]:.6g} of its work, but the work since "
@@ -820,14 +878,21 @@ class _Slot:
     used: bool = False
 
 
-def _expected_events(placed: _Placed, mine: list[int]) -> list[_Slot]:
-    """The events one job's segments (in start order) call for."""
+def _expected_events(placed: _Placed, mine: list[int], elastic: bool = False) -> list[_Slot]:
+    """The events one job's segments (in start order) call for.
+
+    An elastic job that goes on at once on other GPUs (a count change) is rescaled there:
+    one event on the new GPUs, no preempt.
+    """
     first, last = mine[0], mine[-1]
     gpus = {k: frozenset(placed.gpus[k]) for k in mine}
     slots = [_Slot(EventKind.START, placed.start[first], gpus[first], True)]
     for before, k in itertools.pairwise(mine):
-        paused = not (gpus[before] == gpus[k]
-                      and _same_time(placed.end[before], placed.start[k]))
+        at_once = _same_time(placed.end[before], placed.start[k])
+        if elastic and at_once and gpus[before] != gpus[k]:
+            slots.append(_Slot(EventKind.RESCALE, placed.start[k], gpus[k], True))
+            continue
+        paused = not (gpus[before] == gpus[k] and at_once)
         slots.append(_Slot(EventKind.PREEMPT, placed.end[before], gpus[before], paused))
         moved = placed.migrated_from[k] is not None
         slots.append(_Slot(EventKind.MIGRATE if moved else EventKind.RESUME, placed.start[k],
@@ -842,6 +907,8 @@ _WHEN = {
     EventKind.RESUME: "the start of one of the job's segments other than its first",
     EventKind.MIGRATE: "the start of a segment that migrated the job (migrated_from)",
     EventKind.COMPLETE: "the end of the job's last segment",
+    EventKind.RESCALE: ("the start of an elastic job's piece on other GPUs than the piece "
+                        "ending then"),
 }
 
 
@@ -885,6 +952,12 @@ def _stray_event(at: _EventName, kind: EventKind, time: float, mine: _Slots) -> 
                 "(its migrated_from is null); that is a resume event")
     if kind is EventKind.RESUME and EventKind.MIGRATE in then:
         return f"{at} should be a migrate event: the segment starting then migrated the job"
+    if kind in (EventKind.PREEMPT, EventKind.RESUME, EventKind.MIGRATE) and (
+            EventKind.RESCALE in then):
+        return (f"{at} should be one rescale event: the elastic job goes on at once on other "
+                "GPUs then")
+    if kind is EventKind.RESCALE and then & {EventKind.RESUME, EventKind.MIGRATE}:
+        return f"{at} is no rescale: the job was paused before (a resume or migrate event)"
     if kind in then:
         return f"{at} is given twice"
     return f"{at} is not at {_WHEN[kind]}"
@@ -939,13 +1012,14 @@ def _check_events(instance: Instance, schedule: Plan, placed: _Placed,
         mine = slots.get(j)
         if mine is None and j in finished:
             # Every event of the job came already: this one is stray; say how.
-            mine = _Slots([dataclasses.replace(slot, used=True)
-                           for slot in _expected_events(placed, finished[j])])
+            mine = _Slots([dataclasses.replace(slot, used=True) for slot in _expected_events(
+                placed, finished[j], bool(instance.elastic[j]))])
         elif mine is None:
             if j not in segments:
                 out.add(ViolationKind.EVENT, f"{at} is for a job with no segments")
                 continue
-            mine = slots[j] = _Slots(_expected_events(placed, segments[j]))
+            mine = slots[j] = _Slots(_expected_events(placed, segments[j],
+                                                      bool(instance.elastic[j])))
         slot = mine.take(kind, time)
         if slot is None:
             out.add(ViolationKind.EVENT, _stray_event(at, kind, time, mine))
@@ -959,7 +1033,8 @@ def _check_events(instance: Instance, schedule: Plan, placed: _Placed,
         if frozenset(gpus) != slot.gpus or len(set(gpus)) != len(gpus):
             out.add(ViolationKind.EVENT, f"{at} names GPU(s) {', '.join(event.gpu_ids)}, but "
                     f"the segment then runs on {_ids(instance, slot.gpus)}")
-    missing = [*slots.items(), *((j, _Slots(_expected_events(placed, mine)))
+    missing = [*slots.items(), *((j, _Slots(_expected_events(placed, mine,
+                                                             bool(instance.elastic[j]))))
                                  for j, mine in segments.items() if j not in slots)]
     for j, mine in sorted(missing, key=lambda item: item[0]):
         for slot in mine.slots:
@@ -985,15 +1060,78 @@ def _check_segments(instance: Instance, placed: _Placed, out: _Collector) -> Non
     jobs_hit, first_hit = np.unique(job[after[hits]], return_index=True)
     overlap_at = dict(zip(jobs_hit.tolist(), start[after[hits[first_hit]]].tolist(),
                           strict=True))
-    for j in np.flatnonzero(instance.preemptible & (np.bincount(job, minlength=instance.n_jobs)
-                                                    > 0)):
+    for j in np.flatnonzero((instance.preemptible | instance.elastic)
+                            & (np.bincount(job, minlength=instance.n_jobs) > 0)):
         at = overlap_at.get(int(j))
         if at is not None:
             out.add(ViolationKind.SEGMENT, f"job {instance.job_ids[j]!r} runs in two places "
                     f"at once at {at:g} s (its segments overlap)")
-        if not _close(float(done[j]), 1.0):
+        if instance.elastic[j] and not _close(float(done[j]), 1.0):
+            _report_progress(instance, placed, int(j), float(done[j]), out)
+        elif not _close(float(done[j]), 1.0):
             out.add(ViolationKind.SEGMENT, f"the segments of job {instance.job_ids[j]!r} do "
                     f"{done[j]:.6g} of its work; they must add up to 1")
+
+
+def _report_progress(instance: Instance, placed: _Placed, j: int, done: float,
+                     out: _Collector) -> None:
+    """Say that elastic job ``j``'s pieces do ``done`` of its work, naming a piece's numbers."""
+    me, work = instance.job_ids[j], float(instance.work[j])
+    mine = [k for k in range(len(placed.job)) if placed.job[k] == j]
+    rows = []
+    for k in mine[:3]:
+        t, count = placed.gpu_type[k], len(placed.gpus[k])
+        overhead = placed.restore[k] + placed.migrate[k]
+        run = max(0.0, placed.end[k] - placed.start[k] - overhead)
+        rows.append(f"the piece at {placed.start[k]:g} s on {count} {instance.type_ids[t]} "
+                    f"runs {run:g} s after {overhead:g} s of overhead at "
+                    f"{instance.piece_speed(j, t, count) / placed.slow[k]:g} it/s")
+    more = f" and {len(mine) - 3} more" if len(mine) > 3 else ""
+    out.add(ViolationKind.SEGMENT, f"the pieces of elastic job {me!r} do {done * work:.6g} "
+            f"of its {work:.6g} iterations ({done:.6g} of its work; they must add up to "
+            f"all of it): {'; '.join(rows)}{more}")
+
+
+def _check_rescale(instance: Instance, placed: _Placed, out: _Collector) -> None:
+    """Each elastic piece that starts, resumes or moves its job pays the job's rescale_s.
+
+    A piece owes it when it is its job's first, starts after the piece before it ended
+    (a pause), or holds other GPUs than that piece (a count change is a change of GPUs):
+    its restore and migration seconds together are then at least ``rescale_s`` (or the
+    whole piece, when a failure stops it sooner). A piece that goes on where the one
+    before it ended, on the same GPUs, owes nothing.
+    """
+    if not instance.elastic.any():
+        return
+    for j, mine in placed.by_job().items():
+        if not instance.elastic[j] or not instance.rescale_s[j] > 0:
+            continue
+        for before, k in zip([None, *mine], mine, strict=False):
+            why = _rescale_owed(placed, before, k)
+            if why is None:
+                continue
+            start, end = placed.start[k], placed.end[k]
+            owed = min(float(instance.rescale_s[j]), end - start)
+            paid = placed.restore[k] + placed.migrate[k]
+            if paid < owed - TOLERANCE - _rounding(start, end):
+                out.add(ViolationKind.OVERHEAD, f"job {instance.job_ids[j]!r}: the piece at "
+                        f"{start:g} s on {len(placed.gpus[k])} "
+                        f"{instance.type_ids[placed.gpu_type[k]]} {why}, which costs its "
+                        f"rescale_s {instance.rescale_s[j]:g} s, but pays {paid:g} s "
+                        f"(restore_s {placed.restore[k]:g}, migrate_s {placed.migrate[k]:g})")
+
+
+def _rescale_owed(placed: _Placed, before: int | None, k: int) -> str | None:
+    """Why piece ``k`` (after piece ``before`` of its job) owes its rescale; None: it does not."""
+    if before is None:
+        return "starts the job"
+    if not _same_time(placed.end[before], placed.start[k]):
+        return "resumes it"
+    if set(placed.gpus[before]) != set(placed.gpus[k]):
+        counts = (len(placed.gpus[before]), len(placed.gpus[k]))
+        return ("moves it to other GPUs" if counts[0] == counts[1]
+                else f"changes its count from {counts[0]} to {counts[1]} GPUs")
+    return None
 
 
 def _check_outages(instance: Instance, placed: _Placed, out: _Collector) -> None:
@@ -1429,6 +1567,8 @@ def verify_schedule(instance: Instance, schedule: Plan) -> Verification:
     if not static:
         _pair_up(instance, placed)
     _check_overheads(instance, placed, out)
+    if not static:
+        _check_rescale(instance, placed, out)
     _check_work(instance, placed, out)
     _check_migrations(instance, placed, out)
     if schedule.run is not None:

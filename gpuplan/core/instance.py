@@ -461,6 +461,14 @@ class Instance:
         k = int(np.searchsorted(self.counts, count))
         return k if k < self.counts.size and int(self.counts[k]) == count else -1
 
+    def piece_speed(self, job: int, gpu_type: int, count: int) -> float:
+        """Iterations per second of job ``job`` on ``count`` GPUs of the type.
+
+        0 where it may not run so, and for a rigid job.
+        """
+        k = self.count_index(count)
+        return float(self.speed[job, gpu_type, k]) if k >= 0 and self.elastic[job] else 0.0
+
     def run_seconds(self, jobs: IntArray, gpu_types: IntArray, counts: IntArray) -> FloatArray:
         """Seconds of run time, overheads aside, in which each job does all its work there.
 

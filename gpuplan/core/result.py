@@ -29,6 +29,9 @@ class EventKind(StrEnum):
     RESUME = "resume"
     MIGRATE = "migrate"
     COMPLETE = "complete"
+    #: An elastic job goes on at once on other GPUs (another count): one piece ends and
+    #: the next starts at this instant, on the GPUs the event names.
+    RESCALE = "rescale"
 
 
 @dataclass(frozen=True)

@@ -153,11 +153,12 @@ class Event(_Model):
     kind: EventKind = Field(
         description="start (first segment starts), preempt (a segment ends before the job "
         "is done), resume (a later segment starts), migrate (a later segment starts on other "
-        "GPUs, moved there), complete (last segment ends).")
+        "GPUs, moved there), complete (last segment ends), rescale (an elastic job's next "
+        "piece starts on other GPUs, another count, the instant the one before ends).")
     job: str
     gpu_ids: list[str] = Field(
-        description="The GPUs of the segment that starts (start, resume, migrate) or ends "
-        "(preempt, complete).")
+        description="The GPUs of the segment that starts (start, resume, migrate, rescale) "
+        "or ends (preempt, complete).")
 
 
 class Unplaced(_Model):
@@ -798,6 +799,9 @@ class SegmentFacts:
         ``(S,)`` the segment it shares its GPUs with, -1 for none.
     moved_from
         Per segment, the GPUs of the job's previous segment when it migrated; else None.
+    restore
+        ``(S,)`` the restore seconds each segment states: the result's, raised for a
+        piece of an elastic job to the ``rescale_s`` it owes (:func:`owed_rescale`).
     """
 
     order: IntArray
@@ -805,14 +809,17 @@ class SegmentFacts:
     work: FloatArray
     partner: IntArray
     moved_from: list[IntArray | None]
+    restore: FloatArray
 
 
 def segment_facts(instance: Instance, result: Result) -> SegmentFacts:
     """The facts a result's segments state in a document (see :class:`SegmentFacts`)."""
     order = np.lexsort((result.job, result.start))
     restore, migrate = result.overheads()
+    restore = np.maximum(restore, owed_rescale(instance, result) - migrate)
     partner = result.partners() if result.partner is not None else _paired(instance, result)
-    work = result.work if result.work is not None else _work(instance, result, partner)
+    work = (result.work if result.work is not None
+            else _work(instance, result, partner, restore))
     migrated: dict[int, list[float]] = {}
     for e in result.events:
         if e.kind is EventKind.MIGRATE:
@@ -832,7 +839,31 @@ def segment_facts(instance: Instance, result: Result) -> SegmentFacts:
         share = float(work[i])
         if _stated(share, restore[i] + migrate[i]):
             stated[i] = min(share, 1.0)
-    return SegmentFacts(order, result.nodes(instance), stated, partner, moved_from)
+    return SegmentFacts(order, result.nodes(instance), stated, partner, moved_from, restore)
+
+
+def owed_rescale(instance: Instance, result: Result) -> FloatArray:
+    """``(S,)`` the overhead seconds each segment owes as a piece of an elastic job.
+
+    ``rescale_s`` (at most the piece's length) where the piece starts its job, resumes it
+    after a pause, or holds other GPUs than the piece ending at its start; 0 elsewhere and
+    for rigid jobs (under a static objective, which has no time, none).
+    """
+    owed = np.zeros(result.n_segments)
+    if not instance.elastic.any() or instance.objective.is_static:
+        return owed
+    mine = np.flatnonzero(instance.elastic[result.job])
+    last: dict[int, int] = {}
+    for i in mine[np.lexsort((result.job[mine], result.start[mine]))].tolist():
+        j = int(result.job[i])
+        before = last.get(j)
+        last[j] = i
+        if before is not None and abs(result.end[before] - result.start[i]) <= (
+                _SAME_INSTANT * max(1.0, abs(float(result.start[i])))) and set(
+                result.gpus[before].tolist()) == set(result.gpus[i].tolist()):
+            continue
+        owed[i] = min(float(instance.rescale_s[j]), float(result.end[i] - result.start[i]))
+    return owed
 
 
 def _segments(instance: Instance, result: Result) -> Iterator[Segment]:
@@ -841,7 +872,7 @@ def _segments(instance: Instance, result: Result) -> Iterator[Segment]:
     See :meth:`Schedule.from_result`.
     """
     facts = segment_facts(instance, result)
-    restore, migrate = result.overheads()
+    restore, migrate = facts.restore, result.overheads()[1]
     lost = result.lost_work()
     gpu_ids = instance.gpu_ids
     for i in facts.order.tolist():
@@ -910,10 +941,15 @@ def _paired(instance: Instance, result: Result) -> IntArray:
     return partner
 
 
-def _work(instance: Instance, result: Result, partner: IntArray) -> FloatArray:
-    """``(S,)`` each segment's share of its job's work, from its run time and speed."""
+def _work(instance: Instance, result: Result, partner: IntArray,
+          restore: FloatArray) -> FloatArray:
+    """``(S,)`` each segment's share of its job's work, from its run time and speed.
+
+    ``restore`` are the restore seconds the segments state. A piece of an elastic job
+    does its run time at its count's speed, even alone.
+    """
     job, kind = result.job, result.gpu_type
-    restore, migrate = result.overheads()
+    migrate = result.overheads()[1]
     run = result.end - result.start - restore - migrate
     speed = np.ones(result.n_segments)
     shared = np.flatnonzero(partner >= 0)
@@ -922,8 +958,13 @@ def _work(instance: Instance, result: Result, partner: IntArray) -> FloatArray:
         speed[shared] = instance.colocation_speed[klass[job[shared]],
                                                   klass[job[partner[shared]]], kind[shared]]
     duration = np.where(instance.eligible[job, kind], instance.duration[job, kind], np.nan)
+    elastic = instance.elastic[job]
+    if elastic.any():
+        counts = np.array([g.size for g in result.gpus], dtype=np.int64)
+        duration[elastic] = instance.run_seconds(job[elastic], kind[elastic], counts[elastic])
     work: FloatArray = run * speed / (duration * instance.spread_factors(job, result.gpus))
-    alone = np.bincount(job, minlength=instance.n_jobs)[job] == 1
+    alone = (np.bincount(job, minlength=instance.n_jobs)[job] == 1) & (
+        ~elastic | instance.objective.is_static)
     work[alone] = 1.0
     return work
 

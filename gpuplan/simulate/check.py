@@ -23,6 +23,14 @@ simulator knows is checked here, from the instance and the log alone:
   where the log shows what the placement saw: the named placement's own code is asked
   again, on the cluster as the log's events leave it at that start;
 - the record's metrics are what the log's segments and events give.
+
+A run of elastic jobs (:mod:`gpuplan.simulate.elastic`: its ``run.scheduler`` is an elastic
+policy, no scheduler of the engine's) changes counts as no part of the engine does: the
+verifier holds its pieces, overheads and ``rescale`` events to the instance, and here only
+what its record states in the engine's terms is checked (its mode, round length and
+window, and the scheduler its method names); its policy and metrics are the elastic
+simulator's own (:func:`gpuplan.simulate.elastic.simulate_elastic` checks them as it
+writes the log).
 """
 
 from __future__ import annotations
@@ -80,6 +88,8 @@ def check_run(instance: Instance, schedule: Plan, result: Result | None = None) 
     # The run met its failures and its actual durations: hold it to those; its policy
     # saw the instance's durations as estimates, and ordered jobs by those.
     seen, instance = instance, record.actual(instance)
+    if is_elastic_run(instance, record):
+        return _check_elastic_run(instance, schedule, record)
     problems = _check_parts(record)
     if problems:
         # The rules to hold the run to are those of the parts named: unknown, none.
@@ -105,6 +115,37 @@ def check_run(instance: Instance, schedule: Plan, result: Result | None = None) 
     problems += _placed_as_named(instance, result, _placement(instance, record, seed),
                                  record.placement, scheduler.preemptive)
     return problems if made else problems + _check_metrics(instance, result, record)
+
+
+def is_elastic_run(instance: Instance, record: RunRecord) -> bool:
+    """Whether a run log is the elastic simulator's: elastic jobs, no engine scheduler."""
+    return bool(instance.elastic.any()) and record.scheduler not in SCHEDULERS
+
+
+def _check_elastic_run(instance: Instance, schedule: Plan, record: RunRecord) -> list[str]:
+    """What an elastic run's record states in the engine's terms: mode, rounds, window, names.
+
+    Its method (and its solver, where it names a scheduler) names ``run.scheduler``.
+    """
+    problems = []
+    head = schedule.head if isinstance(schedule, ResultSchedule) else schedule
+    if isinstance(head, Schedule):
+        problems += _stated_twice(head, record)
+    modes = [mode.value for mode in Mode]
+    if record.mode not in modes:
+        problems.append(f"run.mode: {record.mode!r} is not a mode; gpuplan has "
+                        f"{', '.join(modes)}")
+    if record.mode == Mode.EVENT.value and record.round_s is not None:
+        problems.append(f"run.round_s: event mode has no rounds, got {record.round_s:g}")
+    if record.mode == Mode.ROUND.value and not (
+            record.round_s is not None and math.isfinite(record.round_s)
+            and record.round_s > 0):
+        problems.append(f"run.round_s: round mode needs a positive round length, got "
+                        f"{record.round_s}")
+    if not 0 <= record.window[0] < record.window[1] <= instance.n_jobs:
+        problems.append(f"run.window {record.window[0]}:{record.window[1]} is not a range "
+                        f"of the instance's {instance.n_jobs} jobs")
+    return problems
 
 
 def _stated_twice(head: Schedule, record: RunRecord) -> list[str]:
