@@ -43,6 +43,12 @@ from gpuplan.cli.common import (
     settings,
     summary_table,
 )
+from gpuplan.cli.simulate_elastic import (
+    add_elastic_flags,
+    check_flags,
+    elastic_options,
+    run_elastic,
+)
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import (
     HOST_TAG,
@@ -60,6 +66,7 @@ from gpuplan.readers.changes import read_actuals, read_failures
 from gpuplan.readers.instance_file import instance_from_data
 from gpuplan.readers.swf import is_swf
 from gpuplan.simulate import Mode, RunSpec, SimulationConfig, SimulationError, simulate_run
+from gpuplan.simulate.elastic.policies import ELASTIC_POLICIES
 from gpuplan.simulate.engine import Failures
 from gpuplan.simulate.engine import Progress as ProgressCallback
 from gpuplan.simulate.metrics import job_stats, window_jobs
@@ -255,7 +262,9 @@ def register(commands: Commands) -> None:
     add_settings(parser, "seed", "threads")
     default = RunSpec().scheduler
     parser.add_argument("--policy", dest="scheduler", default=default, metavar="NAME",
-                        help=f"the scheduler (default: {default}); " + _names(SCHEDULERS))
+                        help=f"the scheduler (default: {default}); " + _names(SCHEDULERS)
+                        + "; elastic jobs with deadlines: " + _names(ELASTIC_POLICIES))
+    add_elastic_flags(parser, set(option_takers()))
     parser.add_argument("-o", "--output", metavar="RUN.json",
                         help="write the verified run log here (with --metrics-only, its "
                         "summary)")
@@ -450,9 +459,17 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise InputError(args.input, "", "an SWF trace runs under RLScheduler's protocol: "
                          "gpuplan hpc TRACE --policy NAME (the GPU simulator takes instance "
                          "files and Gavel traces)")
+    if args.scheduler in ELASTIC_POLICIES:
+        return _run_elastic(args)
     if args.scheduler not in SCHEDULERS:
         raise InputError("--policy", "", f"unknown scheduler {args.scheduler!r}; choose from "
-                         f"{', '.join(SCHEDULERS)} (sharing policies: gpuplan replay)")
+                         f"{', '.join([*SCHEDULERS, *ELASTIC_POLICIES])} (sharing policies: "
+                         "gpuplan replay)")
+    rigid = option_takers()
+    for flag, (f, takers) in elastic_options().items():
+        if flag not in rigid and hasattr(args, f.name):
+            raise InputError(flag, "", f"{flag} is an option of the elastic policies "
+                             f"({', '.join(takers)}), not of {args.scheduler!r}")
     check_solver_flags(args, [args.scheduler])
     spec = run_spec(args, args.scheduler)
     inputs = [args.input, *([args.throughputs] if hasattr(args, "throughputs") else [])]
@@ -472,6 +489,15 @@ def run_simulate(args: argparse.Namespace) -> int:
     if code != ExitCode.OK:
         remove_made(args.plot, made)
     return code
+
+
+def _run_elastic(args: argparse.Namespace) -> int:
+    """``--policy`` names an elastic policy: its flags, the instance, the run."""
+    defaults = RunSpec()
+    options = check_flags(args, {"placement": defaults.placement,
+                                 "admission": defaults.admission}, option_takers())
+    instance, _ = read_workload(args)
+    return run_elastic(args, instance, [args.input], options)
 
 
 def _simulate_and_write(args: argparse.Namespace, spec: RunSpec, inputs: list[str],

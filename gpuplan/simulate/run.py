@@ -106,12 +106,21 @@ def check_simulable(instance: Instance, config: SimulationConfig) -> None:
     Raises
     ------
     InputError
-        Naming the first CPU-only job (``gpus`` 0: the simulator runs jobs on GPUs;
+        Naming the first elastic job (the elastic policies run those:
+        :mod:`gpuplan.simulate.elastic`), the first CPU-only job (``gpus`` 0: the
+        simulator runs jobs on GPUs;
         ``gpuplan replay`` replays CPU-only pods), or ``round_s``
         when a round-mode run would take more than :data:`MAX_ROUNDS` rounds however
         it schedules: the span's lower bound (last arrival, or the work over all GPUs)
         over the round length.
     """
+    elastic = np.flatnonzero(instance.elastic)
+    if elastic.size:
+        j = int(elastic[0])
+        raise InputError(instance.source, f"jobs[{j}].elastic", f"job {instance.job_ids[j]!r} "
+                         f"is elastic ({elastic.size} such job(s) in all): run it under an "
+                         "elastic policy (gpuplan simulate --policy edf, tiresias, elasticflow "
+                         "or optimizer), which choose each job's GPU count")
     cpu_only = np.flatnonzero(instance.gang == 0)
     if cpu_only.size:
         j = int(cpu_only[0])

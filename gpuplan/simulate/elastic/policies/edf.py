@@ -17,9 +17,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpuplan.simulate.elastic.engine import ElasticDecision, ElasticView
-from gpuplan.simulate.elastic.policies.common import JobLevels, restart_lengths
+from gpuplan.simulate.elastic.policies.common import JobLevels
 from gpuplan.simulate.elastic.policies.elasticflow import SlotOptions
-from gpuplan.simulate.elastic.slots import Slots
 
 
 class EarliestDeadline:
@@ -33,32 +32,27 @@ class EarliestDeadline:
 
     def __init__(self, instance: Any, options: SlotOptions) -> None:
         self.levels = JobLevels(instance)
-        self.slot_s = options.slot_s
         self.decision_gap_s = options.slot_s
 
     def decide(self, view: ElasticView) -> ElasticDecision:
-        """Plan each job at its widest count where the slots allow, deadline first."""
+        """Deadline first, each job the widest count the GPUs still free allow.
+
+        ElasticFlow's EDF plans each job forward over the slots, the largest count the
+        slot's free GPUs allow, capped at its widest; what a job holds now depends only on
+        the jobs before it, so the first slot is all a decision needs (the plan changes
+        only when a job ends, an event of its own).
+        """
         instance = view.instance
         jobs = np.concatenate([view.active, view.arrived]).tolist()
         jobs.sort(key=lambda j: (instance.due[j], instance.release[j], j))
-        slots = Slots(view.gpus, self.slot_s)
+        free = view.gpus
         count: dict[int, int] = {}
-        wake = np.inf
         for j in jobs:
+            if not free:
+                break
             levels = self.levels(j)
-            need = float(view.remaining[j])
-            n = slots.slot_of(need / float(levels.rates[-1])) + 2
-            while True:
-                slots.reach(n)
-                lengths = restart_lengths(view, j, n, n * self.slot_s, self.slot_s)
-                plan = slots.run(levels, levels.below(slots.free[:n]), need, lengths)
-                if np.isfinite(plan.end_s):
-                    break
-                n *= 2
-            slots.reserve(plan)
-            count[j] = int(plan.counts[0])
-            changes = np.flatnonzero(plan.counts[1:] != plan.counts[0])
-            if changes.size:
-                wake = min(wake, float(changes[0] + 1))
-        return ElasticDecision({j: c for j, c in count.items() if c}, (),
-                               view.now + wake * self.slot_s if np.isfinite(wake) else None)
+            width = int(levels.counts[levels.below(np.array([free]))[0]])
+            if width:
+                count[j] = width
+                free -= width
+        return ElasticDecision(count)

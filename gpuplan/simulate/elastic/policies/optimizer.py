@@ -34,19 +34,16 @@ from gpuplan.core.settings import RunSettings
 from gpuplan.models.admission import AdmissionJob, admission_model
 from gpuplan.simulate.elastic.engine import ElasticDecision, ElasticView
 from gpuplan.simulate.elastic.policies.common import JobLevels, SharePlanner
-from gpuplan.simulate.elastic.policies.elasticflow import SLOT_S
+from gpuplan.simulate.elastic.policies.elasticflow import SlotOptions
 
 #: Seconds each decision's MILP may take when no time limit is given.
 DEFAULT_LIMIT_S = 1.0
 
 
 @dataclass(frozen=True)
-class OptimizerOptions:
-    """Options of ``optimizer``."""
+class OptimizerOptions(SlotOptions):
+    """Options of ``optimizer``: ElasticFlow's slot, and the MILP's periods."""
 
-    slot_s: float = option(SLOT_S, "--slot", "seconds per planning slot; decisions are at "
-                           "least one slot apart (default: 60, ElasticFlow's)",
-                           parse=parse_number(float, 1.0, 86400.0), metavar="S")
     periods: int = option(12, "--periods", "periods of the admission MILP's timeline, cut "
                           "at deadlines (default: 12)",
                           parse=parse_number(int, 1, 1000), metavar="N")

@@ -8,24 +8,15 @@ preemptive; a job that does not fit is passed over for one that does. No job is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.core.options import option
+from gpuplan.core.options import NoOptions
 from gpuplan.simulate.elastic.engine import ElasticDecision, ElasticView
-from gpuplan.simulate.policies.las import DEFAULT_THRESHOLDS, _thresholds
 
-
-@dataclass(frozen=True)
-class TiresiasOptions:
-    """Options of ``tiresias``."""
-
-    thresholds: tuple[float, ...] = option(
-        DEFAULT_THRESHOLDS, "--thresholds", "attained-service thresholds of the priority "
-        "queues, GPU-hours, increasing (default: 3250 and 7200 GPU-seconds)",
-        parse=_thresholds, metavar="H,H,...")
+#: ElasticFlow's ``dlas-gpu`` queue thresholds, GPU-seconds (``jobs.py``: 3250, 7200).
+THRESHOLDS_S = (3250.0, 7200.0)
 
 
 class Tiresias:
@@ -34,12 +25,13 @@ class Tiresias:
     name: ClassVar[str] = "tiresias"
     description: ClassVar[str] = ("Tiresias' 2D-LAS, rigid: each job at the count it asked "
                                   "for, queues by attained GPU-time, preemptive")
-    options_type: ClassVar[type[Any]] = TiresiasOptions
+    options_type: ClassVar[type[Any]] = NoOptions
     calls_solver: ClassVar[bool] = False
     decision_gap_s: ClassVar[float] = 0.0
 
-    def __init__(self, instance: Any, options: TiresiasOptions) -> None:
-        self.limits = np.asarray(options.thresholds, dtype=float) * 3600.0
+    def __init__(self, instance: Any, options: NoOptions) -> None:
+        del options
+        self.limits = np.asarray(THRESHOLDS_S)
         self.gang = instance.gang
         self.release = instance.release
 
