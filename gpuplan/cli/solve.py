@@ -74,7 +74,9 @@ def add_method_flag(parser: argparse.ArgumentParser, flag: str,
     text = (f"--method {', '.join(fields)}: {helps.pop()}" if len(helps) == 1 else
             "; ".join(f"--method {name}: {f.metadata['help']}" for name, f in fields.items()))
     first = next(iter(fields.values()))
-    if isinstance(first.default, bool):
+    # A switch turns on what is off by default; an option on by default takes its value
+    # (``--moldable false``).
+    if first.default is False:
         parser.add_argument(flag, action=_MethodFlag, nargs=0, dest=GIVEN,
                             default=argparse.SUPPRESS, help=text)
         return

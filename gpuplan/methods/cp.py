@@ -34,6 +34,14 @@ round-based plan does too. For the other objectives no heuristic runs first unle
 (``--warm-start sa``): there the sharing start and LNS did better with the time
 (docs/benchmarks.md).
 
+Elastic jobs are moldable (``--moldable``, default true): each runs whole on one GPU
+type and count of its speed table that the model chooses, every undominated shape an
+alternative of the job (:class:`~gpuplan.parts.moldable.Shapes`), from the moldable list
+schedule's plan (:func:`~gpuplan.parts.moldable.moldable_list_schedule`); the bound is
+then the relaxation's (:func:`~gpuplan.parts.moldable.moldable_bound`) and CP-SAT's, over
+plans that run each job in one piece. With ``--moldable false``, and in a re-plan, each
+runs at the count it asked for.
+
 The solve's one budget covers everything: the warm start, list scheduling, the bound,
 building the model (a model whose size would not leave CP-SAT time to search is replaced by
 a smaller one, or not built at all, and a build that runs late is abandoned), CP-SAT's
@@ -76,6 +84,15 @@ from gpuplan.models.scheduling import (
 from gpuplan.parts.bounds import simple_bound
 from gpuplan.parts.construct import list_schedule
 from gpuplan.parts.lp_list import lp_list_schedule
+from gpuplan.parts.moldable import (
+    Shapes,
+    as_pieces,
+    at_counts_asked,
+    moldable_bound,
+    moldable_list_schedule,
+    moldable_option,
+    relaxation,
+)
 from gpuplan.parts.round_plans import GAVEL_ROUND_S, SEGMENT_COST_S
 from gpuplan.parts.schedule_lns import ScheduleNeighbourhoods, improve_schedule
 from gpuplan.parts.schedule_sharing import best_sharing_schedule, sharing_list_schedule
@@ -154,12 +171,14 @@ def _objective(text: str) -> ObjectiveKind:
         raise ValueError(f"unknown objective {text!r}; choose from {known}") from None
 
 
-def _hintable(plan: Result) -> bool:
-    """Whether the models can take the plan as a hint: every job it places in one piece."""
-    return plan.status.has_plan and np.unique(plan.job).size == plan.n_segments
+def _hintable(plan: Result, shapes: Shapes) -> bool:
+    """Whether the models can take the plan as a hint: every job in one piece of a shape."""
+    return (plan.status.has_plan and np.unique(plan.job).size == plan.n_segments
+            and all(shapes.row_of(int(j), gpus) >= 0
+                    for j, gpus in zip(plan.job.tolist(), plan.gpus, strict=True)))
 
 
-def _start(instance: Instance, context: Context,
+def _start(instance: Instance, context: Context, shapes: Shapes,
            guided: bool = True) -> tuple[Result, str, Result | None]:
     """The plan to fall back on, what messages call it, and the plan to hint to CP-SAT.
 
@@ -172,7 +191,8 @@ def _start(instance: Instance, context: Context,
     on ``context.warm_share`` of the time limit, whose order of starts is also listed with
     GPU sharing. The hint is the fallback, or list
     scheduling's plan when the fallback runs a job in pieces. Without ``guided`` no
-    LP-guided plan is made (the R||Cmax lanes solve that LP themselves).
+    LP-guided plan is made (the R||Cmax lanes solve that LP themselves). Where jobs have
+    several shapes, list scheduling's plan is the moldable list schedule's.
     """
     start = context.start
     warm = context.warm
@@ -180,9 +200,12 @@ def _start(instance: Instance, context: Context,
     # model plan GPU sharing.
     sharing = (not exclusive_types(instance).all() and not instance.outages
                and not instance.features)
-    listed = list_schedule(instance)
+    moldable = not shapes.identity
+    # The list schedule at the counts asked for bounds that restriction only.
+    listed = (moldable_list_schedule(instance, shapes) if moldable
+              else at_counts_asked(instance, list_schedule(instance)))
     if warm is not None:
-        found = warm(context.budget.part(share=context.warm_share))
+        found = at_counts_asked(instance, warm(context.budget.part(share=context.warm_share)))
         start = found if start is None else better(instance, start, found)
         if sharing and found.status.has_plan:
             # The heuristic's order of starts, listed with GPU sharing.
@@ -195,17 +218,18 @@ def _start(instance: Instance, context: Context,
             instance, context.budget.part(share=SHARING_SHARE), context.seed))
     # The LP-guided plan gives each job whole GPUs too; where jobs may share them, the
     # sharing plan was better on the operator's batches, and the time goes to LNS.
-    elif guided and instance.objective is ObjectiveKind.MAKESPAN:
+    elif guided and not moldable and instance.objective is ObjectiveKind.MAKESPAN:
         guided_plan = lp_list_schedule(instance, context.limits(context.budget.part(
             share=BOUND_SHARE)))
-        listed = better(instance, listed, guided_plan)
+        listed = better(instance, listed, at_counts_asked(instance, guided_plan))
     fallback, origin = listed, LISTED
     if start is not None and start.status.has_plan:
         fallback = _better(instance, context.keep, start, listed)
         # On a tie the start is kept; list scheduling's plan only when strictly better.
         if fallback.objective == start.objective:
             origin = STARTED
-    return fallback, origin, next((p for p in (fallback, listed) if _hintable(p)), None)
+    return fallback, origin, next((p for p in (fallback, listed) if _hintable(p, shapes)),
+                                  None)
 
 
 @dataclass(frozen=True)
@@ -218,6 +242,7 @@ class CpOptions:
     then: ObjectiveKind | None = option(
         None, "--then", "a second time-based objective, optimised with the first held at its "
         "best (e.g. --objective makespan --then cost)", parse=_objective, metavar="NAME")
+    moldable: bool = moldable_option()
 
 
 class CpMethod(MethodDefaults):
@@ -246,6 +271,9 @@ class CpMethod(MethodDefaults):
     def default_warm(self, instance: Instance, time_limit_s: float | None) -> DefaultWarm | None:
         """Annealing (sa) for tardiness; balance's makespan rounds where all are preemptible.
 
+        None where some job is elastic: those heuristics run it at the count it asked for,
+        and the moldable list schedule starts the solve.
+
         The round-based start is made for makespan only where the plan spans at least
         :data:`MIN_ROUNDS` of Gavel's rounds (by the combinatorial bound), in rounds of
         Gavel's length or longer where the time limit could not plan that many: the
@@ -253,6 +281,8 @@ class CpMethod(MethodDefaults):
         :data:`ROUND_PLANNING` of the start's time. Where the plan still does not fit,
         balance returns greedy's and cp goes on from list scheduling's.
         """
+        if instance.elastic.any():
+            return None
         if instance.objective is ObjectiveKind.TARDINESS:
             return DefaultWarm("sa", {}, ANNEAL_SHARE)
         if instance.objective is not ObjectiveKind.MAKESPAN or not instance.preemptible.all():
@@ -289,7 +319,7 @@ class CpMethod(MethodDefaults):
         instance
             A time-based instance that passed the presolve checks.
         options
-            Tick and secondary objective.
+            Tick, secondary objective, and whether elastic jobs choose their count.
         context
             The budget, threads (CP-SAT workers), seed and gap, and the warm start: a
             schedule file's plan, or a heuristic run first on ``context.warm_share`` of
@@ -303,17 +333,20 @@ class CpMethod(MethodDefaults):
             integers.
         """
         budget = context.budget
-        scale = TickScale.choose(instance, options.tick_s)
+        keep = context.keep
+        # A re-plan keeps the previous plan's slots, which hold the counts asked for.
+        shapes = Shapes.of(instance, options.moldable and keep is None)
+        moldable = not shapes.identity
+        scale = TickScale.choose(shapes.table, options.tick_s)
         name = f"cpsat {version('ortools')} ({scale.describe()})"
         if not scale.exact:
             logger.info("cp: %s is no exact tick for this instance: durations and releases are "
                         "rounded up and deadlines down by up to %.3g s, so every plan is valid "
                         "at the real times, but CP-SAT's bound and infeasibility are not used",
                         f"{scale.tick_s:g} s", scale.shift_s)
-        keep = context.keep
         unrelated = (options.then is None and sequencing_free(instance)
-                     and not instance.outages and keep is None)
-        fallback, origin, hint = _start(instance, context, guided=not unrelated)
+                     and not instance.outages and keep is None and not moldable)
+        fallback, origin, hint = _start(instance, context, shapes, guided=not unrelated)
         if budget.limited and fallback.status.has_plan:
             # The plan is translated, verified and written after the solve: for a plan of
             # many segments (a round-based start) that takes seconds, kept back here.
@@ -326,12 +359,19 @@ class CpMethod(MethodDefaults):
                                   objective_bound(instance), scale, f"R||Cmax lanes on "
                                   f"highs {version('highspy')} ({scale.describe()})")
         import_cp_model()  # after the R||Cmax lanes, whose branch-and-cut starts at once
-        bound = simple_bound(instance, context.limits(budget.part(share=BOUND_SHARE)))
+        # Bounded over every count of the elastic jobs, even where they keep theirs.
+        every = Shapes.of(instance)
+        bound = simple_bound(relaxation(instance, every),
+                             context.limits(budget.part(share=BOUND_SHARE)))
+        if not every.identity:
+            bound = max(bound, moldable_bound(instance, every))
         # CP plans every job in one piece and never pairs jobs on GPUs; where the instance
-        # allows either, CP-SAT's bound and infeasibility hold for that restriction only.
-        whole = not instance.preemptible.any() and instance.pair_gain == 1.0
+        # allows either, CP-SAT's bound and infeasibility hold for that restriction only,
+        # as they do for elastic jobs held to the counts they asked for.
+        whole = (not instance.preemptible.any() and instance.pair_gain == 1.0
+                 and (moldable or not instance.elastic.any()))
 
-        chosen = self._choose(instance, budget, origin)
+        chosen = self._choose(shapes.table, budget, origin)
         if chosen is None:
             return with_bound(instance, fallback, bound, name, f"{origin}: no CP-SAT model fits "
                          "the time limit (a longer --time-limit lets CP-SAT search)")
@@ -339,7 +379,8 @@ class CpMethod(MethodDefaults):
         try:
             model = SchedulingModel.build(
                 instance, scale, share_gpus=share_gpus,
-                budget=_part(budget, MODEL_SHARE * max(0.0, budget.left())), keep=keep)
+                budget=_part(budget, MODEL_SHARE * max(0.0, budget.left())), keep=keep,
+                shapes=(shapes.table, shapes.rows) if moldable else None)
             if hint is not None:
                 model.hint(hint.job, hint.gpus, hint.start, hint.nodes(instance))
         except OutOfTimeError:
@@ -365,7 +406,7 @@ class CpMethod(MethodDefaults):
                               bound)
         if solved.status is Status.INFEASIBLE:
             return self._without_plan(instance, scale, context, name, fallback, origin, bound,
-                                      whole, proof, restricted, units)
+                                      whole, proof, restricted, units, shapes)
         if certain and solved.bound is not None:
             bound = max(bound, solved.bound * model.objective_scale - model.bound_slack())
         found = _decoded(instance, model, solved.values, bound, name)
@@ -467,7 +508,7 @@ class CpMethod(MethodDefaults):
 
     def _without_plan(self, instance: Instance, scale: TickScale, context: Context, name: str,
                       fallback: Result, origin: str, bound: float, whole: bool, proof: bool,
-                      restricted: bool, units: int) -> Result:
+                      restricted: bool, units: int, shapes: Shapes) -> Result:
         """CP-SAT found its model infeasible: a proof only when the model is the instance.
 
         Otherwise the start's plan (if it has one) is kept, or no plan is reported with
@@ -493,7 +534,7 @@ class CpMethod(MethodDefaults):
             return no_plan(instance, "no plan without GPU sharing meets every deadline (GPU "
                            "sharing was left out of the CP-SAT model to fit the time limit; "
                            "a longer --time-limit includes it)", name, bound=bound)
-        core = self._core(instance, scale, context, units)
+        core = self._core(instance, scale, context, units, shapes)
         if proof:
             if core:
                 reason = (f"the deadlines of jobs {core} cannot all be met together: the "
@@ -517,7 +558,8 @@ class CpMethod(MethodDefaults):
         return no_plan(instance, reason, name, bound=bound)
 
     @staticmethod
-    def _core(instance: Instance, scale: TickScale, context: Context, units: int) -> str:
+    def _core(instance: Instance, scale: TickScale, context: Context, units: int,
+              shapes: Shapes) -> str:
         """The jobs whose deadlines cannot all be met together (a CP-SAT core), named.
 
         Empty when the time left is too short to rebuild and solve the model.
@@ -527,8 +569,10 @@ class CpMethod(MethodDefaults):
         if left < 2 * UNIT_S * units + MIN_SEARCH_S:
             return ""
         try:
-            explained = SchedulingModel.build(instance, scale, deadlines_as_assumptions=True,
-                                              budget=_part(budget, MODEL_SHARE * left))
+            explained = SchedulingModel.build(
+                instance, scale, deadlines_as_assumptions=True,
+                budget=_part(budget, MODEL_SHARE * left),
+                shapes=None if shapes.identity else (shapes.table, shapes.rows))
         except OutOfTimeError:
             return ""
         limit = min(EXPLAIN_LIMIT_S, budget.left() - AFTER_UNIT_S * units)
@@ -575,6 +619,6 @@ def _decoded(instance: Instance, model: SchedulingModel, values: IntArray | None
         return no_plan(instance, "no plan found within the time limit", name, bound=bound)
     job, types, gpus, start, end, node = model.decode(values)
     objective = time_objective(instance, job, types, end)
-    return Result(status=plan_status(objective, bound), objective=objective, bound=bound,
-                  solver=name, job=job, gpu_type=types, gpus=gpus, start=start, end=end,
-                  node=node)
+    return as_pieces(instance, Result(
+        status=plan_status(objective, bound), objective=objective, bound=bound, solver=name,
+        job=job, gpu_type=types, gpus=gpus, start=start, end=end, node=node))

@@ -20,6 +20,11 @@ partition's nodes only; each account or QOS with a GPU limit its jobs could exce
 cumulative over their alternatives, each holding the job's GPUs on its node, and over
 the GPUs that work held before (a re-plan's running jobs) holds against it until its end.
 Times are integers: see :class:`TickScale`.
+
+A job may have several *shapes* (an elastic job planned as moldable: a GPU count and its
+layout, each with its own durations): they come as the rows of a rigid *table* instance,
+and the job's alternatives are those of all its rows, each holding its row's GPUs per node
+for its row's duration; one of them (or one choice of a multi-node row) runs.
 """
 
 from __future__ import annotations
@@ -333,6 +338,8 @@ class Alternative:
     """
 
     job: int
+    #: The job's shape it runs (its row of :attr:`SchedulingModel.table`).
+    row: int
     group: int
     #: Its length in ticks within one domain of its preferred topology level (or when it
     #: has none); spread over several, the job's :attr:`SchedulingModel.spread` literal
@@ -397,11 +404,21 @@ class SchedulingModel:
     #: alternatives.
     spread: dict[int, tuple[Any, list[tuple[Any, list[Alternative]]]]] = field(
         default_factory=dict)
+    #: The jobs' shapes as rows of a rigid instance (see the module); None: the instance,
+    #: a row per job.
+    shapes: Instance | None = None
+
+    @property
+    def table(self) -> Instance:
+        """The rigid instance whose rows are the jobs' shapes (the instance without shapes)."""
+        return self.instance if self.shapes is None else self.shapes
 
     @classmethod
     def build(cls, instance: Instance, scale: TickScale,
               deadlines_as_assumptions: bool = False, *, share_gpus: bool = True,
-              budget: Budget | None = None, keep: Keep | None = None) -> SchedulingModel:
+              budget: Budget | None = None, keep: Keep | None = None,
+              shapes: tuple[Instance, tuple[tuple[int, ...], ...]] | None = None
+              ) -> SchedulingModel:
         """Formulate a time-based instance.
 
         Parameters
@@ -424,6 +441,9 @@ class SchedulingModel:
             None: no limit.
         keep
             A previous plan to stay close to (:meth:`keep`).
+        shapes
+            The jobs' shapes (see the module): a rigid table on the same fleet and the
+            rows of each job in it; None: each job as it is.
 
         Raises
         ------
@@ -434,32 +454,34 @@ class SchedulingModel:
 
         budget = budget or Budget()
         model = cp_model.CpModel()
+        table, rows = shapes or (instance, tuple((j,) for j in range(instance.n_jobs)))
         counts, groups, group_type = _groups(instance)
         first = np.r_[0, np.cumsum(counts)][groups]
         group_gpus = [np.arange(f, f + counts[q]) for q, f in zip(groups, first, strict=True)]
-        duration = np.where(instance.eligible, instance.duration, 0.0)
+        duration = np.where(table.eligible, table.duration, 0.0)
         ticks = scale.up(duration)
         release = scale.up(instance.release)
         deadline = np.where(np.isfinite(instance.deadline),
                             scale.down(np.nan_to_num(instance.deadline, posinf=0.0)), -1)
         # One job at a time after the last release and the last GPU to be ready, each on
         # its fastest type (in ticks).
-        fastest = np.where(instance.eligible, ticks, np.iinfo(np.int64).max).min(axis=1)
+        fastest_row = np.where(table.eligible, ticks, np.iinfo(np.int64).max).min(axis=1)
+        fastest = np.array([fastest_row[list(mine)].min() for mine in rows], dtype=np.int64)
         ready_at = instance.ready_at
         finite = np.isfinite(ready_at)
         ready_ticks = scale.up(np.where(finite, ready_at, 0.0))
         horizon = (max(int(release.max(initial=0)), int(ready_ticks.max(initial=0)))
                    + int(fastest.sum()))
         ready_ticks = np.where(finite, ready_ticks, horizon)
-        shareable = ~exclusive_types(instance)
+        shareable = ~exclusive_types(table)
         exclusive = ~shareable if share_gpus else np.ones(instance.n_types, dtype=bool)
-        fits = alternative_fits(instance, counts, groups, group_type)
+        fits = alternative_fits(table, counts, groups, group_type)
         # Spread over its preferred level, a gang runs its slowdown times longer.
-        preferred = (instance.preferred_level if instance.levels
-                     else np.full(instance.n_jobs, -1, dtype=np.int64))
-        slowed = (preferred >= 0) & (instance.gang_nodes > 1)
+        preferred = (table.preferred_level if table.levels
+                     else np.full(table.n_jobs, -1, dtype=np.int64))
+        slowed = (preferred >= 0) & (table.gang_nodes > 1)
         slow_ticks = scale.up(duration * np.where(slowed, np.maximum(
-            instance.spread_slowdown if instance.levels else 1.0, 1.0), 1.0)[:, None])
+            table.spread_slowdown if table.levels else 1.0, 1.0), 1.0)[:, None])
         horizon += int((slow_ticks - ticks).max(axis=1, initial=0).sum())
 
         start, end, alternatives = [], [], []
@@ -478,19 +500,20 @@ class SchedulingModel:
                 model.add(e <= int(deadline[j])).only_enforce_if(meets)
                 model.add_assumption(meets)
                 deadline_job[meets.index] = j
-            if slowed[j]:
+            if slowed[list(rows[j])].any():
                 spread_of[j] = model.new_bool_var(f"spread_{j}")
             options = []
-            for place in np.flatnonzero(fits[j]).tolist():
-                t = int(group_type[place])
-                length = int(ticks[j, t])
-                present = model.new_bool_var(f"on_{j}_{place}")
-                # The interval ties end to start + length whenever it is present.
-                size = (length if not slowed[j] else
-                        length + (int(slow_ticks[j, t]) - length) * spread_of[j])
-                interval = model.new_optional_interval_var(s, size, e, present,
-                                                           f"run_{j}_{place}")
-                options.append(Alternative(j, place, length, present, interval))
+            for r in rows[j]:
+                for place in np.flatnonzero(fits[r]).tolist():
+                    t = int(group_type[place])
+                    length = int(ticks[r, t])
+                    present = model.new_bool_var(f"on_{j}_{r}_{place}")
+                    # The interval ties end to start + length whenever it is present.
+                    size = (length if not slowed[r] else
+                            length + (int(slow_ticks[r, t]) - length) * spread_of[j])
+                    interval = model.new_optional_interval_var(s, size, e, present,
+                                                               f"run_{j}_{r}_{place}")
+                    options.append(Alternative(j, r, place, length, present, interval))
             start.append(s)
             end.append(e)
             alternatives.append(options)
@@ -511,10 +534,10 @@ class SchedulingModel:
             if exclusive[t]:
                 held, amounts = _held(model, ready_ticks[group_gpus[q]])
                 model.add_cumulative([a.interval for a in members] + held,
-                                     [int(instance.gpus_per_node[a.job]) for a in members]
+                                     [int(table.gpus_per_node[a.row]) for a in members]
                                      + amounts, int(counts[groups[q]]))
             else:
-                exact &= _per_gpu(model, instance, members, group_gpus[q], t, budget,
+                exact &= _per_gpu(model, table, members, group_gpus[q], t, budget,
                                   ready_ticks)
         for kind in np.flatnonzero(exclusive):
             places = np.flatnonzero(group_type == kind)
@@ -523,25 +546,26 @@ class SchedulingModel:
                 held, amounts = _held(model, ready_ticks[np.concatenate(
                     [group_gpus[q] for q in places])])
                 model.add_cumulative([a.interval for a in members] + held,
-                                     [int(instance.gpus_per_node[a.job]) for a in members]
+                                     [int(table.gpus_per_node[a.row]) for a in members]
                                      + amounts, int(counts[groups[group_type == kind]].sum()))
         exact &= _node_capacity(model, instance, by_group, groups // instance.n_types,
                                 lambda seconds: int(scale.up(np.array([seconds]))[0]))
-        for limit, members, held in _binding_limits(instance, alternatives):
+        for limit, members, held in _binding_limits(instance, table, alternatives):
             # Work held before holds its GPUs until its end (in ticks, rounded up).
             ends = [int(scale.up(np.array([o.end_s]))[0]) if np.isfinite(o.end_s) else horizon
                     for o in held]
             fixed = [model.new_fixed_size_interval_var(0, end, f"held_{limit.kind}_{limit.id}_{i}")
                      for i, end in enumerate(ends)]
             model.add_cumulative([a.interval for a in members] + fixed,
-                                 [int(instance.gpus_per_node[a.job]) for a in members]
+                                 [int(table.gpus_per_node[a.row]) for a in members]
                                  + [int(o.gpus.size) for o in held], limit.gpus)
 
         restricted = bool(not share_gpus and shareable[np.unique(group_type)].any())
         built = cls(instance, scale, model, start, end, alternatives,
                     group_type, group_gpus, 1.0, exact, deadline_job, horizon,
                     exact_constraints=exact, restricted=restricted,
-                    ready=ready_ticks.astype(np.int64))
+                    ready=ready_ticks.astype(np.int64),
+                    shapes=None if shapes is None else table)
         for j, options in enumerate(alternatives):
             built._gang(j, options, spread_of.get(j))
         if keep is not None:
@@ -553,34 +577,38 @@ class SchedulingModel:
     def _gang(self, j: int, options: list[Alternative], spread: Any | None) -> None:
         """Job ``j`` runs on one alternative, or a multi-node gang on ``m`` of one choice.
 
-        A choice is the alternatives of one type within one domain of the job's required
-        topology level; a gang that prefers a level spans several of its domains exactly
-        when ``spread`` is true.
+        A choice is the alternatives of one shape and type within one domain of the job's
+        required topology level, of which it takes as many as the shape spans nodes; a gang
+        that prefers a level spans several of its domains exactly when ``spread`` is true.
         """
-        model, instance = self.model, self.instance
-        m = int(instance.gang_nodes[j])
-        if m == 1:
+        model, instance, table = self.model, self.instance, self.table
+        spans = table.gang_nodes
+        if all(spans[a.row] == 1 for a in options):
             model.add_exactly_one(a.present for a in options)
             return
         level = int(instance.required_level[j]) if instance.levels else -1
         nodes = self.group_node
-        by_choice: dict[tuple[int, int], list[Alternative]] = {}
+        by_choice: dict[tuple[int, int, int], list[Alternative]] = {}
         for a in options:
             domain = int(instance.node_domain[nodes[a.group], level]) if level >= 0 else 0
-            by_choice.setdefault((int(self.group_type[a.group]), domain), []).append(a)
+            by_choice.setdefault((a.row, int(self.group_type[a.group]), domain),
+                                 []).append(a)
         choices = []
-        for (t, domain), members in by_choice.items():
+        for (r, t, domain), members in by_choice.items():
+            m = int(spans[r])
             if len(members) < m:
                 for a in members:
                     model.add(a.present == 0)
                 continue
-            chosen = model.new_bool_var(f"choice_{j}_{t}_{domain}")
+            chosen = model.new_bool_var(f"choice_{j}_{r}_{t}_{domain}")
             model.add(sum(a.present for a in members) == m * chosen)
             choices.append((chosen, members))
         model.add_exactly_one(c for c, _ in choices)
         self.choices[j] = choices
         if spread is None:
             return
+        # Only rigid gangs (one shape) spread.
+        m = int(spans[options[0].row])
         level = int(instance.preferred_level[j])
         by_domain: dict[int, list[Alternative]] = {}
         for a in options:
@@ -678,7 +706,7 @@ class SchedulingModel:
         which then sees the load of each machine: on unrelated machines (R||Cmax) this is
         what closes the gap to the optimum.
         """
-        instance = self.instance
+        instance, table = self.instance, self.table
         release = self.scale.up(instance.release)
         by_group: list[list[Alternative]] = [[] for _ in self.group_gpus]
         for options in self.alternatives:
@@ -689,14 +717,14 @@ class SchedulingModel:
                 continue
             earliest = int(min(release[a.job] for a in members))
             if not members[0].on_gpu:
-                self._add_area([(int(instance.gpus_per_node[a.job]) * a.duration, a.present)
+                self._add_area([(int(table.gpus_per_node[a.row]) * a.duration, a.present)
                                 for a in members], gpus.size, makespan, earliest)
                 continue
             t = int(self.group_type[q])
-            jobs = [a.job for a in members]
-            for r in range(len(instance.packing_resources)):
+            jobs = [a.row for a in members]
+            for r in range(len(table.packing_resources)):
                 capacity, demand, _ = scaled_capacity(
-                    float(instance.packing_capacity[t, r]), instance.packing_demand[jobs, t, r])
+                    float(table.packing_capacity[t, r]), table.packing_demand[jobs, t, r])
                 if not demand.any():
                     continue
                 for g in gpus.tolist():
@@ -704,8 +732,8 @@ class SchedulingModel:
                                     for d, a in zip(demand, members, strict=True)],
                                    capacity, makespan, earliest)
         self._add_node_energy(by_group, makespan, release)
-        for limit, members, _ in _binding_limits(instance, self.alternatives):
-            self._add_area([(int(instance.gpus_per_node[a.job]) * a.duration, a.present)
+        for limit, members, _ in _binding_limits(instance, table, self.alternatives):
+            self._add_area([(int(table.gpus_per_node[a.row]) * a.duration, a.present)
                             for a in members], limit.gpus, makespan,
                            int(min(release[a.job] for a in members)))
 
@@ -781,7 +809,7 @@ class SchedulingModel:
             lo = math.ceil((float(keep.start[j]) - wide) / self.scale.tick_s)
             hi = math.floor((float(keep.start[j]) + wide) / self.scale.tick_s)
             wanted = set(gpu_group[gpus].tolist())
-            places = [a for a in self.alternatives[j] if a.group in wanted]
+            places = [a for a in self._shape_of(j, gpus) if a.group in wanted]
             penalty = float(keep.penalty[j])
             if len(places) != len(wanted) or not gpus.size or lo > hi:
                 moves.append(1)
@@ -832,7 +860,7 @@ class SchedulingModel:
         for i in np.lexsort((job, start_s)):
             j, used = int(job[i]), rename[gpus[i]]
             groups = set(gpu_group[used].tolist())
-            chosen = [a for a in self.alternatives[j] if a.group in groups]
+            chosen = [a for a in self._shape_of(j, used) if a.group in groups]
             if not used.size:
                 assert node is not None, "a CPU-only job's hint needs its node"
                 # A CPU-only job's alternative is a group of its node.
@@ -855,12 +883,13 @@ class SchedulingModel:
             self.model.add_hint(self.start[j], s)
             self.model.add_hint(self.end[j], int(end[j]))
             on = set(used.tolist())
+            taken = {id(a) for a in chosen}
             for a in self.alternatives[j]:
-                self.model.add_hint(a.present, a.group in groups)
+                self.model.add_hint(a.present, id(a) in taken)
                 for g, literal in a.on_gpu.items():
-                    self.model.add_hint(literal, a.group in groups and g in on)
+                    self.model.add_hint(literal, id(a) in taken and g in on)
             for literal, covered in self.choices.get(j, []):
-                self.model.add_hint(literal, any(a.group in groups for a in covered))
+                self.model.add_hint(literal, any(id(a) in taken for a in covered))
             if j in self.spread:
                 spread, domains = self.spread[j]
                 here = [any(a.group in groups for a in covered) for _, covered in domains]
@@ -877,6 +906,19 @@ class SchedulingModel:
             same = mine >= 0 and np.array_equal(np.sort(rename[gpus[mine]]), previous)
             self.model.add_hint(stays, bool(same and lo <= given[j] <= hi))
 
+    def _shape_of(self, j: int, gpus: IntArray) -> list[Alternative]:
+        """Job ``j``'s alternatives in the shape that holds these GPUs (count and layout).
+
+        All of them for a job of one shape; none where no shape holds the GPUs.
+        """
+        options = self.alternatives[j]
+        if self.shapes is None:
+            return options
+        table = self.table
+        nodes = np.unique(self.instance.gpu_node[gpus]).size if gpus.size else 1
+        return [a for a in options if int(table.gang[a.row]) == gpus.size
+                and int(table.gpus_per_node[a.row]) * nodes == gpus.size]
+
     def _length(self, j: int, chosen: list[Alternative]) -> int:
         """Job ``j``'s length in ticks on these alternatives (its slowdown if spread)."""
         length = chosen[0].duration
@@ -887,7 +929,7 @@ class SchedulingModel:
         if factor == 1.0:
             return length
         t = int(self.group_type[chosen[0].group])
-        slow = self.scale.up(np.array([self.instance.duration[j, t] * factor]))
+        slow = self.scale.up(np.array([self.table.duration[chosen[0].row, t] * factor]))
         return int(slow[0])
 
     def hinted_values(self) -> IntArray:
@@ -968,7 +1010,7 @@ class SchedulingModel:
         start the cumulative leaves at least a gang's worth of GPUs free, and a GPU free
         then stays free for the job's whole interval.
         """
-        instance = self.instance
+        instance, table = self.instance, self.table
         n_jobs = instance.n_jobs
         chosen = [[a for a in options if values[a.present.index]]
                   for options in self.alternatives]
@@ -987,7 +1029,7 @@ class SchedulingModel:
             kept = self._staying(here, start, values)
             free_at = {g: int(self.ready[g]) for g in members.tolist()}
             for a in sorted(here, key=lambda a: (start[a.job], a.job)):
-                at_tick, k = int(start[a.job]), int(instance.gpus_per_node[a.job])
+                at_tick, k = int(start[a.job]), int(table.gpus_per_node[a.row])
                 ready = sorted((g for g, t in free_at.items() if t <= at_tick),
                                key=lambda g: (-free_at[g], g))
                 previous = kept.get(a.job)
@@ -1010,14 +1052,15 @@ class SchedulingModel:
         gpus = tuple(np.sort(np.concatenate(p)) if p else np.zeros(0, dtype=np.int64)
                      for p in parts)
         types = self.group_type[[mine[0].group for mine in chosen]].astype(np.int64)
+        rows = np.array([mine[0].row for mine in chosen], dtype=np.int64)
         node = np.array([int(self.group_node[[a.group for a in mine]].min())
                          for mine in chosen], dtype=np.int64)
         begin = start * self.scale.tick_s
-        slow = instance.spread_factors(job, gpus)
+        slow = table.spread_factors(rows, gpus)
         # The end in ticks times the tick is exactly the float a later start on the same
         # GPU computes, so capping there keeps float noise from creating an overlap.
         ticks_end = finish * self.scale.tick_s
-        end: FloatArray = np.minimum(begin + instance.duration[job, types] * slow, ticks_end)
+        end: FloatArray = np.minimum(begin + table.duration[rows, types] * slow, ticks_end)
         return job, types, gpus, begin.astype(float), end, node
 
 
@@ -1049,21 +1092,22 @@ def scaled_capacity(capacity: float, demand: FloatArray) -> tuple[int, IntArray,
             to_ticks(demand, step, up=True)[0], False)
 
 
-def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: IntArray,
+def _per_gpu(model: Any, table: Instance, members: list[Alternative], gpus: IntArray,
              t: int, budget: Budget, ready: IntArray) -> bool:
     """Exact per-GPU capacity over time on a shared type's group; False if rounded.
 
-    A GPU not free at time 0 is held whole until it is; the first job that may use the
-    group is then no longer fixed to its lowest GPUs (they are no longer alike).
+    ``table`` holds the alternatives' rows (the jobs' shapes). A GPU not free at time 0
+    is held whole until it is; the first job that may use the group is then no longer
+    fixed to its lowest GPUs (they are no longer alike).
     """
     first_user = min(a.job for a in members) if not (ready[gpus] > 0).any() else -1
     intervals: dict[int, list[Any]] = {g: [] for g in gpus.tolist()}
     for n, a in enumerate(members):
         if n % 64 == 0:
             check_budget(budget, BUILDING)
-        k = int(instance.gpus_per_node[a.job])
+        k = int(table.gpus_per_node[a.row])
         for g in gpus.tolist():
-            a.on_gpu[g] = model.new_bool_var(f"gpu_{a.job}_{g}")
+            a.on_gpu[g] = model.new_bool_var(f"gpu_{a.job}_{a.row}_{g}")
             intervals[g].append(model.new_optional_interval_var(
                 a.interval.start_expr(), a.interval.size_expr(), a.interval.end_expr(),
                 a.on_gpu[g], f"use_{a.job}_{g}"))
@@ -1072,10 +1116,10 @@ def _per_gpu(model: Any, instance: Instance, members: list[Alternative], gpus: I
             for g in gpus[:k].tolist():
                 model.add(a.on_gpu[g] == a.present)
     exact = True
-    jobs = [a.job for a in members]
-    for r in range(len(instance.packing_resources)):
+    jobs = [a.row for a in members]
+    for r in range(len(table.packing_resources)):
         capacity, demand, exact_r = scaled_capacity(
-            float(instance.packing_capacity[t, r]), instance.packing_demand[jobs, t, r])
+            float(table.packing_capacity[t, r]), table.packing_demand[jobs, t, r])
         exact &= exact_r
         if not demand.any():
             continue
@@ -1108,9 +1152,11 @@ def alternative_fits(instance: Instance, counts: IntArray, groups: IntArray,
     return fits
 
 
-def _binding_limits(instance: Instance, alternatives: list[list[Alternative]]
+def _binding_limits(instance: Instance, table: Instance, alternatives: list[list[Alternative]]
                     ) -> list[tuple[GpuLimit, list[Alternative], list[Outage]]]:
     """The GPU limits whose jobs could exceed them together, with the work held before.
+
+    A job counts with its largest shape (its row in ``table`` with the most GPUs).
 
     Each with its jobs' alternatives (an alternative holds the job's GPUs on its node: the
     present ones of a job hold its gang) and the outages from 0 that count against it (a
@@ -1119,9 +1165,11 @@ def _binding_limits(instance: Instance, alternatives: list[list[Alternative]]
     held = [(o, o.limits(instance)) for o in instance.outages
             if o.start_s <= 0] if instance.gpu_limits else []
     binding = []
+    largest = np.array([max((int(table.gang[a.row]) for a in options), default=0)
+                        for options in alternatives], dtype=np.int64)
     for k, limit in enumerate(instance.gpu_limits):
         mine = [o for o, under in held if k in under]
-        if int(instance.gang[limit.jobs].sum()) + sum(o.gpus.size for o in mine) > limit.gpus:
+        if int(largest[limit.jobs].sum()) + sum(o.gpus.size for o in mine) > limit.gpus:
             binding.append((limit, [a for j in limit.jobs.tolist() for a in alternatives[j]],
                             mine))
     return binding

@@ -39,15 +39,15 @@ from gpuplan.parts.static_plans import static_result
 
 
 def encoding_features(objective: ObjectiveKind) -> frozenset[Feature]:
-    """What the encodings plan of the cluster model: all of it over time, less when static.
+    """What the encodings plan of the cluster model: all but elastic jobs over time, less static.
 
-    Over time the list scheduler decodes the keys; the static block encoding places
-    multi-node gangs in blocks within a domain and prices GPU loads only, not node
-    resources.
+    Over time the list scheduler decodes the keys (at the GPU counts jobs ask for: elastic
+    jobs are planned by greedy and cp); the static block encoding places multi-node gangs
+    in blocks within a domain and prices GPU loads only, not node resources.
     """
     if objective.is_static:
         return frozenset({Feature.MULTI_NODE, Feature.TOPOLOGY})
-    return frozenset(Feature)
+    return frozenset(Feature) - {Feature.ELASTIC}
 
 
 def parse_moves(text: str) -> tuple[str, ...]:
