@@ -8,7 +8,8 @@ files or none.
 
 What the targets share beyond that: the GPUs the plan gives to several jobs at once
 (:attr:`CheckedPlan.crowds`, which every exporter refuses unless it can express them),
-the nodes of a multi-node gang (:func:`segment_nodes`), the instance's topology as a tree
+the nodes of a multi-node gang (:func:`segment_nodes`), an elastic job run at one count
+(:func:`refuse_elastic_pieces`: its gang is its plan's GPUs), the instance's topology as a tree
 of named domains (:func:`domain_tree`: Slurm's switches, Volcano's HyperNodes) and names
 a target takes (:func:`safe_name`).
 """
@@ -171,6 +172,29 @@ def _crowds(instance: Instance, segments: Sequence[Segment]) -> tuple[Crowd, ...
                 found.append(Crowd(instance.gpu_ids[g], time, after[0], tuple(
                     sorted((segments[m] for m in held), key=lambda s: s.job))))
     return tuple(sorted(found, key=lambda crowd: crowd.start_s))
+
+
+def refuse_elastic_pieces(plan: CheckedPlan, target: str) -> None:
+    """Refuse an elastic job planned in several pieces (paused, or resized).
+
+    A job is submitted once with a fixed gang: the count of its one piece, as ``gpuplan
+    solve`` plans elastic jobs (read from the segment's GPUs, not the count it asked for).
+    ``target`` names what submits it (``a Slurm job``).
+
+    Raises
+    ------
+    InputError
+        Naming the job and its pieces' GPU counts.
+    """
+    elastic = plan.instance.elastic
+    for job in plan.jobs:
+        if elastic[job.index] and len(job.segments) > 1:
+            sizes = ", ".join(str(len(s.gpu_ids)) for s in job.segments)
+            raise InputError(plan.source, f"segments of job {job.id!r}", f"elastic job "
+                             f"{job.id!r} is planned in {len(job.segments)} pieces (paused or "
+                             f"rescaled, on {sizes} GPUs): {target} holds one GPU count for "
+                             "its whole run; plan the batch with gpuplan solve (greedy or cp "
+                             "give each elastic job one count), or replay it in the simulator")
 
 
 def refuse_crowd(plan: CheckedPlan, crowd: Crowd, target: str, how: str) -> InputError:

@@ -56,6 +56,7 @@ from gpuplan.exporters.base import (
     limit_s,
     margin_option,
     refuse_crowd,
+    refuse_elastic_pieces,
     rehearse_option,
     safe_name,
     segment_nodes,
@@ -207,6 +208,7 @@ def _check(instance: Instance, plan: CheckedPlan, o: KubernetesOptions) -> _Name
         raise InputError(setting("image"), "", "give the container image that runs the jobs' "
                          "commands (--image), or export with --rehearse true")
     _check_sharing(instance, plan, o)
+    refuse_elastic_pieces(plan, "a Kubernetes Job")
     for job in plan.jobs:
         if len(job.segments) > 1:
             raise InputError(plan.source, f"segments of job {job.id!r}", f"job {job.id!r} is "

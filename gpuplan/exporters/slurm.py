@@ -50,6 +50,7 @@ from gpuplan.exporters.base import (
     limit_s,
     margin_option,
     refuse_crowd,
+    refuse_elastic_pieces,
     rehearse_option,
     segment_nodes,
     slurm_name,
@@ -249,6 +250,7 @@ class SlurmExporter:
         assert plan is not None
         o: SlurmOptions = options
         _check_fleet(instance)
+        refuse_elastic_pieces(plan, "a Slurm job")
         shard = shards(plan, o)
         files: dict[str, str] = {}
         scripts: list[tuple[float, _Script]] = []
