@@ -21,6 +21,7 @@ from gpuplan.core.instance import MAX_GPUS
 from gpuplan.readers.cluster_traces import TRACE_FORMATS, TraceFormat
 from gpuplan.readers.gavel import PHYSICAL_CLUSTER, gavel_documents
 from gpuplan.readers.instance_file import write_documents
+from gpuplan.readers.itp import itp_elastic_document
 from gpuplan.readers.openb import openb_document
 from gpuplan.readers.orlib_gap import gap_documents
 
@@ -75,7 +76,17 @@ def register(commands: Commands) -> None:
     parser.add_argument("--sense", choices=["min", "max"], default="min",
                         help="orlib-gap: minimise cost (default) or maximise profit")
     parser.add_argument("--throughputs", metavar="FILE",
-                        help="gavel: Gavel's simulation_throughputs.json")
+                        help="gavel: Gavel's simulation_throughputs.json; itp with "
+                        "--deadlines: a folder of throughput tables, <model>.csv (default: "
+                        "ElasticFlow's A100 tables, shipped with gpuplan)")
+    parser.add_argument("--deadlines", action="store_true",
+                        help="itp: read ElasticFlow's variant as elastic jobs (work in "
+                        "iterations, a speed per GPU count from the throughput tables) due "
+                        "by their deadlines, objective deadlines-met")
+    parser.add_argument("--rescale-s", type=bounded(float, 0.0, 1e9), metavar="S",
+                        default=None, help="itp with --deadlines: seconds a job makes no "
+                        "progress each time it starts, resumes or changes GPUs (default: "
+                        "ElasticFlow's base overhead, 2 s, or 7 s on 256 GPUs or more)")
     cluster = ",".join(f"{name}={count}" for name, count in PHYSICAL_CLUSTER.items())
     parser.add_argument("--fleet", type=_fleet, default=dict(PHYSICAL_CLUSTER),
                         metavar="TYPE=N,...",
@@ -111,11 +122,7 @@ def _trace_document(args: argparse.Namespace, trace: TraceFormat) -> dict[str, A
     InputError
         For a flag of another trace format, or a required input missing.
     """
-    taken = {given.parameter for given in (*trace.files, *trace.options)}
-    for flag, (dest, _, takers) in _trace_flags().items():
-        if getattr(args, dest) is not None and dest not in taken:
-            raise InputError(flag, "", f"is taken by {', '.join(takers)}, not by "
-                             f"{trace.name}")
+    _refuse_other_flags(args, trace)
     inputs: dict[str, Any] = {trace.files[0].parameter: Path(args.file)}
     for given in (*trace.files[1:], *trace.options):
         value = getattr(args, given.parameter)
@@ -128,8 +135,45 @@ def _trace_document(args: argparse.Namespace, trace: TraceFormat) -> dict[str, A
     return trace.read(**inputs, limit=args.limit, statuses=args.statuses)
 
 
+def _refuse_other_flags(args: argparse.Namespace, trace: TraceFormat) -> None:
+    """Refuse a flag of another trace format than ``trace``, naming it and its takers."""
+    taken = {given.parameter for given in (*trace.files, *trace.options)}
+    for flag, (dest, _, takers) in _trace_flags().items():
+        if getattr(args, dest) is not None and dest not in taken:
+            raise InputError(flag, "", f"is taken by {', '.join(takers)}, not by "
+                             f"{trace.name}")
+
+
+def _elastic_itp(args: argparse.Namespace) -> dict[str, Any]:
+    """``itp --deadlines``: ElasticFlow's trace as elastic jobs, with the itp flags given."""
+    _refuse_other_flags(args, TRACE_FORMATS["itp"])
+    return itp_elastic_document(
+        Path(args.file), args.node_count, args.types,
+        throughputs=None if args.throughputs is None else Path(args.throughputs),
+        rescale_s=args.rescale_s, limit=args.limit, statuses=args.statuses)
+
+
+def _check_elastic_flags(args: argparse.Namespace) -> None:
+    """``--deadlines`` is itp's, and ``--rescale-s`` (and, for itp, ``--throughputs``) need it.
+
+    Raises
+    ------
+    InputError
+        Naming the flag given where it does not apply.
+    """
+    if args.deadlines and args.source_format != "itp":
+        raise InputError("--deadlines", "", f"applies to itp, not to {args.source_format}")
+    if not args.deadlines:
+        for flag, value in (("--rescale-s", args.rescale_s),
+                            ("--throughputs", args.throughputs if args.source_format == "itp"
+                             else None)):
+            if value is not None:
+                raise InputError(flag, "", "applies to itp with --deadlines (elastic jobs)")
+
+
 def convert(args: argparse.Namespace) -> int:
     """Convert, then write every document or none; a failure leaves no folder it made."""
+    _check_elastic_flags(args)
     trace = TRACE_FORMATS.get(args.source_format)
     if trace is None:
         given = [flag for flag in ("--limit", "--statuses", *_trace_flags())
@@ -147,7 +191,9 @@ def convert(args: argparse.Namespace) -> int:
     documents: list[dict[str, Any]]
     # A folder made for the documents goes again, empty, when reading or writing fails.
     with output_folder(args.output, inputs) as out:
-        if trace is not None:
+        if args.deadlines:
+            documents = [_elastic_itp(args)]
+        elif trace is not None:
             documents = [_trace_document(args, trace)]
         elif args.source_format == "openb":
             document = openb_document(args.nodes, args.file)

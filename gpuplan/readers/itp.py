@@ -10,7 +10,11 @@ header line. It comes in two variants, each with a reader:
 - **ElasticFlow** (:func:`itp_elasticflow_document`, ``gpuplan convert itp-elasticflow``):
   the same jobs as ElasticFlow used them, plus its 128-GPU testbed trace ``195job.csv``:
   ``job_id, submission_time, num_iteration, model_name, deadline, batch_size, num_gpu,
-  duration``.
+  duration``; rigid jobs due by their deadlines;
+- **ElasticFlow, elastic** (:func:`itp_elastic_document`, ``gpuplan convert itp
+  --deadlines``): the same files as ElasticFlow simulated them: elastic jobs whose work is
+  their iterations and whose speed per GPU count is ElasticFlow's measured A100 throughput
+  (see the end of this description).
 
 Columns are found by the header's names, so the raw reader also reads ElasticFlow's files.
 The mapping:
@@ -51,6 +55,35 @@ The mapping:
   jobs ElasticFlow kept: not failed, at least 10 minutes, at most 64 GPUs), and
   ``statuses`` is refused.
 
+The elastic variant (:func:`itp_elastic_document`) reads ElasticFlow's columns and makes
+each job **elastic**, as ElasticFlow schedules it:
+
+- **work**: ``num_iteration`` iterations; **reference count** (the job's ``gpus``):
+  ``num_gpu``; **due date**: ``deadline`` (soft ``due_s``, as above); the objective is
+  ``deadlines-met``, whose value over the number of jobs is ElasticFlow's deadline
+  satisfactory ratio.
+- **speed**: the row of the model's throughput table (``<model_name>.csv``: rows by
+  ``global_batch_size``, columns by GPU count, iterations per second of the whole job) for
+  the job's ``batch_size``: ElasticFlow's A100 tables by default (shipped with gpuplan,
+  :data:`ELASTICFLOW_TABLES`), or the tables of another folder (``throughputs``). With
+  ``types``, a type's speed is the table's times its speed.
+- **counts**: the table's columns that are powers of two or multiples of 8 (its nodes'
+  GPUs), whose throughput is above 0, at most the batch size (a GPU takes at least one
+  sample of the global batch) and held by the fleet (up to 8 on one node, whole nodes
+  above): 1 to 64 with ElasticFlow's tables, as its simulator lets every policy but
+  ElasticFlow's own scale (ElasticFlow caps each model lower: :func:`elasticflow_max_gpus`,
+  a policy's choice, not the job's).
+- **rescale_s**: the least ElasticFlow's simulator charges a job at a decision round that
+  runs it, its base overhead (:data:`ELASTICFLOW_BASE_OVERHEAD_S`: 2 s, 7 s on a fleet of
+  256 GPUs or more); ``rescale_s`` sets another. Its simulator charges more where the
+  job's GPUs are new to it and every 60th round; a run may charge that, at least this.
+- every job is preemptible, of weight 1.
+
+A model without a table, a batch size not in its table, a ``num_gpu`` that is not one of
+the job's counts (no column for it, or a throughput of 0 there) is an
+:class:`~gpuplan.core.errors.InputError` naming the file, the line and the field; a table
+that is not a table of throughputs names the table's file, line and column.
+
 Every row is checked: a value that is not a number from 0 (``num_gpu``: a whole number
 from 1; ``duration``: above 0; ``deadline``: not before the submission), a ``num_gpu``
 above 8 that is not whole nodes, a row of another number of fields or a job id used twice
@@ -67,6 +100,8 @@ import io
 import math
 import re
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from importlib import resources
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -85,6 +120,7 @@ from gpuplan.core.instance import (
     IntArray,
 )
 from gpuplan.core.objectives import ObjectiveKind
+from gpuplan.readers.instance_file import MAX_SPEED, MAX_WORK
 
 #: GPUs of every node: ElasticFlow's A100 servers.
 ITP_GPUS_PER_NODE = 8
@@ -95,6 +131,14 @@ ITP_NODES = {**{f"cluster{k:02d}.csv": 64 for k in (1, 2, 3, 5, 6)},
              "cluster10.csv": 32, "195job.csv": 16}
 #: The GPU type of every node when ``types`` is not given: ElasticFlow's.
 ITP_TYPE = "A100"
+#: ElasticFlow's A100 throughput tables, in gpuplan's package (pkusys/ElasticFlow,
+#: Apache-2.0): one ``<model>.csv`` per model.
+ELASTICFLOW_TABLES = "data/elasticflow_a100"
+#: ElasticFlow's base overhead per decision round, in seconds: on fleets of fewer than
+#: :data:`ELASTICFLOW_LARGE_GPUS` GPUs, and on those of that many or more.
+ELASTICFLOW_BASE_OVERHEAD_S = (2.0, 7.0)
+#: The fleet size from which ElasticFlow charges its larger overheads.
+ELASTICFLOW_LARGE_GPUS = 256
 
 #: What every job asks of each GPU of its gang: all of it.
 _WHOLE_GPU = 1.0
@@ -160,6 +204,263 @@ def itp_elasticflow_document(trace: Path, node_count: int | str | None = None,
         As :func:`itp_document`, and for a ``deadline`` before its job's submission.
     """
     return _document(trace, node_count, types, limit, statuses, due=True)
+
+
+def itp_elastic_document(trace: Path, node_count: int | str | None = None,
+                         types: str | Mapping[str, float] | None = None, *,
+                         throughputs: Path | None = None,
+                         rescale_s: float | str | None = None, limit: int | None = None,
+                         statuses: Collection[str] | None = None) -> dict[str, Any]:
+    """The instance document of one file of ElasticFlow's ITP trace, as elastic jobs.
+
+    See the module docstring: work in iterations, speeds per GPU count from throughput
+    tables, due dates, objective ``deadlines-met``.
+
+    Parameters
+    ----------
+    trace
+        ElasticFlow's ``clusterNN.csv`` or ``195job.csv``.
+    node_count, types, limit, statuses
+        As :func:`itp_document`.
+    throughputs
+        A folder of throughput tables (``<model>.csv``); None: ElasticFlow's A100 tables.
+    rescale_s
+        Seconds each piece of a job that starts, resumes or changes GPUs makes no progress
+        (a number or its text); None: :data:`ELASTICFLOW_BASE_OVERHEAD_S` for the fleet.
+
+    Raises
+    ------
+    InputError
+        As :func:`itp_document`; naming the file, line and field of a model without a
+        table, a batch size not in it, a ``num_gpu`` that is not one of the job's counts,
+        or a ``num_iteration`` that is not above 0; naming a table's file, line and column
+        where it is not a table of throughputs; naming ``rescale_s`` when it is not
+        seconds from 0.
+    """
+    if statuses is not None:
+        raise InputError(setting("statuses"), "", "the ITP trace records no job status; "
+                         "every job it lists is kept")
+    if limit is not None and (isinstance(limit, bool) or limit < 1):
+        raise InputError(setting("limit"), "", f"expected a positive number of jobs, got {limit}")
+    nodes, sized = _node_count(trace, node_count)
+    fleet = _fleet(types, nodes)
+    overhead = _rescale(rescale_s, nodes)
+    tables = _tables(throughputs)
+    source = str(trace)
+    lines, columns = _table(trace, ("job_id", "submission_time", "num_iteration",
+                                    "model_name", "deadline", "batch_size", "num_gpu"))
+    ids = _ids(source, lines, columns["job_id"])
+    seconds = "a number of seconds from 0"
+    submit = _numbers(source, lines, "submission_time", columns["submission_time"],
+                      lambda v: v >= 0, seconds)
+    work = _numbers(source, lines, "num_iteration", columns["num_iteration"],
+                    lambda v: (v > 0) & (v <= MAX_WORK),
+                    f"a number of iterations above 0, at most {MAX_WORK:g}")
+    deadline = _numbers(source, lines, "deadline", columns["deadline"], lambda v: v >= 0,
+                        seconds)
+    _first_bad(source, lines, deadline < submit, lambda i: (
+        f"deadline is {deadline[i]:g}, before the job's submission_time {submit[i]:g} "
+        f"(job {ids[i]!r})"))
+    batch = _numbers(source, lines, "batch_size", columns["batch_size"],
+                     lambda v: (v >= 1) & (v == np.floor(v)) & (v <= 1e9),
+                     "a whole number of samples from 1").astype(np.int64)
+    gang = _gangs(source, lines, ids, columns["num_gpu"])
+    models = [text.strip() for text in columns["model_name"]]
+
+    kept = np.argsort(submit, kind="stable")[:limit]
+    summary = f"{len(ids)} jobs read; {kept.size} kept" + (
+        f", the first {limit} by submission time" if kept.size < len(ids) else "")
+    if kept.size == 0:
+        raise InputError(source, "", "no job to simulate: the file has a header and no rows")
+    if kept.size > MAX_JOBS:
+        raise InputError(source, "", f"{kept.size} jobs kept, and an instance holds at most "
+                         f"{MAX_JOBS:,}: read a slice with `limit`")
+    at, job_ids = lines[kept], [ids[k] for k in kept]
+    origin = submit[kept[0]]
+    release = submit[kept] - origin
+    due = deadline[kept] - origin
+    _first_bad(source, at, release > MAX_TIME_S, lambda i: (
+        f"submission_time is {release[i]:.0f} s after the first job kept's (job "
+        f"{job_ids[i]!r}); gpuplan's times end at {MAX_TIME_S:.0e} s"))
+    _first_bad(source, at, due > MAX_TIME_S, lambda i: (
+        f"deadline is {due[i]:.0f} s after the first job kept's submission_time (job "
+        f"{job_ids[i]!r}); gpuplan's times end at {MAX_TIME_S:.0e} s"))
+    holds = [_held_counts(share) for _, _, share in fleet]
+    jobs = []
+    for k, row in enumerate(kept.tolist()):
+        model, size, asks = models[row], int(batch[row]), int(gang[row])
+        speeds = _row(tables, model, size, source, int(lines[row]))
+        counts = [c for c, v in speeds.items() if v > 0 and c <= size
+                  and any(c in held for held in holds)]
+        if asks not in counts:
+            raise InputError(source, f"line {lines[row]}", f"num_gpu is {asks} (job "
+                             f"{job_ids[k]!r}), which is not one of its GPU counts: "
+                             + _why_not(asks, speeds, size, tables[model].source, fleet))
+        jobs.append({
+            "id": job_ids[k], "gpus": asks, "demand": {"compute": _WHOLE_GPU},
+            "release_s": float(release[k]), "due_s": float(due[k]), "preemptible": True,
+            "elastic": {
+                "gpus": counts, "work": float(work[row]),
+                "speed": {name: {str(c): speeds[c] * speed for c in counts}
+                          for name, speed, _ in fleet},
+                "rescale_s": overhead}})
+    names = [name for name, _, _ in fleet]
+    where = ("ElasticFlow's A100 tables" if throughputs is None
+             else f"the tables of {throughputs}")
+    about = (f"Microsoft ITP trace as ElasticFlow simulated it, elastic "
+             f"(microsoft/elasticflow-traces), {trace} on {nodes} nodes of "
+             f"{ITP_GPUS_PER_NODE} GPUs ({sized}): " + ", ".join(
+                 f"{share} {name} (speed {speed:g})" for name, speed, share in fleet)
+             + f". Work: num_iteration; speed per GPU count: {where}, row batch_size; "
+             f"reference count: num_gpu; due: deadline; rescale_s {overhead:g} s.")
+    return {
+        "name": f"itp-elastic-{trace.name.split('.')[0] or trace.name}",
+        "description": f"{about} {summary}.",
+        "gpu_types": [{"id": name, "capacity": {"compute": _WHOLE_GPU}} for name in names],
+        "nodes": [{"id": f"{name}-{k}", "gpus": {name: ITP_GPUS_PER_NODE}}
+                  for name, _, share in fleet for k in range(share)],
+        "jobs": jobs,
+        "objective": ObjectiveKind.DEADLINES_MET.value,
+    }
+
+
+def elasticflow_max_gpus(model: str, batch_size: int) -> int:
+    """The most GPUs ElasticFlow's own policy gives a job of this model and batch size.
+
+    ElasticFlow's profiled cap on A100s (``get_max_gpu`` of its ``models.py``), below the
+    counts the job may use: a policy reproducing ElasticFlow applies it.
+    """
+    caps = {("gpt2", 128): 16, ("gpt2", 256): 32, ("bert", 64): 8, ("inception3", 64): 16,
+            ("inception3", 128): 32, ("resnet50", 64): 32, ("vgg16", 64): 32}
+    if model == "deepspeech2":
+        return batch_size
+    if model == "bert":
+        return caps.get((model, batch_size), 16)
+    return caps.get((model, batch_size), min(batch_size, 64))
+
+
+@dataclass(frozen=True)
+class _ThroughputTable:
+    """One model's throughputs: by batch size, by GPU count (0: not valid)."""
+
+    source: str
+    rows: dict[int, dict[int, float]]
+
+
+def _rescale(value: float | str | None, nodes: int) -> float:
+    """The jobs' rescale_s: the one given, or ElasticFlow's base overhead for the fleet."""
+    if value is None:
+        small, large = ELASTICFLOW_BASE_OVERHEAD_S
+        return large if nodes * ITP_GPUS_PER_NODE >= ELASTICFLOW_LARGE_GPUS else small
+    seconds = _number(value) if isinstance(value, str) else float(value)
+    if isinstance(value, bool) or not (math.isfinite(seconds) and 0 <= seconds <= MAX_TIME_S):
+        raise InputError(setting("rescale_s"), "", f"{value!r} is not a number of seconds "
+                         f"from 0 to {MAX_TIME_S:.0e}")
+    return seconds
+
+
+def _tables(folder: Path | None) -> dict[str, _ThroughputTable]:
+    """The throughput tables of a folder (``<model>.csv``), or ElasticFlow's shipped ones.
+
+    Raises
+    ------
+    InputError
+        Naming the folder when it holds no table; naming a table's file, line and column
+        where it is not one (a header ``global_batch_size`` and GPU counts, a row of a
+        whole batch size and throughputs from 0, empty for 0).
+    """
+    if folder is None:
+        shipped = resources.files("gpuplan").joinpath(ELASTICFLOW_TABLES)
+        files = [(f"gpuplan/{ELASTICFLOW_TABLES}/{entry.name}", entry.read_text("utf-8"))
+                 for entry in sorted(shipped.iterdir(), key=lambda e: e.name)
+                 if entry.name.endswith(".csv")]
+    else:
+        if not folder.is_dir():
+            raise InputError(setting("throughputs"), "", f"{folder} is not a folder of "
+                             "throughput tables (<model>.csv)")
+        files = [(str(path), read_text(path)) for path in sorted(folder.glob("*.csv"))]
+        if not files:
+            raise InputError(str(folder), "", "no throughput table (<model>.csv) in the "
+                             "folder")
+    return {Path(name).stem: _parse_table(name, text) for name, text in files}
+
+
+def _parse_table(source: str, text: str) -> _ThroughputTable:
+    """One throughput table, checked cell by cell."""
+    rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
+    if not rows or rows[0][0].strip() != "global_batch_size":
+        raise InputError(source, "line 1", "expected a header global_batch_size,1,2,4,... "
+                         "(GPU counts)")
+    counts = []
+    for k, name in enumerate(rows[0][1:], start=2):
+        count = _whole(name)
+        if count is None or count < 1 or count in counts:
+            raise InputError(source, f"line 1, column {k}", f"{_shown(name)} is not a GPU "
+                             "count (a whole number from 1, once)")
+        counts.append(count)
+    table: dict[int, dict[int, float]] = {}
+    for line, row in enumerate(rows[1:], start=2):
+        size = _whole(row[0])
+        if size is None or size < 1 or size in table:
+            raise InputError(source, f"line {line}, column 1", f"global_batch_size is "
+                             f"{_shown(row[0])}; expected a whole number from 1, once")
+        if len(row) != len(counts) + 1:
+            raise InputError(source, f"line {line}", f"{len(row)} fields; expected "
+                             f"{len(counts) + 1} (global_batch_size and one per GPU count)")
+        values = {}
+        for k, (count, cell) in enumerate(zip(counts, row[1:], strict=True), start=2):
+            value = 0.0 if not cell.strip() else _number(cell)
+            if not (math.isfinite(value) and 0 <= value <= MAX_SPEED):
+                raise InputError(source, f"line {line}, column {k}", f"the throughput on "
+                                 f"{count} GPUs is {_shown(cell)}; expected iterations per "
+                                 "second from 0 (0 or empty: not valid)")
+            values[count] = value
+        table[size] = values
+    return _ThroughputTable(source, table)
+
+
+def _whole(text: str) -> int | None:
+    """A field's whole number; None when it is not one."""
+    text = text.strip()
+    return int(text) if _COUNT.fullmatch(text) else None
+
+
+def _held_counts(nodes: int) -> set[int]:
+    """The counts a piece may have on ``nodes`` nodes of 8 GPUs (one node, or whole nodes)."""
+    return {*range(1, ITP_GPUS_PER_NODE + 1),
+            *range(ITP_GPUS_PER_NODE, ITP_GPUS_PER_NODE * nodes + 1, ITP_GPUS_PER_NODE)}
+
+
+def _row(tables: dict[str, _ThroughputTable], model: str, size: int, source: str,
+         line: int) -> dict[int, float]:
+    """The throughputs of the model's table at a batch size, its counts an ElasticFlow level.
+
+    The columns that are powers of two or whole nodes (multiples of 8) are kept.
+    """
+    table = tables.get(model)
+    if table is None:
+        raise InputError(source, f"line {line}", f"model_name is {_shown(model)}, which has "
+                         f"no throughput table (tables: {', '.join(sorted(tables))})")
+    row = table.rows.get(size)
+    if row is None:
+        raise InputError(source, f"line {line}", f"batch_size is {size}, which {table.source} "
+                         f"has no row for (batch sizes: "
+                         f"{', '.join(map(str, sorted(table.rows)))})")
+    return {c: v for c, v in row.items()
+            if c & (c - 1) == 0 or c % ITP_GPUS_PER_NODE == 0}
+
+
+def _why_not(asks: int, speeds: dict[int, float], size: int, table: str,
+             fleet: list[_Type]) -> str:
+    """Why a job's ``num_gpu`` is none of its counts."""
+    if asks not in speeds:
+        return f"{table} has no column for {asks} GPUs"
+    if not speeds[asks] > 0:
+        return f"{table} gives no throughput on {asks} GPUs at this batch size"
+    if asks > size:
+        return f"{asks} GPUs exceed its batch_size {size} (a GPU takes one sample at least)"
+    most = max(share for _, _, share in fleet)
+    return f"the fleet has no {asks // ITP_GPUS_PER_NODE} nodes of one type (at most {most})"
 
 
 def _document(trace: Path, node_count: int | str | None,
