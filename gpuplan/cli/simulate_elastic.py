@@ -92,8 +92,8 @@ def run_elastic(args: argparse.Namespace, instance: Instance, inputs: list[str],
                 options: dict[str, Any]) -> int:
     """Simulate the instance under the elastic policy, write the log, print the summary."""
     log = None if args.output is None else check_output(args.output, inputs)
-    spec = ElasticSpec(policy=args.scheduler, options=options, settings=settings(args),
-                       seed=args.seed)
+    run = settings(args)
+    spec = ElasticSpec(policy=args.scheduler, options=options, settings=run, seed=run.seed)
     began = time.perf_counter()
     try:
         schedule = simulate_elastic(instance, spec)

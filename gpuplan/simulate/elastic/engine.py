@@ -74,6 +74,9 @@ class ElasticView:
         GPUs in the cluster.
     node_size
         GPUs of the largest node.
+    room
+        ``(N,)`` GPUs of each node not held by a job that may not be preempted (those
+        keep theirs); every other GPU is the policy's to give.
     """
 
     now: float
@@ -86,6 +89,27 @@ class ElasticView:
     attained: FloatArray
     gpus: int
     node_size: int
+    room: IntArray
+
+    def packs(self, counts: list[int]) -> bool:
+        """Whether pieces of these counts fit on :attr:`room`, largest first, best fit.
+
+        Always true when no running job is pinned and the counts add up to at most the
+        GPUs (buddy allocation); a policy asks only when some job is pinned.
+        """
+        free = self.room.copy()
+        for c in sorted(counts, reverse=True):
+            if c > self.node_size:
+                whole = np.flatnonzero(free == self.node_size)
+                if whole.size < c // self.node_size:
+                    return False
+                free[whole[:c // self.node_size]] = 0
+                continue
+            fits = np.flatnonzero(free >= c)
+            if not fits.size:
+                return False
+            free[fits[np.argmin(free[fits])]] -= c
+        return True
 
 
 @dataclass(frozen=True)
@@ -251,9 +275,13 @@ class ElasticEngine:
         for array in (remaining, overhead, attained):
             array.flags.writeable = False
         arrived = np.array(self.arrived, dtype=np.int64)
+        room = self.node_gpus.copy()
+        pinned = np.flatnonzero((self.count > 0) & ~self.instance.preemptible)
+        for j in pinned.tolist():
+            np.subtract.at(room, self.instance.gpu_node[self._held(j)], 1)
         return ElasticView(now, self.instance, arrived, active, remaining,
                            self._frozen(self.count), overhead, attained,
-                           int(self.node_gpus.sum()), self.node_size)
+                           int(self.node_gpus.sum()), self.node_size, room)
 
     @staticmethod
     def _frozen(array: IntArray) -> IntArray:
@@ -293,6 +321,11 @@ class ElasticEngine:
             raise ElasticSimulationError(f"{self.policy.name} gave out {int(target.sum())} "
                                          f"GPUs of {int(self.node_gpus.sum())}")
         changed = np.flatnonzero(target != self.count)
+        fixed = changed[(self.count[changed] > 0) & ~instance.preemptible[changed]]
+        if fixed.size:
+            raise ElasticSimulationError(
+                f"{self.policy.name} changed the GPUs of job "
+                f"{instance.job_ids[int(fixed[0])]!r}, which may not be preempted")
         if not changed.size:
             return
         for j in changed[self.count[changed] > 0].tolist():
@@ -302,11 +335,14 @@ class ElasticEngine:
         if placed is None:
             # The GPUs kept by unchanged jobs fragment the nodes: place every running job
             # again, each where it was when it can be.
-            kept = np.flatnonzero((target > 0) & (self.count > 0))
+            # A job that may not be paused keeps its GPUs: only the others move.
+            kept = np.flatnonzero((target > 0) & (self.count > 0)
+                                  & self.instance.preemptible)
             where = {j: self._held(j) for j in kept.tolist()}
             for j, gpus in where.items():
                 self._release(j, gpus)
-            starting = np.flatnonzero(target > 0)
+            starting = np.flatnonzero((target > 0) & ((self.count == 0)
+                                                      | self.instance.preemptible))
             placed = self._place(starting, target, where)
             if placed is None:
                 placed = self._place(starting, target, {})
@@ -383,7 +419,7 @@ class ElasticEngine:
         if previous is None:
             kind = EventKind.START
         elif self.stopped_at[job] == now:
-            kind = EventKind.MIGRATE
+            kind = EventKind.RESCALE
         else:
             kind = EventKind.RESUME
         overhead = float(instance.rescale_s[job]) if instance.elastic[job] else 0.0

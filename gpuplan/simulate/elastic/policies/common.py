@@ -52,6 +52,13 @@ class JobLevels:
         return float(view.remaining[job])
 
 
+def fixed_counts(view: ElasticView) -> dict[int, int]:
+    """The running jobs that may not be preempted, with the GPUs they keep to their end."""
+    running = view.active[view.count[view.active] > 0]
+    fixed = running[~view.instance.preemptible[running]]
+    return {j: int(view.count[j]) for j in fixed.tolist()}
+
+
 def restart_lengths(view: ElasticView, job: int, n: int, last_s: float,
                     slot_s: float) -> FloatArray:
     """Seconds of progress in each of the first ``n`` slots of a plan for ``job``.
@@ -91,12 +98,16 @@ def hand_out(view: ElasticView, levels: JobLevels, count: dict[int, int],
 
     for job in eligible:
         push(job)
+    pinned = fixed_counts(view)
     while heap and left > 0:
         _, job, added = heapq.heappop(heap)
         if added > left:
             continue
         mine = levels(job)
         i = int(np.searchsorted(mine.counts, count.get(job, 0)))
+        if pinned and not view.packs([int(mine.counts[i + 1])] + [
+                c for j, c in count.items() if c and j != job and j not in pinned]):
+            continue
         count[job] = int(mine.counts[i + 1])
         left -= added
         push(job)
@@ -124,10 +135,19 @@ class SharePlanner:
         slots left allow.
         """
         instance = view.instance
-        order = sorted(jobs.tolist(), key=lambda j: (instance.due[j], instance.release[j], j))
+        fixed = fixed_counts(view)
+        order = sorted((j for j in jobs.tolist() if j not in fixed),
+                       key=lambda j: (instance.due[j], instance.release[j], j))
         slots = Slots(view.gpus, self.slot_s)
         plans: dict[int, Plan] = {}
         late: set[int] = set()
+        for j, count in fixed.items():
+            # It holds its GPUs to its end, whatever else is planned.
+            levels = self.levels(j)
+            n = slots.slot_of(float(view.overhead_left[j]) + float(view.remaining[j])
+                              / float(levels.rates[levels.below(np.array([count]))[0]])) + 1
+            plans[j] = Plan(np.full(n, count, dtype=np.int64), 0.0)
+            slots.reserve(plans[j])
         for j in order:
             plan = self.share(view, slots, j)
             if plan is None:
@@ -183,7 +203,8 @@ class SharePlanner:
                  declined: list[int]) -> ElasticDecision:
         """Each job's first-slot count, leftovers by marginal gain, and the next change."""
         count = {j: int(p.counts[0]) for j, p in plans.items() if p.counts.size}
-        hand_out(view, self.levels, count, dict.fromkeys(plans, 1.0))
+        fixed = fixed_counts(view)
+        hand_out(view, self.levels, count, {j: 1.0 for j in plans if j not in fixed})
         first = math.inf
         for j, plan in plans.items():
             changes = np.flatnonzero(plan.counts[1:] != count.get(j, 0))

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpuplan.simulate.elastic.engine import ElasticDecision, ElasticView
-from gpuplan.simulate.elastic.policies.common import JobLevels
+from gpuplan.simulate.elastic.policies.common import JobLevels, fixed_counts
 from gpuplan.simulate.elastic.policies.elasticflow import SlotOptions
 
 
@@ -43,16 +43,22 @@ class EarliestDeadline:
         only when a job ends, an event of its own).
         """
         instance = view.instance
-        jobs = np.concatenate([view.active, view.arrived]).tolist()
+        count = fixed_counts(view)
+        jobs = [j for j in np.concatenate([view.active, view.arrived]).tolist()
+                if j not in count]
         jobs.sort(key=lambda j: (instance.due[j], instance.release[j], j))
-        free = view.gpus
-        count: dict[int, int] = {}
+        pinned = bool(count)
+        free = view.gpus - sum(count.values())
+        chosen: list[int] = []
         for j in jobs:
             if not free:
                 break
             levels = self.levels(j)
-            width = int(levels.counts[levels.below(np.array([free]))[0]])
-            if width:
-                count[j] = width
-                free -= width
+            k = int(levels.below(np.array([free]))[0])
+            while k and pinned and not view.packs([*chosen, int(levels.counts[k])]):
+                k -= 1
+            if k:
+                count[j] = int(levels.counts[k])
+                chosen.append(count[j])
+                free -= count[j]
         return ElasticDecision(count)

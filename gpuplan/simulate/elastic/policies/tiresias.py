@@ -14,6 +14,7 @@ import numpy as np
 
 from gpuplan.core.options import NoOptions
 from gpuplan.simulate.elastic.engine import ElasticDecision, ElasticView
+from gpuplan.simulate.elastic.policies.common import fixed_counts
 
 #: ElasticFlow's ``dlas-gpu`` queue thresholds, GPU-seconds (``jobs.py``: 3250, 7200).
 THRESHOLDS_S = (3250.0, 7200.0)
@@ -37,15 +38,19 @@ class Tiresias:
 
     def decide(self, view: ElasticView) -> ElasticDecision:
         """Queue by attained service, then arrival; start in order what fits."""
-        jobs = np.concatenate([view.active, view.arrived])
+        count = fixed_counts(view)
+        jobs = np.array([j for j in np.concatenate([view.active, view.arrived]).tolist()
+                         if j not in count], dtype=np.int64)
         queue = np.searchsorted(self.limits, view.attained[jobs] + 1e-6, side="right")
         order = jobs[np.lexsort((jobs, self.release[jobs], queue))]
-        left = view.gpus
-        count: dict[int, int] = {}
+        left = view.gpus - sum(count.values())
         wake = np.inf
+        pinned = bool(count)
+        chosen: list[int] = []
         for j in order.tolist():
             gang = int(self.gang[j])
-            if gang <= left:
+            if gang <= left and (not pinned or view.packs([*chosen, gang])):
+                chosen.append(gang)
                 count[j] = gang
                 left -= gang
                 q = int(np.searchsorted(self.limits, view.attained[j] + 1e-6, side="right"))
