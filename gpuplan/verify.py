@@ -1084,7 +1084,7 @@ def _report_progress(instance: Instance, placed: _Placed, j: int, done: float,
         overhead = placed.restore[k] + placed.migrate[k]
         run = max(0.0, placed.end[k] - placed.start[k] - overhead)
         rows.append(f"the piece at {placed.start[k]:g} s on {count} {instance.type_ids[t]} "
-                    f"runs {run:g} s after {overhead:g} s of overhead at "
+                    f"GPUs runs {run:g} s after {overhead:g} s of overhead at "
                     f"{instance.piece_speed(j, t, count) / placed.slow[k]:g} it/s")
     more = f" and {len(mine) - 3} more" if len(mine) > 3 else ""
     out.add(ViolationKind.SEGMENT, f"the pieces of elastic job {me!r} do {done * work:.6g} "
@@ -1116,8 +1116,8 @@ def _check_rescale(instance: Instance, placed: _Placed, out: _Collector) -> None
             if paid < owed - TOLERANCE - _rounding(start, end):
                 out.add(ViolationKind.OVERHEAD, f"job {instance.job_ids[j]!r}: the piece at "
                         f"{start:g} s on {len(placed.gpus[k])} "
-                        f"{instance.type_ids[placed.gpu_type[k]]} {why}, which costs its "
-                        f"rescale_s {instance.rescale_s[j]:g} s, but pays {paid:g} s "
+                        f"{instance.type_ids[placed.gpu_type[k]]} GPUs {why}, which costs "
+                        f"its rescale_s {instance.rescale_s[j]:g} s, but pays {paid:g} s "
                         f"(restore_s {placed.restore[k]:g}, migrate_s {placed.migrate[k]:g})")
 
 

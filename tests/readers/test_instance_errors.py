@@ -107,6 +107,25 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "partition_too_small.json": ("jobs[3].partition", "job 'nlp-4' runs in partition 'mixed' "
                                  "(nodes l1, l2), where no node has 4 GPU(s) of a type it may "
                                  "use"),
+    # Elastic jobs: their counts, speed tables, work and due dates.
+    "elastic_missing_count.json": ("jobs[0].elastic.speed.A100.8", "job 'resnet50-b128' has "
+                                   "no speed for 8 GPUs of A100"),
+    "elastic_zero_speed.json": ("jobs[1].elastic.speed.A100.16 (job 'bert-b64')",
+                                "greater than 0"),
+    "elastic_reference_not_a_count.json": ("jobs[3].gpus", "job 'vgg16-b64' asks for 6 GPUs "
+                                           "(its reference count), which is not one of its "
+                                           "elastic GPU counts (1, 2, 4, 8, 16)"),
+    "elastic_count_without_layout.json": ("jobs[0].elastic.gpus", "may run on 12 GPUs, but "
+                                          "no node layout holds 12 GPUs"),
+    "elastic_due_before_release.json": ("jobs[4].due_s", "job 'gpt2-b128' is due at 800 s, "
+                                        "before its release at 900 s"),
+    "elastic_with_duration.json": ("jobs[0].duration_s (job 'resnet50-b128')",
+                                   "leave duration_s out"),
+    "elastic_work_twice.json": ("jobs[1].elastic (job 'bert-b64')",
+                                "give the job's work as work (iterations) or as work_s"),
+    "elastic_unknown_count.json": ("jobs[5].elastic.speed.A100.16",
+                                   "'16' is not one of its GPU counts (1, 2, 4, 8)"),
+    "elastic_zero_work.json": ("jobs[1].elastic.work (job 'bert-b64')", "greater than 0"),
 }
 
 
