@@ -171,7 +171,7 @@ def test_a_flag_the_method_does_not_take_is_refused(gpuplan: Gpuplan, tmp_path: 
                      "--crossover", "one-point", "--tick", "5", "-o", out)
     assert result.code == 2
     assert "--policy" in result.err and "'greedy'" in result.err
-    assert "it takes no options of its own" in result.err
+    assert "it takes --moldable" in result.err
     assert not out.exists()
 
 
