@@ -110,8 +110,27 @@ def deadline_ratio(instance: Instance, result: Result) -> float:
     return float(met.sum()) / max(instance.n_jobs, 1)
 
 
-def elastic_metrics(instance: Instance, outcome: ElasticOutcome) -> dict[str, float]:
-    """The run's summary: ratio, jobs met and declined, JCT of the admitted, decisions."""
+def alone_bound(instance: Instance) -> int:
+    """Jobs that could meet their due date alone on the whole cluster: a bound on any run.
+
+    A job could if, started at its release on its fastest count, it ends by its due date
+    (its ``rescale_s`` paid once); a rigid job at its duration on its fastest type.
+    """
+    fastest = np.where(instance.eligible, instance.duration, np.inf).min(axis=1)
+    if instance.counts.size:
+        rates = instance.speed.reshape(instance.n_jobs, -1).max(axis=1)
+        elastic = instance.elastic
+        fastest[elastic] = (instance.rescale_s[elastic]
+                            + instance.work[elastic] / rates[elastic])
+    return int((instance.release + fastest <= instance.due + 1e-6).sum())
+
+
+def elastic_metrics(instance: Instance, outcome: ElasticOutcome,
+                    solves: list[float] | None = None) -> dict[str, float]:
+    """The run's summary: ratio, jobs met and declined, JCT of the admitted, decisions.
+
+    ``solves``: the wall seconds of each solver call of the policy, if it makes any.
+    """
     result = outcome.result
     done = completion(instance, result)
     ran = np.isfinite(done)
@@ -130,6 +149,11 @@ def elastic_metrics(instance: Instance, outcome: ElasticOutcome) -> dict[str, fl
         "decision_p50_s": float(np.percentile(decisions, 50)),
         "decision_p99_s": float(np.percentile(decisions, 99)),
         "decision_max_s": float(decisions.max()),
+        **({} if solves is None else {
+            "solves": float(len(solves)),
+            "solve_p50_s": float(np.percentile(solves, 50)) if solves else 0.0,
+            "solve_p99_s": float(np.percentile(solves, 99)) if solves else 0.0,
+            "solve_max_s": max(solves, default=0.0)}),
     }
 
 
@@ -161,7 +185,8 @@ def simulate_elastic(instance: Instance, spec: ElasticSpec = ElasticSpec(),
         options={f.name: _plain(getattr(options, f.name))
                  for f in dataclasses.fields(options)},
         mode="event", round_s=None, restart_overhead_s=0.0, migration_overhead_s=0.0,
-        window=[0, instance.n_jobs], metrics=elastic_metrics(instance, outcome),
+        window=[0, instance.n_jobs],
+        metrics=elastic_metrics(instance, outcome, getattr(policy, "solves", None)),
         utilisation_by_type={}, solver_s=getattr(policy, "solver_s", None))
     log = ResultSchedule.make(instance, result, method=f"simulate:{spec.policy}",
                               wall_time_s=time.perf_counter() - began,

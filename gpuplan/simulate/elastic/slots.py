@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -31,6 +32,13 @@ class Levels:
 
     counts: IntArray
     rates: FloatArray
+
+    @cached_property
+    def steps(self) -> dict[int, tuple[int, float]]:
+        """From each count, the next level up and the iterations/s it adds per GPU."""
+        counts, rates = self.counts.tolist(), self.rates.tolist()
+        return {c: (counts[i + 1], (rates[i + 1] - rates[i]) / (counts[i + 1] - c))
+                for i, c in enumerate(counts[:-1])}
 
     def below(self, gpus: IntArray) -> IntArray:
         """Per entry, the index of the largest level of at most that many GPUs."""

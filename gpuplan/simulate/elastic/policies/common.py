@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Collection
 
 import numpy as np
 
@@ -77,40 +77,32 @@ def restart_lengths(view: ElasticView, job: int, n: int, last_s: float,
 
 
 def hand_out(view: ElasticView, levels: JobLevels, count: dict[int, int],
-             eligible: Mapping[int, float]) -> None:
+             eligible: Collection[int]) -> None:
     """Give the GPUs no job holds to ``eligible`` jobs one level at a time, most gain first.
 
     ElasticFlow's leftover rule: the step with the most iterations per second gained per
     GPU added goes first, again and again while GPUs are left and some step fits.
-    ``eligible`` maps each job that may grow to its weight (gains are multiplied by it).
     """
     left = view.gpus - sum(count.values())
-    heap: list[tuple[float, int, int]] = []
-
-    def push(job: int) -> None:
-        mine = levels(job)
-        i = int(np.searchsorted(mine.counts, count.get(job, 0)))
-        if i + 1 < mine.counts.size:
-            added = int(mine.counts[i + 1] - mine.counts[i])
-            gain = float(mine.rates[i + 1] - mine.rates[i]) / added * eligible[job]
-            if gain > 0:
-                heapq.heappush(heap, (-gain, job, added))
-
+    heap: list[tuple[float, int]] = []
     for job in eligible:
-        push(job)
+        step = levels(job).steps.get(count.get(job, 0))
+        if step is not None and step[1] > 0:
+            heap.append((-step[1], job))
+    heapq.heapify(heap)
     pinned = fixed_counts(view)
     while heap and left > 0:
-        _, job, added = heapq.heappop(heap)
-        if added > left:
+        _, job = heapq.heappop(heap)
+        now = count.get(job, 0)
+        grown, _ = levels(job).steps[now]
+        if grown - now > left or (pinned and not view.packs([grown] + [
+                c for j, c in count.items() if c and j != job and j not in pinned])):
             continue
-        mine = levels(job)
-        i = int(np.searchsorted(mine.counts, count.get(job, 0)))
-        if pinned and not view.packs([int(mine.counts[i + 1])] + [
-                c for j, c in count.items() if c and j != job and j not in pinned]):
-            continue
-        count[job] = int(mine.counts[i + 1])
-        left -= added
-        push(job)
+        count[job] = grown
+        left -= grown - now
+        step = levels(job).steps.get(grown)
+        if step is not None and step[1] > 0:
+            heapq.heappush(heap, (-step[1], job))
 
 
 class SharePlanner:
@@ -204,7 +196,7 @@ class SharePlanner:
         """Each job's first-slot count, leftovers by marginal gain, and the next change."""
         count = {j: int(p.counts[0]) for j, p in plans.items() if p.counts.size}
         fixed = fixed_counts(view)
-        hand_out(view, self.levels, count, {j: 1.0 for j in plans if j not in fixed})
+        hand_out(view, self.levels, count, [j for j in plans if j not in fixed])
         first = math.inf
         for j, plan in plans.items():
             changes = np.flatnonzero(plan.counts[1:] != count.get(j, 0))
