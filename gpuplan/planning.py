@@ -173,8 +173,10 @@ def check_method(instance: Instance, method: Method, options: Any,
     """
     if instance.objective not in method.objectives:
         able = [m.name for m in METHODS.values() if instance.objective in m.objectives]
+        which = (f"methods that can: {', '.join(able)}" if able else "no planning method "
+                 "can; plan the instance for another `objective`")
         raise InputError(setting("method"), "", f"method {method.name!r} cannot plan objective "
-                         f"{instance.objective.value!r}; methods that can: {', '.join(able)}")
+                         f"{instance.objective.value!r}; {which}")
     check_features(instance, method)
     check_settings(method, settings)
     if instance.outages and not method.plans_outages:

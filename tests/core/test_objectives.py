@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import one_gpu
+from conftest import DATA, one_gpu
 
+from gpuplan import InputError, plan, read_instance
 from gpuplan.core.objectives import (
     ADMISSION_OBJECTIVES,
     ALL_OBJECTIVES,
@@ -44,3 +45,13 @@ def test_deadlines_met_weighs_the_jobs_done_by_their_due_date() -> None:
     value = time_objective(instance, job, np.zeros(3, dtype=np.int64),
                            np.array([100.0, 300.0, 400.0]), ObjectiveKind.DEADLINES_MET)
     assert value == pytest.approx(7.0)
+
+
+def test_solve_says_no_planning_method_plans_deadlines_met() -> None:
+    """Solving for deadlines-met with a method that cannot says so and what to do instead."""
+    instance = read_instance(DATA / "elastic.json")
+    with pytest.raises(InputError) as caught:
+        plan(instance, "greedy")
+    assert caught.value.message == (
+        "method 'greedy' cannot plan objective 'deadlines-met'; no planning method can; "
+        "plan the instance for another `objective`")
