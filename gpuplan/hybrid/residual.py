@@ -293,9 +293,9 @@ def as_ran(document: dict[str, Any], source: str, record: Schedule,
 
     A job done in a record (placed, every segment ending by ``at``) did its whole work in
     its segments' run time, where the instance's durations give a share of it: its
-    ``duration_s`` (on every type alike) is that share times what it was, so that the
-    record verifies. Segments naming what the instance lacks are left for the verifier
-    to report.
+    ``duration_s`` (on every type alike; an elastic job's work) is that share times what it
+    was, so that the record verifies. Segments naming what the instance lacks are left for
+    the verifier to report.
 
     Parameters
     ----------
@@ -331,10 +331,18 @@ def as_ran(document: dict[str, Any], source: str, record: Schedule,
             if job not in running and abs(value - 1.0) > _DONE}
     ran = copy.deepcopy(document)
     for job in ran.get("jobs", []):
-        if job.get("id") in took:
-            factor, duration = took[job["id"]], job["duration_s"]
-            job["duration_s"] = ({kind: seconds * factor for kind, seconds in duration.items()}
-                                 if isinstance(duration, dict) else duration * factor)
+        if job.get("id") not in took:
+            continue
+        factor = took[job["id"]]
+        elastic = job.get("elastic")
+        if isinstance(elastic, dict):
+            # An elastic job did that share of its work: its work (iterations or seconds).
+            key = "work" if "work" in elastic else "work_s"
+            elastic[key] = elastic[key] * factor
+            continue
+        duration = job["duration_s"]
+        job["duration_s"] = ({kind: seconds * factor for kind, seconds in duration.items()}
+                             if isinstance(duration, dict) else duration * factor)
     return ran, took
 
 
