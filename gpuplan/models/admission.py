@@ -10,8 +10,9 @@ its speed curve gives: the upper concave hull of its levels ``(count, iterations
 
 - in every period the jobs hold at most the cluster's GPUs on average;
 - an arrival ``j`` admitted (``y[j] = 1``) does its remaining iterations by its deadline;
-- an admitted job does too, or the shortfall ``s[j]`` is paid for at a weight above any
-  arrival (a promise is kept before a new job is taken in);
+- an admitted job does too, always (a promise is kept before a new job is taken in; the
+  policy leaves out admitted jobs that cannot be on time any more, and a plan meeting
+  the others exists, so the model is feasible);
 - maximise the arrivals admitted, less the shortfalls, less a small price per GPU-second
   held (of two plans admitting as many, the one holding fewer GPUs leaves more for the
   jobs still to come).
@@ -30,8 +31,6 @@ import numpy as np
 from gpuplan.core.instance import BoolArray, FloatArray, IntArray
 from gpuplan.models.linear import LazyNames, LinearProgram
 
-#: Objective weight of a whole admitted job's shortfall, against 1 per arrival admitted.
-SHORTFALL_WEIGHT = 4.0
 #: Objective price of holding every GPU over the whole horizon (well below one job).
 GPU_TIME_PRICE = 0.01
 
@@ -145,8 +144,7 @@ def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int) -> Admiss
             done_cols.append(it)
         ones = [1.0] * len(done_cols)
         if job.admitted:
-            short = column(-SHORTFALL_WEIGHT / job.need, job.need)
-            rows.append(([*done_cols, short], [*ones, 1.0], job.need, np.inf))
+            rows.append((done_cols, ones, job.need, np.inf))
         else:
             y = column(1.0, 1.0, whole=True)
             admit_col[j] = y

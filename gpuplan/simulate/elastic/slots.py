@@ -94,13 +94,14 @@ class Slots:
         self.reach(plan.counts.size)
         self.free[:plan.counts.size] -= plan.counts
 
-    def run(self, levels: Levels, cap: IntArray, need: float,
-            lengths: FloatArray) -> Plan:
+    def run(self, levels: Levels, cap: IntArray, need: float, lengths: FloatArray,
+            spent: FloatArray) -> Plan:
         """The plan that holds, slot by slot, level ``cap[s]`` until ``need`` is done.
 
-        ``lengths`` are the slots' seconds of progress (a slot's length minus any overhead
-        paid in it); ``cap`` indexes ``levels``. The plan ends with the slot its last
-        iteration falls in; ``end_s`` is that instant.
+        ``lengths`` are the slots' seconds of progress: a slot's length (the last may end
+        early, at a deadline) less ``spent``, the overhead paid at its start; ``cap``
+        indexes ``levels``. The plan ends with the slot its last iteration falls in;
+        ``end_s`` is that instant.
         """
         done = np.cumsum(levels.rates[cap] * lengths)
         last = int(np.searchsorted(done, need * (1 - 1e-12)))
@@ -108,7 +109,6 @@ class Slots:
             return Plan(levels.counts[cap], math.inf)
         before = float(done[last - 1]) if last else 0.0
         rate = float(levels.rates[cap[last]])
-        overhead = self.slot_s - float(lengths[last])
-        end = last * self.slot_s + overhead + (need - before) / rate
+        end = last * self.slot_s + float(spent[last]) + (need - before) / rate
         counts = levels.counts[cap[:last + 1]]
         return Plan(counts, end)

@@ -76,7 +76,7 @@ def test_a_job_alone_ends_after_its_overhead_and_its_work_at_its_speed() -> None
 
 
 def test_a_count_change_closes_a_piece_and_charges_the_overhead_again() -> None:
-    """a runs on 2 GPUs, then at b's arrival (100 s) on 8: two pieces, a rescale event."""
+    """Job a runs on 2 GPUs, then at b's arrival (100 s) on 8: two pieces, a rescale event."""
     instance = two_jobs()
 
     def rule(view: ElasticView) -> ElasticDecision:

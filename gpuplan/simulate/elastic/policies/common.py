@@ -60,20 +60,20 @@ def fixed_counts(view: ElasticView) -> dict[int, int]:
 
 
 def restart_lengths(view: ElasticView, job: int, n: int, last_s: float,
-                    slot_s: float) -> FloatArray:
+                    slot_s: float) -> tuple[FloatArray, FloatArray]:
     """Seconds of progress in each of the first ``n`` slots of a plan for ``job``.
 
-    Slots are ``slot_s`` long, the last ending ``last_s`` after the decision; a job not
-    running now pays its restart overhead (``rescale_s``) at the start, a running one
-    what is left of its current one.
+    Also the overhead paid at the start of each slot. Slots are ``slot_s`` long, the
+    last ending ``last_s`` after the decision; a job not running now pays its restart
+    overhead (``rescale_s``) at the start, a running one what is left of its current one.
     """
     lengths = np.full(n, slot_s)
     lengths[-1] = last_s - (n - 1) * slot_s
     restart = (float(view.overhead_left[job]) if view.count[job]
                else float(view.instance.rescale_s[job]))
-    spent = np.minimum(np.maximum(restart - slot_s * np.arange(n), 0.0), lengths)
+    spent: FloatArray = np.minimum(np.maximum(restart - slot_s * np.arange(n), 0.0), lengths)
     done: FloatArray = lengths - spent
-    return done
+    return done, spent
 
 
 def hand_out(view: ElasticView, levels: JobLevels, count: dict[int, int],
@@ -164,7 +164,7 @@ class SharePlanner:
         slots.reach(n)
         levels = self.levels(j)
         need = float(view.remaining[j])
-        lengths = restart_lengths(view, j, n, left, self.slot_s)
+        lengths, spent = restart_lengths(view, j, n, left, self.slot_s)
         room = levels.below(slots.free[:n])
         for q in range(1, levels.counts.size):
             cap = np.minimum(room, q)
@@ -173,8 +173,8 @@ class SharePlanner:
                 continue
             point = int(np.flatnonzero(done >= need * (1 - 1e-12))[-1])
             cap[:point] = np.minimum(room[:point], q - 1)
-            plan = slots.run(levels, cap, need, lengths)
-            if plan.end_s <= left:
+            plan = slots.run(levels, cap, need, lengths, spent)
+            if plan.end_s <= left + 1e-6:
                 return plan
         return None
 
@@ -185,8 +185,8 @@ class SharePlanner:
         n = max(slots.slot_of(need / float(levels.rates[-1])) + 2, 1)
         while True:
             slots.reach(n)
-            lengths = restart_lengths(view, j, n, n * self.slot_s, self.slot_s)
-            plan = slots.run(levels, levels.below(slots.free[:n]), need, lengths)
+            lengths, spent = restart_lengths(view, j, n, n * self.slot_s, self.slot_s)
+            plan = slots.run(levels, levels.below(slots.free[:n]), need, lengths, spent)
             if math.isfinite(plan.end_s):
                 return plan
             n *= 2
@@ -198,8 +198,8 @@ class SharePlanner:
         fixed = fixed_counts(view)
         hand_out(view, self.levels, count, [j for j in plans if j not in fixed])
         first = math.inf
-        for j, plan in plans.items():
-            changes = np.flatnonzero(plan.counts[1:] != count.get(j, 0))
+        for plan in plans.values():
+            changes = np.flatnonzero(plan.counts[1:] != plan.counts[:-1])
             if changes.size:
                 first = min(first, float(changes[0] + 1))
         wake = view.now + first * self.slot_s if math.isfinite(first) else None

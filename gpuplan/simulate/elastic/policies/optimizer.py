@@ -83,7 +83,8 @@ class Optimizer:
         if not late:
             return self.planner.decision(view, plans, declined)
         _, before = self.planner.plan(view, view.active)
-        chosen = self._choose(view, arrived)
+        chosen = self._choose(view, [j for j in view.active.tolist() if j not in before],
+                              arrived)
         declined += [j for j in arrived if j not in chosen]
         while True:
             plans, late = self.planner.plan(
@@ -111,9 +112,12 @@ class Optimizer:
         per = levels.counts[1:] / levels.rates[1:]
         return float(view.remaining[j]) * float(per.min())
 
-    def _choose(self, view: ElasticView, arrived: list[int]) -> list[int]:
-        """The arrivals the admission MILP admits (none if it finds no better plan)."""
-        jobs = view.active.tolist() + arrived
+    def _choose(self, view: ElasticView, kept: list[int], arrived: list[int]) -> list[int]:
+        """The arrivals the admission MILP admits beside the ``kept`` jobs.
+
+        None when it finds no plan within the time limit.
+        """
+        jobs = kept + arrived
         instance = view.instance
         model = admission_model([
             AdmissionJob(left_s=float(instance.due[j]) - view.now,
@@ -121,7 +125,7 @@ class Optimizer:
                          counts=self.levels(j).counts[1:], rates=self.levels(j).rates[1:],
                          overhead_s=(float(view.overhead_left[j]) if view.count[j]
                                      else float(instance.rescale_s[j])),
-                         admitted=k < view.active.size)
+                         admitted=k < len(kept))
             for k, j in enumerate(jobs)], view.gpus, self.periods)
         began = time.perf_counter()
         solution = self.backend.solve_program(
@@ -133,4 +137,4 @@ class Optimizer:
         if solution.values is None:
             return []
         admitted = model.admitted(solution.values)
-        return [j for k, j in enumerate(jobs) if k >= view.active.size and admitted[k]]
+        return [j for k, j in enumerate(jobs) if k >= len(kept) and admitted[k]]
