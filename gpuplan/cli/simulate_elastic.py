@@ -132,8 +132,10 @@ def _summary(schedule: ResultSchedule, seconds: float,
         ("decisions", f"{m['decisions']:.0f}, p50 {m['decision_p50_s'] * 1e3:.2f} ms, p99 "
          f"{m['decision_p99_s'] * 1e3:.2f} ms, max {m['decision_max_s'] * 1e3:.1f} ms"),
     ]
-    if run.solver_s is not None:
-        rows.append(("solver time", f"{run.solver_s:.3f} s"))
+    if "solves" in m:
+        rows.append(("solver calls", f"{m['solves']:.0f}, {run.solver_s or 0:.3f} s in all, "
+                     f"p50 {m['solve_p50_s'] * 1e3:.1f} ms, p99 {m['solve_p99_s'] * 1e3:.1f} "
+                     f"ms, max {m['solve_max_s'] * 1e3:.1f} ms"))
     rows += [("wall time", f"{seconds:.3f} s"),
              ("written to", written or "- (use -o FILE to save)")]
     return rows
