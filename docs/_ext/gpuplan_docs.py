@@ -349,11 +349,13 @@ class SimulatorPartsDirective(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         """The directive's nodes."""
+        from gpuplan.simulate.elastic.policies import ELASTIC_POLICIES
         from gpuplan.simulate.policies import ADMISSIONS, PLACEMENTS, SCHEDULERS
 
         kinds = {"scheduler": (SCHEDULERS, "--policy", True),
                  "placement": (PLACEMENTS, "--placement", False),
-                 "admission": (ADMISSIONS, "--admission", False)}
+                 "admission": (ADMISSIONS, "--admission", False),
+                 "elastic policy": (ELASTIC_POLICIES, "--policy", False)}
         wanted = self.options.get("kind")
         out: list[nodes.Node] = []
         for kind, (registry, flag, is_scheduler) in kinds.items():

@@ -306,17 +306,19 @@ class ElasticEngine:
                 self.state[j] = 2
         self.arrived = []
         target = np.zeros(instance.n_jobs, dtype=np.int64)
-        for j, c in decision.count.items():
-            if c:
-                if self.state[j] != 2:
-                    raise ElasticSimulationError(
-                        f"{self.policy.name} gave GPUs to job {instance.job_ids[j]!r}, which "
-                        "is not admitted and unfinished")
-                if self.rate_of(j, c) <= 0 or not instance.piece_nodes(self.type, c):
-                    raise ElasticSimulationError(
-                        f"{self.policy.name} gave job {instance.job_ids[j]!r} {c} GPUs, a "
-                        "count it cannot run on")
-                target[j] = c
+        given = np.fromiter(decision.count.keys(), dtype=np.int64, count=len(decision.count))
+        target[given] = np.fromiter(decision.count.values(), dtype=np.int64,
+                                    count=len(decision.count))
+        for j in np.flatnonzero(target != self.count).tolist():
+            c = int(target[j])
+            if c and self.state[j] != 2:
+                raise ElasticSimulationError(
+                    f"{self.policy.name} gave GPUs to job {instance.job_ids[j]!r}, which "
+                    "is not admitted and unfinished")
+            if c and (self.rate_of(j, c) <= 0 or not instance.piece_nodes(self.type, c)):
+                raise ElasticSimulationError(
+                    f"{self.policy.name} gave job {instance.job_ids[j]!r} {c} GPUs, a "
+                    "count it cannot run on")
         if int(target.sum()) > int(self.node_gpus.sum()):
             raise ElasticSimulationError(f"{self.policy.name} gave out {int(target.sum())} "
                                          f"GPUs of {int(self.node_gpus.sum())}")

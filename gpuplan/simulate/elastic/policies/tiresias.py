@@ -44,16 +44,24 @@ class Tiresias:
         queue = np.searchsorted(self.limits, view.attained[jobs] + 1e-6, side="right")
         order = jobs[np.lexsort((jobs, self.release[jobs], queue))]
         left = view.gpus - sum(count.values())
-        wake = np.inf
         pinned = bool(count)
         chosen: list[int] = []
-        for j in order.tolist():
-            gang = int(self.gang[j])
+        gangs = self.gang[order].tolist()
+        for j, gang in zip(order.tolist(), gangs, strict=True):
             if gang <= left and (not pinned or view.packs([*chosen, gang])):
                 chosen.append(gang)
                 count[j] = gang
                 left -= gang
-                q = int(np.searchsorted(self.limits, view.attained[j] + 1e-6, side="right"))
-                if q < self.limits.size:
-                    wake = min(wake, (self.limits[q] - view.attained[j]) / gang)
+                if not left:
+                    break
+        # Wake when the first running job reaches the next queue's threshold.
+        running = np.fromiter(count, dtype=np.int64, count=len(count))
+        wake = np.inf
+        if running.size:
+            attained = view.attained[running]
+            q = np.searchsorted(self.limits, attained + 1e-6, side="right")
+            below = q < self.limits.size
+            if below.any():
+                wake = float(((self.limits[q[below]] - attained[below])
+                              / self.gang[running[below]]).min())
         return ElasticDecision(count, (), view.now + wake if np.isfinite(wake) else None)
