@@ -10,9 +10,10 @@ its speed curve gives: the upper concave hull of its levels ``(count, iterations
 
 - in every period the jobs hold at most the cluster's GPUs on average;
 - an arrival ``j`` admitted (``y[j] = 1``) does its remaining iterations by its deadline;
-- an admitted job does too, always (a promise is kept before a new job is taken in; the
-  policy leaves out admitted jobs that cannot be on time any more, and a plan meeting
-  the others exists, so the model is feasible);
+- an admitted job does too, or its shortfall ``s[j]`` costs, from 1% of its work on,
+  more than all the arrivals together are worth (a promise is kept before a new job is taken in; the shortfall is
+  there only because deadlines between cuts count from the cut before them, which may
+  leave an admitted job fewer periods than its plan uses);
 - maximise the arrivals admitted, less the shortfalls, less a small price per GPU-second
   held (of two plans admitting as many, the one holding fewer GPUs leaves more for the
   jobs still to come).
@@ -51,6 +52,10 @@ class AdmissionJob:
         Seconds it makes no progress at the start (a restart), taken from the first period.
     admitted
         Whether it was admitted already (else it is an arrival, ``y`` decides).
+    planned
+        For an admitted job, a plan meeting its deadline, slot by slot from now: the
+        GPU-seconds it holds and the iterations it does in each slot (the warm start);
+        None without one.
     """
 
     left_s: float
@@ -59,6 +64,7 @@ class AdmissionJob:
     rates: FloatArray
     overhead_s: float
     admitted: bool
+    planned: tuple[FloatArray, FloatArray] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,10 +77,14 @@ class AdmissionModel:
         The MILP.
     admit_col
         Per job, the column of its ``y`` (-1 for an admitted job).
+    start
+        Column values admitting no arrival, the admitted jobs on their plans (None when
+        some admitted job has none): a solution to start from.
     """
 
     program: LinearProgram
     admit_col: IntArray
+    start: FloatArray | None
 
     def admitted(self, values: FloatArray) -> BoolArray:
         """Per job, whether the solution admits it (admitted jobs always)."""
@@ -105,13 +115,18 @@ def hull(counts: IntArray, rates: FloatArray) -> tuple[FloatArray, FloatArray]:
     return slope, intercept
 
 
-def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int) -> AdmissionModel:
-    """The admission MILP for ``jobs`` on ``gpus`` GPUs over at most ``periods`` periods."""
+def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int,
+                    slot_s: float = 60.0) -> AdmissionModel:
+    """The admission MILP for ``jobs`` on ``gpus`` GPUs over at most ``periods`` periods.
+
+    ``slot_s`` is the length of the slots of the admitted jobs' ``planned`` arrays.
+    """
     lefts = np.array([job.left_s for job in jobs])
     cuts = np.unique(lefts[lefts > 0])
     if cuts.size > periods:
-        cuts = np.unique(np.quantile(cuts, np.linspace(0, 1, periods + 1)[1:],
-                                     method="inverted_cdf"))
+        # The earliest deadline stays a cut, so that every job has a period.
+        cuts = np.unique(np.concatenate((cuts[:1], np.quantile(
+            cuts, np.linspace(0, 1, periods)[1:], method="inverted_cdf"))))
     starts = np.concatenate(([0.0], cuts[:-1]))
     lengths = cuts - starts
     horizon = float(cuts[-1]) if cuts.size else 1.0
@@ -121,6 +136,9 @@ def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int) -> Admiss
     rows: list[tuple[list[int], list[float], float, float]] = []
     capacity: list[tuple[list[int], list[float]]] = [([], []) for _ in range(cuts.size)]
     admit_col = np.full(len(jobs), -1, dtype=np.int64)
+    start: list[float] | None = []
+    # 1% of an admitted job short costs more than admitting every arrival gains.
+    promise = 100.0 * (1.0 + sum(not job.admitted for job in jobs))
 
     def column(price: float, top: float, whole: bool = False) -> int:
         cost.append(price)
@@ -132,11 +150,15 @@ def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int) -> Admiss
         slope, intercept = hull(job.counts, job.rates)
         reach = int(np.searchsorted(cuts, job.left_s, side="right"))
         done_cols: list[int] = []
+        held, did = _per_period(job, starts, cuts, slot_s)
         for p in range(reach):
             length = max(float(lengths[p]) - (job.overhead_s if p == 0 else 0.0), 0.0)
             g = column(-GPU_TIME_PRICE * float(lengths[p]) / (gpus * horizon),
                        float(job.counts[-1]))
             it = column(0.0, job.need)
+            if start is not None:
+                start += ([0.0, 0.0] if held is None or did is None else
+                          [float(held[p] / lengths[p]), float(did[p])])
             capacity[p][0].append(g)
             capacity[p][1].append(1.0)
             for a, b in zip(slope.tolist(), intercept.tolist(), strict=True):
@@ -144,9 +166,16 @@ def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int) -> Admiss
             done_cols.append(it)
         ones = [1.0] * len(done_cols)
         if job.admitted:
-            rows.append((done_cols, ones, job.need, np.inf))
+            short = column(-promise / job.need, job.need)
+            rows.append(([*done_cols, short], [*ones, 1.0], job.need, np.inf))
+            if held is None or did is None:
+                start = None
+            elif start is not None:
+                start.append(max(job.need - float(did[:reach].sum()), 0.0))
         else:
             y = column(1.0, 1.0, whole=True)
+            if start is not None:
+                start.append(0.0)
             admit_col[j] = y
             rows.append(([*done_cols, y], [*ones, -job.need], 0.0, np.inf))
     for cols, values in capacity:
@@ -162,4 +191,18 @@ def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int) -> Admiss
         value=np.array([v for r in rows for v in r[1]], dtype=float),
         col_names=LazyNames(len(cost), lambda k: f"x{k}"),
         row_names=LazyNames(len(rows), lambda k: f"r{k}"))
-    return AdmissionModel(program, admit_col)
+    return AdmissionModel(program, admit_col, None if start is None else np.array(start))
+
+
+def _per_period(job: AdmissionJob, starts: FloatArray, cuts: FloatArray,
+                slot_s: float) -> tuple[FloatArray | None, FloatArray | None]:
+    """The GPU-seconds and iterations of the job's plan in each period (None: no plan)."""
+    if job.planned is None:
+        return None, None
+    held, did = job.planned
+    begin = slot_s * np.arange(held.size)
+    overlap = np.clip(np.minimum(begin[:, None] + slot_s, cuts[None, :])
+                      - np.maximum(begin[:, None], starts[None, :]), 0.0, None) / slot_s
+    per_held: FloatArray = held @ overlap
+    per_did: FloatArray = did @ overlap
+    return per_held, per_did

@@ -191,6 +191,23 @@ class SharePlanner:
                 return plan
             n *= 2
 
+    def slot_work(self, view: ElasticView, j: int, plan: Plan) -> tuple[FloatArray,
+                                                                        FloatArray]:
+        """The GPU-seconds job ``j`` holds and the iterations it does in each plan slot.
+
+        The last slot counts up to the plan's end.
+        """
+        n = plan.counts.size
+        end = min(plan.end_s, n * self.slot_s)
+        lengths, _ = restart_lengths(view, j, n, end, self.slot_s)
+        levels = self.levels(j)
+        rates = levels.rates[levels.below(plan.counts)]
+        did = np.minimum(np.cumsum(rates * lengths), float(view.remaining[j]))
+        span = np.full(n, self.slot_s)
+        span[-1] = end - (n - 1) * self.slot_s
+        held: FloatArray = plan.counts * span
+        return held, np.diff(did, prepend=0.0)
+
     def decision(self, view: ElasticView, plans: dict[int, Plan],
                  declined: list[int]) -> ElasticDecision:
         """Each job's first-slot count, leftovers by marginal gain, and the next change."""

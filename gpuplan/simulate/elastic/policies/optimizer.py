@@ -9,8 +9,8 @@ decision; this policy instead
 
 1. solves the admission MILP of :mod:`gpuplan.models.admission` (which arrivals to admit,
    how many GPUs each job holds in each period up to the last deadline, admitted jobs
-   kept first) with HiGHS, within the per-decision time limit, started from the plan
-   that admits none (always feasible);
+   kept first) with HiGHS, within the per-decision time limit, warm-started from the
+   admitted jobs' plans of this decision with no arrival admitted;
 2. checks its choice slot by slot: while the plan of the admitted jobs and the chosen
    arrivals makes some job late that was not late without the arrivals, the chosen
    arrival holding the most GPU-seconds is declined instead.
@@ -35,6 +35,7 @@ from gpuplan.models.admission import AdmissionJob, admission_model
 from gpuplan.simulate.elastic.engine import ElasticDecision, ElasticView
 from gpuplan.simulate.elastic.policies.common import JobLevels, SharePlanner
 from gpuplan.simulate.elastic.policies.elasticflow import SlotOptions
+from gpuplan.simulate.elastic.slots import Plan
 
 #: Seconds each decision's MILP may take when no time limit is given.
 DEFAULT_LIMIT_S = 1.0
@@ -82,8 +83,8 @@ class Optimizer:
         plans, late = self.planner.plan(view, np.concatenate([view.active, arrived]))
         if not late:
             return self.planner.decision(view, plans, declined)
-        _, before = self.planner.plan(view, view.active)
-        chosen = self._choose(view, [j for j in view.active.tolist() if j not in before],
+        kept, before = self.planner.plan(view, view.active)
+        chosen = self._choose(view, {j: plan for j, plan in kept.items() if j not in before},
                               arrived)
         declined += [j for j in arrived if j not in chosen]
         while True:
@@ -112,12 +113,14 @@ class Optimizer:
         per = levels.counts[1:] / levels.rates[1:]
         return float(view.remaining[j]) * float(per.min())
 
-    def _choose(self, view: ElasticView, kept: list[int], arrived: list[int]) -> list[int]:
+    def _choose(self, view: ElasticView, kept: dict[int, Plan],
+                arrived: list[int]) -> list[int]:
         """The arrivals the admission MILP admits beside the ``kept`` jobs.
 
-        None when it finds no plan within the time limit.
+        It starts from the ``kept`` jobs' plans, admitting no arrival; none is admitted
+        when it finds no plan within the time limit.
         """
-        jobs = kept + arrived
+        jobs = [*kept, *arrived]
         instance = view.instance
         model = admission_model([
             AdmissionJob(left_s=float(instance.due[j]) - view.now,
@@ -125,12 +128,14 @@ class Optimizer:
                          counts=self.levels(j).counts[1:], rates=self.levels(j).rates[1:],
                          overhead_s=(float(view.overhead_left[j]) if view.count[j]
                                      else float(instance.rescale_s[j])),
-                         admitted=k < len(kept))
-            for k, j in enumerate(jobs)], view.gpus, self.periods)
+                         admitted=k < len(kept),
+                         planned=(self.planner.slot_work(view, j, kept[j]) if j in kept
+                                  else None))
+            for k, j in enumerate(jobs)], view.gpus, self.periods, self.planner.slot_s)
         began = time.perf_counter()
         solution = self.backend.solve_program(
             model.program, Limits(Budget(self.limit_s), threads=self.settings.threads,
-                                  seed=self.settings.seed))
+                                  seed=self.settings.seed), start=model.start)
         spent = time.perf_counter() - began
         self.solver_s += spent
         self.solves.append(spent)
