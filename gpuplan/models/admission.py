@@ -11,9 +11,9 @@ its speed curve gives: the upper concave hull of its levels ``(count, iterations
 - in every period the jobs hold at most the cluster's GPUs on average;
 - an arrival ``j`` admitted (``y[j] = 1``) does its remaining iterations by its deadline;
 - an admitted job does too, or its shortfall ``s[j]`` costs, from 1% of its work on,
-  more than all the arrivals together are worth (a promise is kept before a new job is taken in; the shortfall is
-  there only because deadlines between cuts count from the cut before them, which may
-  leave an admitted job fewer periods than its plan uses);
+  more than all the arrivals together are worth (a promise is kept before a new job is
+  taken in; a shortfall is there only because deadlines between cuts count from the cut
+  before them, which may leave an admitted job fewer periods than its plan uses);
 - maximise the arrivals admitted, less the shortfalls, less a small price per GPU-second
   held (of two plans admitting as many, the one holding fewer GPUs leaves more for the
   jobs still to come).
@@ -53,9 +53,9 @@ class AdmissionJob:
     admitted
         Whether it was admitted already (else it is an arrival, ``y`` decides).
     planned
-        For an admitted job, a plan meeting its deadline, slot by slot from now: the
-        GPU-seconds it holds and the iterations it does in each slot (the warm start);
-        None without one.
+        For an admitted job, a plan meeting its deadline, step by step from now: each
+        step's begin and end seconds, the GPU-seconds it holds and the iterations it does
+        in it (the warm start); None without one.
     """
 
     left_s: float
@@ -64,7 +64,7 @@ class AdmissionJob:
     rates: FloatArray
     overhead_s: float
     admitted: bool
-    planned: tuple[FloatArray, FloatArray] | None = None
+    planned: tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None = None
 
 
 @dataclass(frozen=True)
@@ -115,12 +115,8 @@ def hull(counts: IntArray, rates: FloatArray) -> tuple[FloatArray, FloatArray]:
     return slope, intercept
 
 
-def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int,
-                    slot_s: float = 60.0) -> AdmissionModel:
-    """The admission MILP for ``jobs`` on ``gpus`` GPUs over at most ``periods`` periods.
-
-    ``slot_s`` is the length of the slots of the admitted jobs' ``planned`` arrays.
-    """
+def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int) -> AdmissionModel:
+    """The admission MILP for ``jobs`` on ``gpus`` GPUs over at most ``periods`` periods."""
     lefts = np.array([job.left_s for job in jobs])
     cuts = np.unique(lefts[lefts > 0])
     if cuts.size > periods:
@@ -150,7 +146,7 @@ def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int,
         slope, intercept = hull(job.counts, job.rates)
         reach = int(np.searchsorted(cuts, job.left_s, side="right"))
         done_cols: list[int] = []
-        held, did = _per_period(job, starts, cuts, slot_s)
+        held, did = _per_period(job, starts, cuts)
         for p in range(reach):
             length = max(float(lengths[p]) - (job.overhead_s if p == 0 else 0.0), 0.0)
             g = column(-GPU_TIME_PRICE * float(lengths[p]) / (gpus * horizon),
@@ -194,15 +190,18 @@ def admission_model(jobs: list[AdmissionJob], gpus: int, periods: int,
     return AdmissionModel(program, admit_col, None if start is None else np.array(start))
 
 
-def _per_period(job: AdmissionJob, starts: FloatArray, cuts: FloatArray,
-                slot_s: float) -> tuple[FloatArray | None, FloatArray | None]:
-    """The GPU-seconds and iterations of the job's plan in each period (None: no plan)."""
+def _per_period(job: AdmissionJob, starts: FloatArray, cuts: FloatArray
+                ) -> tuple[FloatArray | None, FloatArray | None]:
+    """The GPU-seconds and iterations of the job's plan in each period (None: no plan).
+
+    A step's share of each is that of its time in the period.
+    """
     if job.planned is None:
         return None, None
-    held, did = job.planned
-    begin = slot_s * np.arange(held.size)
-    overlap = np.clip(np.minimum(begin[:, None] + slot_s, cuts[None, :])
-                      - np.maximum(begin[:, None], starts[None, :]), 0.0, None) / slot_s
+    begin, end, held, did = job.planned
+    span = np.maximum(end - begin, 1e-12)
+    overlap = np.clip(np.minimum(end[:, None], cuts[None, :])
+                      - np.maximum(begin[:, None], starts[None, :]), 0.0, None) / span[:, None]
     per_held: FloatArray = held @ overlap
     per_did: FloatArray = did @ overlap
     return per_held, per_did

@@ -59,19 +59,20 @@ def fixed_counts(view: ElasticView) -> dict[int, int]:
     return {j: int(view.count[j]) for j in fixed.tolist()}
 
 
-def restart_lengths(view: ElasticView, job: int, n: int, last_s: float,
-                    slot_s: float) -> tuple[FloatArray, FloatArray]:
-    """Seconds of progress in each of the first ``n`` slots of a plan for ``job``.
+def progress_seconds(view: ElasticView, job: int, bounds: IntArray, last_s: float,
+                     slot_s: float) -> tuple[FloatArray, FloatArray]:
+    """Seconds of progress of ``job`` in each step of a plan, and the overhead of each.
 
-    Also the overhead paid at the start of each slot. Slots are ``slot_s`` long, the
+    Step ``k`` covers the slots ``[bounds[k], bounds[k + 1])`` of ``slot_s`` seconds, the
     last ending ``last_s`` after the decision; a job not running now pays its restart
     overhead (``rescale_s``) at the start, a running one what is left of its current one.
     """
-    lengths = np.full(n, slot_s)
-    lengths[-1] = last_s - (n - 1) * slot_s
+    begin = bounds[:-1] * slot_s
+    end = np.append(bounds[1:-1] * slot_s, last_s)
+    lengths = end - begin
     restart = (float(view.overhead_left[job]) if view.count[job]
                else float(view.instance.rescale_s[job]))
-    spent: FloatArray = np.minimum(np.maximum(restart - slot_s * np.arange(n), 0.0), lengths)
+    spent: FloatArray = np.clip(restart - begin, 0.0, lengths)
     done: FloatArray = lengths - spent
     return done, spent
 
@@ -138,7 +139,7 @@ class SharePlanner:
             levels = self.levels(j)
             n = slots.slot_of(float(view.overhead_left[j]) + float(view.remaining[j])
                               / float(levels.rates[levels.below(np.array([count]))[0]])) + 1
-            plans[j] = Plan(np.full(n, count, dtype=np.int64), 0.0)
+            plans[j] = Plan(np.array([0, n]), np.array([count]), 0.0)
             slots.reserve(plans[j])
         for j in order:
             plan = self.share(view, slots, j)
@@ -153,19 +154,18 @@ class SharePlanner:
         """The job's minimum satisfactory share, or None if no level meets its deadline.
 
         The smallest level ``q`` such that holding ``q`` (or the largest level the free
-        GPUs of a slot allow) from some slot to the deadline does the job's iterations;
-        the job holds the level below ``q`` until that slot, ``q`` from it, and ends when
+        GPUs of a step allow) from some step to the deadline does the job's iterations;
+        the job holds the level below ``q`` until that step, ``q`` from it, and ends when
         its iterations are done.
         """
         left = float(view.instance.due[j]) - view.now
         if not left > 0:
             return None
-        n = slots.slot_of(left)
-        slots.reach(n)
+        bounds, free = slots.window(slots.slot_of(left))
         levels = self.levels(j)
         need = float(view.remaining[j])
-        lengths, spent = restart_lengths(view, j, n, left, self.slot_s)
-        room = levels.below(slots.free[:n])
+        lengths, spent = progress_seconds(view, j, bounds, left, self.slot_s)
+        room = levels.below(free)
         for q in range(1, levels.counts.size):
             cap = np.minimum(room, q)
             done = np.cumsum((levels.rates[cap] * lengths)[::-1])[::-1]
@@ -173,7 +173,7 @@ class SharePlanner:
                 continue
             point = int(np.flatnonzero(done >= need * (1 - 1e-12))[-1])
             cap[:point] = np.minimum(room[:point], q - 1)
-            plan = slots.run(levels, cap, need, lengths, spent)
+            plan = slots.run(levels, bounds, cap, need, lengths, spent)
             if plan.end_s <= left + 1e-6:
                 return plan
         return None
@@ -182,42 +182,37 @@ class SharePlanner:
         """The plan running the job as soon and as wide as the free slots allow."""
         levels = self.levels(j)
         need = float(view.remaining[j])
-        n = max(slots.slot_of(need / float(levels.rates[-1])) + 2, 1)
+        n = max(int(slots.bounds[-1]), 0) + slots.slot_of(need / float(levels.rates[-1])) + 2
         while True:
-            slots.reach(n)
-            lengths, spent = restart_lengths(view, j, n, n * self.slot_s, self.slot_s)
-            plan = slots.run(levels, levels.below(slots.free[:n]), need, lengths, spent)
+            bounds, free = slots.window(n)
+            lengths, spent = progress_seconds(view, j, bounds, n * self.slot_s, self.slot_s)
+            plan = slots.run(levels, bounds, levels.below(free), need, lengths, spent)
             if math.isfinite(plan.end_s):
                 return plan
             n *= 2
 
-    def slot_work(self, view: ElasticView, j: int, plan: Plan) -> tuple[FloatArray,
-                                                                        FloatArray]:
-        """The GPU-seconds job ``j`` holds and the iterations it does in each plan slot.
+    def slot_work(self, view: ElasticView, j: int, plan: Plan
+                  ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """Job ``j``'s plan step by step: begin and end seconds, GPU-seconds, iterations.
 
-        The last slot counts up to the plan's end.
+        The last step counts up to the plan's end.
         """
-        n = plan.counts.size
-        end = min(plan.end_s, n * self.slot_s)
-        lengths, _ = restart_lengths(view, j, n, end, self.slot_s)
+        end = min(plan.end_s, float(plan.bounds[-1]) * self.slot_s)
+        lengths, spent = progress_seconds(view, j, plan.bounds, end, self.slot_s)
         levels = self.levels(j)
         rates = levels.rates[levels.below(plan.counts)]
         did = np.minimum(np.cumsum(rates * lengths), float(view.remaining[j]))
-        span = np.full(n, self.slot_s)
-        span[-1] = end - (n - 1) * self.slot_s
-        held: FloatArray = plan.counts * span
-        return held, np.diff(did, prepend=0.0)
+        begin: FloatArray = plan.bounds[:-1].astype(float) * self.slot_s
+        finish = begin + lengths + spent
+        held: FloatArray = plan.counts.astype(float) * (finish - begin)
+        return begin, finish, held, np.diff(did, prepend=0.0)
 
     def decision(self, view: ElasticView, plans: dict[int, Plan],
                  declined: list[int]) -> ElasticDecision:
         """Each job's first-slot count, leftovers by marginal gain, and the next change."""
-        count = {j: int(p.counts[0]) for j, p in plans.items() if p.counts.size}
+        count = {j: p.now for j, p in plans.items() if p.now}
         fixed = fixed_counts(view)
         hand_out(view, self.levels, count, [j for j in plans if j not in fixed])
-        first = math.inf
-        for plan in plans.values():
-            changes = np.flatnonzero(plan.counts[1:] != plan.counts[:-1])
-            if changes.size:
-                first = min(first, float(changes[0] + 1))
-        wake = view.now + first * self.slot_s if math.isfinite(first) else None
+        changes = [c for c in (p.first_change() for p in plans.values()) if c is not None]
+        wake = view.now + min(changes) * self.slot_s if changes else None
         return ElasticDecision({j: c for j, c in count.items() if c}, declined, wake)

@@ -131,7 +131,7 @@ class Optimizer:
                          admitted=k < len(kept),
                          planned=(self.planner.slot_work(view, j, kept[j]) if j in kept
                                   else None))
-            for k, j in enumerate(jobs)], view.gpus, self.periods, self.planner.slot_s)
+            for k, j in enumerate(jobs)], view.gpus, self.periods)
         began = time.perf_counter()
         solution = self.backend.solve_program(
             model.program, Limits(Budget(self.limit_s), threads=self.settings.threads,
