@@ -120,7 +120,9 @@ class Segment(_Model):
         description="Share of the job's work this segment does, in [0, 1] (0 only for a "
         "run log's segment spent wholly on its restore and migration): its run time "
         "(length minus restore_s and migrate_s) over the job's duration on gpu_type, times "
-        "the pair's colocation speed when it has a partner; the job's segments add up to 1. "
+        "the pair's colocation speed when it has a partner (for an elastic job's piece: its "
+        "iterations, run time x its count's speed, over the job's); the job's segments add "
+        "up to 1. "
         "Null (version 1 files): inferred from the interval.")
     partner: str | None = Field(
         default=None,
