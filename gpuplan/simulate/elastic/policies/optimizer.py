@@ -74,7 +74,13 @@ class Optimizer:
         self.solves: list[float] = []
 
     def decide(self, view: ElasticView) -> ElasticDecision:
-        """Admit what fits; on a conflict, the MILP's choice, checked slot by slot."""
+        """Admit what fits; on a conflict, the MILP's choice, checked slot by slot.
+
+        The whole decision keeps to the time limit: the MILP gets what the planning before
+        it left, less a fifth for the check; a check that runs out of time declines the
+        arrivals it has not cleared.
+        """
+        budget = Budget(self.limit_s)
         arrived = [j for j in view.arrived.tolist() if self._alone(view, j)]
         declined = [j for j in view.arrived.tolist() if j not in set(arrived)]
         if not arrived:
@@ -85,7 +91,7 @@ class Optimizer:
             return self.planner.decision(view, plans, declined)
         kept, before = self.planner.plan(view, view.active)
         chosen = self._choose(view, {j: plan for j, plan in kept.items() if j not in before},
-                              arrived)
+                              arrived, Budget(0.8 * budget.left()))
         declined += [j for j in arrived if j not in chosen]
         while True:
             plans, late = self.planner.plan(
@@ -93,11 +99,14 @@ class Optimizer:
             broken = late - before
             if not broken or not chosen:
                 break
+            if budget.spent():
+                declined += chosen
+                chosen = []
+                plans = kept
+                break
             out = max(chosen, key=lambda j: (j in broken, self._gpu_seconds(view, j)))
             chosen.remove(out)
             declined.append(out)
-        if chosen and (late - before):
-            plans, _ = self.planner.plan(view, view.active)
         return self.planner.decision(view, plans, declined)
 
     def _alone(self, view: ElasticView, j: int) -> bool:
@@ -113,12 +122,12 @@ class Optimizer:
         per = levels.counts[1:] / levels.rates[1:]
         return float(view.remaining[j]) * float(per.min())
 
-    def _choose(self, view: ElasticView, kept: dict[int, Plan],
-                arrived: list[int]) -> list[int]:
+    def _choose(self, view: ElasticView, kept: dict[int, Plan], arrived: list[int],
+                budget: Budget) -> list[int]:
         """The arrivals the admission MILP admits beside the ``kept`` jobs.
 
         It starts from the ``kept`` jobs' plans, admitting no arrival; none is admitted
-        when it finds no plan within the time limit.
+        when it finds no plan within the budget.
         """
         jobs = [*kept, *arrived]
         instance = view.instance
@@ -134,7 +143,7 @@ class Optimizer:
             for k, j in enumerate(jobs)], view.gpus, self.periods)
         began = time.perf_counter()
         solution = self.backend.solve_program(
-            model.program, Limits(Budget(self.limit_s), threads=self.settings.threads,
+            model.program, Limits(budget, threads=self.settings.threads,
                                   seed=self.settings.seed), start=model.start)
         spent = time.perf_counter() - began
         self.solver_s += spent
