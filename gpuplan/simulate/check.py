@@ -28,9 +28,10 @@ A run of elastic jobs (:mod:`gpuplan.simulate.elastic`: its ``run.scheduler`` is
 policy, no scheduler of the engine's) changes counts as no part of the engine does: the
 verifier holds its pieces, overheads and ``rescale`` events to the instance, and here only
 what its record states in the engine's terms is checked (its mode, round length and
-window, and the scheduler its method names); its policy and metrics are the elastic
-simulator's own (:func:`gpuplan.simulate.elastic.simulate_elastic` checks them as it
-writes the log).
+window, and the scheduler its method names) and its metrics that the log gives (the jobs
+met by their due dates and the ratio, the jobs declined, the mean JCT of the jobs that ran,
+the GPU-hours held); its policy is the elastic simulator's own
+(:func:`gpuplan.simulate.elastic.simulate_elastic` checks it as it writes the log).
 """
 
 from __future__ import annotations
@@ -145,7 +146,34 @@ def _check_elastic_run(instance: Instance, schedule: Plan, record: RunRecord) ->
     if not 0 <= record.window[0] < record.window[1] <= instance.n_jobs:
         problems.append(f"run.window {record.window[0]}:{record.window[1]} is not a range "
                         f"of the instance's {instance.n_jobs} jobs")
-    return problems
+    return problems + _elastic_metrics_given(instance, schedule, record)
+
+
+def _elastic_metrics_given(instance: Instance, schedule: Plan,
+                           record: RunRecord) -> list[str]:
+    """The elastic run's stated metrics that its segments and declines do not give."""
+    if isinstance(schedule, ResultSchedule):
+        result = schedule.result
+    else:
+        assert isinstance(schedule, Schedule), "a log read from a file is a Schedule"
+        result = schedule.to_result(instance)
+    ends = np.full(instance.n_jobs, -np.inf)
+    if result.job.size:
+        np.maximum.at(ends, result.job, result.end)
+    ran = np.isfinite(ends)
+    met = ran & (ends <= instance.due + 1e-6)
+    jct = (ends - instance.release)[ran]
+    held = float(sum((e - s) * g.size for s, e, g in zip(
+        result.start.tolist(), result.end.tolist(), result.gpus, strict=True)))
+    given = {"jobs": float(instance.n_jobs), "met": float(met.sum()),
+             "deadline_ratio": float(met.sum()) / max(instance.n_jobs, 1),
+             "declined": float(len(schedule.unplaced)),
+             "mean_jct_h": float(jct.mean()) / 3600 if jct.size else 0.0,
+             "held_gpu_h": held / 3600}
+    return [f"run.metrics.{name}: the record says {record.metrics[name]:.6g}, the log gives "
+            f"{value:.6g}" for name, value in given.items()
+            if name in record.metrics and not math.isclose(record.metrics[name], value,
+                                                           rel_tol=1e-6, abs_tol=1e-9)]
 
 
 def _stated_twice(head: Schedule, record: RunRecord) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,17 @@ def test_the_example_instance_runs_under_the_optimizer(gpuplan: Gpuplan) -> None
     ran = gpuplan("simulate", ELASTIC, "--policy", "optimizer")
     assert ran.code == 0, ran.err
     assert "deadlines met" in ran.err
+
+
+def test_check_refuses_a_ratio_the_log_does_not_give(gpuplan: Gpuplan, instance: Path,
+                                                     tmp_path: Path) -> None:
+    """A run log whose record claims more deadlines met than its segments show is exit 1."""
+    out = tmp_path / "run.json"
+    assert gpuplan("simulate", instance, "--policy", "elasticflow", "-o", out).code == 0
+    log = json.loads(out.read_text())
+    log["run"]["metrics"]["deadline_ratio"] = 1.0
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(log))
+    checked = gpuplan("check", instance, tampered)
+    assert checked.code == 1
+    assert "deadline_ratio" in checked.out + checked.err
