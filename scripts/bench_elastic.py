@@ -3,7 +3,8 @@
 Usage:
     nice -n 19 python scripts/bench_elastic.py [--traces 195job,cluster01,...,cluster10]
         [--policies edf,tiresias,elasticflow,optimizer] [--workers 2] [--time-limit S]
-        [--ef-scheduler DIR --ef-python PY [--ef-timeout S] [--ef-traces ...]]
+        [--ef-scheduler DIR --ef-python PY [--ef-timeout S] [--ef-traces ...]
+         [--ef-elasticflow 195job,cluster10]]
         [--work /tmp/gpuplan_bench_elastic] [--out docs/results/elastic.md] [--render-only]
 
 Each trace of ``../shared/benchmarks/gpu-traces/microsoft-itp/elasticflow-traces.tar.gz``
@@ -29,8 +30,10 @@ With ``--ef-scheduler`` (the ``ElasticFlow/scheduler`` folder of a checkout of
 pkusys/ElasticFlow) and ``--ef-python`` (a Python with its requirements), ElasticFlow's
 own simulator runs on the same files as its ``run_fig8b.sh`` runs it (``--scheme elastic
 --simulation True --scheduling_slot 60 --gpu_type A100``, the cluster spec of the trace's
-size), policies ``edf``, ``dlas-gpu`` (Tiresias) and ``ef-accessctrl`` (ElasticFlow), each
-under ``--ef-timeout`` seconds; its ratio is read from its ``final_result.csv``.
+size), policies ``edf`` and ``dlas-gpu`` (Tiresias) on ``--ef-traces`` and
+``ef-accessctrl`` (ElasticFlow) on ``--ef-elasticflow`` (it takes hours on the larger
+clusters), each under ``--ef-timeout`` seconds, after gpuplan's runs and outside their wall
+time; its ratio is read from its ``final_result.csv``.
 """
 
 from __future__ import annotations
@@ -49,7 +52,10 @@ from typing import Any
 
 import numpy as np
 
+from gpuplan.harness.bench import write_results
+
 ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "benchmarks.md"
 DATA = ROOT.parent / "shared" / "benchmarks" / "gpu-traces" / "microsoft-itp"
 TRACES = ("195job", *(f"cluster{k:02d}" for k in range(1, 11)))
 POLICIES = ("edf", "tiresias", "elasticflow", "optimizer")
@@ -146,25 +152,43 @@ def render(rows: dict[str, dict[str, Any]], args: argparse.Namespace, wall: floa
              f"(`--workers {args.workers}`"
              + (f", `--time-limit {args.time_limit:g}`" if args.time_limit else "")
              + "); every run log verified. Ratio = jobs done by their deadline / all jobs "
-             "(declined = missed). `EF sim` = ElasticFlow's own simulator on the same file; "
-             "`pub.` = ElasticFlow's published figure (Fig. 6b testbed for 195job, Fig. 8b "
-             "for the clusters); bound = jobs that could meet their deadline alone.", ""]
-    header = ("| trace | jobs | GPUs | bound | policy | ratio | EF sim | pub. | declined | "
-              "mean JCT h | s |")
-    lines += [header, "|" + "---|" * 11]
+             "(declined = missed), gpuplan's in bold; in brackets ElasticFlow's own "
+             "simulator on the same file (`-`: not run or not done in its time) and "
+             "ElasticFlow's published figure (Fig. 6b testbed for 195job, Fig. 8b for the "
+             "clusters); bound = share of jobs that could meet their deadline alone.", ""]
+    shown = [p for p in args.policies if p in PUBLISHED]
+    lines += ["| trace | jobs | GPUs | bound | "
+              + " | ".join(f"{p} (EF sim, pub.)" for p in shown)
+              + (" | optimizer |" if "optimizer" in args.policies else " |"),
+              "|" + "---|" * (4 + len(shown) + ("optimizer" in args.policies))]
+    for trace in args.traces:
+        first = next((rows[f"{trace}-{p}"] for p in args.policies
+                      if f"{trace}-{p}" in rows), None)
+        if first is None:
+            continue
+        cells = [trace, str(first["jobs"]), str(first["gpus"]), f"{first['bound']:.3f}"]
+        for policy in shown:
+            row = rows.get(f"{trace}-{policy}")
+            ef = rows.get(f"{trace}-{policy}-ef", {}).get("ef")
+            cells.append("-" if row is None else
+                         f"**{row['metrics']['deadline_ratio']:.3f}** "
+                         f"({'-' if ef is None else f'{ef:.3f}'}, "
+                         f"{PUBLISHED[policy][trace]:.3f})")
+        if "optimizer" in args.policies:
+            row = rows.get(f"{trace}-optimizer")
+            cells.append("-" if row is None else
+                         f"**{row['metrics']['deadline_ratio']:.3f}**")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "| trace | policy | declined | mean JCT h | GPU-h held | decisions | s |",
+              "|---|---|---|---|---|---|---|"]
     for trace in args.traces:
         for policy in args.policies:
             row = rows.get(f"{trace}-{policy}")
-            if row is None:
-                continue
-            m = row["metrics"]
-            ef = rows.get(f"{trace}-{policy}-ef", {}).get("ef")
-            published = PUBLISHED.get(policy, {}).get(trace)
-            lines.append(
-                f"| {trace} | {row['jobs']} | {row['gpus']} | {row['bound']:.3f} | {policy} | "
-                f"**{m['deadline_ratio']:.3f}** | {'-' if ef is None else f'{ef:.3f}'} | "
-                f"{'-' if published is None else f'{published:.3f}'} | "
-                f"{m['declined']:.0f} | {m['mean_jct_h']:.2f} | {row['seconds']:.0f} |")
+            if row is not None:
+                m = row["metrics"]
+                lines.append(f"| {trace} | {policy} | {m['declined']:.0f} | "
+                             f"{m['mean_jct_h']:.2f} | {m['held_gpu_h']:.0f} | "
+                             f"{m['decisions']:.0f} | {row['seconds']:.0f} |")
     lines += ["", "## gpuplan's optimizer against ElasticFlow", "",
               "| trace | EF ratio | optimizer ratio | gain (pp) | EF mean JCT h | optimizer "
               "mean JCT h | both ran: EF / optimizer JCT h |", "|" + "---|" * 7]
@@ -218,6 +242,16 @@ def render(rows: dict[str, dict[str, Any]], args: argparse.Namespace, wall: floa
     return "\n".join(lines) + "\n"
 
 
+def keep(rows: dict[str, dict[str, Any]], kept: Path, points: list[Any]) -> None:
+    """Each point's row as it comes in, kept in ``kept`` as JSON."""
+    for future in as_completed(points):
+        row = future.result()
+        rows[_key(row)] = row
+        (kept / f"{_key(row)}.json").write_text(json.dumps(row))
+        shown = row.get("metrics", {}).get("deadline_ratio", row.get("ef"))
+        print(f"{_key(row)}: {shown} ({row.get('seconds', 0):.0f} s)", flush=True)
+
+
 def main() -> None:
     """Run the points not kept yet, then write the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -229,7 +263,11 @@ def main() -> None:
     parser.add_argument("--ef-scheduler", default=None)
     parser.add_argument("--ef-python", default=None)
     parser.add_argument("--ef-timeout", type=float, default=600.0)
-    parser.add_argument("--ef-traces", default="195job,cluster10")
+    parser.add_argument("--ef-traces", default=",".join(TRACES),
+                        help="traces ElasticFlow's simulator runs EDF and Tiresias on")
+    parser.add_argument("--ef-elasticflow", default="195job,cluster10",
+                        help="traces ElasticFlow's simulator runs ElasticFlow on (it takes "
+                        "hours on the larger clusters)")
     parser.add_argument("--work", default="/tmp/gpuplan_bench_elastic")
     parser.add_argument("--out", default=str(ROOT / "docs" / "results" / "elastic.md"))
     parser.add_argument("--render-only", action="store_true")
@@ -245,28 +283,26 @@ def main() -> None:
         folder = extract(work)
         began = time.perf_counter()
         with ProcessPoolExecutor(args.workers) as pool:
-            futures = {}
             # Largest traces first, so the two workers finish together.
             order = sorted(args.traces, key=lambda t: -(folder / f"{t}.csv").stat().st_size)
-            for trace in order:
-                for policy in args.policies:
-                    futures[pool.submit(run_point, folder / f"{trace}.csv", policy,
-                                        args.time_limit)] = (trace, policy)
+            points = [pool.submit(run_point, folder / f"{trace}.csv", policy, args.time_limit)
+                      for trace in order for policy in args.policies]
+            keep(rows, kept, points)
+            wall = time.perf_counter() - began
             if args.ef_scheduler:
-                for trace in args.ef_traces.split(","):
-                    for policy in EF_POLICIES:
-                        futures[pool.submit(run_elasticflow, folder / f"{trace}.csv", policy,
-                                            args, work)] = (trace, policy)
-            for future in as_completed(futures):
-                row = future.result()
-                rows[_key(row)] = row
-                (kept / f"{_key(row)}.json").write_text(json.dumps(row))
-                shown = row.get("metrics", {}).get("deadline_ratio", row.get("ef"))
-                print(f"{_key(row)}: {shown} ({row.get('seconds', 0):.0f} s)", flush=True)
-        wall = time.perf_counter() - began
+                # ElasticFlow's simulator after gpuplan's runs, outside their wall time.
+                points = [pool.submit(run_elasticflow, folder / f"{trace}.csv", policy,
+                                      args, work)
+                          for policy, traces in (("edf", args.ef_traces),
+                                                 ("tiresias", args.ef_traces),
+                                                 ("elasticflow", args.ef_elasticflow))
+                          for trace in traces.split(",")]
+                keep(rows, kept, points)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(rows, args, wall))
+    # The tables docs/benchmarks.md quotes from the results file are refreshed with it.
+    write_results(out, render(rows, args, wall),
+                  PAGE if out.resolve().parent == PAGE.parent / "results" else None)
     print(f"wrote {out}", file=sys.stderr)
 
 
