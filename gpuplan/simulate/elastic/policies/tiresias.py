@@ -4,6 +4,8 @@ Every job runs at the count it asked for (its reference count: the trace's ``num
 priority queues by attained GPU-seconds (ElasticFlow's ``dlas-gpu``: three queues split at
 3250 and 7200 GPU-seconds, as Tiresias' own), first-come first-served within a queue,
 preemptive; a job that does not fit is passed over for one that does. No job is declined.
+Events within a slot of the last decision are decided together at the slot's end, as
+ElasticFlow's simulator does for every policy.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuplan.core.options import NoOptions
 from gpuplan.simulate.elastic.engine import ElasticDecision, ElasticView
 from gpuplan.simulate.elastic.policies.common import fixed_counts
+from gpuplan.simulate.elastic.policies.elasticflow import SlotOptions
 
 #: ElasticFlow's ``dlas-gpu`` queue thresholds, GPU-seconds (``jobs.py``: 3250, 7200).
 THRESHOLDS_S = (3250.0, 7200.0)
@@ -26,12 +28,12 @@ class Tiresias:
     name: ClassVar[str] = "tiresias"
     description: ClassVar[str] = ("Tiresias' 2D-LAS, rigid: each job at the count it asked "
                                   "for, queues by attained GPU-time, preemptive")
-    options_type: ClassVar[type[Any]] = NoOptions
+    options_type: ClassVar[type[Any]] = SlotOptions
     calls_solver: ClassVar[bool] = False
-    decision_gap_s: ClassVar[float] = 0.0
 
-    def __init__(self, instance: Any, options: NoOptions) -> None:
-        del options
+    def __init__(self, instance: Any, options: SlotOptions) -> None:
+        # ElasticFlow's simulator merges Tiresias' events within a slot as its own.
+        self.decision_gap_s = options.slot_s
         self.limits = np.asarray(THRESHOLDS_S)
         self.gang = instance.gang
         self.release = instance.release
