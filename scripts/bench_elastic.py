@@ -286,7 +286,8 @@ def main() -> None:
     kept = work / "rows"
     kept.mkdir(parents=True, exist_ok=True)
     rows = {path.stem: json.loads(path.read_text()) for path in kept.glob("*.json")}
-    wall = None
+    timed = work / "wall.json"
+    wall = json.loads(timed.read_text())["wall_s"] if timed.exists() else None
     if not args.render_only:
         folder = extract(work)
         began = time.perf_counter()
@@ -297,6 +298,8 @@ def main() -> None:
                       for trace in order for policy in args.policies]
             keep(rows, kept, points)
             wall = time.perf_counter() - began
+            (work / "wall.json").write_text(json.dumps({"wall_s": wall,
+                                                        "workers": args.workers}))
             if args.ef_scheduler:
                 # ElasticFlow's simulator after gpuplan's runs, outside their wall time.
                 points = [pool.submit(run_elasticflow, folder / f"{trace}.csv", policy,
