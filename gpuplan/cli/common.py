@@ -237,6 +237,15 @@ def options_file(path: str, method: Method) -> dict[str, Any]:
     return chosen
 
 
+def simulation_bug(policy: str, error: Exception) -> int:
+    """Report a run the verifier rejected or that got stuck: a bug, nothing written."""
+    console.print(f"[red bold]simulation bug[/red bold] (gpuplan's engine or policy "
+                  f"{policy!r}, not the input; nothing written; please report it with the "
+                  "command line):", highlight=False)
+    console.print(f"  {error}", markup=False)
+    return ExitCode.FAILED
+
+
 def summary_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
     """A two-column table of names and values under a title."""
     # Text, not markup: an instance named "[/oops]" is a name, not a style tag.

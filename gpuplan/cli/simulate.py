@@ -41,6 +41,7 @@ from gpuplan.cli.common import (
     positive,
     progress_display,
     settings,
+    simulation_bug,
     summary_table,
 )
 from gpuplan.cli.simulate_elastic import (
@@ -537,11 +538,7 @@ def _simulate_and_write(args: argparse.Namespace, spec: RunSpec, inputs: list[st
         except SimulationError as exc:
             if args.debug:
                 raise
-            console.print(f"[red bold]simulation bug[/red bold] (gpuplan's engine or policy "
-                          f"{args.scheduler!r}, not the input; nothing written; please report "
-                          "it with the command line):", highlight=False)
-            console.print(f"  {exc}", markup=False)
-            return ExitCode.FAILED
+            return simulation_bug(args.scheduler, exc)
     seconds = time.perf_counter() - began
     staging = None if folder is None else folder / (
         f".gpuplan-{HOST_TAG}-{os.getpid()}-{secrets.token_hex(4)}.tmp")

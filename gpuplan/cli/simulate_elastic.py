@@ -15,15 +15,15 @@ import argparse
 import time
 from typing import Any
 
-from gpuplan.cli.common import ExitCode, console, settings, summary_table
+from gpuplan.cli.common import ExitCode, console, settings, simulation_bug, summary_table
 from gpuplan.core.errors import InputError
 from gpuplan.core.files import check_output
 from gpuplan.core.instance import Instance
 from gpuplan.core.options import declared_options
 from gpuplan.core.schedule import ResultSchedule
 from gpuplan.simulate.elastic import ElasticSpec, simulate_elastic
-from gpuplan.simulate.elastic.engine import ElasticSimulationError
 from gpuplan.simulate.elastic.policies import ELASTIC_POLICIES
+from gpuplan.simulate.engine import SimulationError
 
 #: Flags of the rigid engine an elastic policy does not take, by their ``args`` names.
 _RIGID_ONLY = {"preset": "--preset", "mode": "--mode", "round_s": "--round",
@@ -97,14 +97,10 @@ def run_elastic(args: argparse.Namespace, instance: Instance, inputs: list[str],
     began = time.perf_counter()
     try:
         schedule = simulate_elastic(instance, spec)
-    except ElasticSimulationError as exc:
+    except SimulationError as exc:
         if args.debug:
             raise
-        console.print(f"[red bold]simulation bug[/red bold] (gpuplan's elastic engine or "
-                      f"policy {args.scheduler!r}, not the input; nothing written; please "
-                      "report it with the command line):", highlight=False)
-        console.print(f"  {exc}", markup=False)
-        return ExitCode.FAILED
+        return simulation_bug(args.scheduler, exc)
     seconds = time.perf_counter() - began
     if log is not None:
         if args.metrics_only:

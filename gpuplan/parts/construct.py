@@ -30,9 +30,22 @@ CLOCK_EVERY = 64
 NOT_REACHED = "the time limit was reached before the greedy pass got to it"
 
 
-def _expired(budget: Budget | None, done: int) -> bool:
+def expired(budget: Budget | None, done: int) -> bool:
     """Whether the budget is spent, read every :data:`CLOCK_EVERY` jobs."""
     return budget is not None and done % CLOCK_EVERY == 0 and done > 0 and budget.spent()
+
+
+def ready_at(instance: Instance, j: int, end: FloatArray) -> float | str:
+    """When job ``j`` may start given the ends of the jobs placed (NaN: not placed).
+
+    Its release and its predecessors' ends; a string saying which predecessor is not
+    placed when one is not.
+    """
+    missing = [p for p in instance.predecessors[j] if np.isnan(end[p])]
+    if missing:
+        return f"its predecessor {instance.job_ids[missing[0]]!r} is not placed"
+    return max([float(instance.release[j]),
+                *(float(end[p]) for p in instance.predecessors[j])])
 
 
 def _blocking_resource(instance: Instance, j: int, residual: FloatArray) -> str:
@@ -220,7 +233,7 @@ def best_fit_decreasing(
     placed: list[tuple[int, int, IntArray, float, float, int]] = []
     unplaced: dict[int, str] = {}
     for done, j in enumerate(order.tolist()):
-        if _expired(budget, done):
+        if expired(budget, done):
             unplaced.update(dict.fromkeys(order[done:].tolist(), NOT_REACHED))
             break
         k = int(instance.gpus_per_node[j])
@@ -397,14 +410,13 @@ def list_schedule(
     unplaced: dict[int, str] = {}
     order = list_order(instance, keys)
     for done, j in enumerate(order):
-        if _expired(budget, done):
+        if expired(budget, done):
             unplaced.update(dict.fromkeys(order[done:], NOT_REACHED))
             break
-        missing = [p for p in instance.predecessors[j] if np.isnan(end[p])]
-        if missing:
-            unplaced[j] = f"its predecessor {instance.job_ids[missing[0]]!r} is not placed"
+        ready = ready_at(instance, j, end)
+        if isinstance(ready, str):
+            unplaced[j] = ready
             continue
-        ready = max([float(instance.release[j]), *(end[p] for p in instance.predecessors[j])])
         previous = None if keep is None else keep.gpus[j]
         slot = (None if previous is None or keep is None or np.isnan(keep.start[j]) else
                 fleet.kept(j, previous, float(keep.start[j]), ready))

@@ -33,7 +33,7 @@ from gpuplan.core.objectives import ObjectiveKind, time_objective
 from gpuplan.core.options import option, parse_bool
 from gpuplan.core.result import Result, better, plan_status
 from gpuplan.models.bounds import objective_bound
-from gpuplan.parts.construct import list_order
+from gpuplan.parts.construct import NOT_REACHED, expired, list_order, ready_at
 from gpuplan.parts.free_gpus import FreeGpus, Slot
 
 #: The list scheduler's passes: each job takes the shape that ends first among those whose
@@ -256,15 +256,13 @@ def _pass(instance: Instance, shapes: Shapes, order: list[int], efficiency: floa
     unplaced: dict[int, str] = {}
     area = table.gang[:, None] * np.where(table.eligible, table.duration, np.inf)
     for done, j in enumerate(order):
-        if budget is not None and done and budget.spent():
-            unplaced.update(dict.fromkeys(order[done:], "the time limit was reached before "
-                                          "the greedy pass got to it"))
+        if expired(budget, done):
+            unplaced.update(dict.fromkeys(order[done:], NOT_REACHED))
             break
-        missing = [p for p in instance.predecessors[j] if np.isnan(end[p])]
-        if missing:
-            unplaced[j] = f"its predecessor {instance.job_ids[missing[0]]!r} is not placed"
+        ready = ready_at(instance, j, end)
+        if isinstance(ready, str):
+            unplaced[j] = ready
             continue
-        ready = max([float(instance.release[j]), *(end[p] for p in instance.predecessors[j])])
         least = float(area[list(shapes.rows[j])].min())
         slots = [(r, found) for r in shapes.rows[j]
                  for t in np.flatnonzero(table.eligible[r]).tolist()

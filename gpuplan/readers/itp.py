@@ -267,24 +267,9 @@ def itp_elastic_document(trace: Path, node_count: int | str | None = None,
     gang = _gangs(source, lines, ids, columns["num_gpu"])
     models = [text.strip() for text in columns["model_name"]]
 
-    kept = np.argsort(submit, kind="stable")[:limit]
-    summary = f"{len(ids)} jobs read; {kept.size} kept" + (
-        f", the first {limit} by submission time" if kept.size < len(ids) else "")
-    if kept.size == 0:
-        raise InputError(source, "", "no job to simulate: the file has a header and no rows")
-    if kept.size > MAX_JOBS:
-        raise InputError(source, "", f"{kept.size} jobs kept, and an instance holds at most "
-                         f"{MAX_JOBS:,}: read a slice with `limit`")
-    at, job_ids = lines[kept], [ids[k] for k in kept]
-    origin = submit[kept[0]]
-    release = submit[kept] - origin
-    due = deadline[kept] - origin
-    _first_bad(source, at, release > MAX_TIME_S, lambda i: (
-        f"submission_time is {release[i]:.0f} s after the first job kept's (job "
-        f"{job_ids[i]!r}); gpuplan's times end at {MAX_TIME_S:.0e} s"))
-    _first_bad(source, at, due > MAX_TIME_S, lambda i: (
-        f"deadline is {due[i]:.0f} s after the first job kept's submission_time (job "
-        f"{job_ids[i]!r}); gpuplan's times end at {MAX_TIME_S:.0e} s"))
+    kept, summary, _, job_ids, release, due = _kept(source, lines, ids, submit, deadline,
+                                                    limit)
+    assert due is not None, "the ElasticFlow columns hold a deadline"
     holds = [_held_counts(share) for _, _, share in fleet]
     jobs = []
     for k, row in enumerate(kept.tolist()):
@@ -493,26 +478,8 @@ def _document(trace: Path, node_count: int | str | None,
             f"deadline is {deadline[i]:g}, before the job's submission_time {submit[i]:g} "
             f"(job {ids[i]!r})"))
 
-    # Stable, so that jobs submitted at the same time keep the file's order.
-    kept = np.argsort(submit, kind="stable")[:limit]
-    summary = f"{len(ids)} jobs read; {kept.size} kept" + (
-        f", the first {limit} by submission time" if kept.size < len(ids) else "")
-    if kept.size == 0:
-        raise InputError(source, "", "no job to simulate: the file has a header and no rows")
-    if kept.size > MAX_JOBS:
-        raise InputError(source, "", f"{kept.size} jobs kept, and an instance holds at most "
-                         f"{MAX_JOBS:,}: read a slice with `limit`")
-    at, job_ids = lines[kept], [ids[k] for k in kept]
-    origin = submit[kept[0]]
-    release = submit[kept] - origin
-    _first_bad(source, at, release > MAX_TIME_S, lambda i: (
-        f"submission_time is {release[i]:.0f} s after the first job kept's (job "
-        f"{job_ids[i]!r}); gpuplan's times end at {MAX_TIME_S:.0e} s"))
-    due_s = None if deadline is None else deadline[kept] - origin
-    if due_s is not None:
-        _first_bad(source, at, due_s > MAX_TIME_S, lambda i: (
-            f"deadline is {due_s[i]:.0f} s after the first job kept's submission_time (job "
-            f"{job_ids[i]!r}); gpuplan's times end at {MAX_TIME_S:.0e} s"))
+    kept, summary, at, job_ids, release, due_s = _kept(source, lines, ids, submit, deadline,
+                                                       limit)
     runs, fits = _runs(source, at, job_ids, duration[kept], gang[kept], fleet)
 
     names = [name for name, _, _ in fleet]
@@ -548,6 +515,37 @@ def _document(trace: Path, node_count: int | str | None,
         "objective": (ObjectiveKind.TARDINESS if due
                       else ObjectiveKind.WEIGHTED_COMPLETION).value,
     }
+
+
+def _kept(source: str, lines: IntArray, ids: list[str], submit: FloatArray,
+          deadline: FloatArray | None, limit: int | None
+          ) -> tuple[IntArray, str, IntArray, list[str], FloatArray, FloatArray | None]:
+    """The jobs kept, by submission time, with their lines, ids, releases and due dates.
+
+    Also a line saying how many were read and kept. Raises InputError for none, more than
+    an instance holds, or times past gpuplan's limits, naming the line.
+    """
+    # Stable, so that jobs submitted at the same time keep the file's order.
+    kept = np.argsort(submit, kind="stable")[:limit]
+    summary = f"{len(ids)} jobs read; {kept.size} kept" + (
+        f", the first {limit} by submission time" if kept.size < len(ids) else "")
+    if kept.size == 0:
+        raise InputError(source, "", "no job to simulate: the file has a header and no rows")
+    if kept.size > MAX_JOBS:
+        raise InputError(source, "", f"{kept.size} jobs kept, and an instance holds at most "
+                         f"{MAX_JOBS:,}: read a slice with `limit`")
+    at, job_ids = lines[kept], [ids[k] for k in kept]
+    origin = submit[kept[0]]
+    release = submit[kept] - origin
+    _first_bad(source, at, release > MAX_TIME_S, lambda i: (
+        f"submission_time is {release[i]:.0f} s after the first job kept's (job "
+        f"{job_ids[i]!r}); gpuplan's times end at {MAX_TIME_S:.0e} s"))
+    due = None if deadline is None else deadline[kept] - origin
+    if due is not None:
+        _first_bad(source, at, due > MAX_TIME_S, lambda i: (
+            f"deadline is {due[i]:.0f} s after the first job kept's submission_time (job "
+            f"{job_ids[i]!r}); gpuplan's times end at {MAX_TIME_S:.0e} s"))
+    return kept, summary, at, job_ids, release, due
 
 
 def _node_count(trace: Path, node_count: int | str | None) -> tuple[int, str]:

@@ -20,6 +20,7 @@ import numpy as np
 from gpuplan.core.errors import InputError, setting
 from gpuplan.core.instance import FloatArray, Instance
 from gpuplan.core.objectives import time_objective
+from gpuplan.core.result import Result
 from gpuplan.core.schedule import Failure, ResultSchedule, RunRecord, Schedule
 from gpuplan.core.settings import RunSettings
 from gpuplan.simulate.check import check_run
@@ -221,13 +222,25 @@ def simulate_run(instance: Instance, spec: RunSpec = RunSpec(),
     log = ResultSchedule.make(instance, result, method=f"simulate:{spec.scheduler}",
                               wall_time_s=time.perf_counter() - began,
                               seed=spec.seed).with_head(run=record)
+    return verified(instance, log, result, spec.scheduler)
+
+
+def verified(instance: Instance, log: ResultSchedule, result: Result,
+             policy: str) -> ResultSchedule:
+    """The run log with its verification, once the verifier and the run checks pass.
+
+    Raises
+    ------
+    SimulationError
+        Naming ``policy`` and the first rules the log breaks (a bug, never bad input).
+    """
     verification = verify_schedule(instance, log)
     if not verification.ok:
         shown = "; ".join(str(v) for v in verification.violations[:5])
-        raise SimulationError(f"the run log of {spec.scheduler!r} breaks "
+        raise SimulationError(f"the run log of {policy!r} breaks "
                               f"{len(verification.violations)} rule(s) of the verifier: {shown}")
     broken = check_run(instance, log, result)
     if broken:
-        raise SimulationError(f"the run of {spec.scheduler!r} does not keep what its record "
+        raise SimulationError(f"the run of {policy!r} does not keep what its record "
                               f"claims ({len(broken)} problem(s)): {'; '.join(broken[:5])}")
     return log.with_head(verification=verification)

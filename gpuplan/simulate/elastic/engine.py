@@ -35,6 +35,7 @@ import numpy as np
 from gpuplan.core.instance import FloatArray, Instance, IntArray
 from gpuplan.core.result import EventKind, Result
 from gpuplan.core.sim import EventQueue, Recorder
+from gpuplan.simulate.engine import SimulationError
 
 #: Event kinds, in the order they are handled at one instant: completions free GPUs
 #: before arrivals and wake-ups are decided on.
@@ -43,7 +44,7 @@ _COMPLETE, _ARRIVE, _WAKE = 0, 1, 2
 _DONE_EPS = 1e-9
 
 
-class ElasticSimulationError(RuntimeError):
+class ElasticSimulationError(SimulationError):
     """A policy asked for what the cluster cannot do (a bug, never bad input)."""
 
 

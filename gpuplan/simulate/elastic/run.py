@@ -7,7 +7,7 @@ instant they were declined, and a :class:`~gpuplan.core.schedule.RunRecord` whos
 hold the deadline satisfactory ratio. The independent verifier checks it before it is
 returned (the iterations of each job are the integral of its speed over its pieces); a
 violation is a bug of the engine or a policy and raises
-:class:`~gpuplan.simulate.elastic.engine.ElasticSimulationError`, never repaired.
+:class:`~gpuplan.simulate.engine.SimulationError`, never repaired.
 """
 
 from __future__ import annotations
@@ -27,15 +27,9 @@ from gpuplan.core.options import part_options
 from gpuplan.core.result import Result
 from gpuplan.core.schedule import ResultSchedule, RunRecord
 from gpuplan.core.settings import RunSettings
-from gpuplan.simulate.check import check_run
-from gpuplan.simulate.elastic.engine import (
-    ElasticEngine,
-    ElasticOutcome,
-    ElasticSimulationError,
-    Progress,
-)
+from gpuplan.simulate.elastic.engine import ElasticEngine, ElasticOutcome, Progress
 from gpuplan.simulate.elastic.policies import ELASTIC_POLICIES
-from gpuplan.verify import verify_schedule
+from gpuplan.simulate.run import verified
 
 _HOUR = 3600.0
 
@@ -166,9 +160,10 @@ def simulate_elastic(instance: Instance, spec: ElasticSpec = ElasticSpec(),
     InputError
         An unknown policy or option, or a workload the simulator does not model
         (:func:`check_elastic`).
-    ElasticSimulationError
-        If the policy asks for what the cluster cannot do, or the verifier rejects the
-        log (a bug, never bad input).
+    SimulationError
+        If the policy asks for what the cluster cannot do
+        (:class:`~gpuplan.simulate.elastic.engine.ElasticSimulationError`), or the verifier
+        rejects the log (a bug, never bad input).
     """
     began = time.perf_counter()
     check_elastic(instance)
@@ -191,18 +186,7 @@ def simulate_elastic(instance: Instance, spec: ElasticSpec = ElasticSpec(),
     log = ResultSchedule.make(instance, result, method=f"simulate:{spec.policy}",
                               wall_time_s=time.perf_counter() - began,
                               seed=spec.seed).with_head(run=record)
-    verification = verify_schedule(instance, log)
-    if not verification.ok:
-        shown = "; ".join(str(v) for v in verification.violations[:5])
-        raise ElasticSimulationError(f"the run log of {spec.policy!r} breaks "
-                                     f"{len(verification.violations)} rule(s) of the "
-                                     f"verifier: {shown}")
-    broken = check_run(instance, log, result)
-    if broken:
-        raise ElasticSimulationError(f"the run of {spec.policy!r} does not keep what its "
-                                     f"record claims ({len(broken)} problem(s)): "
-                                     f"{'; '.join(broken[:5])}")
-    return log.with_head(verification=verification)
+    return verified(instance, log, result, spec.policy)
 
 
 def _plain(value: Any) -> Any:
