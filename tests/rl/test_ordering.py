@@ -108,6 +108,7 @@ def test_bsld_reward_is_rlschedulers_terminal_one(lublin: HpcWorkload) -> None:
     assert all(r == 0 for r in rewards[:-1]) and rewards[-1] == -info["bounded_slowdown"]
 
 
+@pytest.mark.slow
 def test_short_training_beats_random_on_held_out_sequences(lublin: HpcWorkload,
                                                           tmp_path: Path) -> None:
     """An 8,000-step PPO run orders held-out sequences better than a random pick."""
