@@ -237,11 +237,7 @@ def itp_elastic_document(trace: Path, node_count: int | str | None = None,
         where it is not a table of throughputs; naming ``rescale_s`` when it is not
         seconds from 0.
     """
-    if statuses is not None:
-        raise InputError(setting("statuses"), "", "the ITP trace records no job status; "
-                         "every job it lists is kept")
-    if limit is not None and (isinstance(limit, bool) or limit < 1):
-        raise InputError(setting("limit"), "", f"expected a positive number of jobs, got {limit}")
+    _check_settings(limit, statuses)
     nodes, sized = _node_count(trace, node_count)
     fleet = _fleet(types, nodes)
     overhead = _rescale(rescale_s, nodes)
@@ -452,11 +448,7 @@ def _document(trace: Path, node_count: int | str | None,
               types: str | Mapping[str, float] | None, limit: int | None,
               statuses: Collection[str] | None, *, due: bool) -> dict[str, Any]:
     """Either variant's document; ``due``: read ``deadline`` as the due date."""
-    if statuses is not None:
-        raise InputError(setting("statuses"), "", "the ITP trace records no job status; "
-                         "every job it lists is kept")
-    if limit is not None and (isinstance(limit, bool) or limit < 1):
-        raise InputError(setting("limit"), "", f"expected a positive number of jobs, got {limit}")
+    _check_settings(limit, statuses)
     # The settings before the file: a wrong one is told before a large file is read.
     nodes, sized = _node_count(trace, node_count)
     fleet = _fleet(types, nodes)
@@ -515,6 +507,15 @@ def _document(trace: Path, node_count: int | str | None,
         "objective": (ObjectiveKind.TARDINESS if due
                       else ObjectiveKind.WEIGHTED_COMPLETION).value,
     }
+
+
+def _check_settings(limit: int | None, statuses: Collection[str] | None) -> None:
+    """Refuse statuses (the trace records none) and a limit that is not a positive count."""
+    if statuses is not None:
+        raise InputError(setting("statuses"), "", "the ITP trace records no job status; "
+                         "every job it lists is kept")
+    if limit is not None and (isinstance(limit, bool) or limit < 1):
+        raise InputError(setting("limit"), "", f"expected a positive number of jobs, got {limit}")
 
 
 def _kept(source: str, lines: IntArray, ids: list[str], submit: FloatArray,
